@@ -1,0 +1,91 @@
+/* The codec registry: which codecs are compiled in, probing by magic bytes, and the names a
+ * single compressed file shows in the mount.
+ */
+#include "codec.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const struct codec *const codecs[] = {
+	&codec_gzip,
+	&codec_bzip2,
+	&codec_xz,
+#if HAVE_ZSTD
+	&codec_zstd,
+#endif
+#if HAVE_LZO
+	&codec_lzo,
+#endif
+};
+
+#define NCODECS (sizeof(codecs) / sizeof(codecs[0]))
+
+const struct codec *codec_probe(const uint8_t *head, size_t len)
+{
+	for (size_t i = 0; i < NCODECS; i++)
+		if (codecs[i]->probe && codecs[i]->probe(head, len))
+			return codecs[i];
+	return NULL;
+}
+
+const struct codec *codec_by_name(const char *name)
+{
+	for (size_t i = 0; i < NCODECS; i++)
+		if (strcmp(codecs[i]->name, name) == 0)
+			return codecs[i];
+	return NULL;
+}
+
+const char *codec_list(void)
+{
+	static char list[128];
+
+	if (!list[0]) {
+		for (size_t i = 0; i < NCODECS; i++) {
+			if (i)
+				strcat(list, ",");
+			strcat(list, codecs[i]->name);
+		}
+	}
+	return list;
+}
+
+/* Suffix -> replacement, longest first where one is a suffix of another. */
+static const char *const suffixes[][2] = {
+	{".tar.gz", ".tar"}, {".tgz", ".tar"},	{".taz", ".tar"},  {".tar.bz2", ".tar"},
+	{".tbz2", ".tar"},   {".tbz", ".tar"},	{".tb2", ".tar"},  {".tar.xz", ".tar"},
+	{".txz", ".tar"},    {".tpxz", ".tar"}, {".tar.pxz", ".tar"}, {".tar.zst", ".tar"},
+	{".tzst", ".tar"},   {".tar.lzo", ".tar"}, {".tzo", ".tar"}, {".gz", ""},
+	{".gzip", ""},	     {".z", ""},	{".bz2", ""},	   {".bz", ""},
+	{".xz", ""},	     {".pxz", ""},	{".lzma", ""},	   {".zst", ""},
+	{".zstd", ""},	     {".lzo", ""},
+};
+
+char *codec_strip_suffix(const char *archive_path)
+{
+	const char *base = strrchr(archive_path, '/');
+	size_t n;
+	char *out;
+
+	base = base ? base + 1 : archive_path;
+	n = strlen(base);
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		size_t sl = strlen(suffixes[i][0]);
+		if (n > sl && strcasecmp(base + n - sl, suffixes[i][0]) == 0) {
+			size_t rl = strlen(suffixes[i][1]);
+			out = malloc(n - sl + rl + 1);
+			if (!out)
+				return NULL;
+			memcpy(out, base, n - sl);
+			memcpy(out + n - sl, suffixes[i][1], rl + 1);
+			return out;
+		}
+	}
+	out = malloc(n + sizeof(".decompressed"));
+	if (!out)
+		return NULL;
+	memcpy(out, base, n);
+	memcpy(out + n, ".decompressed", sizeof(".decompressed"));
+	return out;
+}

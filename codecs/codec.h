@@ -1,0 +1,137 @@
+/* The codec interface.  One file per codec (gzip.c, bzip2.c, xz.c, ...), each exporting one
+ * const struct codec.  A codec does three things, all through the source interface:
+ *
+ *  1. probe: recognise its magic bytes at the start of a file (never the file name);
+ *  2. scan:  during the one indexing pass, decode the whole stream sequentially, hand the
+ *            decoded bytes to the caller (the tar parser) and emit checkpoints, the places
+ *            where decoding can later start without the data before them;
+ *  3. decode: later, start a decoder at one checkpoint and read forward from there.
+ *
+ * What is NOT here: caching, segmenting, integrity of decoded data against the index, the
+ * choice of which checkpoint serves a read.  Those are generic (stream.c, reader.c, cache.c)
+ * and the same for every codec.
+ *
+ * Errors: functions return 0 / a byte count, or -errno.  Corrupt or truncated compressed data
+ * is -EIO, after logging (tfs_log, TFS_LOG_ERR) what is wrong and at which compressed offset.
+ * -ENOMEM stays -ENOMEM.  Each codec maps its library's codes (Z_*, BZ_*, LZMA_*) in one
+ * function.  A codec never aborts, never reads outside its buffers, and never returns bytes
+ * it knows to be wrong.
+ *
+ * Threads: scan and decoder objects are used by one thread at a time; different objects may
+ * be used concurrently (the source is thread-safe).  A codec may start its own worker threads
+ * inside a scan (opts->threads) and must join them in scan_free.
+ */
+#ifndef TARSEEK_CODEC_H
+#define TARSEEK_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "../common/source.h"
+
+/* A checkpoint: a plain record with no pointers, stored as one SQLite row (plus an optional
+ * aux blob stored beside it, e.g. gzip's compressed 32 KiB window).  Fields marked
+ * codec-defined mean what the codec's file says they mean. */
+struct codec_ckpt {
+	uint64_t uoff;	/* decompressed offset where decoding from this checkpoint starts */
+	uint64_t ulen;	/* decompressed bytes up to the next checkpoint (or the end); set by the
+			   index when the checkpoint is stored -- a codec may emit 0 here */
+	uint64_t coff;	/* compressed byte offset where this checkpoint's data starts */
+	uint64_t clen;	/* codec-defined (e.g. compressed length of a block) */
+	uint64_t extra; /* codec-defined */
+	uint32_t bits;	/* codec-defined (e.g. gzip: bit offset into the byte before coff) */
+	uint32_t flags; /* codec-defined */
+};
+
+/* Where a scan sends its checkpoints. */
+struct codec_sink {
+	/* Called once per checkpoint, in increasing uoff order, the first at uoff 0, and before
+	 * scan_read returns any byte at or after ck->uoff.  aux (may be NULL) is only valid
+	 * during the call.  Returns 0, or -errno to stop the scan (scan_read returns it). */
+	int (*checkpoint)(void *opaque, const struct codec_ckpt *ck, const void *aux, size_t auxlen);
+	void *opaque;
+};
+
+struct codec_opts {
+	uint64_t spacing; /* wanted decompressed bytes between checkpoints, for codecs that
+			     choose where to put them (gzip); block codecs use their blocks */
+	unsigned threads; /* worker threads the scan may run (>= 1) */
+};
+
+struct codec_scan;
+struct codec_dec;
+
+struct codec {
+	const char *name; /* "gzip", "bzip2", "xz", "zstd", "lzo" */
+
+	/* True if head (the first len bytes of the file, len <= 512 and possibly less when
+	 * the file is small) starts with this codec's magic. */
+	bool (*probe)(const uint8_t *head, size_t len);
+
+	/* Starts a scan of the whole source (from offset 0).  *out = NULL on error. */
+	int (*scan_new)(struct src *in, const struct codec_opts *opts, const struct codec_sink *sink,
+			struct codec_scan **out);
+
+	/* Next decompressed bytes, in order: > 0 bytes, 0 at the end of the data, or -errno.
+	 * After an error every later call returns the same error.  The scan verifies what the
+	 * format lets it verify (CRCs, sizes, block checks) before reporting the end. */
+	ssize_t (*scan_read)(struct codec_scan *s, void *buf, size_t len);
+
+	/* Decompressed bytes that passed the codec's own checks so far (gzip: up to the end
+	 * of the last member whose CRC matched; block codecs: the end of the last good block).
+	 * After scan_read fails, data past this point is not trusted. */
+	uint64_t (*scan_verified)(struct codec_scan *s);
+
+	/* The original file name stored in the compressed file's header (gzip FNAME, lzop),
+	 * or NULL.  Valid until scan_free.  May be NULL (the function pointer) if the format
+	 * has none. */
+	const char *(*scan_name)(struct codec_scan *s);
+
+	void (*scan_free)(struct codec_scan *s); /* NULL does nothing; joins worker threads */
+
+	/* Starts a decoder positioned at ck->uoff.  ck->ulen is set (the decoded length of
+	 * this checkpoint's chunk).  aux/auxlen: the blob the scan emitted with ck (NULL/0 if
+	 * none).  *out = NULL on error. */
+	int (*dec_new)(struct src *in, const struct codec_ckpt *ck, const void *aux, size_t auxlen,
+		       struct codec_dec **out);
+
+	/* Next decompressed bytes: > 0, or 0 when this decoder cannot continue (the end of
+	 * its chunk for codecs whose decoders stop there, or the end of the data), or -errno
+	 * (-EIO for corrupt data, logged).  A decoder may continue past the end of its chunk
+	 * when the format allows (gzip does); the caller stops reading where it wants. */
+	ssize_t (*dec_read)(struct codec_dec *d, void *buf, size_t len);
+
+	/* Approximate bytes of memory a live decoder holds (for the pool's budget). */
+	size_t (*dec_memory)(const struct codec_dec *d);
+
+	void (*dec_free)(struct codec_dec *d); /* NULL does nothing */
+};
+
+extern const struct codec codec_gzip;
+extern const struct codec codec_bzip2;
+extern const struct codec codec_xz;
+#if HAVE_ZSTD
+extern const struct codec codec_zstd;
+#endif
+#if HAVE_LZO
+extern const struct codec codec_lzo;
+#endif
+
+/* The codec whose magic starts head, or NULL (an uncompressed file). */
+const struct codec *codec_probe(const uint8_t *head, size_t len);
+
+/* The codec named name ("gzip", ...), or NULL. */
+const struct codec *codec_by_name(const char *name);
+
+/* Comma-separated names of the codecs compiled in, for --version. */
+const char *codec_list(void);
+
+/* The name a single compressed file shows in the mount: base name of archive_path without
+ * its compression suffix (".gz", ".bz2", ".xz", ".zst", ".lzo", ...; ".tgz" -> ".tar"), or
+ * with ".decompressed" appended when there is no known suffix.  Returns malloc'd string. */
+char *codec_strip_suffix(const char *archive_path);
+
+#endif

@@ -1,0 +1,2 @@
+/* tar parser: being written (issue 2). */
+#include "tar.h"

@@ -1,0 +1,108 @@
+/* The tar parser: reads member headers through the source interface and reports one
+ * struct tar_entry per member, in archive order.
+ *
+ * Formats: v7, ustar (prefix field), GNU (L/K long names, base-256 numbers, old sparse 'S',
+ * 'D' dumpdirs as directories), PAX ('x' and 'g': path, linkpath, size, uid, gid, uname,
+ * gname, mtime with fractions, SCHILY.xattr.*, LIBARCHIVE.xattr.*, GNU sparse 0.0/0.1/1.0).
+ *
+ * Reading: the parser reads the source strictly forward (every src_pread is at or after the
+ * end of the previous one), so it works on a forward-only decompressed stream; on a plain
+ * file it reads only headers (and sparse maps / PAX records), never member data it skips.
+ *
+ * Damage: every header checksum is verified.  A zero block is skipped (like tar
+ * --ignore-zeros), so concatenated archives are read whole.  A block that is not a valid
+ * header:
+ *  - after at least one zero block (the end-of-archive marker) is trailing garbage: parsing
+ *    stops, with a notice;
+ *  - otherwise it is reported (warning, with its offset) and the parser resynchronises on
+ *    the next valid header, like GNU tar.
+ * A member whose data runs past the end of the source is a truncated archive: it is not
+ * reported, a warning says where, and parsing stops.  Absurd values (sizes past the end, a
+ * name without NUL, a PAX record with a bad length) never cause a read outside a buffer.
+ */
+#ifndef TARSEEK_TAR_H
+#define TARSEEK_TAR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/source.h"
+
+#define TAR_BLOCK 512
+
+enum tar_type {
+	TAR_REG = 'f',
+	TAR_HARDLINK = 'h',
+	TAR_SYMLINK = 'l',
+	TAR_CHR = 'c',
+	TAR_BLK = 'b',
+	TAR_DIR = 'd',
+	TAR_FIFO = 'p',
+};
+
+/* One extent of a sparse file: len bytes of data at logical offset off.  The extents' data
+ * is stored one after another from the member's data offset; everything else reads as 0. */
+struct tar_sparse {
+	uint64_t off;
+	uint64_t len;
+};
+
+struct tar_xattr {
+	const char *name; /* NUL-terminated, e.g. "user.comment" */
+	const uint8_t *value;
+	size_t len;
+};
+
+/* A member.  All pointers are owned by the parser and valid only during the callback. */
+struct tar_entry {
+	const uint8_t *path; /* raw bytes as stored (not normalised), NUL-terminated */
+	size_t path_len;
+	const uint8_t *link; /* hard/symbolic link target, NUL-terminated; "" when none */
+	size_t link_len;
+	enum tar_type type;
+	uint64_t hdr_off;  /* offset of the member's first header block (incl. L/K/x headers) */
+	uint64_t data_off; /* offset of the member's data (after any sparse 1.0 map) */
+	uint64_t size;	   /* logical size (the real size for sparse files); 0 for links, dirs */
+	uint64_t stored;   /* bytes of data stored in the archive from data_off */
+	uint32_t mode;	   /* permission bits only (07777) */
+	uint64_t uid, gid;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;
+	uint32_t dev_major, dev_minor;
+	const char *uname, *gname; /* "" when absent */
+	const struct tar_sparse *sparse; /* NULL unless a sparse file */
+	size_t nsparse;
+	const struct tar_xattr *xattrs;
+	size_t nxattrs;
+};
+
+struct tar_callbacks {
+	/* Called per member.  Return 0 to go on, or -errno to stop (tar_parse returns it). */
+	int (*entry)(void *opaque, const struct tar_entry *e);
+	/* Optional: called now and then with the current offset (progress reports). */
+	void (*progress)(void *opaque, uint64_t off);
+	void *opaque;
+};
+
+struct tar_stats {
+	uint64_t members;  /* members reported */
+	uint64_t end_off;  /* offset after the last block parsed */
+	unsigned bad_headers; /* invalid headers skipped by resynchronising */
+	bool truncated;	   /* the source ended inside a member or its headers */
+	bool garbage;	   /* trailing garbage after the end-of-archive marker */
+};
+
+/* True if block (512 bytes) is a tar header with a valid checksum. */
+bool tar_header_valid(const uint8_t *block);
+
+/* True if the source starts like a tar archive: a valid header in the first block, or an
+ * archive of zero blocks only (an empty tar, at least 1024 bytes of zeros). */
+bool tar_probe(struct src *s);
+
+/* Parses the whole source.  Returns 0 (warnings logged for damage, see above), -EINVAL if the
+ * source does not start with a valid tar header ("not a tar archive"), -EIO on a read error
+ * from the source, or the callback's error.  stats may be NULL. */
+int tar_parse(struct src *s, const struct tar_callbacks *cb, struct tar_stats *stats);
+
+#endif

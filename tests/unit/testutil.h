@@ -1,0 +1,47 @@
+/* Small helpers shared by the unit tests: checks that report file:line, reading files,
+ * running the real tools (gzip, xz, tar, ...) on in-memory data. */
+#ifndef TARSEEK_TESTUTIL_H
+#define TARSEEK_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+extern int tu_failures;
+
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+			tu_failures++;                                                             \
+		}                                                                                  \
+	} while (0)
+
+#define CHECK_EQ(a, b)                                                                             \
+	do {                                                                                       \
+		long long _a = (long long)(a), _b = (long long)(b);                                \
+		if (_a != _b) {                                                                    \
+			fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", __FILE__,      \
+				__LINE__, #a, _a, #b, _b);                                         \
+			tu_failures++;                                                             \
+		}                                                                                  \
+	} while (0)
+
+/* Exit status for main(): 1 if any check failed, else 0. */
+int tu_exit(void);
+
+/* Runs "sh -c cmd" with in/inlen on its stdin and returns its stdout (malloc'd, *outlen set),
+ * or NULL if the command failed or could not run.  For making test data with real tools. */
+uint8_t *tu_pipe(const char *cmd, const void *in, size_t inlen, size_t *outlen);
+
+/* True if a program is on PATH (tests skip with 77 when a tool is missing). */
+int tu_have(const char *prog);
+
+/* Deterministic pseudo-random bytes: text-like when text != 0 (compressible), else noise. */
+void tu_fill(uint8_t *buf, size_t len, uint32_t seed, int text);
+
+/* Reads a whole file (malloc'd), or NULL. */
+uint8_t *tu_read_file(const char *path, size_t *len);
+
+#endif
