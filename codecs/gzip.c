@@ -1,6 +1,1054 @@
-/* gzip codec: not written yet (issue 3).  Probing fails, so gzip files are not recognised. */
+/* gzip codec: sequential scan with zran-style checkpoints, and decoders that resume at them.
+ *
+ * A deflate stream cannot be entered in the middle: a block's codes refer to up to 32 KiB of
+ * output before it, and blocks start at arbitrary bit positions.  So the scan (the one
+ * indexing pass) inflates the whole file with zlib and, every opts->spacing decompressed
+ * bytes, stops at the next deflate block boundary (inflate with Z_BLOCK until
+ * (data_type & 0xC0) == 0x80: at a block boundary, not after the last block) and records
+ * where it is: the compressed byte offset, the number of bits of the previous byte not yet
+ * consumed, and the 32 KiB of output that precede (inflateGetDictionary).  A decoder resumes
+ * there with a raw inflater (windowBits -15): inflatePrime() feeds it the leftover bits,
+ * inflateSetDictionary() the window, and reading continues at the byte offset.  This is the
+ * technique of zlib's examples/zran.c.  The window is what makes a checkpoint expensive
+ * (32 KiB against a few dozen bytes of offsets), so it is stored compressed: deflate level 1
+ * shrinks it to a quarter or so for text in about 0.1 ms, and a decoder inflates it back in a
+ * fraction of that.  A member of a multi-member file (cat a.gz b.gz, pigz, BGZF) starts with
+ * an empty window, so a checkpoint at a member start costs no aux blob at all; the scan puts
+ * one at each member start once spacing bytes have passed since the last checkpoint.
+ *
+ * Checkpoint fields for gzip:
+ *   uoff   decompressed offset, counted across all members;
+ *   coff   flags & GZ_CK_MEMBER: offset of the first byte of a member header (bits is 0);
+ *          otherwise: offset of the first compressed byte not yet (even partly) consumed;
+ *   bits   0..7: the top `bits` bits of the byte at coff - 1 are the first deflate bits to
+ *          read (0: decoding starts on a byte boundary at coff);
+ *   flags  GZ_CK_MEMBER (1): coff is a member header; no window, no aux;
+ *   extra  length of the window in bytes (0..32768): the decompressed bytes of the same
+ *          member just before uoff (shorter than 32 KiB near the start of a member);
+ *   clen   0 (unused);
+ *   aux    the window (extra bytes) as a zlib stream (RFC 1950, level 1, so its Adler-32
+ *          checks the blob when it is read back); none when extra is 0.
+ * uoff 0 is always a member checkpoint at coff 0: the scan reads the file from its start.
+ *
+ * Integrity: the scan checks every header (magic, method, reserved flags, FHCRC), every
+ * member's CRC-32 and ISIZE, and treats an inflate error or a file that ends inside a member
+ * as corrupt (logged with the compressed offset; scan_read fails with -EIO from then on,
+ * scan_verified tells the end of the last member that passed).  After the last member,
+ * zeros are ignored silently and anything else that does not start with the gzip magic is
+ * ignored with a notice (tape padding, appended signatures); a second magic followed by a
+ * bad header is an error, not garbage.  Decoders do not check CRCs: they start in the middle
+ * of a member, and what they return was verified by the scan and is checked again by the
+ * index's segment CRCs.  They do fail with -EIO on an inflate error or a truncated file.
+ *
+ * Speed: the scan is the first-mount hot path, and zlib's inflate (~350 MB/s out here) is
+ * its bottleneck.  Work other than inflating is therefore moved off the inflating thread:
+ * with opts->threads >= 2 a worker thread only reads and inflates, into a ring of 512 KiB
+ * buffers (3 MiB in all), while scan_read's thread copies the bytes out, computes the CRC-32
+ * (zlib's, ~4 GB/s), compresses the windows and calls the sink.  A checkpoint or the end of
+ * a member always ends a buffer, so "what happens between these bytes" travels with the
+ * buffer (a checkpoint and its raw window at its start; the stored CRC and ISIZE at its
+ * end), and the consumer acts on it in stream order, on its own thread, as the sink's
+ * contract demands.  Between checkpoints the worker inflates with Z_NO_FLUSH and an output
+ * limit that ends at the spacing mark; only past the mark does it switch to Z_BLOCK, so it
+ * stops at block boundaries just once per checkpoint.  With one thread the same producer
+ * runs inline on one buffer, costing one extra memcpy of the output.
+ */
 #include "codec.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "../common/log.h"
+
+#define GZ_CK_MEMBER 0x1u /* checkpoint flag: coff is the first byte of a member header */
+
+#define GZ_WINSIZE 32768u		/* deflate's window */
+#define GZ_SCAN_INBUF (256u << 10)	/* compressed bytes the scan reads at once */
+#define GZ_DEC_INBUF (64u << 10)	/* compressed bytes a decoder reads at once */
+#define GZ_QBUF (512u << 10)		/* decompressed bytes per scan buffer */
+#define GZ_QLEN 6			/* scan buffers when a worker thread inflates */
+#define GZ_NAME_MAX 4096		/* longer FNAMEs are dropped */
+#define GZ_DEFAULT_SPACING (1ull << 20) /* when opts->spacing is 0 */
+
+/* Header flags (RFC 1952). */
+#define GZ_FHCRC 0x02
+#define GZ_FEXTRA 0x04
+#define GZ_FNAME 0x08
+#define GZ_FCOMMENT 0x10
+#define GZ_FRESERVED 0xe0
+
+_Static_assert(GZ_DEC_INBUF >= GZ_WINSIZE, "a decoder unpacks its window into its input buffer");
+_Static_assert(GZ_QBUF <= UINT_MAX, "zlib counts in uInt");
+
+/* The one place zlib's return codes become -errno. */
+static int gz_errno(int zret)
+{
+	switch (zret) {
+	case Z_OK:
+	case Z_STREAM_END:
+		return 0;
+	case Z_MEM_ERROR:
+		return -ENOMEM;
+	case Z_DATA_ERROR:
+	case Z_NEED_DICT:
+	case Z_BUF_ERROR:
+		return -EIO;
+	default: /* Z_STREAM_ERROR, Z_VERSION_ERROR: misuse, not bad data */
+		return -EINVAL;
+	}
+}
+
+static bool gz_probe(const uint8_t *head, size_t len)
+{
+	return len >= 3 && head[0] == 0x1f && head[1] == 0x8b && head[2] == 8;
+}
+
+static uint32_t gz_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* ---- Compressed input ------------------------------------------------------------------ */
+
+/* A window on the compressed file.  zs->next_in / zs->avail_in are the cursor: inflate
+ * advances them, and so do the header and trailer readers below. */
+struct gz_in {
+	struct src *src;
+	z_stream *zs;
+	uint8_t *buf;
+	size_t cap;
+	size_t len;   /* bytes in buf */
+	uint64_t off; /* file offset of buf[0] */
+};
+
+static void gz_in_init(struct gz_in *in, struct src *src, z_stream *zs, uint8_t *buf, size_t cap,
+		       uint64_t off)
+{
+	in->src = src;
+	in->zs = zs;
+	in->buf = buf;
+	in->cap = cap;
+	in->len = 0;
+	in->off = off;
+	zs->next_in = buf;
+	zs->avail_in = 0;
+}
+
+/* File offset of the next unread byte. */
+static uint64_t gz_in_pos(const struct gz_in *in)
+{
+	return in->off + (uint64_t)(in->zs->next_in - in->buf);
+}
+
+/* Refills the buffer once it is used up.  Returns the bytes available, 0 at the end of the
+ * source, or -errno (logged). */
+static ssize_t gz_in_fill(struct gz_in *in)
+{
+	ssize_t n;
+
+	if (in->zs->avail_in)
+		return in->zs->avail_in;
+	in->off += in->len;
+	in->len = 0;
+	in->zs->next_in = in->buf;
+	n = src_pread(in->src, in->buf, in->cap, in->off);
+	if (n < 0) {
+		tfs_log(TFS_LOG_ERR, "gzip: read error at compressed offset %llu: %s",
+			(unsigned long long)in->off, strerror((int)-n));
+		return n;
+	}
+	in->len = (size_t)n;
+	in->zs->avail_in = (uInt)n;
+	return n;
+}
+
+/* One byte: 1, 0 at the end of the source, or -errno.  *crc (if not NULL) takes it in. */
+static int gz_in_byte(struct gz_in *in, uint8_t *b, uLong *crc)
+{
+	if (!in->zs->avail_in) {
+		ssize_t n = gz_in_fill(in);
+		if (n <= 0)
+			return (int)n;
+	}
+	*b = *in->zs->next_in++;
+	in->zs->avail_in--;
+	if (crc)
+		*crc = crc32(*crc, b, 1);
+	return 1;
+}
+
+/* Skips n bytes: 1, 0 if the source ends first, or -errno.  *crc takes them in. */
+static int gz_in_skip(struct gz_in *in, size_t n, uLong *crc)
+{
+	while (n) {
+		if (!in->zs->avail_in) {
+			ssize_t r = gz_in_fill(in);
+			if (r <= 0)
+				return (int)r;
+		}
+		uInt k = in->zs->avail_in < n ? in->zs->avail_in : (uInt)n;
+		*crc = crc32(*crc, in->zs->next_in, k);
+		in->zs->next_in += k;
+		in->zs->avail_in -= k;
+		n -= k;
+	}
+	return 1;
+}
+
+/* Called on a first byte that does not start a member, after the last member: zeros up to
+ * the end are padding; anything else is noted (unless quiet) and ignored.  Returns 0 (the
+ * end of the data) or -errno. */
+static int gz_trailing(struct gz_in *in, uint64_t at, uint8_t first, bool quiet)
+{
+	uint8_t b = first;
+	int r = 1;
+
+	while (r > 0 && b == 0)
+		r = gz_in_byte(in, &b, NULL);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		TFS_DEBUG("gzip: zero padding after the last member at compressed offset %llu",
+			  (unsigned long long)at);
+		return 0;
+	}
+	if (!quiet) {
+		unsigned long long size = src_size(in->src), n = size - at;
+		if (size != SRC_SIZE_UNKNOWN)
+			tfs_log(TFS_LOG_NOTICE, "gzip: ignoring %llu bytes of garbage at offset %llu",
+				n, (unsigned long long)at);
+		else
+			tfs_log(TFS_LOG_NOTICE, "gzip: ignoring trailing garbage at offset %llu",
+				(unsigned long long)at);
+	}
+	return 0;
+}
+
+/* Reads a member header at the cursor.  first: a member must start here (the start of the
+ * file, or a member checkpoint), so anything else is an error rather than the end.
+ * name/namecap: where to store FNAME (NUL-terminated; "" if absent or too long), or NULL.
+ * Returns 1 with the header consumed, 0 if no member follows (end of source, padding,
+ * trailing garbage), or -errno: -EIO, logged, for a truncated or invalid header. */
+static int gz_member_start(struct gz_in *in, bool first, bool quiet, char *name, size_t namecap)
+{
+	uint64_t at = gz_in_pos(in);
+	uLong crc = crc32(0, NULL, 0);
+	const char *what = "truncated header";
+	uint8_t h[10], b;
+	size_t nlen = 0;
+	int r, i;
+
+	if (name && namecap)
+		name[0] = '\0';
+	r = gz_in_byte(in, &h[0], &crc);
+	if (r < 0)
+		return r;
+	if (r == 0 && !first)
+		return 0;
+	if (r == 0) {
+		what = "end of file instead of a gzip header";
+		goto bad;
+	}
+	if (h[0] != 0x1f && !first)
+		return gz_trailing(in, at, h[0], quiet);
+	r = gz_in_byte(in, &h[1], &crc);
+	if (r <= 0)
+		goto eof;
+	if (h[0] != 0x1f || h[1] != 0x8b) {
+		if (!first)
+			return gz_trailing(in, at, h[0], quiet);
+		what = "not a gzip header";
+		goto bad;
+	}
+	for (i = 2; i < 10; i++) {
+		r = gz_in_byte(in, &h[i], &crc);
+		if (r <= 0)
+			goto eof;
+	}
+	if (h[2] != 8) {
+		what = "unknown compression method";
+		goto bad;
+	}
+	if (h[3] & GZ_FRESERVED) {
+		what = "reserved header flags set";
+		goto bad;
+	}
+	if (h[3] & GZ_FEXTRA) {
+		uint8_t x[2];
+		for (i = 0; i < 2; i++) {
+			r = gz_in_byte(in, &x[i], &crc);
+			if (r <= 0)
+				goto eof;
+		}
+		r = gz_in_skip(in, (size_t)x[0] | (size_t)x[1] << 8, &crc);
+		if (r <= 0)
+			goto eof;
+	}
+	if (h[3] & GZ_FNAME) {
+		do {
+			r = gz_in_byte(in, &b, &crc);
+			if (r <= 0)
+				goto eof;
+			if (name && nlen < namecap)
+				name[nlen] = (char)b;
+			nlen++;
+		} while (b);
+		if (name && nlen > namecap) {
+			name[0] = '\0';
+			tfs_log(TFS_LOG_INFO, "gzip: ignoring a stored file name of %zu bytes",
+				nlen);
+		}
+	}
+	if (h[3] & GZ_FCOMMENT) {
+		do {
+			r = gz_in_byte(in, &b, &crc);
+			if (r <= 0)
+				goto eof;
+		} while (b);
+	}
+	if (h[3] & GZ_FHCRC) {
+		uint8_t c[2];
+		uLong want = crc & 0xffff;
+		for (i = 0; i < 2; i++) {
+			r = gz_in_byte(in, &c[i], NULL);
+			if (r <= 0)
+				goto eof;
+		}
+		if (((uLong)c[0] | (uLong)c[1] << 8) != want) {
+			what = "header CRC mismatch";
+			goto bad;
+		}
+	}
+	return 1;
+eof:
+	if (r < 0)
+		return r;
+bad:
+	tfs_log(TFS_LOG_ERR, "gzip: %s in the member at compressed offset %llu", what,
+		(unsigned long long)at);
+	return -EIO;
+}
+
+/* Messages name the member by its header's offset ("member at N"); a decoder that started
+ * inside a member knows only an offset in it ("member containing N"). */
+struct gz_where {
+	const char *who; /* "" for the scan, "decoder: " */
+	const char *rel; /* "at", "containing" */
+	uint64_t off;
+};
+
+/* Reads a member's 8-byte trailer.  1, or -errno (-EIO, logged, if the file ends first). */
+static int gz_trailer(struct gz_in *in, const struct gz_where *w, uint8_t t[8])
+{
+	int i, r;
+
+	for (i = 0; i < 8; i++) {
+		r = gz_in_byte(in, &t[i], NULL);
+		if (r < 0)
+			return r;
+		if (r == 0) {
+			tfs_log(TFS_LOG_ERR, "gzip: %sfile ends in the trailer (member %s %llu)",
+				w->who, w->rel, (unsigned long long)w->off);
+			return -EIO;
+		}
+	}
+	return 1;
+}
+
+/* Logs a failed inflate() or a source that ended inside deflate data.  Returns -errno. */
+static int gz_inflate_fail(const struct gz_in *in, const struct gz_where *w, int zret)
+{
+	unsigned long long at = gz_in_pos(in), off = w->off;
+
+	if (zret == Z_OK) {
+		tfs_log(TFS_LOG_ERR,
+			"gzip: %sunexpected end of file at compressed offset %llu (member %s %llu)",
+			w->who, at, w->rel, off);
+		return -EIO;
+	}
+	tfs_log(TFS_LOG_ERR,
+		"gzip: %scorrupt deflate data near compressed offset %llu (member %s %llu): %s",
+		w->who, at, w->rel, off, in->zs->msg ? in->zs->msg : zError(zret));
+	return gz_errno(zret) ? gz_errno(zret) : -EIO;
+}
+
+/* ---- The scan: producer ------------------------------------------------------------------ */
+
+/* A buffer of decompressed bytes and what happens at its edges.  Filled by the producer,
+ * then owned by the consumer until it releases it (the queue's mutex hands it over). */
+struct gz_buf {
+	uint8_t *data;	      /* GZ_QBUF bytes, followed by the window */
+	uint8_t *win;	      /* GZ_WINSIZE bytes */
+	size_t len;	      /* decompressed bytes in data */
+	size_t pos;	      /* consumer: bytes already returned */
+	bool has_ck;	      /* a checkpoint at data[0]; its window is win[0..ck.extra) */
+	bool member_end;      /* a member ends after data[len - 1]: */
+	uint32_t crc, isize;  /*   its stored trailer */
+	uint64_t member, end; /*   its header's and its end's compressed offsets */
+	bool last;	      /* nothing follows: err is 0 at the end of the data, or -errno */
+	int err;
+	struct codec_ckpt ck;
+};
+
+enum gz_pstate {
+	GZ_P_INFLATE, /* inside a member's deflate data */
+	GZ_P_NEXT,    /* after a trailer: another member, or the end */
+	GZ_P_END,     /* err: 0 at the end of the data, or -errno */
+};
+
+/* The inflating half of a scan: used by one thread (the worker, or scan_read's). */
+struct gz_prod {
+	z_stream zs;
+	bool zinit;
+	struct gz_in in;
+	uint64_t spacing;
+	uint64_t uoff;	  /* decompressed bytes produced */
+	uint64_t last_ck; /* uoff of the last checkpoint */
+	uint64_t member;  /* compressed offset of the current member's header */
+	enum gz_pstate state;
+	int err;
+	bool pending; /* pend goes at the start of the next buffer */
+	struct codec_ckpt pend;
+};
+
+static void gz_mark(struct gz_prod *p, uint64_t coff, uint32_t bits, uint32_t flags)
+{
+	memset(&p->pend, 0, sizeof(p->pend));
+	p->pend.uoff = p->uoff;
+	p->pend.coff = coff;
+	p->pend.bits = bits;
+	p->pend.flags = flags;
+	p->pending = true;
+}
+
+/* Puts the pending checkpoint at the start of b (which is empty) with its window. */
+static void gz_attach(struct gz_prod *p, struct gz_buf *b)
+{
+	b->has_ck = true;
+	b->ck = p->pend;
+	if (!(b->ck.flags & GZ_CK_MEMBER)) {
+		uInt wl = GZ_WINSIZE;
+		if (inflateGetDictionary(&p->zs, b->win, &wl) != Z_OK)
+			wl = 0; /* cannot happen with a live stream; a member start needs none */
+		b->ck.extra = wl;
+	}
+	p->last_ck = p->pend.uoff;
+	p->pending = false;
+}
+
+static void gz_prod_fail(struct gz_prod *p, struct gz_buf *b, int err)
+{
+	p->state = GZ_P_END;
+	p->err = err;
+	b->last = true;
+	b->err = err;
+}
+
+/* Fills b with the next decompressed bytes.  b ends when it is full, before a checkpoint
+ * (which then starts the next buffer), after a member's last byte, or at the end or an
+ * error (b->last). */
+static void gz_produce(struct gz_prod *p, struct gz_buf *b)
+{
+	b->len = 0;
+	b->pos = 0;
+	b->has_ck = false;
+	b->member_end = false;
+	b->last = false;
+	b->err = 0;
+
+	if (p->state == GZ_P_NEXT) {
+		uint64_t at = gz_in_pos(&p->in);
+		int r = gz_member_start(&p->in, false, false, NULL, 0);
+
+		if (r <= 0) {
+			p->state = GZ_P_END;
+			p->err = r;
+		} else {
+			inflateReset(&p->zs);
+			p->member = at;
+			p->state = GZ_P_INFLATE;
+			if (p->uoff - p->last_ck >= p->spacing)
+				gz_mark(p, at, 0, GZ_CK_MEMBER);
+		}
+	}
+	if (p->state == GZ_P_END) {
+		b->last = true;
+		b->err = p->err;
+		return;
+	}
+	if (p->pending)
+		gz_attach(p, b);
+
+	for (;;) {
+		size_t room = GZ_QBUF - b->len;
+		uint64_t since = p->uoff - p->last_ck;
+		int flush = Z_NO_FLUSH, ret;
+		uInt in_before;
+
+		if (!room)
+			return;
+		if (since >= p->spacing)
+			flush = Z_BLOCK;
+		else if (p->spacing - since < room)
+			room = (size_t)(p->spacing - since);
+		if (!p->zs.avail_in) {
+			ssize_t n = gz_in_fill(&p->in);
+			if (n <= 0) {
+				struct gz_where w = {"", "at", p->member};
+				gz_prod_fail(p, b, n ? (int)n : gz_inflate_fail(&p->in, &w, Z_OK));
+				return;
+			}
+		}
+		in_before = p->zs.avail_in;
+		p->zs.next_out = b->data + b->len;
+		p->zs.avail_out = (uInt)room;
+		ret = inflate(&p->zs, flush);
+		room -= p->zs.avail_out;
+		b->len += room;
+		p->uoff += room;
+
+		if (ret == Z_STREAM_END) {
+			uint8_t t[8];
+			struct gz_where w = {"", "at", p->member};
+			int r = gz_trailer(&p->in, &w, t);
+			if (r < 0) {
+				gz_prod_fail(p, b, r);
+				return;
+			}
+			b->member_end = true;
+			b->crc = gz_le32(t);
+			b->isize = gz_le32(t + 4);
+			b->member = p->member;
+			b->end = gz_in_pos(&p->in);
+			p->state = GZ_P_NEXT;
+			return;
+		}
+		/* Z_BUF_ERROR is "no progress": fine when the input ran out, a bug otherwise
+		 * (and looping on it would hang). */
+		if (ret != Z_OK && !(ret == Z_BUF_ERROR && !p->zs.avail_in && in_before)) {
+			struct gz_where w = {"", "at", p->member};
+			gz_prod_fail(p, b, gz_inflate_fail(&p->in, &w, ret ? ret : Z_DATA_ERROR));
+			return;
+		}
+		if (flush == Z_BLOCK && (p->zs.data_type & 0xc0) == 0x80) {
+			gz_mark(p, gz_in_pos(&p->in), (uint32_t)p->zs.data_type & 7, 0);
+			if (b->len)
+				return;
+			gz_attach(p, b);
+		}
+	}
+}
+
+/* ---- The scan: consumer and queue --------------------------------------------------------- */
+
+struct codec_scan {
+	struct gz_prod prod; /* the worker's when threaded, else scan_read's */
+	struct codec_sink sink;
+	char name[GZ_NAME_MAX]; /* first member's FNAME, set in scan_new */
+
+	/* scan_read's thread only */
+	struct gz_buf *cur;
+	uint64_t uout;	   /* decompressed bytes returned */
+	uint64_t verified; /* end of the last member whose CRC and ISIZE matched */
+	uLong crc;	   /* CRC-32 and length of the current member so far */
+	uint64_t msize;
+	int err;
+	bool done;
+	z_stream ds; /* packs windows */
+	bool dinit;
+	uint8_t *aux;
+	size_t auxcap;
+
+	/* the queue: bufs[ri .. ri + filled) are ready (mod nbuf) */
+	struct gz_buf *bufs;
+	unsigned nbuf;
+	bool threaded;
+	pthread_t worker;
+	pthread_mutex_t mu;
+	pthread_cond_t more; /* filled went up, or the worker ended */
+	pthread_cond_t room; /* filled went down, or stop */
+	unsigned ri;	     /* consumer only */
+	unsigned filled;     /* mu */
+	bool stop;	     /* mu */
+};
+
+static void *gz_worker(void *arg)
+{
+	struct codec_scan *s = arg;
+	unsigned wi = 0;
+	bool stop;
+
+	for (;;) {
+		struct gz_buf *b = &s->bufs[wi];
+
+		pthread_mutex_lock(&s->mu);
+		while (s->filled == s->nbuf && !s->stop)
+			pthread_cond_wait(&s->room, &s->mu);
+		stop = s->stop;
+		pthread_mutex_unlock(&s->mu);
+		if (stop)
+			break;
+		gz_produce(&s->prod, b);
+		pthread_mutex_lock(&s->mu);
+		s->filled++;
+		pthread_cond_signal(&s->more);
+		pthread_mutex_unlock(&s->mu);
+		if (b->last)
+			break;
+		wi = (wi + 1) % s->nbuf;
+	}
+	return NULL;
+}
+
+static struct gz_buf *gz_next_buf(struct codec_scan *s)
+{
+	if (!s->threaded) {
+		gz_produce(&s->prod, &s->bufs[0]);
+		return &s->bufs[0];
+	}
+	pthread_mutex_lock(&s->mu);
+	while (!s->filled)
+		pthread_cond_wait(&s->more, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+	return &s->bufs[s->ri];
+}
+
+static void gz_release_buf(struct codec_scan *s)
+{
+	if (!s->threaded)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->filled--;
+	s->ri = (s->ri + 1) % s->nbuf;
+	pthread_cond_signal(&s->room);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Compresses a window into s->aux.  0 or -errno. */
+static int gz_pack_window(struct codec_scan *s, const uint8_t *win, size_t len, size_t *packed)
+{
+	int ret;
+
+	if (!s->dinit) {
+		ret = deflateInit2(&s->ds, 1, Z_DEFLATED, 15, 8, Z_DEFAULT_STRATEGY);
+		if (ret != Z_OK)
+			return gz_errno(ret);
+		s->dinit = true;
+		s->auxcap = deflateBound(&s->ds, GZ_WINSIZE);
+		s->aux = malloc(s->auxcap);
+		if (!s->aux)
+			return -ENOMEM;
+	} else {
+		deflateReset(&s->ds);
+	}
+	s->ds.next_in = (Bytef *)win;
+	s->ds.avail_in = (uInt)len;
+	s->ds.next_out = s->aux;
+	s->ds.avail_out = (uInt)s->auxcap;
+	ret = deflate(&s->ds, Z_FINISH);
+	if (ret != Z_STREAM_END)
+		return ret == Z_OK ? -EINVAL : gz_errno(ret);
+	*packed = s->auxcap - s->ds.avail_out;
+	return 0;
+}
+
+static int gz_emit(struct codec_scan *s, struct gz_buf *b)
+{
+	size_t packed = 0;
+	int err;
+
+	if (b->ck.extra) {
+		err = gz_pack_window(s, b->win, (size_t)b->ck.extra, &packed);
+		if (err)
+			return err;
+	}
+	if (!s->sink.checkpoint)
+		return 0;
+	return s->sink.checkpoint(s->sink.opaque, &b->ck, packed ? s->aux : NULL, packed);
+}
+
+static int gz_check_member(struct codec_scan *s, const struct gz_buf *b)
+{
+	uint32_t crc = (uint32_t)s->crc, isize = (uint32_t)s->msize;
+
+	if (crc != b->crc || isize != b->isize) {
+		bool bad_crc = crc != b->crc;
+		tfs_log(TFS_LOG_ERR,
+			"gzip: %s mismatch: stored %08x, decoded %08x (member at compressed offset "
+			"%llu, ending at %llu)",
+			bad_crc ? "CRC-32" : "length", bad_crc ? b->crc : b->isize,
+			bad_crc ? crc : isize, (unsigned long long)b->member,
+			(unsigned long long)b->end);
+		return -EIO;
+	}
+	s->verified = s->uout;
+	s->crc = crc32(0, NULL, 0);
+	s->msize = 0;
+	return 0;
+}
+
+static ssize_t gz_scan_read(struct codec_scan *s, void *buf, size_t len)
+{
+	struct gz_buf *b;
+	int err;
+
+	for (;;) {
+		if (s->err)
+			return s->err;
+		if (s->done || !len)
+			return 0;
+		b = s->cur;
+		if (b && b->pos < b->len) {
+			size_t n = b->len - b->pos;
+			if (n > len)
+				n = len;
+			memcpy(buf, b->data + b->pos, n);
+			s->crc = crc32(s->crc, b->data + b->pos, (uInt)n);
+			b->pos += n;
+			s->uout += n;
+			s->msize += n;
+			return (ssize_t)n;
+		}
+		if (b) {
+			bool last = b->last;
+
+			err = b->member_end ? gz_check_member(s, b) : 0;
+			if (!err && last)
+				err = b->err;
+			s->cur = NULL;
+			gz_release_buf(s);
+			if (err) {
+				s->err = err;
+				continue;
+			}
+			if (last) {
+				s->done = true;
+				continue;
+			}
+		}
+		b = gz_next_buf(s);
+		s->cur = b;
+		if (b->has_ck) {
+			err = gz_emit(s, b);
+			if (err)
+				s->err = err;
+		}
+	}
+}
+
+static uint64_t gz_scan_verified(struct codec_scan *s)
+{
+	return s->verified;
+}
+
+static const char *gz_scan_name(struct codec_scan *s)
+{
+	return s->name[0] ? s->name : NULL;
+}
+
+static void gz_scan_free(struct codec_scan *s)
+{
+	unsigned i;
+
+	if (!s)
+		return;
+	if (s->threaded) {
+		pthread_mutex_lock(&s->mu);
+		s->stop = true;
+		pthread_cond_broadcast(&s->room);
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->worker, NULL);
+		pthread_cond_destroy(&s->room);
+		pthread_cond_destroy(&s->more);
+		pthread_mutex_destroy(&s->mu);
+	}
+	if (s->prod.zinit)
+		inflateEnd(&s->prod.zs);
+	if (s->dinit)
+		deflateEnd(&s->ds);
+	free(s->prod.in.buf);
+	free(s->aux);
+	if (s->bufs)
+		for (i = 0; i < s->nbuf; i++)
+			free(s->bufs[i].data);
+	free(s->bufs);
+	free(s);
+}
+
+static int gz_scan_new(struct src *in, const struct codec_opts *opts, const struct codec_sink *sink,
+		       struct codec_scan **out)
+{
+	struct codec_scan *s;
+	struct gz_prod *p;
+	unsigned i;
+	int err, r;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	if (sink)
+		s->sink = *sink;
+	s->crc = crc32(0, NULL, 0);
+	s->nbuf = opts && opts->threads >= 2 ? GZ_QLEN : 1;
+	err = -ENOMEM;
+	s->bufs = calloc(s->nbuf, sizeof(*s->bufs));
+	if (!s->bufs)
+		goto fail;
+	for (i = 0; i < s->nbuf; i++) {
+		s->bufs[i].data = malloc(GZ_QBUF + GZ_WINSIZE);
+		if (!s->bufs[i].data)
+			goto fail;
+		s->bufs[i].win = s->bufs[i].data + GZ_QBUF;
+	}
+
+	p = &s->prod;
+	p->spacing = opts && opts->spacing ? opts->spacing : GZ_DEFAULT_SPACING;
+	p->in.buf = malloc(GZ_SCAN_INBUF);
+	if (!p->in.buf)
+		goto fail;
+	r = inflateInit2(&p->zs, -15);
+	if (r != Z_OK) {
+		err = gz_errno(r);
+		goto fail;
+	}
+	p->zinit = true;
+	gz_in_init(&p->in, in, &p->zs, p->in.buf, GZ_SCAN_INBUF, 0);
+
+	/* The first header is read here, so that scan_name works at once; an error in it is
+	 * reported by the first scan_read, like any other. */
+	r = gz_member_start(&p->in, true, false, s->name, sizeof(s->name));
+	if (r < 0) {
+		p->state = GZ_P_END;
+		p->err = r;
+	} else {
+		p->state = GZ_P_INFLATE;
+		p->member = 0;
+		gz_mark(p, 0, 0, GZ_CK_MEMBER);
+	}
+
+	if (s->nbuf > 1) {
+		pthread_mutex_init(&s->mu, NULL);
+		pthread_cond_init(&s->more, NULL);
+		pthread_cond_init(&s->room, NULL);
+		r = pthread_create(&s->worker, NULL, gz_worker, s);
+		if (r == 0) {
+			s->threaded = true;
+			pthread_setname_np(s->worker, "tarseek-gzip");
+		} else {
+			tfs_log(TFS_LOG_INFO, "gzip: no worker thread (%s), inflating inline",
+				strerror(r));
+			pthread_cond_destroy(&s->room);
+			pthread_cond_destroy(&s->more);
+			pthread_mutex_destroy(&s->mu);
+		}
+	}
+	*out = s;
+	return 0;
+fail:
+	gz_scan_free(s);
+	return err;
+}
+
+/* ---- Decoders ------------------------------------------------------------------------------ */
+
+enum gz_dstate {
+	GZ_D_INFLATE,
+	GZ_D_NEXT, /* a member's deflate data ended: its trailer, then the next member or the end */
+	GZ_D_END,  /* err: 0 at the end of the data, or -errno */
+};
+
+struct codec_dec {
+	z_stream zs;
+	bool zinit;
+	struct gz_in in;
+	struct gz_where where; /* the current member, for messages */
+	enum gz_dstate state;
+	int err;
+	size_t zmem; /* bytes zlib allocated */
+	uint8_t inbuf[GZ_DEC_INBUF];
+};
+
+/* zlib allocators that count, for dec_memory. */
+static voidpf gz_zalloc(voidpf opaque, uInt items, uInt size)
+{
+	size_t *total = opaque;
+	size_t n = (size_t)items * size;
+	size_t *p = malloc(n + sizeof(size_t) * 2); /* keep 16-byte alignment */
+
+	if (!p)
+		return NULL;
+	p[0] = n;
+	*total += n;
+	return p + 2;
+}
+
+static void gz_zfree(voidpf opaque, voidpf ptr)
+{
+	size_t *total = opaque, *p = (size_t *)ptr - 2;
+
+	*total -= p[0];
+	free(p);
+}
+
+static void gz_dec_free(struct codec_dec *d)
+{
+	if (!d)
+		return;
+	if (d->zinit)
+		inflateEnd(&d->zs);
+	free(d);
+}
+
+static int gz_dec_new(struct src *in, const struct codec_ckpt *ck, const void *aux, size_t auxlen,
+		      struct codec_dec **out)
+{
+	struct codec_dec *d;
+	int err, r;
+
+	*out = NULL;
+	if (ck->bits > 7 || (ck->bits && ck->coff == 0) || ck->extra > GZ_WINSIZE ||
+	    ((ck->flags & GZ_CK_MEMBER) && (ck->bits || ck->extra)) || (ck->extra && !aux))
+		return -EINVAL;
+	d = malloc(sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	memset(d, 0, offsetof(struct codec_dec, inbuf));
+	d->zs.zalloc = gz_zalloc;
+	d->zs.zfree = gz_zfree;
+	d->zs.opaque = &d->zmem;
+	r = inflateInit2(&d->zs, -15);
+	if (r != Z_OK) {
+		err = gz_errno(r);
+		goto fail;
+	}
+	d->zinit = true;
+	gz_in_init(&d->in, in, &d->zs, d->inbuf, sizeof(d->inbuf), ck->coff);
+	d->where = (struct gz_where){"decoder: ", "containing", ck->coff};
+	if (ck->flags & GZ_CK_MEMBER)
+		d->where.rel = "at";
+	d->state = GZ_D_INFLATE;
+
+	if (ck->flags & GZ_CK_MEMBER) {
+		r = gz_member_start(&d->in, true, true, NULL, 0);
+		if (r < 0) {
+			err = r;
+			goto fail;
+		}
+	} else {
+		if (ck->bits) {
+			uint8_t byte;
+			err = src_pread_full(in, &byte, 1, ck->coff - 1);
+			if (err) {
+				tfs_log(TFS_LOG_ERR, "gzip: cannot read compressed offset %llu: %s",
+					(unsigned long long)ck->coff - 1, strerror(-err));
+				goto fail;
+			}
+			r = inflatePrime(&d->zs, (int)ck->bits, byte >> (8 - ck->bits));
+			if (r != Z_OK) {
+				err = gz_errno(r);
+				goto fail;
+			}
+		}
+		if (ck->extra) {
+			/* The input buffer is empty until the first dec_read: unpack there. */
+			uLongf wl = GZ_WINSIZE;
+			r = uncompress(d->inbuf, &wl, aux, (uLong)auxlen);
+			if (r != Z_OK || wl != ck->extra) {
+				tfs_log(TFS_LOG_ERR,
+					"gzip: corrupt window for the checkpoint at offset %llu",
+					(unsigned long long)ck->uoff);
+				err = -EIO;
+				goto fail;
+			}
+			r = inflateSetDictionary(&d->zs, d->inbuf, (uInt)wl);
+			if (r != Z_OK) {
+				err = gz_errno(r);
+				goto fail;
+			}
+		}
+	}
+	*out = d;
+	return 0;
+fail:
+	gz_dec_free(d);
+	return err;
+}
+
+static ssize_t gz_dec_read(struct codec_dec *d, void *buf, size_t len)
+{
+	if (len > UINT_MAX)
+		len = UINT_MAX;
+	while (len) {
+		uInt in_before;
+		size_t got;
+		int ret, r;
+
+		if (d->state == GZ_D_END)
+			return d->err;
+		if (d->state == GZ_D_NEXT) {
+			uint8_t t[8];
+			uint64_t at = 0;
+
+			r = gz_trailer(&d->in, &d->where, t);
+			if (r > 0) {
+				at = gz_in_pos(&d->in);
+				r = gz_member_start(&d->in, false, true, NULL, 0);
+			}
+			if (r <= 0) {
+				d->state = GZ_D_END;
+				d->err = r;
+				continue;
+			}
+			inflateReset(&d->zs);
+			d->where.rel = "at";
+			d->where.off = at;
+			d->state = GZ_D_INFLATE;
+		}
+		if (!d->zs.avail_in) {
+			ssize_t n = gz_in_fill(&d->in);
+			if (n <= 0) {
+				d->err = n ? (int)n : gz_inflate_fail(&d->in, &d->where, Z_OK);
+				d->state = GZ_D_END;
+				continue;
+			}
+		}
+		in_before = d->zs.avail_in;
+		d->zs.next_out = buf;
+		d->zs.avail_out = (uInt)len;
+		ret = inflate(&d->zs, Z_NO_FLUSH);
+		got = len - d->zs.avail_out;
+		if (ret == Z_STREAM_END)
+			d->state = GZ_D_NEXT;
+		else if (ret != Z_OK && !(ret == Z_BUF_ERROR && !d->zs.avail_in && in_before)) {
+			d->err = gz_inflate_fail(&d->in, &d->where, ret ? ret : Z_DATA_ERROR);
+			d->state = GZ_D_END;
+		}
+		if (got)
+			return (ssize_t)got;
+	}
+	return 0;
+}
+
+static size_t gz_dec_memory(const struct codec_dec *d)
+{
+	return sizeof(*d) + d->zmem;
+}
 
 const struct codec codec_gzip = {
 	.name = "gzip",
+	.probe = gz_probe,
+	.scan_new = gz_scan_new,
+	.scan_read = gz_scan_read,
+	.scan_verified = gz_scan_verified,
+	.scan_name = gz_scan_name,
+	.scan_free = gz_scan_free,
+	.dec_new = gz_dec_new,
+	.dec_read = gz_dec_read,
+	.dec_memory = gz_dec_memory,
+	.dec_free = gz_dec_free,
 };

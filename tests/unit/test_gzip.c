@@ -1,0 +1,845 @@
+/* Unit tests of the gzip codec (codecs/gzip.c), on data made by the real tools (gzip, pigz)
+ * and by zlib itself (header extras), all in memory.
+ *
+ * Every good stream is scanned whole with a small spacing (many checkpoints), compared with
+ * the original, and then decoded from every checkpoint to a bit past the next one.  Damaged
+ * streams (flipped bytes, truncations, garbage) must fail with -EIO or, where the damage is
+ * harmless, give the original bytes; never anything else, never a crash or a hang.
+ */
+#include "codec.h"
+#include "log.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+#include <zlib.h>
+
+#define SPACING (64u << 10)
+
+/* ---- log capture ---- */
+
+static unsigned long nlog[8];
+
+static void log_sink(int level, const char *msg, void *opaque)
+{
+	if (level >= 0 && level < 8)
+		nlog[level]++;
+	fprintf(stderr, "  [log %d] %s\n", level, msg);
+}
+
+static void log_reset(void)
+{
+	memset(nlog, 0, sizeof(nlog));
+}
+
+/* ---- scanning with checks of the sink contract ---- */
+
+struct ck {
+	struct codec_ckpt c;
+	uint8_t *aux;
+	size_t auxlen;
+};
+
+struct scan_res {
+	uint8_t *out;
+	size_t len;
+	ssize_t rc; /* the final scan_read result: 0 or -errno */
+	uint64_t verified;
+	struct ck *cks;
+	size_t ncks;
+	bool has_name;
+	char name[256];
+	/* sink checks */
+	pthread_t reader;
+	size_t returned; /* bytes scan_read has returned so far */
+	int contract_errors;
+};
+
+static int sink_fn(void *opaque, const struct codec_ckpt *c, const void *aux, size_t auxlen)
+{
+	struct scan_res *r = opaque;
+
+	if (!pthread_equal(pthread_self(), r->reader))
+		r->contract_errors++; /* sink called from another thread */
+	if (r->ncks == 0 && c->uoff != 0)
+		r->contract_errors++; /* the first checkpoint is at 0 */
+	if (r->ncks && c->uoff <= r->cks[r->ncks - 1].c.uoff)
+		r->contract_errors++; /* increasing uoff */
+	if (c->uoff < r->returned)
+		r->contract_errors++; /* emitted before any byte at or after it */
+	r->cks = realloc(r->cks, (r->ncks + 1) * sizeof(*r->cks));
+	r->cks[r->ncks].c = *c;
+	r->cks[r->ncks].auxlen = auxlen;
+	r->cks[r->ncks].aux = NULL;
+	if (auxlen) {
+		r->cks[r->ncks].aux = malloc(auxlen);
+		memcpy(r->cks[r->ncks].aux, aux, auxlen);
+	}
+	r->ncks++;
+	return 0;
+}
+
+static void res_free(struct scan_res *r)
+{
+	for (size_t i = 0; i < r->ncks; i++)
+		free(r->cks[i].aux);
+	free(r->cks);
+	free(r->out);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Scans gz whole, reading in pieces of step bytes.  Returns the final scan_read result. */
+static ssize_t scan(const uint8_t *gz, size_t gzlen, uint64_t spacing, unsigned threads,
+		    size_t step, struct scan_res *r)
+{
+	struct src *in = src_from_mem(gz, gzlen);
+	struct codec_opts opts = {.spacing = spacing, .threads = threads};
+	struct codec_sink sink = {.checkpoint = sink_fn, .opaque = r};
+	struct codec_scan *s;
+	size_t cap = 1 << 16;
+	ssize_t n;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	r->reader = pthread_self();
+	r->out = malloc(cap);
+	err = codec_gzip.scan_new(in, &opts, &sink, &s);
+	CHECK_EQ(err, 0);
+	if (err) {
+		src_free(in);
+		return err;
+	}
+	const char *nm = codec_gzip.scan_name(s);
+	if (nm) {
+		snprintf(r->name, sizeof(r->name), "%s", nm);
+		r->has_name = true;
+	}
+	for (;;) {
+		if (r->len + step > cap) {
+			cap = (r->len + step) * 2;
+			r->out = realloc(r->out, cap);
+		}
+		n = codec_gzip.scan_read(s, r->out + r->len, step);
+		if (n <= 0)
+			break;
+		CHECK(n <= (ssize_t)step);
+		r->len += (size_t)n;
+		r->returned = r->len;
+	}
+	r->rc = n;
+	/* errors and the end are sticky */
+	CHECK_EQ(codec_gzip.scan_read(s, r->out, step), n);
+	r->verified = codec_gzip.scan_verified(s);
+	CHECK(r->verified <= r->len);
+	if (n == 0)
+		CHECK_EQ(r->verified, r->len);
+	CHECK_EQ(r->contract_errors, 0);
+	codec_gzip.scan_free(s);
+	src_free(in);
+	return n;
+}
+
+/* Decodes from checkpoint k: its chunk, then up to extra bytes past its end; compares. */
+static void check_ck(const uint8_t *gz, size_t gzlen, const struct scan_res *r, size_t k,
+		     const uint8_t *orig, size_t origlen, size_t extra)
+{
+	const struct ck *c = &r->cks[k];
+	uint64_t end = k + 1 < r->ncks ? r->cks[k + 1].c.uoff : origlen;
+	struct src *in = src_from_mem(gz, gzlen);
+	struct codec_ckpt ck = c->c;
+	struct codec_dec *d;
+	uint8_t *buf;
+	size_t want, got = 0;
+	ssize_t n;
+	int err;
+
+	ck.ulen = end - ck.uoff;
+	err = codec_gzip.dec_new(in, &ck, c->aux, c->auxlen, &d);
+	CHECK_EQ(err, 0);
+	if (err) {
+		src_free(in);
+		return;
+	}
+	CHECK(codec_gzip.dec_memory(d) > 0);
+	want = (size_t)(end - ck.uoff) + extra;
+	if (ck.uoff + want > origlen)
+		want = origlen - (size_t)ck.uoff;
+	buf = malloc(want + 1);
+	while (got < want) {
+		n = codec_gzip.dec_read(d, buf + got, want - got < 7777 ? want - got : 7777);
+		CHECK(n > 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	CHECK_EQ(got, want);
+	CHECK(memcmp(buf, orig + ck.uoff, got) == 0);
+	if (ck.uoff + got == origlen) /* at the end: 0, and 0 again */
+		for (int i = 0; i < 2; i++)
+			CHECK_EQ(codec_gzip.dec_read(d, buf, 1), 0);
+	free(buf);
+	codec_gzip.dec_free(d);
+	src_free(in);
+}
+
+/* The full check of a good stream: scan (threads 1 and 2, two read sizes), compare, the same
+ * checkpoints both ways, and a decode from every checkpoint.  Returns the number of checkpoints
+ * (those of the threads=1 scan, left in *keep if not NULL). */
+static size_t check_good(const char *what, const uint8_t *gz, size_t gzlen, const uint8_t *orig,
+			 size_t origlen, uint64_t spacing, struct scan_res *keep)
+{
+	struct scan_res a, b;
+	size_t n;
+
+	fprintf(stderr, "%s: %zu -> %zu bytes\n", what, origlen, gzlen);
+	CHECK(codec_gzip.probe(gz, gzlen < 512 ? gzlen : 512));
+	CHECK_EQ(scan(gz, gzlen, spacing, 1, 65536, &a), 0);
+	CHECK_EQ(a.len, origlen);
+	CHECK(a.len == origlen && memcmp(a.out, orig, origlen) == 0);
+	CHECK(a.ncks >= 1);
+	if (a.ncks) {
+		CHECK_EQ(a.cks[0].c.uoff, 0);
+		CHECK_EQ(a.cks[0].c.coff, 0);
+		CHECK_EQ(a.cks[0].c.flags & 1, 1);
+	}
+	for (size_t i = 0; i < a.ncks; i++) {
+		const struct codec_ckpt *c = &a.cks[i].c;
+		CHECK(c->uoff < origlen || (origlen == 0 && c->uoff == 0));
+		CHECK(c->coff <= gzlen);
+		CHECK(c->bits <= 7);
+		CHECK(c->extra <= 32768);
+		CHECK((c->extra == 0) == (a.cks[i].auxlen == 0));
+		if (c->flags & 1)
+			CHECK(c->bits == 0 && c->extra == 0);
+		else
+			CHECK(c->extra > 0);
+	}
+
+	/* threads = 2 and an odd read size: the same bytes and the same checkpoints */
+	CHECK_EQ(scan(gz, gzlen, spacing, 2, 4097, &b), 0);
+	CHECK_EQ(b.len, origlen);
+	CHECK(b.len == origlen && memcmp(b.out, orig, origlen) == 0);
+	CHECK_EQ(b.ncks, a.ncks);
+	for (size_t i = 0; i < a.ncks && i < b.ncks; i++) {
+		CHECK(memcmp(&a.cks[i].c, &b.cks[i].c, sizeof(a.cks[i].c)) == 0);
+		CHECK_EQ(a.cks[i].auxlen, b.cks[i].auxlen);
+		const struct ck *x = &a.cks[i], *y = &b.cks[i];
+		CHECK(x->auxlen == y->auxlen && (!x->auxlen || !memcmp(x->aux, y->aux, x->auxlen)));
+	}
+	CHECK(a.has_name == b.has_name && strcmp(a.name, b.name) == 0);
+	res_free(&b);
+
+	/* every checkpoint: to the next and 64 KiB across it; from the first and the last to
+	 * the end (offset 0 and the last byte) */
+	for (size_t i = 0; i < a.ncks; i++)
+		check_ck(gz, gzlen, &a, i, orig, origlen, 65536);
+	if (a.ncks) {
+		check_ck(gz, gzlen, &a, 0, orig, origlen, origlen);
+		check_ck(gz, gzlen, &a, a.ncks - 1, orig, origlen, origlen);
+	}
+	n = a.ncks;
+	size_t members = 0;
+	for (size_t i = 0; i < a.ncks; i++)
+		members += a.cks[i].c.flags & 1;
+	fprintf(stderr, "  %zu checkpoints, %zu at member starts\n", n, members);
+	if (keep)
+		*keep = a;
+	else
+		res_free(&a);
+	return n;
+}
+
+/* ---- making data ---- */
+
+static uint8_t *tool(const char *cmd, const uint8_t *in, size_t inlen, size_t *outlen)
+{
+	uint8_t *out = tu_pipe(cmd, in, inlen, outlen);
+
+	if (!out) {
+		fprintf(stderr, "cannot run: %s\n", cmd);
+		exit(1);
+	}
+	return out;
+}
+
+static uint8_t *cat2(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen, size_t *len)
+{
+	uint8_t *o = malloc(alen + blen + 1);
+
+	memcpy(o, a, alen);
+	memcpy(o + alen, b, blen);
+	*len = alen + blen;
+	return o;
+}
+
+/* Text-like bytes that compress about 3:1 (tu_fill's text alone compresses so well that
+ * deflate blocks hold hundreds of KiB and checkpoints would be few). */
+static void text_fill(uint8_t *b, size_t len, uint32_t seed)
+{
+	uint32_t x = seed * 2246822519u + 7;
+
+	tu_fill(b, len, seed, 1);
+	for (size_t i = 0; i < len; i += 1 + x % 23) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		b[i] = (uint8_t)('a' + x % 26);
+	}
+}
+
+/* Text with a stretch of noise in the middle, so gzip writes stored blocks between
+ * compressed ones. */
+static uint8_t *mixed(size_t len, uint32_t seed)
+{
+	uint8_t *b = malloc(len);
+
+	text_fill(b, len, seed);
+	tu_fill(b + len / 3, len / 4, seed + 1, 0);
+	return b;
+}
+
+/* A gzip member with FEXTRA, FNAME, FCOMMENT and FHCRC, written by zlib. */
+static uint8_t *zlib_gzip_extras(const uint8_t *in, size_t inlen, size_t *outlen)
+{
+	static uint8_t extra[] = {'T', 'S', 4, 0, 1, 2, 3, 4};
+	gz_header h;
+	z_stream z;
+	size_t cap = compressBound(inlen) + 1024;
+	uint8_t *out = malloc(cap);
+
+	memset(&z, 0, sizeof(z));
+	memset(&h, 0, sizeof(h));
+	CHECK_EQ(deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	h.extra = extra;
+	h.extra_len = sizeof(extra);
+	h.name = (Bytef *)"archive.tar";
+	h.comment = (Bytef *)"made by test_gzip with every header field";
+	h.hcrc = 1;
+	h.os = 3;
+	CHECK_EQ(deflateSetHeader(&z, &h), Z_OK);
+	z.next_in = (Bytef *)in;
+	z.avail_in = (uInt)inlen;
+	z.next_out = out;
+	z.avail_out = (uInt)cap;
+	CHECK_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+	*outlen = cap - z.avail_out;
+	deflateEnd(&z);
+	return out;
+}
+
+/* Offset of the deflate data of a gzip member (just after the header). */
+static size_t header_len(const uint8_t *gz)
+{
+	size_t p = 10;
+	uint8_t f = gz[3];
+
+	if (f & 4)
+		p += 2 + (gz[p] | gz[p + 1] << 8);
+	if (f & 8)
+		while (gz[p++])
+			;
+	if (f & 16)
+		while (gz[p++])
+			;
+	if (f & 2)
+		p += 2;
+	return p;
+}
+
+/* ---- the tests ---- */
+
+static void test_probe(void)
+{
+	static const uint8_t good[] = {0x1f, 0x8b, 8, 0};
+	static const uint8_t bad[] = {0x1f, 0x8b, 7, 0};
+
+	CHECK(codec_gzip.probe(good, 4));
+	CHECK(codec_gzip.probe(good, 3));
+	CHECK(!codec_gzip.probe(good, 2));
+	CHECK(!codec_gzip.probe(bad, 4));
+	CHECK(!codec_gzip.probe((const uint8_t *)"BZh9", 4));
+	CHECK(codec_probe(good, 4) == &codec_gzip);
+}
+
+static void test_levels_and_tools(const uint8_t *text, size_t len)
+{
+	static const char *cmds[] = {"gzip -1 -c", "gzip -6 -c", "gzip -9 -c", "pigz -6 -p 2 -c",
+				     "pigz -9 -b 128 -p 2 -c", "pigz -1 -i -p 2 -c"};
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		size_t gzlen;
+		uint8_t *gz = tool(cmds[i], text, len, &gzlen);
+		check_good(cmds[i], gz, gzlen, text, len, SPACING, NULL);
+		free(gz);
+	}
+}
+
+static void test_stored_blocks(void)
+{
+	size_t len = 1500000, gzlen;
+	uint8_t *orig = mixed(len, 7), *gz;
+	uint8_t *noise = malloc(300000);
+
+	gz = tool("gzip -6 -c", orig, len, &gzlen);
+	check_good("text + noise (stored blocks)", gz, gzlen, orig, len, SPACING, NULL);
+	free(gz);
+	tu_fill(noise, 300000, 9, 0);
+	gz = tool("gzip -9 -c", noise, 300000, &gzlen);
+	CHECK(gzlen > 300000); /* only stored blocks */
+	check_good("noise only", gz, gzlen, noise, 300000, 16384, NULL);
+	free(gz);
+	free(noise);
+	free(orig);
+}
+
+/* Many members (cat a.gz b.gz ..., BGZF-like), an empty one among them: the scan crosses
+ * them, puts checkpoints at member starts, and a decoder runs across members. */
+static void test_multi_member(void)
+{
+	size_t len = 40 * 50000 + 123456, gzlen = 0, off = 0, i = 0;
+	uint8_t *orig = mixed(len, 11), *gz = NULL;
+	struct scan_res r;
+	size_t members = 0, member_cks = 0;
+
+	while (off < len) {
+		size_t part = i == 40 ? len - off : 50000, plen;
+		const char *cmd = i % 3 == 0 ? "gzip -1 -c" : i % 3 == 1 ? "gzip -6 -c" : "pigz -c";
+		uint8_t *p = tool(cmd, orig + off, part, &plen), *n;
+		n = cat2(gz ? gz : (const uint8_t *)"", gzlen, p, plen, &gzlen);
+		free(gz);
+		free(p);
+		gz = n;
+		off += part;
+		i++;
+		members++;
+		if (i == 20) { /* an empty member in the middle */
+			p = tool("gzip -c", NULL, 0, &plen);
+			n = cat2(gz, gzlen, p, plen, &gzlen);
+			free(gz);
+			free(p);
+			gz = n;
+		}
+	}
+	check_good("41 members + 1 empty", gz, gzlen, orig, len, SPACING, &r);
+	for (i = 1; i < r.ncks; i++)
+		member_cks += r.cks[i].c.flags & 1;
+	CHECK(member_cks >= 5);
+	res_free(&r);
+
+	/* a small spacing: a checkpoint at nearly every member start */
+	check_good("41 members, spacing 1", gz, gzlen, orig, len, 1, &r);
+	CHECK(r.ncks >= 41);
+	res_free(&r);
+
+	/* damage in member 30: everything before it verified */
+	{
+		uint8_t *bad = malloc(gzlen);
+		struct scan_res d;
+		uint64_t mstart = 0;
+		size_t k, seen = 0, pos = 0;
+
+		memcpy(bad, gz, gzlen);
+		/* walk the first 30 members with zlib to find where member 30 ends */
+		for (k = 0; k < 30; k++) {
+			z_stream z;
+			uint8_t sink[65536];
+			memset(&z, 0, sizeof(z));
+			inflateInit2(&z, 31);
+			z.next_in = gz + pos;
+			z.avail_in = (uInt)(gzlen - pos);
+			int ret;
+			do {
+				z.next_out = sink;
+				z.avail_out = sizeof(sink);
+				ret = inflate(&z, Z_NO_FLUSH);
+				seen += sizeof(sink) - z.avail_out;
+			} while (ret == Z_OK);
+			CHECK_EQ(ret, Z_STREAM_END);
+			pos += z.total_in;
+			inflateEnd(&z);
+			if (k == 28)
+				mstart = seen;
+		}
+		/* pos: end of member 30 (which may be the empty one); flip its CRC's first byte */
+		bad[pos - 8] ^= 0x40;
+		CHECK_EQ(scan(bad, gzlen, SPACING, 1, 65536, &d), -EIO);
+		CHECK_EQ(d.verified, mstart);
+		CHECK(d.len >= d.verified && memcmp(d.out, orig, d.len) == 0);
+		res_free(&d);
+		CHECK_EQ(scan(bad, gzlen, SPACING, 2, 65536, &d), -EIO);
+		CHECK_EQ(d.verified, mstart);
+		res_free(&d);
+		/* cut inside member 31's header, and exactly between members 30 and 31 (valid) */
+		CHECK_EQ(scan(gz, pos + 2, SPACING, 2, 65536, &d), -EIO);
+		CHECK_EQ(d.verified, seen);
+		res_free(&d);
+		CHECK_EQ(scan(gz, pos, SPACING, 2, 65536, &d), 0);
+		CHECK_EQ(d.len, seen);
+		res_free(&d);
+		free(bad);
+	}
+	free(gz);
+	free(orig);
+}
+
+static void test_header_extras(const uint8_t *text, size_t len)
+{
+	size_t gzlen, g2len, alllen;
+	uint8_t *gz = zlib_gzip_extras(text, len, &gzlen);
+	uint8_t *g2 = tool("gzip -c", text, len / 2, &g2len);
+	uint8_t *all, *orig;
+	struct scan_res r;
+
+	CHECK_EQ(gz[3], 2 | 4 | 8 | 16);
+	check_good("FEXTRA+FNAME+FCOMMENT+FHCRC", gz, gzlen, text, len, SPACING, &r);
+	CHECK(r.has_name && strcmp(r.name, "archive.tar") == 0);
+	res_free(&r);
+
+	/* plain member first, extras second: no name (the first member's counts) */
+	all = cat2(g2, g2len, gz, gzlen, &alllen);
+	orig = cat2(text, len / 2, text, len, &alllen);
+	check_good("plain + extras members", all, g2len + gzlen, orig, len / 2 + len, SPACING,
+		   &r);
+	CHECK(!r.has_name);
+	res_free(&r);
+	free(all);
+	free(orig);
+
+	/* a bad header CRC, and a reserved flag */
+	size_t h = header_len(gz);
+	gz[h - 1] ^= 1;
+	CHECK_EQ(scan(gz, gzlen, SPACING, 1, 65536, &r), -EIO);
+	CHECK_EQ(r.len, 0);
+	CHECK_EQ(r.ncks, 0);
+	res_free(&r);
+	gz[h - 1] ^= 1;
+	gz[3] |= 0x20;
+	CHECK_EQ(scan(gz, gzlen, SPACING, 2, 65536, &r), -EIO);
+	res_free(&r);
+	gz[3] &= ~0x20;
+	/* a changed comment byte is caught by FHCRC too */
+	gz[h - 5] ^= 0x01;
+	CHECK_EQ(scan(gz, gzlen, SPACING, 1, 65536, &r), -EIO);
+	res_free(&r);
+	free(gz);
+	free(g2);
+}
+
+static void test_empty(void)
+{
+	size_t gzlen;
+	uint8_t *gz = tool("gzip -c", NULL, 0, &gzlen);
+	struct scan_res r;
+
+	/* the gzip of nothing: no bytes, one checkpoint at 0, success */
+	CHECK_EQ(scan(gz, gzlen, SPACING, 1, 65536, &r), 0);
+	CHECK_EQ(r.len, 0);
+	CHECK_EQ(r.ncks, 1);
+	res_free(&r);
+	CHECK_EQ(scan(gz, gzlen, SPACING, 2, 65536, &r), 0);
+	CHECK_EQ(r.len, 0);
+	CHECK_EQ(r.verified, 0);
+	res_free(&r);
+
+	/* a zero-length file, and bytes that are not gzip at all */
+	log_reset();
+	CHECK_EQ(scan((const uint8_t *)"", 0, SPACING, 1, 65536, &r), -EIO);
+	CHECK_EQ(r.ncks, 0);
+	CHECK(nlog[TFS_LOG_ERR] >= 1);
+	res_free(&r);
+	CHECK_EQ(scan((const uint8_t *)"", 0, SPACING, 2, 65536, &r), -EIO);
+	res_free(&r);
+	CHECK_EQ(scan((const uint8_t *)"hello world", 11, SPACING, 1, 65536, &r), -EIO);
+	res_free(&r);
+	CHECK_EQ(scan(gz, 3, SPACING, 1, 65536, &r), -EIO);
+	res_free(&r);
+	free(gz);
+}
+
+/* Flipped bytes in the deflate data, in the CRC, in ISIZE: -EIO, nothing verified. */
+static void test_corruption(const uint8_t *text, size_t len)
+{
+	size_t gzlen;
+	uint8_t *gz = tool("gzip -6 -c", text, len, &gzlen);
+	struct scan_res r;
+	size_t h = header_len(gz);
+
+	for (int i = 0; i < 12; i++) {
+		size_t at = h + (gzlen - h - 8) * (size_t)(i + 1) / 13;
+		gz[at] ^= 0x10;
+		log_reset();
+		CHECK_EQ(scan(gz, gzlen, SPACING, i % 2 ? 2 : 1, 65536, &r), -EIO);
+		CHECK_EQ(r.verified, 0);
+		CHECK(nlog[TFS_LOG_ERR] >= 1);
+		res_free(&r);
+		gz[at] ^= 0x10;
+	}
+	for (int i = 0; i < 8; i++) {
+		gz[gzlen - 8 + i] ^= 0x01;
+		CHECK_EQ(scan(gz, gzlen, SPACING, i % 2 ? 2 : 1, 65536, &r), -EIO);
+		CHECK_EQ(r.verified, 0);
+		CHECK_EQ(r.len, len); /* the data were all returned; the trailer says no */
+		res_free(&r);
+		gz[gzlen - 8 + i] ^= 0x01;
+	}
+	free(gz);
+}
+
+/* Truncation anywhere in a member: -EIO, nothing verified, no hang; decoders too. */
+static void test_truncation(const uint8_t *text, size_t len)
+{
+	size_t gzlen;
+	uint8_t *gz = tool("gzip -6 -c", text, len, &gzlen);
+	struct scan_res good, r;
+	size_t cuts[] = {1, 2, 3, 9, 10, 11, gzlen / 3, gzlen / 2, gzlen - 9, gzlen - 8, gzlen - 4,
+			 gzlen - 1};
+
+	CHECK_EQ(scan(gz, gzlen, SPACING, 1, 65536, &good), 0);
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		for (unsigned th = 1; th <= 2; th++) {
+			CHECK_EQ(scan(gz, cuts[i], SPACING, th, 65536, &r), -EIO);
+			CHECK_EQ(r.verified, 0);
+			CHECK(r.len <= len && memcmp(r.out, text, r.len) == 0);
+			res_free(&r);
+		}
+		/* a decoder from the last checkpoint before the cut: good bytes, then -EIO */
+		size_t k = 0;
+		for (size_t j = 0; j < good.ncks; j++)
+			if (good.cks[j].c.coff < cuts[i])
+				k = j;
+		struct src *in = src_from_mem(gz, cuts[i]);
+		struct codec_dec *d;
+		int err = codec_gzip.dec_new(in, &good.cks[k].c, good.cks[k].aux,
+					     good.cks[k].auxlen, &d);
+		if (err == 0) {
+			uint8_t buf[10000];
+			uint64_t pos = good.cks[k].c.uoff;
+			ssize_t n;
+			while ((n = codec_gzip.dec_read(d, buf, sizeof(buf))) > 0) {
+				CHECK(pos + (uint64_t)n <= len);
+				if (pos + (uint64_t)n > len)
+					break;
+				CHECK(memcmp(buf, text + pos, (size_t)n) == 0);
+				pos += (uint64_t)n;
+			}
+			CHECK_EQ(n, -EIO);
+			CHECK_EQ(codec_gzip.dec_read(d, buf, sizeof(buf)), -EIO);
+			codec_gzip.dec_free(d);
+		} else {
+			CHECK_EQ(err, -EIO); /* cut inside the header of a member checkpoint */
+		}
+		src_free(in);
+	}
+	res_free(&good);
+	free(gz);
+}
+
+/* After the last member: zeros are ignored silently, other bytes with a notice, and a second
+ * gzip magic with a broken header is an error. */
+static void test_trailing(const uint8_t *text, size_t len)
+{
+	size_t gzlen, alen;
+	uint8_t *gz = tool("gzip -6 -c", text, len, &gzlen), *a;
+	uint8_t zeros[5000] = {0};
+	static const uint8_t junk[] = "this is not gzip data\n";
+	static const uint8_t badmember[] = {0x1f, 0x8b, 8, 0xff, 0, 0, 0, 0, 0, 3};
+	struct scan_res r;
+
+	a = cat2(gz, gzlen, zeros, sizeof(zeros), &alen);
+	log_reset();
+	check_good("trailing zeros", a, alen, text, len, SPACING, NULL);
+	CHECK_EQ(nlog[TFS_LOG_NOTICE], 0);
+	CHECK_EQ(nlog[TFS_LOG_ERR], 0);
+	free(a);
+
+	a = cat2(gz, gzlen, junk, sizeof(junk), &alen);
+	log_reset();
+	check_good("trailing garbage", a, alen, text, len, SPACING, NULL);
+	CHECK(nlog[TFS_LOG_NOTICE] >= 1);
+	CHECK_EQ(nlog[TFS_LOG_ERR], 0);
+	free(a);
+
+	/* zeros, then junk */
+	{
+		uint8_t *z2 = cat2(zeros, 100, junk, sizeof(junk), &alen);
+		a = cat2(gz, gzlen, z2, alen, &alen);
+		CHECK_EQ(scan(a, alen, SPACING, 2, 65536, &r), 0);
+		CHECK_EQ(r.len, len);
+		res_free(&r);
+		free(a);
+		free(z2);
+	}
+	a = cat2(gz, gzlen, badmember, sizeof(badmember), &alen);
+	CHECK_EQ(scan(a, alen, SPACING, 1, 65536, &r), -EIO);
+	CHECK_EQ(r.len, len);
+	CHECK_EQ(r.verified, len);
+	res_free(&r);
+	free(a);
+	free(gz);
+}
+
+/* Decoder arguments that cannot be right, and a damaged window blob. */
+static void test_bad_checkpoints(const uint8_t *text, size_t len)
+{
+	size_t gzlen;
+	uint8_t *gz = tool("gzip -6 -c", text, len, &gzlen);
+	struct src *in = src_from_mem(gz, gzlen);
+	struct scan_res r;
+	struct codec_dec *d = (struct codec_dec *)1;
+	struct codec_ckpt c;
+	size_t k = 0;
+
+	CHECK_EQ(scan(gz, gzlen, SPACING, 1, 65536, &r), 0);
+	for (size_t i = 0; i < r.ncks; i++)
+		if (!(r.cks[i].c.flags & 1))
+			k = i;
+	CHECK(k > 0);
+	c = r.cks[k].c;
+	c.bits = 8;
+	CHECK_EQ(codec_gzip.dec_new(in, &c, r.cks[k].aux, r.cks[k].auxlen, &d), -EINVAL);
+	CHECK(d == NULL);
+	c = r.cks[k].c;
+	CHECK_EQ(codec_gzip.dec_new(in, &c, NULL, 0, &d), -EINVAL);
+	c.extra = 40000;
+	CHECK_EQ(codec_gzip.dec_new(in, &c, r.cks[k].aux, r.cks[k].auxlen, &d), -EINVAL);
+	c = r.cks[k].c;
+	r.cks[k].aux[r.cks[k].auxlen / 2] ^= 0x55;
+	CHECK_EQ(codec_gzip.dec_new(in, &c, r.cks[k].aux, r.cks[k].auxlen, &d), -EIO);
+	CHECK_EQ(codec_gzip.dec_new(in, &c, r.cks[k].aux, r.cks[k].auxlen - 3, &d), -EIO);
+	/* a member checkpoint that does not point at a header */
+	c = r.cks[0].c;
+	c.coff = 5;
+	CHECK_EQ(codec_gzip.dec_new(in, &c, NULL, 0, &d), -EIO);
+	CHECK(d == NULL);
+	codec_gzip.dec_free(NULL);
+	codec_gzip.scan_free(NULL);
+	res_free(&r);
+	src_free(in);
+	free(gz);
+}
+
+/* Random damage to a small multi-member file: every scan ends with the original bytes or
+ * -EIO (and then what was returned before is a prefix of the original); decoders from the
+ * good checkpoints end with 0 or -EIO.  Mostly a harness for the sanitizers. */
+static void test_random_damage(void)
+{
+	size_t len = 200000, l1, l2, gzlen;
+	uint8_t *orig = mixed(len, 3);
+	uint8_t *a = tool("gzip -6 -c", orig, len / 2, &l1);
+	uint8_t *b = tool("pigz -1 -c", orig + len / 2, len - len / 2, &l2);
+	uint8_t *gz = cat2(a, l1, b, l2, &gzlen), *bad = malloc(gzlen);
+	struct scan_res good, r;
+	uint32_t x = 12345;
+	int lvl = tfs_log_level;
+
+	CHECK_EQ(scan(gz, gzlen, 16384, 1, 65536, &good), 0);
+	tfs_log_level = 0; /* quiet: hundreds of expected errors */
+	for (int i = 0; i < 300; i++) {
+		x = x * 1103515245 + 12345;
+		size_t at = (x >> 8) % gzlen;
+		memcpy(bad, gz, gzlen);
+		bad[at] ^= (uint8_t)(1u << (x % 8));
+		ssize_t rc = scan(bad, gzlen, 16384, 1 + (unsigned)(i & 1), 65536, &r);
+		CHECK(rc == 0 || rc == -EIO);
+		if (rc == 0) {
+			CHECK_EQ(r.len, len);
+			CHECK(r.len == len && memcmp(r.out, orig, len) == 0);
+		} else {
+			CHECK(r.verified <= r.len);
+			CHECK(memcmp(r.out, orig, r.verified) == 0);
+		}
+		res_free(&r);
+		/* decoders on the damaged copy */
+		struct src *in = src_from_mem(bad, gzlen);
+		for (size_t k = 0; k < good.ncks; k += 3) {
+			struct codec_dec *d;
+			uint8_t buf[65536];
+			ssize_t n;
+			if (codec_gzip.dec_new(in, &good.cks[k].c, good.cks[k].aux,
+					       good.cks[k].auxlen, &d))
+				continue;
+			size_t total = 0;
+			while ((n = codec_gzip.dec_read(d, buf, sizeof(buf))) > 0)
+				total += (size_t)n;
+			CHECK(n == 0 || n == -EIO);
+			CHECK(total < (1u << 24));
+			codec_gzip.dec_free(d);
+		}
+		src_free(in);
+	}
+	tfs_log_level = lvl;
+	res_free(&good);
+	free(bad);
+	free(gz);
+	free(a);
+	free(b);
+	free(orig);
+}
+
+/* The sink can stop the scan. */
+static int stop_sink(void *opaque, const struct codec_ckpt *c, const void *aux, size_t auxlen)
+{
+	return c->uoff > 0 ? -ENOSPC : 0;
+}
+
+static void test_sink_error(const uint8_t *text, size_t len)
+{
+	size_t gzlen;
+	uint8_t *gz = tool("gzip -6 -c", text, len, &gzlen);
+	struct src *in = src_from_mem(gz, gzlen);
+	struct codec_opts opts = {.spacing = SPACING, .threads = 2};
+	struct codec_sink sink = {.checkpoint = stop_sink};
+	struct codec_scan *s;
+	uint8_t buf[65536];
+	ssize_t n;
+
+	CHECK_EQ(codec_gzip.scan_new(in, &opts, &sink, &s), 0);
+	while ((n = codec_gzip.scan_read(s, buf, sizeof(buf))) > 0)
+		;
+	CHECK_EQ(n, -ENOSPC);
+	codec_gzip.scan_free(s);
+	/* and scan_free in the middle of a threaded scan */
+	sink.checkpoint = NULL;
+	CHECK_EQ(codec_gzip.scan_new(in, &opts, &sink, &s), 0);
+	CHECK(codec_gzip.scan_read(s, buf, sizeof(buf)) > 0);
+	codec_gzip.scan_free(s);
+	src_free(in);
+	free(gz);
+}
+
+static int test(void)
+{
+	size_t len = 3 << 20;
+	uint8_t *text;
+
+	if (!tu_have("gzip") || !tu_have("pigz")) {
+		fprintf(stderr, "gzip or pigz missing\n");
+		return 77;
+	}
+	tfs_log_set_sink(log_sink, NULL);
+	text = malloc(len);
+	text_fill(text, len, 1);
+
+	test_probe();
+	test_levels_and_tools(text, len);
+	test_stored_blocks();
+	test_multi_member();
+	test_header_extras(text, 1 << 20);
+	test_empty();
+	test_corruption(text, 1 << 20);
+	test_truncation(text, 1 << 20);
+	test_trailing(text, 1 << 20);
+	test_bad_checkpoints(text, 1 << 20);
+	test_random_damage();
+	test_sink_error(text, 1 << 20);
+	free(text);
+	return tu_exit();
+}
+
+int main(void)
+{
+	int r = test();
+
+	return r == 77 ? 77 : r;
+}
