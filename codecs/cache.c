@@ -1,0 +1,311 @@
+/* The chunk cache (see cache.h for the protocol).
+ *
+ * A chained hash table of entries keyed by (stream, segment), and a doubly linked LRU list
+ * of the published ones (reserved entries are not on the list and cannot be evicted).  The
+ * table grows by doubling when it holds more entries than buckets.  One mutex guards it all;
+ * reservations are waited for on one condition variable, broadcast on publish and abandon --
+ * waits are rare (two readers wanting the same segment at the same moment) and short.
+ *
+ * Locks: cache.lock only; no other lock is taken while holding it.
+ */
+#include "cache.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct entry {
+	struct cache_key key;
+	struct cache_buf *buf; /* NULL while reserved */
+	struct entry *hnext;   /* hash chain */
+	struct entry *prev, *next; /* LRU list (published only); head = most recent */
+};
+
+struct cache {
+	pthread_mutex_t lock;
+	pthread_cond_t filled; /* a reservation ended (publish or abandon) */
+	/* protected by lock: */
+	struct entry **table;
+	size_t nbuckets, nentries;
+	struct entry *lru_head, *lru_tail;
+	uint64_t bytes, budget;
+	uint64_t next_stream;
+	uint64_t hits, misses, evictions;
+};
+
+/* Bytes a published buffer is charged: its data plus bookkeeping. */
+static uint64_t charge(const struct cache_buf *b)
+{
+	return b->len + sizeof(*b) + sizeof(struct entry);
+}
+
+static size_t bucket(const struct cache *c, const struct cache_key *k)
+{
+	uint64_t h = k->stream * 0x9E3779B97F4A7C15ull ^ k->seg * 0xC2B2AE3D27D4EB4Full;
+
+	h ^= h >> 29;
+	return (size_t)(h & (c->nbuckets - 1));
+}
+
+struct cache *cache_new(uint64_t budget)
+{
+	struct cache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->nbuckets = 256;
+	c->table = calloc(c->nbuckets, sizeof(*c->table));
+	if (!c->table) {
+		free(c);
+		return NULL;
+	}
+	c->budget = budget;
+	c->next_stream = 1;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->filled, NULL);
+	return c;
+}
+
+struct cache_buf *cache_buf_new(size_t len)
+{
+	struct cache_buf *b = malloc(sizeof(*b) + len);
+
+	if (!b)
+		return NULL;
+	atomic_init(&b->refs, 1);
+	b->len = len;
+	return b;
+}
+
+void cache_buf_ref(struct cache_buf *b)
+{
+	atomic_fetch_add(&b->refs, 1);
+}
+
+void cache_buf_put(struct cache_buf *b)
+{
+	if (b && atomic_fetch_sub(&b->refs, 1) == 1)
+		free(b);
+}
+
+uint64_t cache_new_stream_id(struct cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	uint64_t id = c->next_stream++;
+	pthread_mutex_unlock(&c->lock);
+	return id;
+}
+
+static struct entry *find(struct cache *c, const struct cache_key *k, struct entry ***link)
+{
+	struct entry **p = &c->table[bucket(c, k)];
+
+	for (; *p; p = &(*p)->hnext)
+		if ((*p)->key.stream == k->stream && (*p)->key.seg == k->seg)
+			break;
+	if (link)
+		*link = p;
+	return *p;
+}
+
+static void lru_unlink(struct cache *c, struct entry *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		c->lru_head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		c->lru_tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void lru_push(struct cache *c, struct entry *e)
+{
+	e->prev = NULL;
+	e->next = c->lru_head;
+	if (c->lru_head)
+		c->lru_head->prev = e;
+	c->lru_head = e;
+	if (!c->lru_tail)
+		c->lru_tail = e;
+}
+
+static void grow(struct cache *c)
+{
+	size_t n = c->nbuckets * 2;
+	struct entry **t = calloc(n, sizeof(*t));
+
+	if (!t)
+		return; /* longer chains, still correct */
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct entry *e = c->table[i], *next;
+		for (; e; e = next) {
+			next = e->hnext;
+			c->nbuckets = n; /* bucket() uses it */
+			size_t b = bucket(c, &e->key);
+			c->nbuckets = n / 2;
+			e->hnext = t[b];
+			t[b] = e;
+		}
+	}
+	free(c->table);
+	c->table = t;
+	c->nbuckets = n;
+}
+
+/* Adds a reserved entry for k (caller checked it is absent).  NULL if out of memory. */
+static struct entry *reserve(struct cache *c, const struct cache_key *k)
+{
+	struct entry *e = calloc(1, sizeof(*e));
+	size_t b;
+
+	if (!e)
+		return NULL;
+	if (c->nentries >= c->nbuckets)
+		grow(c);
+	e->key = *k;
+	b = bucket(c, k);
+	e->hnext = c->table[b];
+	c->table[b] = e;
+	c->nentries++;
+	return e;
+}
+
+static void remove_entry(struct cache *c, struct entry *e)
+{
+	struct entry **link;
+
+	find(c, &e->key, &link);
+	*link = e->hnext;
+	c->nentries--;
+	if (e->buf) {
+		lru_unlink(c, e);
+		c->bytes -= charge(e->buf);
+		cache_buf_put(e->buf);
+	}
+	free(e);
+}
+
+int cache_get(struct cache *c, const struct cache_key *k, struct cache_buf **out)
+{
+	struct entry *e;
+
+	*out = NULL;
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		e = find(c, k, NULL);
+		if (!e)
+			break;
+		if (e->buf) {
+			lru_unlink(c, e);
+			lru_push(c, e);
+			cache_buf_ref(e->buf);
+			*out = e->buf;
+			c->hits++;
+			pthread_mutex_unlock(&c->lock);
+			return 0;
+		}
+		pthread_cond_wait(&c->filled, &c->lock);
+	}
+	c->misses++;
+	/* Out of memory for the entry: the caller decodes anyway; publish/abandon of an
+	 * unknown key are no-ops. */
+	reserve(c, k);
+	pthread_mutex_unlock(&c->lock);
+	return 1;
+}
+
+bool cache_try_reserve(struct cache *c, const struct cache_key *k)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&c->lock);
+	if (!find(c, k, NULL))
+		ok = reserve(c, k) != NULL;
+	pthread_mutex_unlock(&c->lock);
+	return ok;
+}
+
+bool cache_contains(struct cache *c, const struct cache_key *k)
+{
+	pthread_mutex_lock(&c->lock);
+	struct entry *e = find(c, k, NULL);
+	bool ok = e && e->buf;
+	pthread_mutex_unlock(&c->lock);
+	return ok;
+}
+
+void cache_publish(struct cache *c, const struct cache_key *k, struct cache_buf *b)
+{
+	pthread_mutex_lock(&c->lock);
+	struct entry *e = find(c, k, NULL);
+	if (e && !e->buf) {
+		if (charge(b) > c->budget) {
+			remove_entry(c, e); /* too big to keep: served to its reader only */
+		} else {
+			cache_buf_ref(b);
+			e->buf = b;
+			c->bytes += charge(b);
+			lru_push(c, e);
+			while (c->bytes > c->budget && c->lru_tail != e) {
+				remove_entry(c, c->lru_tail);
+				c->evictions++;
+			}
+		}
+	}
+	pthread_cond_broadcast(&c->filled);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void cache_abandon(struct cache *c, const struct cache_key *k)
+{
+	pthread_mutex_lock(&c->lock);
+	struct entry *e = find(c, k, NULL);
+	if (e && !e->buf)
+		remove_entry(c, e);
+	pthread_cond_broadcast(&c->filled);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void cache_drop_stream(struct cache *c, uint64_t stream)
+{
+	pthread_mutex_lock(&c->lock);
+	for (struct entry *e = c->lru_head, *next; e; e = next) {
+		next = e->next;
+		if (e->key.stream == stream)
+			remove_entry(c, e);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+void cache_get_stats(struct cache *c, struct cache_stats *out)
+{
+	pthread_mutex_lock(&c->lock);
+	out->hits = c->hits;
+	out->misses = c->misses;
+	out->evictions = c->evictions;
+	out->bytes = c->bytes;
+	out->entries = c->nentries;
+	out->budget = c->budget;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void cache_free(struct cache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct entry *e = c->table[i], *next;
+		for (; e; e = next) {
+			next = e->hnext;
+			cache_buf_put(e->buf);
+			free(e);
+		}
+	}
+	free(c->table);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->filled);
+	free(c);
+}

@@ -1,0 +1,83 @@
+/* The chunk cache: decoded segments of compressed archives, shared by every reader and
+ * thread of a process, least recently used first out, bounded in bytes.
+ *
+ * Protocol (modelled on squashfuse's cache): a reader asks for a key with cache_get().
+ *  - hit: it gets a referenced buffer, copies from it, and drops the reference with
+ *    cache_buf_put();
+ *  - miss: the key is now *reserved* by the caller, who must decode the segment and either
+ *    cache_publish() it or cache_abandon() the reservation (on error).  Other threads asking
+ *    for a reserved key wait, so concurrent requests for one segment cost one decode;
+ *    after an abandon, one waiter takes the reservation over and tries itself.
+ * A decoder passing over other segments on its way may store them too: cache_try_reserve()
+ * reserves a key only if it is absent, and never waits.
+ *
+ * Ownership: a struct cache_buf is immutable once published and refcounted; cache_buf_new()
+ * returns it with one reference owned by the caller; the cache takes its own reference in
+ * cache_publish(); the last cache_buf_put() frees it.  Evicting a buffer drops only the
+ * cache's reference, so a reader copying from it is never disturbed.
+ *
+ * Memory: published bytes stay under the budget (evicting the least recently used); a
+ * buffer larger than the whole budget is handed to its reader but not kept.
+ *
+ * All functions are thread-safe.  One mutex guards the table and the LRU list; waiters
+ * sleep on one condition variable (reservations are short: one segment decode).
+ * A later on-disk tier can sit behind cache_get()'s miss path without changing callers.
+ */
+#ifndef TARSEEK_CACHE_H
+#define TARSEEK_CACHE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct cache;
+
+struct cache_key {
+	uint64_t stream; /* from cache_new_stream_id(): one per compressed archive reader */
+	uint64_t seg;	 /* global segment number within that stream */
+};
+
+struct cache_buf {
+	atomic_int refs;
+	size_t len;
+	uint8_t data[];
+};
+
+struct cache_stats {
+	uint64_t hits, misses, evictions;
+	uint64_t bytes, entries; /* now */
+	uint64_t budget;
+};
+
+/* A cache holding at most budget bytes of decoded data.  NULL if out of memory. */
+struct cache *cache_new(uint64_t budget);
+void cache_free(struct cache *c); /* NULL does nothing; no reservation may be pending */
+
+uint64_t cache_new_stream_id(struct cache *c);
+
+/* 0: hit, *out referenced.  1: miss, the key is reserved by the caller (*out = NULL). */
+int cache_get(struct cache *c, const struct cache_key *k, struct cache_buf **out);
+
+/* Reserves k if it is neither present nor reserved.  Never waits. */
+bool cache_try_reserve(struct cache *c, const struct cache_key *k);
+
+/* True if k is present (no reference taken, no LRU update).  For tests and heuristics. */
+bool cache_contains(struct cache *c, const struct cache_key *k);
+
+/* Fills the caller's reservation of k with b; the caller keeps its own reference. */
+void cache_publish(struct cache *c, const struct cache_key *k, struct cache_buf *b);
+
+/* Drops the caller's reservation of k without data; waiters retry. */
+void cache_abandon(struct cache *c, const struct cache_key *k);
+
+/* Drops every published entry of a stream (when an archive is closed). */
+void cache_drop_stream(struct cache *c, uint64_t stream);
+
+struct cache_buf *cache_buf_new(size_t len); /* NULL if out of memory */
+void cache_buf_ref(struct cache_buf *b);
+void cache_buf_put(struct cache_buf *b); /* NULL does nothing */
+
+void cache_get_stats(struct cache *c, struct cache_stats *out);
+
+#endif

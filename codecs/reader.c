@@ -1,0 +1,390 @@
+/* Random reads from a compressed archive (see reader.h).
+ *
+ * Layout: checkpoint i covers [ck[i].uoff, ck[i].uoff + ck[i].ulen); its segments have the
+ * global numbers seg_base[i] .. seg_base[i+1]-1 (the cache keys) and CRCs crcs[seg_base[i]..].
+ *
+ * Decoders: a pool of idle decoders, each remembering its position, which is always a
+ * segment boundary.  To fill segment k of chunk i we take the idle decoder with the highest
+ * position in [start of chunk i, start of segment k] -- a continuing sequential read finds
+ * its decoder exactly at its segment -- or start one at checkpoint i.  Decoding from there
+ * to the target, the segments passed are checked and published when nobody else has them
+ * (cache_try_reserve) or decoded into scratch and dropped.  A decoder that cannot continue
+ * past a chunk end (block codecs return 0 there) is replaced by one at the next checkpoint.
+ *
+ * Locks: pool_lock guards the pool and the stats; it is never held while decoding or while
+ * calling into the cache.
+ */
+#include "reader.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "../common/log.h"
+#include "segment.h"
+
+#define DEFAULT_MAX_DECODERS 4
+#define POOL_MEMORY_LIMIT (64ull << 20)
+
+struct live {
+	struct codec_dec *dec;
+	uint64_t pos;	/* decoded offset of its next byte (a segment boundary) */
+	size_t chunk;	/* the chunk pos is in */
+	size_t started; /* the checkpoint the decoder was started at */
+	uint64_t stamp; /* for LRU */
+};
+
+struct creader {
+	const struct codec *codec;
+	struct src *in;
+	struct codec_ckpt *ck;
+	size_t n;
+	uint64_t *seg_base; /* n + 1 entries */
+	uint32_t *crcs;
+	uint64_t usize;
+	int (*load_aux)(void *opaque, size_t idx, void **aux, size_t *len);
+	void *aux_opaque;
+	struct cache *cache;
+	uint64_t stream;
+	unsigned max_decoders;
+
+	pthread_mutex_t pool_lock;
+	/* protected by pool_lock: */
+	struct live *pool;
+	size_t npool;
+	uint64_t clock;
+	struct creader_stats stats;
+};
+
+int creader_new(const struct creader_params *p, struct creader **out)
+{
+	struct creader *r;
+	uint64_t total = 0;
+
+	*out = NULL;
+	if (p->nckpts == 0 || p->ckpts[0].uoff != 0)
+		return -EINVAL;
+	for (size_t i = 0; i < p->nckpts; i++) {
+		if (p->ckpts[i].uoff != total)
+			return -EINVAL;
+		total += p->ckpts[i].ulen;
+	}
+	if (total != p->usize)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->codec = p->codec;
+	r->in = p->in;
+	r->n = p->nckpts;
+	r->usize = p->usize;
+	r->load_aux = p->load_aux;
+	r->aux_opaque = p->aux_opaque;
+	r->cache = p->cache;
+	r->max_decoders = p->max_decoders ? p->max_decoders : DEFAULT_MAX_DECODERS;
+	r->ck = malloc(r->n * sizeof(*r->ck));
+	r->seg_base = malloc((r->n + 1) * sizeof(*r->seg_base));
+	r->pool = calloc(r->max_decoders, sizeof(*r->pool));
+	if (!r->ck || !r->seg_base || !r->pool)
+		goto nomem;
+	memcpy(r->ck, p->ckpts, r->n * sizeof(*r->ck));
+	r->seg_base[0] = 0;
+	for (size_t i = 0; i < r->n; i++)
+		r->seg_base[i + 1] = r->seg_base[i] + seg_count(r->ck[i].ulen);
+	r->crcs = malloc((r->seg_base[r->n] ? r->seg_base[r->n] : 1) * sizeof(*r->crcs));
+	if (!r->crcs)
+		goto nomem;
+	memcpy(r->crcs, p->crcs, r->seg_base[r->n] * sizeof(*r->crcs));
+	r->stream = cache_new_stream_id(r->cache);
+	pthread_mutex_init(&r->pool_lock, NULL);
+	*out = r;
+	return 0;
+nomem:
+	free(r->ck);
+	free(r->seg_base);
+	free(r->pool);
+	free(r);
+	return -ENOMEM;
+}
+
+uint64_t creader_size(const struct creader *r)
+{
+	return r->usize;
+}
+
+/* The non-empty chunk holding off (off < usize). */
+static size_t chunk_of(const struct creader *r, uint64_t off)
+{
+	size_t lo = 0, hi = r->n; /* ck[lo].uoff <= off < ck[hi].uoff */
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r->ck[mid].uoff <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	while (r->ck[lo].ulen == 0) /* uoff ties: the last of them holds the data */
+		lo++;
+	return lo;
+}
+
+/* Takes the best idle decoder for a segment starting at target in chunk i, or none. */
+static bool pool_take(struct creader *r, size_t i, uint64_t target, struct live *out)
+{
+	size_t best = SIZE_MAX;
+
+	pthread_mutex_lock(&r->pool_lock);
+	for (size_t j = 0; j < r->npool; j++) {
+		struct live *l = &r->pool[j];
+		if (l->pos > target || (l->pos < r->ck[i].uoff))
+			continue;
+		if (best == SIZE_MAX || l->pos > r->pool[best].pos)
+			best = j;
+	}
+	if (best != SIZE_MAX) {
+		*out = r->pool[best];
+		r->pool[best] = r->pool[--r->npool];
+	}
+	pthread_mutex_unlock(&r->pool_lock);
+	return best != SIZE_MAX;
+}
+
+static size_t pool_memory(const struct creader *r)
+{
+	size_t m = 0;
+
+	for (size_t j = 0; j < r->npool; j++)
+		m += r->codec->dec_memory ? r->codec->dec_memory(r->pool[j].dec) : 0;
+	return m;
+}
+
+/* Returns a decoder to the pool, evicting the least recently used beyond the limits. */
+static void pool_put(struct creader *r, struct live *l)
+{
+	struct codec_dec *drop = NULL;
+
+	pthread_mutex_lock(&r->pool_lock);
+	l->stamp = ++r->clock;
+	if (r->npool == r->max_decoders) {
+		size_t old = 0;
+		for (size_t j = 1; j < r->npool; j++)
+			if (r->pool[j].stamp < r->pool[old].stamp)
+				old = j;
+		drop = r->pool[old].dec;
+		r->pool[old] = *l;
+	} else {
+		r->pool[r->npool++] = *l;
+	}
+	/* keep idle decoders' memory bounded (xz -9 decoders hold 64 MiB each) */
+	while (r->npool > 1 && pool_memory(r) > POOL_MEMORY_LIMIT) {
+		size_t old = 0;
+		for (size_t j = 1; j < r->npool; j++)
+			if (r->pool[j].stamp < r->pool[old].stamp)
+				old = j;
+		r->codec->dec_free(r->pool[old].dec);
+		r->pool[old] = r->pool[--r->npool];
+	}
+	pthread_mutex_unlock(&r->pool_lock);
+	if (drop)
+		r->codec->dec_free(drop);
+}
+
+static int start_decoder(struct creader *r, size_t i, struct live *l)
+{
+	void *aux = NULL;
+	size_t auxlen = 0;
+	int err = 0;
+
+	if (r->load_aux) {
+		err = r->load_aux(r->aux_opaque, i, &aux, &auxlen);
+		if (err)
+			return err;
+	}
+	err = r->codec->dec_new(r->in, &r->ck[i], aux, auxlen, &l->dec);
+	free(aux);
+	if (err)
+		return err;
+	l->pos = r->ck[i].uoff;
+	l->chunk = i;
+	l->started = i;
+	pthread_mutex_lock(&r->pool_lock);
+	r->stats.decoders_started++;
+	pthread_mutex_unlock(&r->pool_lock);
+	return 0;
+}
+
+/* Decodes the next segment of l (which starts at l->pos, in chunk l->chunk) into dst. */
+static int decode_segment(struct creader *r, struct live *l, uint8_t *dst, uint64_t len)
+{
+	uint64_t done = 0;
+	size_t i = l->chunk;
+
+	while (done < len) {
+		ssize_t n = r->codec->dec_read(l->dec, dst + done, len - done);
+		if (n < 0)
+			return (int)n;
+		if (n == 0) {
+			/* a decoder that stops at its chunk's end: go on from the next checkpoint */
+			if (done == 0 && l->pos == r->ck[i].uoff && l->started != i) {
+				r->codec->dec_free(l->dec);
+				l->dec = NULL;
+				int err = start_decoder(r, i, l);
+				if (err)
+					return err;
+				n = r->codec->dec_read(l->dec, dst, len);
+				if (n < 0)
+					return (int)n;
+			}
+			if (n == 0) {
+				tfs_log(TFS_LOG_ERR, "%s: data ends early at decompressed offset %llu",
+					r->codec->name, (unsigned long long)(l->pos + done));
+				return -EIO;
+			}
+		}
+		done += (uint64_t)n;
+	}
+	pthread_mutex_lock(&r->pool_lock);
+	r->stats.decoded_bytes += len;
+	r->stats.segments_filled++;
+	pthread_mutex_unlock(&r->pool_lock);
+	return 0;
+}
+
+/* Decodes segment k of chunk i, publishing what it passes; returns the target's buffer
+ * (referenced) in *out.  The caller holds the reservation of the target. */
+static int fill(struct creader *r, size_t i, uint64_t k, struct cache_buf **out)
+{
+	uint64_t target = r->ck[i].uoff + (k << SEG_SHIFT);
+	struct live l = {0};
+	uint8_t *scratch = NULL;
+	int err = 0;
+
+	*out = NULL;
+	if (!pool_take(r, i, target, &l)) {
+		err = start_decoder(r, i, &l);
+		if (err)
+			return err;
+	}
+	while (l.pos <= target) {
+		/* where is l.pos? (a segment boundary, possibly the start of a later chunk) */
+		size_t j = l.chunk;
+		while (l.pos >= r->ck[j].uoff + r->ck[j].ulen)
+			j++;
+		uint64_t m = (l.pos - r->ck[j].uoff) >> SEG_SHIFT, len = seg_len(r->ck[j].ulen, m);
+		struct cache_key key = {r->stream, r->seg_base[j] + m};
+		struct cache_buf *b = NULL;
+		bool is_target = l.pos == target, reserved = false;
+		uint8_t *dst;
+
+		l.chunk = j;
+		if (is_target || (reserved = cache_try_reserve(r->cache, &key))) {
+			b = cache_buf_new(len);
+			if (!b) {
+				err = -ENOMEM;
+				if (reserved)
+					cache_abandon(r->cache, &key);
+				break;
+			}
+			dst = b->data;
+		} else {
+			if (!scratch && !(scratch = malloc(SEG_SIZE + SEG_SIZE / 2))) {
+				err = -ENOMEM;
+				break;
+			}
+			dst = scratch;
+		}
+		err = decode_segment(r, &l, dst, len);
+		if (!err && (uint32_t)crc32(0, dst, (uInt)len) != r->crcs[key.seg]) {
+			tfs_log(TFS_LOG_ERR,
+				"%s: decoded data does not match the index (CRC) at decompressed offset "
+				"%llu, checkpoint %zu at compressed offset %llu: the archive is corrupt "
+				"or changed",
+				r->codec->name, (unsigned long long)l.pos, j,
+				(unsigned long long)r->ck[j].coff);
+			err = -EIO;
+		}
+		if (err) {
+			if (reserved)
+				cache_abandon(r->cache, &key);
+			cache_buf_put(b);
+			break;
+		}
+		l.pos += len;
+		if (is_target) {
+			cache_publish(r->cache, &key, b);
+			*out = b;
+		} else if (reserved) {
+			cache_publish(r->cache, &key, b);
+			cache_buf_put(b);
+		}
+	}
+	free(scratch);
+	if (err) {
+		r->codec->dec_free(l.dec);
+		return err;
+	}
+	if (l.pos < r->usize)
+		pool_put(r, &l);
+	else
+		r->codec->dec_free(l.dec);
+	return 0;
+}
+
+ssize_t creader_read(struct creader *r, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	if (off >= r->usize)
+		return 0;
+	if (len > r->usize - off)
+		len = (size_t)(r->usize - off);
+	while (done < len) {
+		uint64_t pos = off + done;
+		size_t i = chunk_of(r, pos);
+		uint64_t rel = pos - r->ck[i].uoff, k = seg_at(r->ck[i].ulen, rel);
+		uint64_t seg_start = k << SEG_SHIFT;
+		struct cache_key key = {r->stream, r->seg_base[i] + k};
+		struct cache_buf *b;
+		int err;
+
+		if (cache_get(r->cache, &key, &b) == 1) {
+			err = fill(r, i, k, &b);
+			if (err) {
+				cache_abandon(r->cache, &key);
+				return done ? (ssize_t)done : err;
+			}
+		}
+		uint64_t in = rel - seg_start, n = b->len - in;
+		if (n > len - done)
+			n = len - done;
+		memcpy((uint8_t *)buf + done, b->data + in, n);
+		cache_buf_put(b);
+		done += n;
+	}
+	return (ssize_t)done;
+}
+
+void creader_get_stats(struct creader *r, struct creader_stats *out)
+{
+	pthread_mutex_lock(&r->pool_lock);
+	*out = r->stats;
+	pthread_mutex_unlock(&r->pool_lock);
+}
+
+void creader_free(struct creader *r)
+{
+	if (!r)
+		return;
+	for (size_t j = 0; j < r->npool; j++)
+		r->codec->dec_free(r->pool[j].dec);
+	cache_drop_stream(r->cache, r->stream);
+	pthread_mutex_destroy(&r->pool_lock);
+	free(r->pool);
+	free(r->ck);
+	free(r->seg_base);
+	free(r->crcs);
+	free(r);
+}

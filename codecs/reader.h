@@ -1,0 +1,54 @@
+/* Random reads from a compressed archive, the same for every codec.
+ *
+ * A read at decompressed offset off finds the chunk (checkpoint) and the segment holding
+ * off, takes the segment from the shared cache, or decodes it: with a live decoder already
+ * positioned at or before it in the same chunk when there is one (a sequential read of a
+ * member continues where the previous request stopped, instead of restarting from the
+ * checkpoint), else with a new decoder started at the checkpoint.  Every segment decoded on
+ * the way is checked against the CRC32 stored in the index and put in the cache; a mismatch
+ * or a decode error fails the read with -EIO (logged), never returns wrong bytes.
+ *
+ * Thread-safe: any number of threads may read at once.  Memory: the cache's budget, plus
+ * at most max_decoders idle decoders, plus one segment of scratch per reading thread.
+ */
+#ifndef TARSEEK_READER_H
+#define TARSEEK_READER_H
+
+#include "cache.h"
+#include "codec.h"
+
+struct creader;
+
+struct creader_params {
+	const struct codec *codec;
+	struct src *in;			  /* the compressed file; borrowed, must be thread-safe */
+	const struct codec_ckpt *ckpts;	  /* copied; ulen set; in uoff order, the first at 0 */
+	size_t nckpts;
+	const uint32_t *crcs;		  /* copied; seg_count(ulen) CRCs per checkpoint, in order */
+	uint64_t usize;			  /* total decompressed size */
+	/* Loads checkpoint idx's aux blob into a malloc'd buffer (*aux = NULL, *len = 0 if it
+	 * has none).  0 or -errno.  Called from any thread. */
+	int (*load_aux)(void *opaque, size_t idx, void **aux, size_t *len);
+	void *aux_opaque;
+	struct cache *cache;		  /* shared; borrowed */
+	unsigned max_decoders;		  /* idle decoders kept (0: a default) */
+};
+
+/* 0 or -errno (-EINVAL if the checkpoints or CRCs are inconsistent). *out = NULL on error. */
+int creader_new(const struct creader_params *p, struct creader **out);
+
+/* Reads up to len bytes at off: the count (short only at the end), or -EIO / -ENOMEM. */
+ssize_t creader_read(struct creader *r, void *buf, size_t len, uint64_t off);
+
+uint64_t creader_size(const struct creader *r);
+
+struct creader_stats {
+	uint64_t decoders_started; /* dec_new calls */
+	uint64_t decoded_bytes;	   /* bytes produced by decoders */
+	uint64_t segments_filled;  /* segments decoded and checked */
+};
+void creader_get_stats(struct creader *r, struct creader_stats *out);
+
+void creader_free(struct creader *r); /* NULL does nothing */
+
+#endif

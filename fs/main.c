@@ -1,0 +1,435 @@
+/* tarseek: mount an archive as a read-only filesystem.
+ *
+ * main() parses the options, checks the mount point, opens the archive (finding or
+ * building its index -- this is where a first mount spends its time, with progress on the
+ * terminal), then mounts, detaches unless -f, and serves requests on several threads until
+ * unmounted (fusermount3 -u) or signalled (SIGTERM, SIGINT, SIGHUP).  Cleanup runs in
+ * reverse order of acquisition.
+ *
+ * Exit status: 0 after a clean unmount, 1 on an error (archive missing or unreadable, not
+ * an archive, mount point problems, mount failure), 2 on a usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "../codecs/codec.h"
+#include "../common/log.h"
+#include "config.h"
+#include "tfs.h"
+
+#define DEFAULT_CACHE_MIB 256
+#define DEFAULT_GZIP_SPACING_MIB 4
+
+struct options {
+	bool foreground, debug, single_thread, quiet, recreate;
+	char *fuse_opts; /* comma-separated -o options */
+	const char *index_file, *index_folder;
+	uint64_t cache_size, gzip_spacing;
+	unsigned threads;
+	const char *archive, *mountpoint;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: tarseek [options] ARCHIVE MOUNTPOINT\n"
+		"\n"
+		"Mounts a tar archive (plain, or compressed with %s), or a single compressed\n"
+		"file, as a read-only filesystem.  The first mount builds an index of the archive\n"
+		"(ARCHIVE.index.sqlite beside it, or in ~/.cache/tarseek/); later mounts reuse it.\n"
+		"\n"
+		"Options:\n"
+		"  -f, --foreground        stay in the foreground\n"
+		"  -d, --debug             log every request (implies -f)\n"
+		"  -s, --single-thread     serve requests on one thread\n"
+		"  -o OPT[,OPT...]         mount options, passed to FUSE (allow_other, ...);\n"
+		"                          allow_other turns on default_permissions\n"
+		"      --index-file PATH   keep the index at PATH\n"
+		"      --index-folder DIR  keep indexes in DIR\n"
+		"      --recreate-index    rebuild the index even if it is valid\n"
+		"      --gzip-spacing MIB  decompressed MiB between gzip checkpoints (default %d)\n"
+		"      --cache-size SIZE   decoded-data cache, e.g. 512M or 2G (default %dM)\n"
+		"      --threads N         decoder threads while indexing (default: all cores)\n"
+		"  -q, --quiet             only errors and warnings\n"
+		"  -h, --help              this help\n"
+		"  -V, --version           version and compiled-in codecs\n",
+		codec_list(), DEFAULT_GZIP_SPACING_MIB, DEFAULT_CACHE_MIB);
+}
+
+/* "256", "256M", "2G", "512K", "1.5G": bytes; a bare number means MiB. */
+static bool parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return false;
+	switch (*end) {
+	case '\0':
+	case 'M':
+	case 'm':
+		v *= 1 << 20;
+		break;
+	case 'K':
+	case 'k':
+		v *= 1 << 10;
+		break;
+	case 'G':
+	case 'g':
+		v *= 1 << 30;
+		break;
+	case 'T':
+	case 't':
+		v *= (double)(1ull << 40);
+		break;
+	default:
+		return false;
+	}
+	if (*end && end[1] && strcasecmp(end + 1, "iB") != 0 && strcasecmp(end + 1, "B") != 0)
+		return false;
+	*out = (uint64_t)v;
+	return true;
+}
+
+static int add_fuse_opt(struct options *o, const char *opt)
+{
+	size_t n = o->fuse_opts ? strlen(o->fuse_opts) : 0;
+	char *p = realloc(o->fuse_opts, n + strlen(opt) + 2);
+
+	if (!p)
+		return -1;
+	if (n)
+		p[n++] = ',';
+	strcpy(p + n, opt);
+	o->fuse_opts = p;
+	return 0;
+}
+
+static bool has_opt(const char *opts, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = opts; p && *p;) {
+		const char *c = strchr(p, ',');
+		size_t len = c ? (size_t)(c - p) : strlen(p);
+		if (len == n && strncmp(p, name, n) == 0)
+			return true;
+		p = c ? c + 1 : NULL;
+	}
+	return false;
+}
+
+enum {
+	OPT_INDEX_FILE = 256,
+	OPT_INDEX_FOLDER,
+	OPT_RECREATE,
+	OPT_GZIP_SPACING,
+	OPT_CACHE_SIZE,
+	OPT_THREADS,
+};
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{"foreground", no_argument, NULL, 'f'},
+		{"debug", no_argument, NULL, 'd'},
+		{"single-thread", no_argument, NULL, 's'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{"index-file", required_argument, NULL, OPT_INDEX_FILE},
+		{"index-folder", required_argument, NULL, OPT_INDEX_FOLDER},
+		{"recreate-index", no_argument, NULL, OPT_RECREATE},
+		{"gzip-spacing", required_argument, NULL, OPT_GZIP_SPACING},
+		{"cache-size", required_argument, NULL, OPT_CACHE_SIZE},
+		{"threads", required_argument, NULL, OPT_THREADS},
+		{0},
+	};
+	int c;
+	long n;
+	char *end;
+
+	o->cache_size = (uint64_t)DEFAULT_CACHE_MIB << 20;
+	o->gzip_spacing = (uint64_t)DEFAULT_GZIP_SPACING_MIB << 20;
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	o->threads = n > 0 ? (unsigned)n : 1;
+	while ((c = getopt_long(argc, argv, "fdsqhVo:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			o->foreground = true;
+			break;
+		case 'd':
+			o->debug = o->foreground = true;
+			break;
+		case 's':
+			o->single_thread = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("tarseek %s\ncodecs: %s\nFUSE library %d\n", TARSEEK_VERSION, codec_list(),
+			       fuse_version());
+			exit(0);
+		case 'o':
+			if (add_fuse_opt(o, optarg) < 0)
+				return -1;
+			break;
+		case OPT_INDEX_FILE:
+			o->index_file = optarg;
+			break;
+		case OPT_INDEX_FOLDER:
+			o->index_folder = optarg;
+			break;
+		case OPT_RECREATE:
+			o->recreate = true;
+			break;
+		case OPT_GZIP_SPACING:
+			if (!parse_size(optarg, &o->gzip_spacing) || o->gzip_spacing < 64 * 1024 ||
+			    o->gzip_spacing > (1ull << 40)) {
+				fprintf(stderr, "tarseek: --gzip-spacing: '%s' is not a size between "
+					"64K and 1T (a bare number means MiB)\n", optarg);
+				return -1;
+			}
+			break;
+		case OPT_CACHE_SIZE:
+			if (!parse_size(optarg, &o->cache_size) || o->cache_size < (4u << 20)) {
+				fprintf(stderr, "tarseek: --cache-size: '%s' is not a size of at least "
+					"4M (e.g. 512M, 2G)\n", optarg);
+				return -1;
+			}
+			break;
+		case OPT_THREADS:
+			errno = 0;
+			n = strtol(optarg, &end, 10);
+			if (errno || *end || n < 1 || n > 256) {
+				fprintf(stderr, "tarseek: --threads: '%s' is not a number from 1 to 256\n",
+					optarg);
+				return -1;
+			}
+			o->threads = (unsigned)n;
+			break;
+		default:
+			return -1; /* getopt printed the message */
+		}
+	}
+	if (argc - optind < 2) {
+		fprintf(stderr, "tarseek: %s\n", argc - optind == 0 ? "no archive and mount point given"
+								    : "no mount point given");
+		return -1;
+	}
+	if (argc - optind > 2) {
+		fprintf(stderr, "tarseek: one archive and one mount point, please (got %d arguments)\n",
+			argc - optind);
+		return -1;
+	}
+	o->archive = argv[optind];
+	o->mountpoint = argv[optind + 1];
+	return 0;
+}
+
+/* True if path is already a mount point (listed in /proc/self/mountinfo). */
+static bool is_mounted(const char *path)
+{
+	char real[PATH_MAX], line[8192];
+	FILE *f;
+	bool found = false;
+
+	if (!realpath(path, real) || !(f = fopen("/proc/self/mountinfo", "r")))
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		/* id parent major:minor root MOUNTPOINT ... with \ooo escapes */
+		char *p = line;
+		for (int i = 0; i < 4 && p; i++) {
+			p = strchr(p, ' ');
+			if (p)
+				p++;
+		}
+		if (!p)
+			continue;
+		char mnt[PATH_MAX];
+		size_t n = 0;
+		for (; *p && *p != ' ' && n + 1 < sizeof(mnt); p++) {
+			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '7' && p[2] && p[3]) {
+				mnt[n++] = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+				p += 3;
+			} else {
+				mnt[n++] = *p;
+			}
+		}
+		mnt[n] = '\0';
+		found = strcmp(mnt, real) == 0;
+	}
+	fclose(f);
+	return found;
+}
+
+static int check_mountpoint(const char *mnt)
+{
+	struct stat st;
+
+	if (stat(mnt, &st) < 0) {
+		if (errno == ENOTCONN)
+			fprintf(stderr, "tarseek: mount point %s is a dead FUSE mount: unmount it first "
+				"(fusermount3 -u %s)\n", mnt, mnt);
+		else
+			fprintf(stderr, "tarseek: mount point %s: %s\n", mnt, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "tarseek: mount point %s is not a directory\n", mnt);
+		return -1;
+	}
+	if (is_mounted(mnt)) {
+		fprintf(stderr, "tarseek: mount point %s is busy: something is already mounted there\n",
+			mnt);
+		return -1;
+	}
+	return 0;
+}
+
+static void syslog_sink(int level, const char *msg, void *opaque)
+{
+	syslog(level, "%s", msg);
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = {0};
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_session *se = NULL;
+	struct fuse_loop_config *loop = NULL;
+	struct cache *cache = NULL;
+	struct tfs t = {.timeout = 86400};
+	char *fsname = NULL;
+	int ret = 1, err;
+
+	tfs_log_set_prog("tarseek");
+	if (parse_args(argc, argv, &o) < 0) {
+		fprintf(stderr, "Try 'tarseek --help'.\n");
+		free(o.fuse_opts);
+		return 2;
+	}
+	if (o.debug)
+		tfs_log_level = TFS_LOG_DEBUG;
+	else if (o.quiet)
+		tfs_log_level = TFS_LOG_WARNING;
+	t.debug = o.debug;
+
+	struct stat ast;
+	if (stat(o.archive, &ast) < 0) {
+		fprintf(stderr, "tarseek: archive %s: %s\n", o.archive, strerror(errno));
+		goto out;
+	}
+	if (S_ISDIR(ast.st_mode)) {
+		fprintf(stderr, "tarseek: archive %s is a directory\n", o.archive);
+		goto out;
+	}
+	if (check_mountpoint(o.mountpoint) < 0)
+		goto out;
+
+	cache = cache_new(o.cache_size);
+	if (!cache) {
+		fprintf(stderr, "tarseek: out of memory\n");
+		goto out;
+	}
+	struct arch_opts ao = {
+		.idx = {.index_file = o.index_file, .index_folder = o.index_folder,
+			.mountpoint = o.mountpoint, .recreate = o.recreate,
+			.build = {.gzip_spacing = o.gzip_spacing, .threads = o.threads,
+				  .progress = !o.quiet}},
+		.cache = cache,
+	};
+	err = arch_open(o.archive, &ao, &t.arch);
+	if (err)
+		goto out; /* the reason was logged */
+
+	/* FUSE arguments: read-only, named after the archive, plus the user's -o options */
+	if (fuse_opt_add_arg(&args, argv[0]) < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
+	    fuse_opt_add_arg(&args, "ro,subtype=tarseek") < 0)
+		goto nomem;
+	if (o.debug && fuse_opt_add_arg(&args, "-d") < 0)
+		goto nomem;
+	{
+		const char *base = strrchr(o.archive, '/');
+		char *esc = NULL;
+		base = base ? base + 1 : o.archive;
+		if (fuse_opt_add_opt_escaped(&esc, base) < 0)
+			goto nomem;
+		int n = asprintf(&fsname, "fsname=tarseek:%s", esc);
+		free(esc);
+		if (n < 0) {
+			fsname = NULL;
+			goto nomem;
+		}
+		if (fuse_opt_add_arg(&args, "-o") < 0 || fuse_opt_add_arg(&args, fsname) < 0)
+			goto nomem;
+	}
+	if (has_opt(o.fuse_opts, "allow_other") && !has_opt(o.fuse_opts, "default_permissions") &&
+	    add_fuse_opt(&o, "default_permissions") < 0)
+		goto nomem;
+	if (o.fuse_opts && (fuse_opt_add_arg(&args, "-o") < 0 ||
+			    fuse_opt_add_arg(&args, o.fuse_opts) < 0))
+		goto nomem;
+
+	se = fuse_session_new(&args, &tfs_ops, sizeof(tfs_ops), &t);
+	if (!se) {
+		fprintf(stderr, "tarseek: cannot start FUSE (bad -o option?)\n");
+		goto out;
+	}
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (fuse_session_mount(se, o.mountpoint) != 0) {
+		fprintf(stderr, "tarseek: cannot mount on %s (is /dev/fuse usable? is fusermount3 "
+			"installed?)\n", o.mountpoint);
+		goto out_signals;
+	}
+	if (fuse_daemonize(o.foreground) != 0)
+		goto out_unmount;
+	if (!o.foreground) {
+		openlog("tarseek", LOG_PID, LOG_DAEMON);
+		tfs_log_set_sink(syslog_sink, NULL);
+	}
+	if (o.single_thread) {
+		ret = fuse_session_loop(se);
+	} else {
+		loop = fuse_loop_cfg_create();
+		if (!loop)
+			goto out_unmount;
+		fuse_loop_cfg_set_clone_fd(loop, 0);
+		fuse_loop_cfg_set_idle_threads(loop, 10);
+		ret = fuse_session_loop_mt(se, loop);
+	}
+	/* the loop returns the signal that ended it: that is a clean unmount too */
+	ret = (ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ? 0 : 1;
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+out:
+	fuse_loop_cfg_destroy(loop);
+	fuse_opt_free_args(&args);
+	arch_close(t.arch);
+	cache_free(cache);
+	free(fsname);
+	free(o.fuse_opts);
+	return ret;
+nomem:
+	fprintf(stderr, "tarseek: out of memory\n");
+	goto out;
+}

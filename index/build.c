@@ -1,0 +1,778 @@
+/* The one indexing pass (see build.h).
+ *
+ * Plain tar: the tar parser reads only headers from the file (member data is skipped by
+ * offset), so a 2 GB archive of 85k members costs 85k small preads.  Compressed: the codec's
+ * scan decodes the whole file once through a forward-only stream (codecs/stream.c); the
+ * parser reads it exactly as a plain tar while the stream records checkpoints and segment
+ * CRCs.  A compressed file whose content is not a tar becomes a single-file archive.
+ *
+ * Entries: each member path is normalised (path_split) and resolved component by
+ * component in an in-memory path map, which creates missing parents (mode 0555), turns a
+ * repeated path into a new version, updates a repeated directory in place (so the
+ * children of both occurrences stay together), and resolves hard links to the row that
+ * holds the data at the time the link was written.  nlink is computed at the end.
+ *
+ * Damage: whatever the parser and the codec could not verify is not indexed; the index
+ * keeps the members whose data lies entirely in verified decoded data, and says so.
+ */
+#include "build.h"
+
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../codecs/codec.h"
+#include "../codecs/stream.h"
+#include "../common/log.h"
+#include "db.h"
+#include "index.h"
+#include "pathmap.h"
+#include "tar.h"
+
+#define PROGRESS_STEP (16ull << 20)
+
+struct builder {
+	sqlite3 *db;
+	sqlite3_stmt *ins_entry, *upd_dir, *ins_sparse, *ins_xattr, *ins_ckpt, *set_old;
+	struct pathmap *map;
+	uint64_t next_id;
+	uint64_t members;
+	uint64_t nckpt;
+	struct cstream_sink sink; /* checkpoints -> on_ckpt */
+
+	/* progress */
+	struct src *file; /* the archive file */
+	uint64_t file_size;
+	const char *name;
+	bool show;
+	double t0, last;
+
+	/* root's defaults for implicit directories */
+	uint32_t uid, gid;
+	int64_t mtime_ns;
+};
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void human(char *buf, size_t size, double bytes)
+{
+	const char *u[] = {"B", "KB", "MB", "GB", "TB"};
+	int i = 0;
+
+	while (bytes >= 1000 && i < 4) {
+		bytes /= 1000;
+		i++;
+	}
+	snprintf(buf, size, i ? "%.2f %s" : "%.0f %s", bytes, u[i]);
+}
+
+static void progress(struct builder *b, bool force)
+{
+	double t = now();
+	char pos[32], size[32];
+
+	if (!b->show || (!force && t - b->last < 1.0))
+		return;
+	b->last = t;
+	uint64_t at = src_high_water(b->file);
+	if (at > b->file_size)
+		at = b->file_size;
+	double el = t - b->t0, rate = el > 0 ? at / el : 0;
+	double left = rate > 0 ? (b->file_size - at) / rate : 0;
+	human(pos, sizeof(pos), (double)at);
+	human(size, sizeof(size), (double)b->file_size);
+	fprintf(stderr, "\r\033[Kindexing %s: %s / %s (%.0f%%), %.1f MB/s, %.0f s left, %" PRIu64 " members",
+		b->name, pos, size, b->file_size ? 100.0 * at / b->file_size : 100.0, rate / 1e6, left,
+		b->members);
+	fflush(stderr);
+}
+
+static void on_progress(void *opaque, uint64_t off)
+{
+	progress(opaque, false);
+}
+
+/* A source that forwards to another and reports progress between steps of a long skip. */
+struct prog_src {
+	struct src *inner;
+	struct builder *b;
+	uint64_t pos;
+};
+
+static ssize_t prog_pread(void *opaque, void *buf, size_t len, uint64_t off)
+{
+	struct prog_src *p = opaque;
+	uint8_t one;
+
+	while (off > p->pos + PROGRESS_STEP) {
+		p->pos += PROGRESS_STEP;
+		ssize_t n = src_pread(p->inner, &one, 1, p->pos);
+		if (n <= 0)
+			return n;
+		progress(p->b, false);
+	}
+	ssize_t n = src_pread(p->inner, buf, len, off);
+	if (n > 0 && off + (uint64_t)n > p->pos)
+		p->pos = off + (uint64_t)n;
+	return n;
+}
+
+static const struct src_ops prog_ops = {.pread = prog_pread};
+
+static int step_done(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE) {
+		tfs_log(TFS_LOG_ERR, "index: %s", sqlite3_errstr(rc));
+		return db_errno(rc) ? db_errno(rc) : -EIO;
+	}
+	return 0;
+}
+
+struct row {
+	uint64_t parent;
+	const uint8_t *name;
+	size_t name_len;
+	uint32_t version, mode, flags;
+	uint64_t target, size, stored, data_off, hdr_off, uid, gid, rdev;
+	int64_t mtime_ns;
+	const uint8_t *link;
+	size_t link_len;
+	const char *uname, *gname;
+};
+
+static int insert_row(struct builder *b, const struct row *r, uint64_t *id)
+{
+	sqlite3_stmt *st = b->ins_entry;
+
+	*id = b->next_id++;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)*id);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)r->parent);
+	sqlite3_bind_blob(st, 3, r->name_len ? (const void *)r->name : "", (int)r->name_len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, r->version);
+	sqlite3_bind_int64(st, 5, r->mode);
+	if (r->target)
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)r->target);
+	sqlite3_bind_int64(st, 7, (sqlite3_int64)r->size);
+	sqlite3_bind_int64(st, 8, (sqlite3_int64)r->stored);
+	sqlite3_bind_int64(st, 9, (sqlite3_int64)r->data_off);
+	sqlite3_bind_int64(st, 10, (sqlite3_int64)r->hdr_off);
+	sqlite3_bind_int64(st, 11, (sqlite3_int64)r->uid);
+	sqlite3_bind_int64(st, 12, (sqlite3_int64)r->gid);
+	sqlite3_bind_int64(st, 13, r->mtime_ns);
+	sqlite3_bind_int64(st, 14, (sqlite3_int64)r->rdev);
+	if (r->link_len)
+		sqlite3_bind_blob(st, 15, r->link, (int)r->link_len, SQLITE_STATIC);
+	if (r->uname && *r->uname)
+		sqlite3_bind_text(st, 16, r->uname, -1, SQLITE_STATIC);
+	if (r->gname && *r->gname)
+		sqlite3_bind_text(st, 17, r->gname, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 18, r->flags);
+	return step_done(st);
+}
+
+/* Marks a row as no longer the latest version of its path. */
+static int set_old(struct builder *b, uint64_t id)
+{
+	sqlite3_bind_int64(b->set_old, 1, (sqlite3_int64)id);
+	return step_done(b->set_old);
+}
+
+/* The directory (parent, name) for a member's path, created if missing. */
+static int implicit_dir(struct builder *b, uint64_t parent, const uint8_t *name, size_t len,
+			const struct tar_entry *e, uint64_t *id)
+{
+	struct pm_node *n = pm_find(b->map, parent, name, len);
+	struct row r = {
+		.parent = parent, .name = name, .name_len = len, .version = 1,
+		.mode = S_IFDIR | 0555, .uid = e ? e->uid : b->uid, .gid = e ? e->gid : b->gid,
+		.mtime_ns = e ? e->mtime_sec * 1000000000ll + e->mtime_nsec : b->mtime_ns,
+		.hdr_off = e ? e->hdr_off : 0, .flags = IDX_F_IMPLICIT,
+	};
+	int err;
+
+	if (n && S_ISDIR(n->mode)) {
+		*id = n->id;
+		return 0;
+	}
+	if (n) { /* a file where a directory is needed: a new version, a directory */
+		r.version = n->version + 1;
+		err = set_old(b, n->id);
+		if (err)
+			return err;
+	} else {
+		n = pm_add(b->map, parent, name, len);
+		if (!n)
+			return -ENOMEM;
+	}
+	err = insert_row(b, &r, id);
+	if (err)
+		return err;
+	n->id = *id;
+	n->version = r.version;
+	n->mode = r.mode;
+	n->target = 0;
+	return 0;
+}
+
+/* Resolves an existing path (hard link targets), or NULL. */
+static struct pm_node *resolve(struct builder *b, const uint8_t *path, size_t len)
+{
+	int max = (int)(len / 2 + 2);
+	const uint8_t **comps = malloc(max * sizeof(*comps));
+	size_t *lens = malloc(max * sizeof(*lens));
+	struct pm_node *n = NULL;
+	uint64_t parent = IDX_ROOT;
+	int nc;
+
+	if (!comps || !lens)
+		goto out;
+	nc = path_split(path, len, comps, lens, max);
+	for (int i = 0; i < nc; i++) {
+		n = pm_find(b->map, parent, comps[i], lens[i]);
+		if (!n || (i + 1 < nc && !S_ISDIR(n->mode))) {
+			n = NULL;
+			break;
+		}
+		parent = n->id;
+	}
+out:
+	free(comps);
+	free(lens);
+	return n;
+}
+
+static uint32_t type_bits(enum tar_type t)
+{
+	switch (t) {
+	case TAR_DIR:
+		return S_IFDIR;
+	case TAR_SYMLINK:
+		return S_IFLNK;
+	case TAR_CHR:
+		return S_IFCHR;
+	case TAR_BLK:
+		return S_IFBLK;
+	case TAR_FIFO:
+		return S_IFIFO;
+	default:
+		return S_IFREG;
+	}
+}
+
+static int add_extras(struct builder *b, uint64_t id, const struct tar_entry *e)
+{
+	int err = 0;
+
+	for (size_t i = 0; !err && i < e->nsparse; i++) {
+		sqlite3_bind_int64(b->ins_sparse, 1, (sqlite3_int64)id);
+		sqlite3_bind_int64(b->ins_sparse, 2, (sqlite3_int64)i);
+		sqlite3_bind_int64(b->ins_sparse, 3, (sqlite3_int64)e->sparse[i].off);
+		sqlite3_bind_int64(b->ins_sparse, 4, (sqlite3_int64)e->sparse[i].len);
+		err = step_done(b->ins_sparse);
+	}
+	for (size_t i = 0; !err && i < e->nxattrs; i++) {
+		sqlite3_bind_int64(b->ins_xattr, 1, (sqlite3_int64)id);
+		sqlite3_bind_blob(b->ins_xattr, 2, e->xattrs[i].name, (int)strlen(e->xattrs[i].name),
+				  SQLITE_STATIC);
+		sqlite3_bind_blob(b->ins_xattr, 3, e->xattrs[i].len ? (const void *)e->xattrs[i].value : "",
+				  (int)e->xattrs[i].len, SQLITE_STATIC);
+		err = step_done(b->ins_xattr);
+	}
+	return err;
+}
+
+static int on_entry(void *opaque, const struct tar_entry *e)
+{
+	struct builder *b = opaque;
+	int max = (int)(e->path_len / 2 + 2), nc, err = 0;
+	const uint8_t **comps = malloc(max * sizeof(*comps));
+	size_t *lens = malloc(max * sizeof(*lens));
+	uint64_t parent = IDX_ROOT, id;
+	struct pm_node *n;
+	struct row r = {0};
+
+	b->members++;
+	progress(b, false);
+	if (!comps || !lens) {
+		err = -ENOMEM;
+		goto out;
+	}
+	nc = path_split(e->path, e->path_len, comps, lens, max);
+	r.mode = type_bits(e->type) | (e->mode & 07777);
+	r.uid = e->uid;
+	r.gid = e->gid;
+	r.mtime_ns = e->mtime_sec * 1000000000ll + e->mtime_nsec;
+	r.hdr_off = e->hdr_off;
+	r.data_off = e->data_off;
+	r.size = e->size;
+	r.stored = e->stored;
+	r.uname = e->uname;
+	r.gname = e->gname;
+	r.rdev = (e->type == TAR_CHR || e->type == TAR_BLK) ? makedev(e->dev_major, e->dev_minor) : 0;
+	if (e->nsparse)
+		r.flags |= IDX_F_SPARSE;
+	if (e->nxattrs)
+		r.flags |= IDX_F_XATTRS;
+
+	if (nc == 0) { /* "./" or "/": the root itself */
+		if (e->type == TAR_DIR) {
+			sqlite3_stmt *st = b->upd_dir;
+			sqlite3_bind_int64(st, 1, r.mode);
+			sqlite3_bind_int64(st, 2, (sqlite3_int64)r.uid);
+			sqlite3_bind_int64(st, 3, (sqlite3_int64)r.gid);
+			sqlite3_bind_int64(st, 4, r.mtime_ns);
+			sqlite3_bind_int64(st, 5, (sqlite3_int64)r.hdr_off);
+			sqlite3_bind_int64(st, 6, r.flags);
+			sqlite3_bind_int64(st, 7, IDX_ROOT);
+			err = step_done(st);
+			if (!err)
+				err = add_extras(b, IDX_ROOT, e);
+		} else {
+			tfs_log(TFS_LOG_WARNING, "member at offset %" PRIu64 " has no usable name ('%s'): skipped",
+				e->hdr_off, (const char *)e->path);
+		}
+		goto out;
+	}
+	if (nc < 0) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i + 1 < nc; i++) {
+		err = implicit_dir(b, parent, comps[i], lens[i], e, &parent);
+		if (err)
+			goto out;
+	}
+	r.parent = parent;
+	r.name = comps[nc - 1];
+	r.name_len = lens[nc - 1];
+	n = pm_find(b->map, parent, r.name, r.name_len);
+
+	if (e->type == TAR_HARDLINK) {
+		struct pm_node *t = resolve(b, e->link, e->link_len);
+		if (!t || S_ISDIR(t->mode) || t == n) {
+			tfs_log(TFS_LOG_WARNING, "hard link '%s' -> '%s' at offset %" PRIu64 ": %s; skipped",
+				(const char *)e->path, (const char *)e->link, e->hdr_off,
+				!t ? "target not in the archive before it"
+				   : (t == n ? "links to itself" : "target is a directory"));
+			goto out;
+		}
+		r.target = t->target ? t->target : t->id;
+		r.mode = t->mode;
+		r.link = e->link;
+		r.link_len = e->link_len;
+		r.size = 0;
+	} else if (e->type == TAR_SYMLINK) {
+		r.link = e->link;
+		r.link_len = e->link_len;
+		r.size = e->link_len;
+	}
+
+	if (n && S_ISDIR(n->mode) && e->type == TAR_DIR) {
+		/* the same directory again: newer metadata, same inode, children stay */
+		sqlite3_stmt *st = b->upd_dir;
+		sqlite3_bind_int64(st, 1, r.mode);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)r.uid);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)r.gid);
+		sqlite3_bind_int64(st, 4, r.mtime_ns);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)r.hdr_off);
+		sqlite3_bind_int64(st, 6, r.flags);
+		sqlite3_bind_int64(st, 7, (sqlite3_int64)n->id);
+		err = step_done(st);
+		if (!err)
+			err = add_extras(b, n->id, e);
+		goto out;
+	}
+	if (n) {
+		r.version = n->version + 1;
+		err = set_old(b, n->id);
+		if (err)
+			goto out;
+	} else {
+		r.version = 1;
+		n = pm_add(b->map, parent, r.name, r.name_len);
+		if (!n) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	err = insert_row(b, &r, &id);
+	if (err)
+		goto out;
+	n->id = id;
+	n->version = r.version;
+	n->mode = r.mode;
+	n->target = r.target;
+	err = add_extras(b, id, e);
+out:
+	free(comps);
+	free(lens);
+	return err;
+}
+
+static int on_ckpt(void *opaque, uint64_t idx, const struct codec_ckpt *ck, const void *aux,
+		   size_t auxlen, const uint32_t *crcs, uint64_t ncrcs)
+{
+	struct builder *b = opaque;
+	sqlite3_stmt *st = b->ins_ckpt;
+	uint8_t *le = malloc(ncrcs * 4 + 1);
+
+	if (!le)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < ncrcs; i++) {
+		le[4 * i] = (uint8_t)crcs[i];
+		le[4 * i + 1] = (uint8_t)(crcs[i] >> 8);
+		le[4 * i + 2] = (uint8_t)(crcs[i] >> 16);
+		le[4 * i + 3] = (uint8_t)(crcs[i] >> 24);
+	}
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)idx);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)ck->uoff);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)ck->ulen);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)ck->coff);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)ck->clen);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)ck->extra);
+	sqlite3_bind_int64(st, 7, ck->bits);
+	sqlite3_bind_int64(st, 8, ck->flags);
+	sqlite3_bind_blob(st, 9, le, (int)(ncrcs * 4), SQLITE_TRANSIENT);
+	if (auxlen)
+		sqlite3_bind_blob(st, 10, aux, (int)auxlen, SQLITE_STATIC);
+	free(le);
+	b->nckpt++;
+	return step_done(st);
+}
+
+void idx_options_string(const char *codec_name, const struct idx_build_opts *o, char *buf,
+			size_t size)
+{
+	if (codec_name && strcmp(codec_name, "gzip") == 0)
+		snprintf(buf, size, "gzip_spacing=%" PRIu64, o->gzip_spacing);
+	else
+		snprintf(buf, size, "-");
+}
+
+/* Post-pass fixes: nlink of directories and hard-link targets. */
+static int finish_entries(struct builder *b)
+{
+	int err = db_exec(b->db,
+		"CREATE TEMP TABLE subdirs AS SELECT parent AS id, count(*) AS n FROM entries"
+		" WHERE latest = 1 AND (mode & 61440) = 16384 GROUP BY parent;"
+		"UPDATE entries SET nlink = 2 + coalesce((SELECT n FROM subdirs WHERE subdirs.id ="
+		" entries.id), 0) WHERE (mode & 61440) = 16384;"
+		"CREATE TEMP TABLE links AS SELECT target AS id, count(*) AS n FROM entries"
+		" WHERE target IS NOT NULL AND latest = 1 GROUP BY target;"
+		"UPDATE entries SET nlink = latest + (SELECT n FROM links WHERE links.id = entries.id)"
+		" WHERE id IN (SELECT id FROM links);"
+		"DROP TABLE subdirs; DROP TABLE links;");
+	return err;
+}
+
+/* Drops what lies past the trusted decoded size after damage, and fixes 'latest'. */
+static int drop_untrusted(struct builder *b, uint64_t limit)
+{
+	sqlite3_stmt *st;
+	int err = db_prepare(b->db,
+			     "DELETE FROM entries WHERE id != 1 AND (hdr_off >= ?1 OR data_off + stored > ?1)",
+			     &st);
+
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)limit);
+	err = step_done(st);
+	sqlite3_finalize(st);
+	if (!err)
+		err = db_exec(b->db,
+			      "DELETE FROM entries WHERE target IS NOT NULL AND target NOT IN (SELECT id FROM entries);"
+			      "DELETE FROM sparse WHERE id NOT IN (SELECT id FROM entries);"
+			      "DELETE FROM xattrs WHERE id NOT IN (SELECT id FROM entries);"
+			      "UPDATE entries SET latest = (version = (SELECT max(version) FROM entries e2"
+			      " WHERE e2.parent = entries.parent AND e2.name = entries.name));");
+	return err;
+}
+
+static int prepare_all(struct builder *b)
+{
+	int err = 0;
+
+	err = err ? err : db_prepare(b->db,
+		"INSERT INTO entries (id, parent, name, version, latest, mode, target, size, stored,"
+		" data_off, hdr_off, uid, gid, mtime_ns, rdev, nlink, link, uname, gname, flags)"
+		" VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 1, ?15, ?16,"
+		" ?17, ?18)", &b->ins_entry);
+	err = err ? err : db_prepare(b->db,
+		"UPDATE entries SET mode = ?1, uid = ?2, gid = ?3, mtime_ns = ?4, hdr_off = ?5,"
+		" flags = ?6 WHERE id = ?7", &b->upd_dir);
+	err = err ? err : db_prepare(b->db, "INSERT INTO sparse VALUES (?, ?, ?, ?)", &b->ins_sparse);
+	err = err ? err : db_prepare(b->db, "INSERT OR REPLACE INTO xattrs VALUES (?, ?, ?)", &b->ins_xattr);
+	err = err ? err : db_prepare(b->db,
+		"INSERT INTO checkpoints (idx, uoff, ulen, coff, clen, extra, bits, flags, crcs, aux)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", &b->ins_ckpt);
+	err = err ? err : db_prepare(b->db, "UPDATE entries SET latest = 0 WHERE id = ?", &b->set_old);
+	return err;
+}
+
+static void finalize_all(struct builder *b)
+{
+	sqlite3_finalize(b->ins_entry);
+	sqlite3_finalize(b->upd_dir);
+	sqlite3_finalize(b->ins_sparse);
+	sqlite3_finalize(b->ins_xattr);
+	sqlite3_finalize(b->ins_ckpt);
+	sqlite3_finalize(b->set_old);
+}
+
+/* The single file of a compressed non-tar: its name in the mount. */
+static char *single_name(const char *archive, const char *stored)
+{
+	if (stored) {
+		const char *base = strrchr(stored, '/');
+		base = base ? base + 1 : stored;
+		if (*base && strcmp(base, ".") != 0 && strcmp(base, "..") != 0)
+			return strdup(base);
+	}
+	return codec_strip_suffix(archive);
+}
+
+int idx_build(const char *archive, const char *index_path, const struct idx_build_opts *o,
+	      struct idx_build_stats *stats)
+{
+	struct builder b = {.next_id = IDX_ROOT + 1};
+	struct idx_build_stats st = {0};
+	struct src *file = NULL, *data = NULL, *prog = NULL;
+	struct cstream *cs = NULL;
+	const struct codec *codec = NULL;
+	struct tar_stats ts = {0};
+	struct stat sb;
+	char *tmp = NULL, fp[64], opts[64];
+	uint8_t head[512];
+	ssize_t hn;
+	int err;
+
+	b.t0 = b.last = now();
+	err = src_open_file(archive, &file);
+	if (err) {
+		tfs_log(TFS_LOG_ERR, "cannot open %s: %s", archive, strerror(-err));
+		return err;
+	}
+	if (fstat(src_fd(file), &sb) < 0) {
+		err = -errno;
+		goto out;
+	}
+	b.file = file;
+	b.file_size = st.archive_size = (uint64_t)sb.st_size;
+	b.name = strrchr(archive, '/') ? strrchr(archive, '/') + 1 : archive;
+	b.show = o->progress && isatty(STDERR_FILENO);
+	b.uid = sb.st_uid;
+	b.gid = sb.st_gid;
+	b.mtime_ns = sb.st_mtim.tv_sec * 1000000000ll + sb.st_mtim.tv_nsec;
+
+	hn = src_pread(file, head, sizeof(head), 0);
+	if (hn < 0) {
+		err = (int)hn;
+		tfs_log(TFS_LOG_ERR, "cannot read %s: %s", archive, strerror(-err));
+		goto out;
+	}
+	codec = codec_probe(head, (size_t)hn);
+
+	if (asprintf(&tmp, "%s.tmp.%d", index_path, (int)getpid()) < 0) {
+		tmp = NULL;
+		err = -ENOMEM;
+		goto out;
+	}
+	unlink(tmp);
+	err = db_open_build(tmp, &b.db);
+	if (err)
+		goto out;
+	err = db_create_schema(b.db);
+	err = err ? err : prepare_all(&b);
+	err = err ? err : db_exec(b.db, "BEGIN");
+	if (err)
+		goto out;
+	b.map = pm_new();
+	if (!b.map) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* the root */
+	{
+		struct row r = {.parent = 0, .version = 1, .mode = S_IFDIR | 0555, .uid = sb.st_uid,
+				.gid = sb.st_gid, .mtime_ns = b.mtime_ns, .flags = IDX_F_IMPLICIT};
+		uint64_t id;
+		b.next_id = IDX_ROOT;
+		err = insert_row(&b, &r, &id);
+		if (err)
+			goto out;
+	}
+
+	if (codec) {
+		struct codec_opts co = {.spacing = o->gzip_spacing, .threads = o->threads ? o->threads : 1};
+		b.sink.checkpoint = on_ckpt;
+		b.sink.opaque = &b;
+		err = cstream_new(codec, file, &co, &b.sink, &cs);
+		if (err) {
+			tfs_log(TFS_LOG_ERR, "%s: cannot start %s decoding: %s", archive, codec->name,
+				strerror(-err));
+			goto out;
+		}
+		data = cstream_src(cs);
+	} else {
+		data = file;
+	}
+	struct prog_src *ps = calloc(1, sizeof(*ps));
+	if (!ps || !(prog = src_new(&prog_ops, ps, src_size(data)))) {
+		free(ps);
+		err = -ENOMEM;
+		goto out;
+	}
+	ps->inner = data;
+	ps->b = &b;
+
+	if (tar_probe(prog)) {
+		struct tar_callbacks cb = {.entry = on_entry, .progress = on_progress, .opaque = &b};
+		err = tar_parse(prog, &cb, &ts);
+		st.members = b.members;
+	} else if (codec) {
+		st.single_file = true;
+		err = 0;
+	} else {
+		tfs_log(TFS_LOG_ERR, "%s is not a tar archive nor a compressed file tarseek knows "
+			"(codecs: %s)", archive, codec_list());
+		err = -EINVAL;
+		goto out;
+	}
+	if (ts.truncated || ts.bad_headers)
+		st.damaged = true;
+	if (codec) {
+		uint64_t usize = 0;
+		if (err == -EIO || err == 0) {
+			int ferr = err ? err : cstream_finish(cs, &usize);
+			if (ferr == -EIO) {
+				uint64_t limit = cstream_verified(cs);
+				st.damaged = true;
+				err = cstream_salvage(cs, limit, &usize);
+				if (!err)
+					err = drop_untrusted(&b, usize);
+				if (!err && usize == 0 && !st.single_file) {
+					tfs_log(TFS_LOG_ERR, "%s: damaged before anything could be indexed",
+						archive);
+					err = -EIO;
+				}
+				if (!err)
+					tfs_log(TFS_LOG_WARNING,
+						"%s is damaged: the mount shows what lies in the first %" PRIu64
+						" verified bytes of decompressed data",
+						archive, usize);
+			} else {
+				err = ferr;
+			}
+		}
+		if (err)
+			goto out;
+		st.usize = usize;
+		if (st.single_file) {
+			char *name = single_name(archive, cstream_name(cs));
+			struct row r = {.parent = IDX_ROOT, .version = 1,
+					.mode = S_IFREG | (sb.st_mode & 0444), .size = usize,
+					.stored = usize, .uid = sb.st_uid, .gid = sb.st_gid,
+					.mtime_ns = b.mtime_ns};
+			uint64_t id;
+			if (!name) {
+				err = -ENOMEM;
+				goto out;
+			}
+			r.name = (const uint8_t *)name;
+			r.name_len = strlen(name);
+			err = insert_row(&b, &r, &id);
+			free(name);
+			if (err)
+				goto out;
+		}
+	} else {
+		if (err)
+			goto out;
+		st.usize = st.archive_size;
+	}
+	st.checkpoints = b.nckpt;
+
+	err = finish_entries(&b);
+	err = err ? err : idx_fingerprint(file, fp, sizeof(fp));
+	idx_options_string(codec ? codec->name : NULL, o, opts, sizeof(opts));
+	err = err ? err : db_meta_set_u64(b.db, "format", IDX_FORMAT);
+	err = err ? err : db_meta_set(b.db, "tarseek_version", TARSEEK_VERSION);
+	err = err ? err : db_meta_set_u64(b.db, "archive_size", st.archive_size);
+	err = err ? err : db_meta_set_u64(b.db, "archive_mtime_ns", (uint64_t)b.mtime_ns);
+	err = err ? err : db_meta_set(b.db, "fingerprint", fp);
+	err = err ? err : db_meta_set(b.db, "options", opts);
+	err = err ? err : db_meta_set(b.db, "codec", codec ? codec->name : "none");
+	err = err ? err : db_meta_set(b.db, "kind", st.single_file ? "single" : "tar");
+	err = err ? err : db_meta_set_u64(b.db, "usize", st.usize);
+	err = err ? err : db_meta_set_u64(b.db, "members", st.members);
+	err = err ? err : db_meta_set_u64(b.db, "damaged", st.damaged);
+	err = err ? err : db_exec(b.db, "COMMIT");
+	err = err ? err : db_meta_set(b.db, "complete", "1");
+	if (err)
+		goto out;
+	finalize_all(&b);
+	if (sqlite3_close(b.db) != SQLITE_OK) {
+		err = -EIO;
+		b.db = NULL;
+		goto out;
+	}
+	b.db = NULL;
+	if (rename(tmp, index_path) < 0) {
+		err = -errno;
+		tfs_log(TFS_LOG_ERR, "cannot rename %s to %s: %s", tmp, index_path, strerror(errno));
+		goto out;
+	}
+	st.seconds = now() - b.t0;
+	if (b.show)
+		fprintf(stderr, "\r\033[K");
+	{
+		char a[32], u[32];
+		human(a, sizeof(a), (double)st.archive_size);
+		human(u, sizeof(u), (double)st.usize);
+		if (st.single_file)
+			tfs_log(TFS_LOG_INFO, "indexed %s: one %s file (%s decompressed), %" PRIu64
+				" checkpoints, in %.2f s", b.name, codec->name, u, st.checkpoints, st.seconds);
+		else if (codec)
+			tfs_log(TFS_LOG_INFO, "indexed %s: %" PRIu64 " members, %s (%s decompressed), %"
+				PRIu64 " checkpoints, in %.2f s", b.name, st.members, a, u,
+				st.checkpoints, st.seconds);
+		else
+			tfs_log(TFS_LOG_INFO, "indexed %s: %" PRIu64 " members, %s, in %.2f s", b.name,
+				st.members, a, st.seconds);
+	}
+	if (stats)
+		*stats = st;
+out:
+	if (b.show && err)
+		fprintf(stderr, "\n");
+	if (b.db) {
+		finalize_all(&b);
+		sqlite3_close(b.db);
+	}
+	if (err && tmp)
+		unlink(tmp);
+	free(tmp);
+	pm_free(b.map);
+	src_free(prog);
+	cstream_free(cs);
+	src_free(file);
+	return err;
+}

@@ -1,0 +1,43 @@
+/* Building an index: one pass over the archive (decoding it if compressed) that writes
+ * every member and every checkpoint into a new SQLite file.
+ *
+ * The file is written under a temporary name in the index's folder with a 'complete'
+ * meta row written last, then renamed into place: an interrupted build never leaves
+ * something that looks like a good index.
+ */
+#ifndef TARSEEK_BUILD_H
+#define TARSEEK_BUILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct idx_build_opts {
+	uint64_t gzip_spacing; /* bytes of decompressed data between gzip checkpoints */
+	unsigned threads;      /* decoder threads (>= 1) */
+	bool progress;	       /* progress line on stderr, about once a second, if a terminal */
+};
+
+struct idx_build_stats {
+	uint64_t members;      /* entries reported by the tar parser (0 for a single file) */
+	uint64_t archive_size; /* bytes of the archive file */
+	uint64_t usize;	       /* decompressed bytes (= archive_size for a plain tar) */
+	uint64_t checkpoints;
+	double seconds;
+	bool single_file;      /* a compressed file that is not a tar */
+	bool damaged;	       /* damage found: the index holds what was readable */
+};
+
+/* Builds the index of archive at index_path.  0, or -errno: -ENOENT/-EACCES (archive),
+ * -EINVAL (neither a tar archive nor a compressed file tarseek knows), -EIO (read error,
+ * or the archive is damaged before anything could be indexed), -ENOSPC, -ENOMEM.
+ * Messages say what went wrong.  stats may be NULL. */
+int idx_build(const char *archive, const char *index_path, const struct idx_build_opts *o,
+	      struct idx_build_stats *stats);
+
+/* The options string stored in (and compared with) an index: only the options that shape
+ * the index of this kind of archive (codec_name NULL for a plain tar).  Writes into buf. */
+void idx_options_string(const char *codec_name, const struct idx_build_opts *o, char *buf,
+			size_t size);
+
+#endif

@@ -1,0 +1,196 @@
+/* The index file's schema and small helpers around SQLite (see db.h).
+ *
+ * Queries open the file with immutable=1: an index is built into a temporary file and
+ * renamed into place, so a file we opened never changes, and SQLite can skip its locks.
+ * Builds use journal_mode=OFF and synchronous=OFF: an interrupted build leaves a temporary
+ * file without the 'complete' marker, which is never used.
+ */
+#include "db.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+
+int db_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_DONE:
+	case SQLITE_ROW:
+		return 0;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_PERM:
+	case SQLITE_READONLY:
+	case SQLITE_AUTH:
+		return -EACCES;
+	case SQLITE_CANTOPEN:
+		return -ENOENT;
+	default:
+		return -EIO;
+	}
+}
+
+int db_exec(sqlite3 *db, const char *sql)
+{
+	char *msg = NULL;
+	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+
+	if (rc != SQLITE_OK) {
+		tfs_log(TFS_LOG_ERR, "index: %s (in: %.60s)", msg ? msg : sqlite3_errstr(rc), sql);
+		sqlite3_free(msg);
+		return db_errno(rc) ? db_errno(rc) : -EIO;
+	}
+	return 0;
+}
+
+int db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out)
+{
+	int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, out, NULL);
+
+	if (rc != SQLITE_OK) {
+		tfs_log(TFS_LOG_ERR, "index: %s (in: %.60s)", sqlite3_errmsg(db), sql);
+		*out = NULL;
+		return db_errno(rc) ? db_errno(rc) : -EIO;
+	}
+	return 0;
+}
+
+int db_create_schema(sqlite3 *db)
+{
+	return db_exec(db,
+		"CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;"
+		"CREATE TABLE entries ("
+		" id INTEGER PRIMARY KEY, parent INTEGER NOT NULL, name BLOB NOT NULL,"
+		" version INTEGER NOT NULL, latest INTEGER NOT NULL, mode INTEGER NOT NULL,"
+		" target INTEGER, size INTEGER NOT NULL, stored INTEGER NOT NULL, data_off INTEGER NOT NULL,"
+		" hdr_off INTEGER NOT NULL, uid INTEGER NOT NULL, gid INTEGER NOT NULL,"
+		" mtime_ns INTEGER NOT NULL, rdev INTEGER NOT NULL, nlink INTEGER NOT NULL,"
+		" link BLOB, uname TEXT, gname TEXT, flags INTEGER NOT NULL);"
+		"CREATE TABLE sparse (id INTEGER NOT NULL, seq INTEGER NOT NULL,"
+		" off INTEGER NOT NULL, len INTEGER NOT NULL, PRIMARY KEY (id, seq)) WITHOUT ROWID;"
+		"CREATE TABLE xattrs (id INTEGER NOT NULL, name BLOB NOT NULL, value BLOB NOT NULL,"
+		" PRIMARY KEY (id, name)) WITHOUT ROWID;"
+		"CREATE TABLE checkpoints (idx INTEGER PRIMARY KEY, uoff INTEGER NOT NULL,"
+		" ulen INTEGER NOT NULL, coff INTEGER NOT NULL, clen INTEGER NOT NULL,"
+		" extra INTEGER NOT NULL, bits INTEGER NOT NULL, flags INTEGER NOT NULL,"
+		" crcs BLOB, aux BLOB);");
+}
+
+/* file: URI for path, with the characters URIs reserve escaped. */
+static char *uri_for(const char *path, const char *params)
+{
+	size_t n = strlen(path);
+	char *u = malloc(n * 3 + strlen(params) + 16), *p;
+
+	if (!u)
+		return NULL;
+	p = u + sprintf(u, "file:");
+	for (const unsigned char *s = (const unsigned char *)path; *s; s++) {
+		if (*s == '%' || *s == '?' || *s == '#' || *s < 0x21 || *s >= 0x7f)
+			p += sprintf(p, "%%%02X", *s);
+		else
+			*p++ = (char)*s;
+	}
+	strcpy(p, params);
+	return u;
+}
+
+int db_open_ro(const char *path, sqlite3 **out)
+{
+	char *uri = uri_for(path, "?immutable=1");
+	int rc, err;
+
+	*out = NULL;
+	if (!uri)
+		return -ENOMEM;
+	rc = sqlite3_open_v2(uri, out, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+			     NULL);
+	free(uri);
+	if (rc != SQLITE_OK) {
+		err = db_errno(rc) ? db_errno(rc) : -EIO;
+		sqlite3_close(*out);
+		*out = NULL;
+		return err;
+	}
+	sqlite3_exec(*out, "PRAGMA mmap_size=268435456", NULL, NULL, NULL);
+	return 0;
+}
+
+int db_open_build(const char *path, sqlite3 **out)
+{
+	int rc = sqlite3_open_v2(path, out,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+
+	if (rc != SQLITE_OK) {
+		int err = db_errno(rc) ? db_errno(rc) : -EIO;
+		tfs_log(TFS_LOG_ERR, "cannot create index %s: %s", path, sqlite3_errstr(rc));
+		sqlite3_close(*out);
+		*out = NULL;
+		return err;
+	}
+	return db_exec(*out, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+			     "PRAGMA locking_mode=EXCLUSIVE; PRAGMA page_size=4096;"
+			     "PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY");
+}
+
+int db_meta_set(sqlite3 *db, const char *key, const char *value)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", -1,
+				    &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return db_errno(rc);
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : db_errno(rc);
+}
+
+int db_meta_set_u64(sqlite3 *db, const char *key, uint64_t value)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)value);
+	return db_meta_set(db, key, buf);
+}
+
+char *db_meta_get(sqlite3 *db, const char *key)
+{
+	sqlite3_stmt *st;
+	char *out = NULL;
+
+	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		const unsigned char *v = sqlite3_column_text(st, 0);
+		if (v)
+			out = strdup((const char *)v);
+	}
+	sqlite3_finalize(st);
+	return out;
+}
+
+bool db_meta_get_u64(sqlite3 *db, const char *key, uint64_t *out)
+{
+	char *v = db_meta_get(db, key), *end;
+	bool ok = false;
+
+	if (v) {
+		errno = 0;
+		unsigned long long x = strtoull(v, &end, 10);
+		ok = errno == 0 && end != v && *end == '\0';
+		if (ok)
+			*out = x;
+		free(v);
+	}
+	return ok;
+}

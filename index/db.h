@@ -1,0 +1,63 @@
+/* The SQLite index file: schema, opening, and the meta table.
+ *
+ * Schema (format IDX_FORMAT):
+ *   meta(key TEXT PRIMARY KEY, value)      -- archive facts and options; 'complete' last
+ *   entries(id INTEGER PRIMARY KEY,        -- the inode number; 1 is the root
+ *           parent, name BLOB,             -- raw bytes, never assumed UTF-8
+ *           version, latest,               -- 1..N for a repeated path; latest = shown
+ *           mode,                          -- st_mode with the type bits
+ *           target,                        -- hard link: id holding the data, else NULL
+ *           size, stored,                  -- logical size; bytes stored in the archive
+ *           data_off, hdr_off,             -- offsets in the (decompressed) tar
+ *           uid, gid, mtime_ns, rdev, nlink,
+ *           link BLOB,                     -- symlink target (or hard link path) as stored
+ *           uname, gname, flags)           -- IDX_F_* bits
+ *   unique index entries_name(parent, name, version): lookups and readdir in name order
+ *   sparse(id, seq, off, len)              -- extents of sparse files, data stored in order
+ *   xattrs(id, name BLOB, value BLOB)
+ *   checkpoints(idx INTEGER PRIMARY KEY, uoff, ulen, coff, clen, extra, bits, flags,
+ *               crcs BLOB,                 -- CRC32 of each segment, little-endian u32s
+ *               aux BLOB)                  -- codec blob (gzip window), read only on demand
+ */
+#ifndef TARSEEK_DB_H
+#define TARSEEK_DB_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define IDX_FORMAT 1
+#define IDX_ROOT 1
+
+enum {
+	IDX_F_SPARSE = 1,   /* extents in the sparse table */
+	IDX_F_XATTRS = 2,   /* rows in the xattrs table */
+	IDX_F_IMPLICIT = 4, /* a directory made up for a member's missing parent */
+};
+
+/* Creates the schema in a new, empty database opened read-write for building. */
+int db_create_schema(sqlite3 *db);
+
+/* Opens path read-only for queries (immutable: the file is replaced, never modified).
+ * 0 or -errno; *out = NULL on error. */
+int db_open_ro(const char *path, sqlite3 **out);
+
+/* Opens (creating) path read-write with the fast pragmas of a one-shot build. */
+int db_open_build(const char *path, sqlite3 **out);
+
+/* meta table access.  get returns a malloc'd string or NULL if absent. */
+int db_meta_set(sqlite3 *db, const char *key, const char *value);
+int db_meta_set_u64(sqlite3 *db, const char *key, uint64_t value);
+char *db_meta_get(sqlite3 *db, const char *key);
+bool db_meta_get_u64(sqlite3 *db, const char *key, uint64_t *out);
+
+/* Runs sql (no results), logging failures.  0 or -EIO. */
+int db_exec(sqlite3 *db, const char *sql);
+
+/* Prepares sql, logging failures.  0 or -EIO. */
+int db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out);
+
+/* Maps an SQLite result code to -errno (-ENOMEM, -ENOSPC, -EACCES, -EIO). */
+int db_errno(int rc);
+
+#endif
