@@ -658,6 +658,14 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 	}
 	if (ts.truncated || ts.bad_headers)
 		st.damaged = true;
+	/* built after the bulk insert: cheaper than maintaining it row by row */
+	if (err == 0 || err == -EIO) {
+		int ierr = db_exec(b.db, "CREATE UNIQUE INDEX entries_name ON entries (parent, name, version)");
+		if (ierr) {
+			err = ierr;
+			goto out;
+		}
+	}
 	if (codec) {
 		uint64_t usize = 0;
 		if (err == -EIO || err == 0) {
