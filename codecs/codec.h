@@ -42,7 +42,7 @@ struct codec_ckpt {
 	uint64_t coff;	/* compressed byte offset where this checkpoint's data starts */
 	uint64_t clen;	/* codec-defined (e.g. compressed length of a block) */
 	uint64_t extra; /* codec-defined */
-	uint32_t bits;	/* codec-defined (e.g. gzip: bit offset into the byte before coff) */
+	uint32_t bits;	/* codec-defined (e.g. gzip: unread bits of the byte before coff) */
 	uint32_t flags; /* codec-defined */
 };
 

@@ -71,6 +71,7 @@
 #define GZ_DEC_INBUF (64u << 10)	/* compressed bytes a decoder reads at once */
 #define GZ_QBUF (512u << 10)		/* decompressed bytes per scan buffer */
 #define GZ_QLEN 6			/* scan buffers when a worker thread inflates */
+#define GZ_DIRECT_MIN (64u << 10)	/* inline: inflate straight into reads this big */
 #define GZ_NAME_MAX 4096		/* longer FNAMEs are dropped */
 #define GZ_DEFAULT_SPACING (1ull << 20) /* when opts->spacing is 0 */
 
@@ -381,8 +382,10 @@ static int gz_inflate_fail(const struct gz_in *in, const struct gz_where *w, int
 /* A buffer of decompressed bytes and what happens at its edges.  Filled by the producer,
  * then owned by the consumer until it releases it (the queue's mutex hands it over). */
 struct gz_buf {
-	uint8_t *data;	      /* GZ_QBUF bytes, followed by the window */
+	uint8_t *data;	      /* cap bytes: own (GZ_QBUF) or, inline, the caller's */
+	uint8_t *own;	      /* GZ_QBUF bytes, followed by the window */
 	uint8_t *win;	      /* GZ_WINSIZE bytes */
+	size_t cap;
 	size_t len;	      /* decompressed bytes in data */
 	size_t pos;	      /* consumer: bytes already returned */
 	bool has_ck;	      /* a checkpoint at data[0]; its window is win[0..ck.extra) */
@@ -484,7 +487,7 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 		gz_attach(p, b);
 
 	for (;;) {
-		size_t room = GZ_QBUF - b->len;
+		size_t room = b->cap - b->len;
 		uint64_t since = p->uoff - p->last_ck;
 		int flush = Z_NO_FLUSH, ret;
 		uInt in_before;
@@ -604,11 +607,18 @@ static void *gz_worker(void *arg)
 	return NULL;
 }
 
-static struct gz_buf *gz_next_buf(struct codec_scan *s)
+/* The next buffer.  Inline, a read of at least GZ_DIRECT_MIN bytes is inflated straight into
+ * the caller's buf (saving a copy); its bytes then count as returned at once. */
+static struct gz_buf *gz_next_buf(struct codec_scan *s, void *buf, size_t len)
 {
 	if (!s->threaded) {
-		gz_produce(&s->prod, &s->bufs[0]);
-		return &s->bufs[0];
+		struct gz_buf *b = &s->bufs[0];
+		bool direct = len >= GZ_DIRECT_MIN;
+
+		b->data = direct ? buf : b->own;
+		b->cap = direct ? (len < UINT_MAX ? len : UINT_MAX) : GZ_QBUF;
+		gz_produce(&s->prod, b);
+		return b;
 	}
 	pthread_mutex_lock(&s->mu);
 	while (!s->filled)
@@ -691,6 +701,15 @@ static int gz_check_member(struct codec_scan *s, const struct gz_buf *b)
 	return 0;
 }
 
+/* Takes n bytes of b (already in the caller's buffer, or just copied there) as returned. */
+static void gz_account(struct codec_scan *s, struct gz_buf *b, size_t n)
+{
+	s->crc = crc32(s->crc, b->data + b->pos, (uInt)n);
+	b->pos += n;
+	s->uout += n;
+	s->msize += n;
+}
+
 static ssize_t gz_scan_read(struct codec_scan *s, void *buf, size_t len)
 {
 	struct gz_buf *b;
@@ -707,10 +726,7 @@ static ssize_t gz_scan_read(struct codec_scan *s, void *buf, size_t len)
 			if (n > len)
 				n = len;
 			memcpy(buf, b->data + b->pos, n);
-			s->crc = crc32(s->crc, b->data + b->pos, (uInt)n);
-			b->pos += n;
-			s->uout += n;
-			s->msize += n;
+			gz_account(s, b, n);
 			return (ssize_t)n;
 		}
 		if (b) {
@@ -730,12 +746,18 @@ static ssize_t gz_scan_read(struct codec_scan *s, void *buf, size_t len)
 				continue;
 			}
 		}
-		b = gz_next_buf(s);
+		b = gz_next_buf(s, buf, len);
 		s->cur = b;
 		if (b->has_ck) {
 			err = gz_emit(s, b);
-			if (err)
+			if (err) {
 				s->err = err;
+				continue;
+			}
+		}
+		if (b->data == buf && b->len) {
+			gz_account(s, b, b->len);
+			return (ssize_t)b->len;
 		}
 	}
 }
@@ -774,7 +796,7 @@ static void gz_scan_free(struct codec_scan *s)
 	free(s->aux);
 	if (s->bufs)
 		for (i = 0; i < s->nbuf; i++)
-			free(s->bufs[i].data);
+			free(s->bufs[i].own);
 	free(s->bufs);
 	free(s);
 }
@@ -800,10 +822,12 @@ static int gz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 	if (!s->bufs)
 		goto fail;
 	for (i = 0; i < s->nbuf; i++) {
-		s->bufs[i].data = malloc(GZ_QBUF + GZ_WINSIZE);
-		if (!s->bufs[i].data)
+		s->bufs[i].own = malloc(GZ_QBUF + GZ_WINSIZE);
+		if (!s->bufs[i].own)
 			goto fail;
-		s->bufs[i].win = s->bufs[i].data + GZ_QBUF;
+		s->bufs[i].data = s->bufs[i].own;
+		s->bufs[i].cap = GZ_QBUF;
+		s->bufs[i].win = s->bufs[i].own + GZ_QBUF;
 	}
 
 	p = &s->prod;
