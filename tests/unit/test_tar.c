@@ -1583,6 +1583,7 @@ static void test_forward_only(void)
 	}
 	for (size_t k = 0; k < rs.nreads; k++)
 		CHECK(rs.reads[k][1] - rs.reads[k][0] <= 4096);
+	free(rs.reads);
 	result_free(r);
 	src_free(s);
 
