@@ -353,8 +353,10 @@ ssize_t creader_read(struct creader *r, void *buf, size_t len, uint64_t off)
 		if (cache_get(r->cache, &key, &b) == 1) {
 			err = fill(r, i, k, &b);
 			if (err) {
+				/* the whole request fails: over FUSE a short read would look like
+				 * the end of the file */
 				cache_abandon(r->cache, &key);
-				return done ? (ssize_t)done : err;
+				return err;
 			}
 		}
 		uint64_t in = rel - seg_start, n = b->len - in;

@@ -37,7 +37,8 @@ struct creader_params {
 /* 0 or -errno (-EINVAL if the checkpoints or CRCs are inconsistent). *out = NULL on error. */
 int creader_new(const struct creader_params *p, struct creader **out);
 
-/* Reads up to len bytes at off: the count (short only at the end), or -EIO / -ENOMEM. */
+/* Reads up to len bytes at off: the count (short only at the end of the data), or -EIO /
+ * -ENOMEM if any part of the range cannot be read (never a partial count then). */
 ssize_t creader_read(struct creader *r, void *buf, size_t len, uint64_t off);
 
 uint64_t creader_size(const struct creader *r);

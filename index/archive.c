@@ -495,7 +495,7 @@ ssize_t arch_file_read(struct arch_file *f, void *buf, size_t len, uint64_t off)
 			n = want;
 		ssize_t r = read_stored(f, (uint8_t *)buf + done, (size_t)n, f->ext[lo].phys + in);
 		if (r < 0)
-			return done ? (ssize_t)done : r;
+			return r; /* all or nothing: a short read would look like the end */
 		done += (size_t)n;
 	}
 	return (ssize_t)done;

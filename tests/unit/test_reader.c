@@ -1,0 +1,433 @@
+/* Unit test of the codec-independent layer: the indexing stream (checkpoints, segment CRCs,
+ * salvage after damage), the reader (segment fills, decoder pool, chunk boundaries) and the
+ * chunk cache, driven by a fake codec whose "compressed" data is the data itself.  Two
+ * decoder kinds: one that continues across checkpoints (like gzip) and one that stops at
+ * its chunk's end (like bzip2/xz blocks).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "reader.h"
+#include "segment.h"
+#include "stream.h"
+#include "testutil.h"
+
+/* ---- the fake codec ---- */
+
+struct codec_scan {
+	struct src *in;
+	const struct codec_sink *sink;
+	uint64_t pos, spacing, next_ck, fail_at;
+	int err;
+};
+
+struct codec_dec {
+	struct src *in;
+	uint64_t pos, end;
+};
+
+static bool stop_at_chunk_end;
+static uint64_t scan_fail_at = UINT64_MAX;
+
+static int fake_scan_new(struct src *in, const struct codec_opts *o, const struct codec_sink *sink,
+			 struct codec_scan **out)
+{
+	struct codec_scan *s = calloc(1, sizeof(*s));
+
+	s->in = in;
+	s->sink = sink;
+	s->spacing = o->spacing;
+	s->fail_at = scan_fail_at;
+	*out = s;
+	return 0;
+}
+
+static ssize_t fake_scan_read(struct codec_scan *s, void *buf, size_t len)
+{
+	uint64_t size = src_size(s->in);
+
+	if (s->err)
+		return s->err;
+	/* emit every checkpoint this call's data will cross, before returning it */
+	while (s->next_ck < s->pos + len && (s->next_ck < size || s->next_ck == 0)) {
+		struct codec_ckpt ck = {.uoff = s->next_ck, .coff = s->next_ck};
+		uint8_t aux[3] = {1, 2, 3};
+		int err = s->sink->checkpoint(s->sink->opaque, &ck, aux, sizeof(aux));
+		if (err)
+			return s->err = err;
+		s->next_ck += s->spacing;
+	}
+	if (s->pos >= s->fail_at)
+		return s->err = -EIO;
+	if (len > s->fail_at - s->pos)
+		len = s->fail_at - s->pos;
+	ssize_t n = src_pread(s->in, buf, len, s->pos);
+	if (n > 0)
+		s->pos += (uint64_t)n;
+	return n;
+}
+
+static uint64_t fake_scan_verified(struct codec_scan *s)
+{
+	/* after damage, the last 300000 bytes delivered were not verified */
+	return s->err && s->pos > 300000 ? s->pos - 300000 : s->pos;
+}
+
+static void fake_scan_free(struct codec_scan *s)
+{
+	free(s);
+}
+
+static int fake_dec_new(struct src *in, const struct codec_ckpt *ck, const void *aux,
+			size_t auxlen, struct codec_dec **out)
+{
+	struct codec_dec *d;
+
+	if (auxlen != 3 || memcmp(aux, "\1\2\3", 3) != 0)
+		return -EINVAL; /* the aux blob must come back intact */
+	d = calloc(1, sizeof(*d));
+	d->in = in;
+	d->pos = ck->coff;
+	d->end = stop_at_chunk_end ? ck->coff + ck->ulen : src_size(in);
+	*out = d;
+	return 0;
+}
+
+static ssize_t fake_dec_read(struct codec_dec *d, void *buf, size_t len)
+{
+	if (len > d->end - d->pos)
+		len = d->end - d->pos;
+	ssize_t n = src_pread(d->in, buf, len, d->pos);
+	if (n > 0)
+		d->pos += (uint64_t)n;
+	return n;
+}
+
+static size_t fake_dec_memory(const struct codec_dec *d)
+{
+	return sizeof(*d);
+}
+
+static void fake_dec_free(struct codec_dec *d)
+{
+	free(d);
+}
+
+static const struct codec fake = {
+	.name = "fake",
+	.scan_new = fake_scan_new,
+	.scan_read = fake_scan_read,
+	.scan_verified = fake_scan_verified,
+	.scan_free = fake_scan_free,
+	.dec_new = fake_dec_new,
+	.dec_read = fake_dec_read,
+	.dec_memory = fake_dec_memory,
+	.dec_free = fake_dec_free,
+};
+
+/* ---- what the index would store ---- */
+
+struct stored {
+	struct codec_ckpt ck[4096];
+	size_t n;
+	uint32_t crcs[1 << 16];
+	size_t ncrcs;
+};
+
+static int store_ckpt(void *opaque, uint64_t idx, const struct codec_ckpt *ck, const void *aux,
+		      size_t auxlen, const uint32_t *crcs, uint64_t ncrcs)
+{
+	struct stored *st = opaque;
+
+	CHECK_EQ(idx, st->n);
+	CHECK_EQ(ncrcs, seg_count(ck->ulen));
+	CHECK_EQ(auxlen, 3);
+	st->ck[st->n++] = *ck;
+	memcpy(st->crcs + st->ncrcs, crcs, ncrcs * 4);
+	st->ncrcs += ncrcs;
+	return 0;
+}
+
+static int load_aux(void *opaque, size_t idx, void **aux, size_t *len)
+{
+	*aux = malloc(3);
+	memcpy(*aux, "\1\2\3", 3);
+	*len = 3;
+	return 0;
+}
+
+/* Indexes data through the stream, reading it like a parser would: small reads, skips. */
+static int index_data(const uint8_t *data, size_t size, uint64_t spacing, struct stored *st,
+		      uint64_t *usize, bool *salvaged)
+{
+	struct src *in = src_from_mem(data, size);
+	struct cstream_sink sink = {.checkpoint = store_ckpt, .opaque = st};
+	struct codec_opts o = {.spacing = spacing, .threads = 1};
+	struct cstream *cs;
+	uint8_t hdr[512];
+	int err;
+
+	memset(st, 0, sizeof(*st));
+	*salvaged = false;
+	err = cstream_new(&fake, in, &o, &sink, &cs);
+	CHECK_EQ(err, 0);
+	struct src *fwd = cstream_src(cs);
+	/* read the head twice (probe, then parse), then headers with skips in between */
+	CHECK_EQ(src_pread(fwd, hdr, sizeof(hdr), 0), size < 512 ? (ssize_t)size : 512);
+	if (size >= 512)
+		CHECK(memcmp(hdr, data, 512) == 0);
+	CHECK_EQ(src_pread(fwd, hdr, 100, 0), size < 100 ? (ssize_t)size : 100);
+	uint64_t off = 0;
+	while (off + 512 <= size) {
+		ssize_t n = src_pread(fwd, hdr, 512, off);
+		if (n < 0)
+			break;
+		CHECK(memcmp(hdr, data + off, (size_t)n) == 0);
+		off += 512 + (off * 7919 % 300000);
+	}
+	CHECK_EQ(src_pread(fwd, hdr, 1, 0) , size > (1u << 20) ? -ESPIPE : 1);
+	err = cstream_finish(cs, usize);
+	if (err == -EIO) {
+		*salvaged = true;
+		err = cstream_salvage(cs, cstream_verified(cs), usize);
+	}
+	cstream_free(cs);
+	src_free(in);
+	return err;
+}
+
+static void check_layout(const struct stored *st, uint64_t usize)
+{
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < st->n; i++) {
+		CHECK_EQ(st->ck[i].uoff, total);
+		CHECK(st->ck[i].ulen > 0 || usize == 0);
+		total += st->ck[i].ulen;
+	}
+	CHECK_EQ(total, usize);
+}
+
+static struct creader *make_reader(const uint8_t *data, size_t size, struct stored *st,
+				   uint64_t usize, struct cache *cache, struct src **in)
+{
+	struct creader *r;
+	*in = src_from_mem(data, size);
+	struct creader_params p = {
+		.codec = &fake, .in = *in, .ckpts = st->ck, .nckpts = st->n, .crcs = st->crcs,
+		.usize = usize, .load_aux = load_aux, .cache = cache,
+	};
+	CHECK_EQ(creader_new(&p, &r), 0);
+	return r;
+}
+
+static void read_check(struct creader *r, const uint8_t *data, uint64_t off, size_t len)
+{
+	uint8_t *buf = malloc(len + 1);
+	ssize_t n = creader_read(r, buf, len, off);
+	uint64_t usize = creader_size(r);
+	size_t want = off >= usize ? 0 : (len < usize - off ? len : (size_t)(usize - off));
+
+	CHECK_EQ(n, (ssize_t)want);
+	if (n > 0 && memcmp(buf, data + off, (size_t)n) != 0) {
+		fprintf(stderr, "wrong bytes at %llu+%zu\n", (unsigned long long)off, len);
+		tu_failures++;
+	}
+	free(buf);
+}
+
+struct thread_arg {
+	struct creader *r;
+	const uint8_t *data;
+	uint64_t size;
+	uint32_t seed;
+};
+
+static void *reader_thread(void *p)
+{
+	struct thread_arg *a = p;
+	uint32_t x = a->seed;
+
+	for (int i = 0; i < 300; i++) {
+		x = x * 1103515245 + 12345;
+		uint64_t off = ((uint64_t)x << 7 ^ x) % a->size;
+		x = x * 1103515245 + 12345;
+		read_check(a->r, a->data, off, 1 + x % 200000);
+	}
+	return NULL;
+}
+
+static void run_case(const uint8_t *data, size_t size, uint64_t spacing, bool stop)
+{
+	struct stored *st = malloc(sizeof(*st));
+	struct cache *cache = cache_new(4u << 20); /* small: forces evictions */
+	struct creader *r;
+	struct src *in;
+	uint64_t usize;
+	bool salvaged;
+
+	stop_at_chunk_end = stop;
+	CHECK_EQ(index_data(data, size, spacing, st, &usize, &salvaged), 0);
+	CHECK(!salvaged);
+	CHECK_EQ(usize, size);
+	check_layout(st, usize);
+	r = make_reader(data, size, st, usize, cache, &in);
+	/* every checkpoint and segment boundary, both sides, first and last byte */
+	for (size_t i = 0; i < st->n; i++) {
+		for (uint64_t k = 0; k < seg_count(st->ck[i].ulen); k++) {
+			uint64_t b = st->ck[i].uoff + (k << SEG_SHIFT);
+			read_check(r, data, b, 4096);
+			if (b >= 10)
+				read_check(r, data, b - 10, 20);
+		}
+	}
+	read_check(r, data, 0, 1);
+	read_check(r, data, size - 1, 1);
+	read_check(r, data, size - 1, 100);
+	read_check(r, data, size, 100);
+	/* a sequential read in 128 KiB requests continues one decoder */
+	struct creader_stats before, after;
+	creader_get_stats(r, &before);
+	for (uint64_t off = 0; off < size; off += 128 * 1024)
+		read_check(r, data, off, 128 * 1024);
+	creader_get_stats(r, &after);
+	if (!stop) /* with a continuing codec the whole pass needs at most a few decoders */
+		CHECK(after.decoders_started - before.decoders_started <= 2);
+	else
+		CHECK(after.decoders_started - before.decoders_started <= st->n + 1);
+	/* concurrent random reads */
+	pthread_t th[6];
+	struct thread_arg args[6];
+	for (int i = 0; i < 6; i++) {
+		args[i] = (struct thread_arg){r, data, size, (uint32_t)(i + 1) * 7777u};
+		pthread_create(&th[i], NULL, reader_thread, &args[i]);
+	}
+	for (int i = 0; i < 6; i++)
+		pthread_join(th[i], NULL);
+	struct cache_stats cs;
+	cache_get_stats(cache, &cs);
+	CHECK(cs.bytes <= cs.budget);
+	creader_free(r);
+	src_free(in);
+	cache_free(cache);
+	free(st);
+}
+
+static void test_corruption(const uint8_t *orig, size_t size)
+{
+	uint8_t *data = malloc(size);
+	struct stored *st = malloc(sizeof(*st));
+	struct cache *cache = cache_new(64u << 20);
+	struct creader *r;
+	struct src *in;
+	uint64_t usize;
+	bool salvaged;
+	uint8_t buf[4096];
+
+	memcpy(data, orig, size);
+	stop_at_chunk_end = false;
+	CHECK_EQ(index_data(data, size, 3u << 20, st, &usize, &salvaged), 0);
+	data[5u << 20] ^= 0x40; /* the archive changes after indexing */
+	r = make_reader(data, size, st, usize, cache, &in);
+	CHECK_EQ(creader_read(r, buf, sizeof(buf), (5u << 20) - 100), -EIO);
+	CHECK_EQ(creader_read(r, buf, sizeof(buf), 5u << 20), -EIO); /* not cached as good */
+	read_check(r, orig, 0, 4096);			     /* other regions still read */
+	read_check(r, orig, (9u << 20) + 5, 4096);
+	creader_free(r);
+	src_free(in);
+	cache_free(cache);
+	free(st);
+	free(data);
+}
+
+static void test_salvage(const uint8_t *data, size_t size)
+{
+	struct stored *st = malloc(sizeof(*st));
+	struct cache *cache = cache_new(64u << 20);
+	struct creader *r;
+	struct src *in;
+	uint64_t usize;
+	bool salvaged;
+	/* damage at 7.75 MiB, verified up to 7.46 MiB: the chunk at 6 MiB is cut at 7 MiB,
+	 * the last segment boundary the stored CRCs cover */
+	stop_at_chunk_end = true;
+	scan_fail_at = (7u << 20) + (3u << 18);
+	CHECK_EQ(index_data(data, size, 3u << 20, st, &usize, &salvaged), 0);
+	scan_fail_at = UINT64_MAX;
+	CHECK(salvaged);
+	CHECK_EQ(usize, 7u << 20);
+	check_layout(st, usize);
+	r = make_reader(data, size, st, usize, cache, &in);
+	read_check(r, data, 0, 4096);
+	read_check(r, data, (7u << 20) - 10, 100); /* short at the salvaged end */
+	creader_free(r);
+	src_free(in);
+	cache_free(cache);
+	free(st);
+}
+
+static void test_cache(void)
+{
+	struct cache *c = cache_new(3u << 20);
+	struct cache_key k1 = {1, 1}, k2 = {1, 2};
+	struct cache_buf *b;
+
+	CHECK_EQ(cache_get(c, &k1, &b), 1); /* miss: reserved */
+	CHECK(!cache_try_reserve(c, &k1));  /* already reserved */
+	struct cache_buf *nb = cache_buf_new(1u << 20);
+	cache_publish(c, &k1, nb);
+	CHECK_EQ(cache_get(c, &k1, &b), 0);
+	CHECK(b == nb);
+	cache_buf_put(b);
+	cache_buf_put(nb);
+	CHECK(cache_try_reserve(c, &k2));
+	cache_abandon(c, &k2);
+	CHECK_EQ(cache_get(c, &k2, &b), 1); /* abandoned: a miss again */
+	cache_abandon(c, &k2);
+	/* a buffer bigger than the budget is not kept */
+	struct cache_key k3 = {1, 3};
+	CHECK(cache_try_reserve(c, &k3));
+	nb = cache_buf_new(4u << 20);
+	cache_publish(c, &k3, nb);
+	cache_buf_put(nb);
+	CHECK(!cache_contains(c, &k3));
+	/* eviction keeps the budget */
+	for (uint64_t i = 10; i < 20; i++) {
+		struct cache_key k = {2, i};
+		CHECK(cache_try_reserve(c, &k));
+		nb = cache_buf_new(1u << 20);
+		cache_publish(c, &k, nb);
+		cache_buf_put(nb);
+	}
+	struct cache_stats s;
+	cache_get_stats(c, &s);
+	CHECK(s.bytes <= s.budget);
+	CHECK(s.evictions > 0);
+	struct cache_key last = {2, 19};
+	CHECK(cache_contains(c, &last));
+	cache_drop_stream(c, 2);
+	CHECK(!cache_contains(c, &last));
+	cache_free(c);
+}
+
+int main(void)
+{
+	size_t size = (10u << 20) + 12345;
+	uint8_t *data = malloc(size);
+
+	tu_fill(data, size, 42, 0);
+	test_cache();
+	run_case(data, size, 3u << 20, false);		/* 3 MiB chunks: 3 segments each */
+	run_case(data, size, 3u << 20, true);
+	run_case(data, size, 700 * 1000, true);		/* chunks below one segment */
+	run_case(data, size, (1u << 20) + 300000, false); /* a tail merged into the segment */
+	run_case(data, size, 64u << 20, false);		/* one chunk: like single-block xz */
+	run_case(data, 5000, 1024, true);		/* tiny */
+	test_corruption(data, size);
+	test_salvage(data, size);
+	free(data);
+	return tu_exit();
+}

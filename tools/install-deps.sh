@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks to build and test tarseek (run as root).
+# Skips apt-get entirely when everything is already installed.
+set -euo pipefail
+pkgs=(
+  build-essential meson ninja-build pkg-config
+  libfuse3-dev fuse3 libsqlite3-dev zlib1g-dev liblzma-dev libbz2-dev libzstd-dev liblzo2-dev
+  python3 python3-pytest
+  tar gzip pigz bzip2 xz-utils pixz zstd lzop libarchive-tools attr
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
