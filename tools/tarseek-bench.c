@@ -603,11 +603,17 @@ static const struct option long_opts[] = {
 
 /* Options are taken in order ('-' in optstring: every ARCHIVE comes back as option 1), because
  * --name and --mount-cmd apply to the configurations that follow them. */
-static int parse_args(struct bench *b, int argc, char **argv)
+struct parse_state {
+	char *pending_name; /* --name waiting for its configuration */
+	char *mount_cmd;    /* --mount-cmd in force, NULL: tarseek */
+	int mount_cmd_used; /* the last --mount-cmd has been applied to an archive */
+};
+
+static int parse_args_in(struct bench *b, int argc, char **argv, struct parse_state *ps)
 {
 	struct opts *o = &b->o;
-	char *pending_name = NULL, *mount_cmd = NULL, *end;
-	int mount_cmd_used = 1, c;
+	char *end;
+	int c;
 	uint64_t v;
 
 	o->runs = 5;
@@ -617,34 +623,41 @@ static int parse_args(struct bench *b, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "-d:l:0s:r:b:qvhV", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 1:
-			add_cfg(b, mount_cmd ? CFG_COMMAND : CFG_TARSEEK, optarg, &pending_name,
-				mount_cmd);
-			mount_cmd_used = 1;
+			add_cfg(b, ps->mount_cmd ? CFG_COMMAND : CFG_TARSEEK, optarg,
+				&ps->pending_name, ps->mount_cmd);
+			ps->mount_cmd_used = 1;
 			break;
 		case 'd':
-			add_cfg(b, CFG_DIR, optarg, &pending_name, NULL);
+			add_cfg(b, CFG_DIR, optarg, &ps->pending_name, NULL);
 			break;
 		case OPT_MOUNT_CMD:
-			if (!mount_cmd_used) {
+			if (!ps->mount_cmd_used) {
 				fprintf(stderr,
 					"tarseek-bench: --mount-cmd '%s' is followed by no "
 					"archive\n",
-					mount_cmd);
+					ps->mount_cmd ? ps->mount_cmd : "");
 				return -EINVAL;
 			}
-			free(mount_cmd);
-			mount_cmd = *optarg ? xstrdup(optarg) : NULL;
-			mount_cmd_used = 0;
+			if (*optarg && !strstr(optarg, "{mnt}")) {
+				fprintf(stderr,
+					"tarseek-bench: --mount-cmd '%s' has no {mnt}: where "
+					"should it mount?\n",
+					optarg);
+				return -EINVAL;
+			}
+			free(ps->mount_cmd);
+			ps->mount_cmd = *optarg ? xstrdup(optarg) : NULL;
+			ps->mount_cmd_used = 0;
 			break;
 		case OPT_NAME:
-			if (pending_name || !*optarg) {
+			if (ps->pending_name || !*optarg) {
 				fprintf(stderr, "tarseek-bench: --name %s%s\n", optarg,
 					*optarg ? " follows another --name; each names the archive "
 						  "or --dir after it"
 						: ": a name cannot be empty");
 				return -EINVAL;
 			}
-			pending_name = xstrdup(optarg);
+			ps->pending_name = xstrdup(optarg);
 			break;
 		case 'l':
 			o->list = optarg;
@@ -750,24 +763,33 @@ static int parse_args(struct bench *b, int argc, char **argv)
 	}
 	/* After "--", everything is an archive. */
 	for (; optind < argc; optind++) {
-		add_cfg(b, mount_cmd ? CFG_COMMAND : CFG_TARSEEK, argv[optind], &pending_name,
-			mount_cmd);
-		mount_cmd_used = 1;
+		add_cfg(b, ps->mount_cmd ? CFG_COMMAND : CFG_TARSEEK, argv[optind],
+			&ps->pending_name, ps->mount_cmd);
+		ps->mount_cmd_used = 1;
 	}
-	if (!mount_cmd_used) {
+	if (!ps->mount_cmd_used) {
 		fprintf(stderr,
 			"tarseek-bench: --mount-cmd '%s' is followed by no archive (it "
 			"applies to the archives after it)\n",
-			mount_cmd);
+			ps->mount_cmd ? ps->mount_cmd : "");
 		return -EINVAL;
 	}
-	free(mount_cmd);
-	if (pending_name) {
+	if (ps->pending_name) {
 		fprintf(stderr, "tarseek-bench: --name %s is followed by no archive or --dir\n",
-			pending_name);
+			ps->pending_name);
 		return -EINVAL;
 	}
 	return 0;
+}
+
+static int parse_args(struct bench *b, int argc, char **argv)
+{
+	struct parse_state ps = {.mount_cmd_used = 1};
+	int ret = parse_args_in(b, argc, argv, &ps);
+
+	free(ps.pending_name);
+	free(ps.mount_cmd);
+	return ret;
 }
 
 /* Cross-option checks, the baseline, the daemon's path.  0 or -EINVAL (message printed). */
