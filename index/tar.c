@@ -32,12 +32,12 @@
 
 #include "../common/log.h"
 
-#define TAR_MAX_META (1u << 20)	   /* longest L/K name or x/g payload (bytes) */
-#define TAR_MAX_SPARSE (1u << 20)  /* most extents in one sparse map (16 MiB of tar_sparse) */
-#define TAR_MAX_XATTRS 4096	   /* most xattr records per member */
-#define TAR_MAX_GLOBAL 256	   /* most distinct keywords kept from g headers */
-#define TAR_PROGRESS_EVERY 256	   /* members between progress calls */
-#define TAR_PROBE_ZEROS (1u << 20) /* tar_probe accepts this many leading zero bytes */
+#define TAR_MAX_META (1u << 20)	     /* longest L/K name or x/g payload (bytes) */
+#define TAR_MAX_SPARSE (1u << 20)    /* most extents in one sparse map (16 MiB of tar_sparse) */
+#define TAR_MAX_XATTRS 4096	     /* most xattr records per member */
+#define TAR_MAX_GLOBAL 256	     /* most distinct keywords kept from g headers */
+#define TAR_PROGRESS_EVERY 256	     /* members between progress calls */
+#define TAR_PROBE_ZEROS (256u << 10) /* tar_probe reads at most this many leading zeros */
 
 /* Header fields: offset and length.  POSIX ustar; GNU and star variants noted. */
 #define H_NAME 0 /* 100 */
@@ -360,7 +360,7 @@ bool tar_probe(struct src *s)
 		if (!is_zero(blk, sizeof(blk)))
 			return tar_header_valid(blk);
 	}
-	return true; /* a megabyte of zeros: an empty archive */
+	return true; /* that many zeros: an empty archive (tar_parse tells the rest) */
 }
 
 /* ---- reading ---------------------------------------------------------------------------- */
@@ -803,6 +803,27 @@ static int pax_copy_rec(struct pax_set *dst, const struct pax_set *src, const st
 	return 0;
 }
 
+/* False if a global record has a value that every member would trip over (a malformed
+ * number): such a record is dropped once, with a warning, instead of damaging every member
+ * that follows. */
+static bool global_value_ok(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
+{
+	uint64_t u;
+	int64_t sec;
+	uint32_t nsec;
+
+	if (!vl)
+		return true;
+	if (key_is(k, kl, "size"))
+		return dec_u64(v, vl, INT64_MAX, &u) == 0;
+	if (key_is(k, kl, "uid") || key_is(k, kl, "gid") || key_is(k, kl, "SCHILY.devmajor") ||
+	    key_is(k, kl, "SCHILY.devminor"))
+		return dec_u64(v, vl, UINT64_MAX, &u) == 0;
+	if (key_is(k, kl, "mtime"))
+		return pax_time(v, vl, &sec, &nsec) == 0;
+	return true;
+}
+
 /* Merges the records of a g header (in p->gnew) into p->global: a keyword replaces its
  * previous value, an empty value deletes it. */
 static int global_merge(struct parser *p, uint64_t hoff)
@@ -834,6 +855,16 @@ static int global_merge(struct parser *p, uint64_t hoff)
 			later = rec_key_eq(&p->gnew, r, &p->gnew, &p->gnew.rec[l]);
 		if (later || !r->vlen)
 			continue;
+		if (!global_value_ok(p->gnew.data.p + r->koff, r->klen, p->gnew.data.p + r->voff,
+				     r->vlen)) {
+			char key[64];
+
+			tfs_log(
+			    TFS_LOG_WARNING,
+			    "tar: global header at offset %" PRIu64 ": bad value for %s, ignored",
+			    hoff, printable(p->gnew.data.p + r->koff, r->klen, key, sizeof(key)));
+			continue;
+		}
 		if (merged.n >= TAR_MAX_GLOBAL) {
 			tfs_log(TFS_LOG_WARNING,
 				"tar: global header at offset %" PRIu64

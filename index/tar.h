@@ -19,6 +19,14 @@
  * A member whose data runs past the end of the source is a truncated archive: it is not
  * reported, a warning says where, and parsing stops.  Absurd values (sizes past the end, a
  * name without NUL, a PAX record with a bad length) never cause a read outside a buffer.
+ * Memory is bounded: GNU long names and PAX payloads over 1 MiB, sparse maps over 2^20
+ * extents, a malformed PAX record, or a sparse map that does not add up make the member
+ * "damaged": a warning, and the member is skipped by its stored size (not reported).
+ * Volume labels ('V') are skipped with a notice, 'N' and 'M' headers with a warning; an
+ * unknown type flag is read as a regular file (as POSIX says), with a warning.
+ *
+ * On a source of unknown size (a stream), the parser reads the last byte of each member it
+ * reports, to be sure the member is complete.
  */
 #ifndef TARSEEK_TAR_H
 #define TARSEEK_TAR_H
@@ -63,31 +71,34 @@ struct tar_entry {
 	enum tar_type type;
 	uint64_t hdr_off;  /* offset of the member's first header block (incl. L/K/x headers) */
 	uint64_t data_off; /* offset of the member's data (after any sparse 1.0 map) */
-	uint64_t size;	   /* logical size (the real size for sparse files); 0 for links, dirs */
-	uint64_t stored;   /* bytes of data stored in the archive from data_off */
+	uint64_t size;	   /* logical size (the real size for sparse files); 0 unless TAR_REG */
+	uint64_t stored;   /* bytes of data stored in the archive from data_off (may be > 0 for
+			      a hard link or a dumpdir 'D' even though size is 0) */
 	uint32_t mode;	   /* permission bits only (07777) */
 	uint64_t uid, gid;
 	int64_t mtime_sec;
 	uint32_t mtime_nsec;
 	uint32_t dev_major, dev_minor;
 	const char *uname, *gname; /* "" when absent */
-	const struct tar_sparse *sparse; /* NULL unless a sparse file */
+	const struct tar_sparse *sparse; /* NULL unless a sparse file; in offset order, no
+					    empty extents (an all-hole file has nsparse 0) */
 	size_t nsparse;
-	const struct tar_xattr *xattrs;
+	const struct tar_xattr *xattrs; /* from SCHILY.xattr.* / LIBARCHIVE.xattr.*, one per name */
 	size_t nxattrs;
 };
 
 struct tar_callbacks {
 	/* Called per member.  Return 0 to go on, or -errno to stop (tar_parse returns it). */
 	int (*entry)(void *opaque, const struct tar_entry *e);
-	/* Optional: called now and then with the current offset (progress reports). */
+	/* Optional: called every 256 members and at the end with the current offset. */
 	void (*progress)(void *opaque, uint64_t off);
 	void *opaque;
 };
 
 struct tar_stats {
 	uint64_t members;  /* members reported */
-	uint64_t end_off;  /* offset after the last block parsed */
+	uint64_t end_off;  /* offset after the last block parsed (at a truncation: where the
+			      incomplete member starts; with garbage: where the garbage starts) */
 	unsigned bad_headers; /* invalid headers skipped by resynchronising */
 	bool truncated;	   /* the source ended inside a member or its headers */
 	bool garbage;	   /* trailing garbage after the end-of-archive marker */
@@ -97,12 +108,16 @@ struct tar_stats {
 bool tar_header_valid(const uint8_t *block);
 
 /* True if the source starts like a tar archive: a valid header in the first block, or an
- * archive of zero blocks only (an empty tar, at least 1024 bytes of zeros). */
+ * archive of zero blocks only (an empty tar, at least 1024 bytes of zeros), or zero blocks
+ * followed by a valid header.  Reads forward only, at most 256 KiB (the compressed-stream
+ * source keeps its first 512 KiB re-readable so tar_parse can start again from 0). */
 bool tar_probe(struct src *s);
 
 /* Parses the whole source.  Returns 0 (warnings logged for damage, see above), -EINVAL if the
- * source does not start with a valid tar header ("not a tar archive"), -EIO on a read error
- * from the source, or the callback's error.  stats may be NULL. */
+ * source does not start with a valid tar header ("not a tar archive"; leading zero blocks are
+ * skipped, and at least 1024 bytes of zeros alone are an empty archive), -EIO on a read error
+ * from the source, or the callback's error.  stats may be NULL; it is filled whatever the
+ * result.  Thread-safe: all state is local to the call (several parses may run at once). */
 int tar_parse(struct src *s, const struct tar_callbacks *cb, struct tar_stats *stats);
 
 #endif
