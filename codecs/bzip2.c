@@ -95,6 +95,7 @@
 #define BZ_PAD 16			    /* zero bytes kept after the window's data */
 #define BZ_TRAILER 11			    /* stream trailer: 80 bits + padding, + slack */
 #define BZ_MAX_THREADS 256
+#define BZ_STEP_ITEMS 64		    /* magics one search step may find, at most */
 
 /* ---- bits ---------------------------------------------------------------------------------- */
 
@@ -331,6 +332,7 @@ struct bz_scan {
 	bool fdone;	  /* no more magics will be found (end of file, bound, read error) */
 	unsigned flevel;  /* level of the last stream header seen by the finder */
 	struct bz_item *head, *tail;
+	uint64_t nitems;   /* magics found so far */
 	unsigned inflight; /* dispatched items in the list */
 	uint8_t pairs[65536 / 8];
 
@@ -473,6 +475,7 @@ static int add_item(struct bz_scan *s, uint64_t bit, bool eos)
 		return -ENOMEM;
 	it->bit = bit;
 	it->eos = eos;
+	s->nitems++;
 	/* a block magic right after "BZh" + level: a stream header, for speculative decodes */
 	if (!eos && bit % 8 == 0 && bit / 8 >= s->off + 4) {
 		const uint8_t *h = win_at(s, bit / 8 - 4);
@@ -506,12 +509,14 @@ static int check_at(struct bz_scan *s, uint64_t b)
 	return 0;
 }
 
-/* Looks up the pairs at even offsets below limit, checking exactly around each hit. */
+/* Looks up the pairs at even offsets below limit, checking exactly around each hit; stops
+ * early once BZ_STEP_ITEMS magics were found, so that a file full of magics is paced like any
+ * other. */
 static int search(struct bz_scan *s, uint64_t limit)
 {
 	const uint8_t *bm = s->pairs;
-	uint64_t i = s->srch;
-	int rc;
+	uint64_t i = s->srch, nitems = s->nitems;
+	int rc = 0;
 
 	for (; i < limit; i += 2) {
 		uint16_t v;
@@ -522,37 +527,34 @@ static int search(struct bz_scan *s, uint64_t limit)
 		uint64_t b = i >= 4 ? i - 4 : 0;
 		if (b < s->nub)
 			b = s->nub;
-		for (; b <= i; b++) {
+		for (; b <= i && !rc; b++)
 			rc = check_at(s, b);
-			if (rc) {
-				s->srch = i;
-				return rc;
-			}
-		}
+		if (rc)
+			break;
 		s->nub = i + 1;
+		if (s->nitems - nitems >= BZ_STEP_ITEMS) {
+			i += 2;
+			break;
+		}
 	}
 	s->srch = i;
-	return 0;
+	return rc;
 }
 
-/* Reads the next piece of the file and finds the magics in it.  0 or -errno (a read error,
- * logged, or -ENOMEM).  Once fdone, does nothing; on fdone the last item is closed. */
-static int finder_step(struct bz_scan *s)
+/* Appends the next piece of the file to the window, first dropping what nobody needs any
+ * more: bytes before the first item, the walk's position and the search. */
+static int read_more(struct bz_scan *s)
 {
-	uint64_t keep, limit;
+	uint64_t keep;
 	ssize_t n;
-	int rc;
 
-	if (s->fdone)
-		return 0;
-	/* drop what nobody needs: before the first item, the walk's position, the search */
 	keep = s->pos / 8;
 	if (s->head && s->head->bit / 8 < keep)
 		keep = s->head->bit / 8;
-	if (s->srch >= 8 && s->srch - 8 < keep)
-		keep = s->srch - 8;
-	else if (s->srch < 8)
+	if (s->srch < 8)
 		keep = 0;
+	else if (s->srch - 8 < keep)
+		keep = s->srch - 8;
 	if (keep > s->off && keep - s->off >= s->len / 2) {
 		size_t drop = (size_t)(keep - s->off);
 		memmove(s->win, s->win + drop, s->len - drop);
@@ -572,24 +574,47 @@ static int finder_step(struct bz_scan *s)
 	if (n < 0) {
 		tfs_log(TFS_LOG_ERR, "bzip2: read error at byte %" PRIu64 ": %s",
 			s->off + s->len, strerror((int)-n));
-		s->fdone = true;
 		return (int)n;
 	}
 	s->len += (size_t)n;
 	memset(s->win + s->len, 0, BZ_PAD);
 	s->eof = (size_t)n < BZ_READ;
-	limit = s->off + s->len;
-	if (!s->eof)
-		limit = limit >= 7 ? limit - 7 : 0;
+	return 0;
+}
+
+/* Advances the search: over the unsearched part of the window, or else over the next piece of
+ * the file.  0 or -errno (a read error, logged, or -ENOMEM; then fdone).  Does nothing once
+ * fdone; when it sets fdone, the last item is closed. */
+static int finder_step(struct bz_scan *s)
+{
+	uint64_t end, limit;
+	int rc;
+
+	if (s->fdone)
+		return 0;
+	for (int pass = 0;; pass++) {
+		end = s->off + s->len;
+		/* a magic starting in byte b is checked once bytes b..b+7 are in */
+		limit = s->eof ? end : end >= 7 ? end - 7 : 0;
+		if (s->srch < limit || s->eof || pass)
+			break;
+		rc = read_more(s);
+		if (rc) {
+			s->fdone = true;
+			return rc;
+		}
+	}
 	rc = search(s, limit);
-	if (rc)
+	if (rc) {
+		s->fdone = true;
 		return rc;
-	if (s->eof) {
+	}
+	if (s->eof && s->srch >= limit) {
 		s->fdone = true;
 		if (s->tail && !s->tail->closed) {
 			s->tail->closed = true;
 			s->tail->at_eof = true;
-			s->tail->end = (s->off + s->len) * 8;
+			s->tail->end = end * 8;
 		}
 	} else if (s->tail && !s->tail->closed && s->srch >= 8 &&
 		   (s->srch - 8) * 8 > s->tail->bit + bz_max_block_bits(9)) {

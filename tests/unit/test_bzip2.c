@@ -712,6 +712,26 @@ static void test_fuzz(const uint8_t *data, size_t len)
 		CHECK_EQ(r.outlen, 0);
 		result_free(&r);
 	}
+	/* a file packed with magics, byte-aligned and not: fails fast, without blowing up */
+	for (int iter = 0; iter < 4; iter++) {
+		size_t l = 4u << 20;
+		uint8_t *full = malloc(l);
+		memcpy(full, "BZh9", 4);
+		for (size_t off = 4; off < l; off++) {
+			static const uint8_t mb[6] = {0x31, 0x41, 0x59, 0x26, 0x53, 0x59};
+			static const uint8_t me[6] = {0x17, 0x72, 0x45, 0x38, 0x50, 0x90};
+			const uint8_t *m = iter & 1 ? me : mb;
+			size_t k = (off - 4) % (iter < 2 ? 6 : 7); /* 7: a junk byte between */
+			full[off] = k < 6 ? m[k] : 0xa5;
+		}
+		if (iter & 1)
+			memcpy(full + 4, "1AY&SY", 6);
+		struct result r = scan(full, l, 1 + iter % 2, 1 << 16, 0);
+		CHECK_EQ(r.rc, -EIO);
+		CHECK_EQ(r.outlen, 0);
+		result_free(&r);
+		free(full);
+	}
 	tfs_log_level = log_level;
 	free(tmp);
 	free(buf);
