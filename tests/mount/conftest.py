@@ -250,6 +250,27 @@ def gnu_extract(archive, dest, *extra):
         "--ignore-zeros", *extra, "-f", archive, "-C", dest)
 
 
+def pax_ns(text):
+    """Nanoseconds from a pax time record ("1600000033.12345702")."""
+    sec, _, frac = text.partition(".")
+    ns = int(sec) * 10**9 + int((frac + "000000000")[:9])
+    return ns
+
+
+def archive_mtimes(archive):
+    """{path as the mount shows it: mtime in ns} from the archive's own headers."""
+    import tarfile
+    out = {}
+    with tarfile.open(archive) as t:
+        for member in t:
+            name = os.fsencode(member.name).rstrip(b"/")
+            if name.startswith(b"./"):
+                name = name[2:]
+            mt = member.pax_headers.get("mtime")
+            out[name] = pax_ns(mt) if mt else int(member.mtime) * 10**9
+    return out
+
+
 def user_xattrs(path):
     """{name: value} of the user.* extended attributes of path (not following symlinks)."""
     try:
@@ -387,6 +408,10 @@ def compare_trees(mounted, expected, *, check_root=True, implicit=(), content=Tr
             if a != b:
                 if f == "mode":
                     a, b = oct(a), oct(b)
+                if f == "xattrs":  # only what differs, values shortened
+                    short = lambda v: v if len(v) <= 40 else v[:40] + b"..."
+                    a, b = ({k: short(v) for k, v in x.items() if x.get(k) != y.get(k)}
+                            for x, y in ((a, b), (b, a)))
                 problems.append(f"{p!r}: {f} is {a!r}, expected {b!r}")
         if content and g.kind == "file" and g.size == w.size:
             d = first_difference(os.path.join(os.fsencode(mounted), p),

@@ -16,8 +16,8 @@ import subprocess
 
 import pytest
 
-from conftest import (compare_trees, gnu_extract, make_tree, random_bytes, require_tool, run,
-                      snapshot, user_xattrs_supported)
+from conftest import (archive_mtimes, compare_trees, gnu_extract, make_tree, random_bytes,
+                      require_tool, run, snapshot, user_xattrs_supported)
 
 IS_ROOT = os.geteuid() == 0
 
@@ -31,27 +31,6 @@ FORMATS = {
     "bsdtar": (["bsdtar"], "all", True, True),
     "bsdtar-gnutar": (["bsdtar", "--format=gnutar"], "all", False, True),
 }
-
-
-def pax_ns(text):
-    """Nanoseconds from a pax time record ("1600000033.12345702")."""
-    sec, _, frac = text.partition(".")
-    ns = int(sec) * 10**9 + int((frac + "000000000")[:9])
-    return ns
-
-
-def archive_mtimes(archive):
-    """{path as the mount shows it: mtime in ns} from the archive's own headers."""
-    import tarfile
-    out = {}
-    with tarfile.open(archive) as t:
-        for member in t:
-            name = os.fsencode(member.name).rstrip(b"/")
-            if name.startswith(b"./"):
-                name = name[2:]
-            mt = member.pax_headers.get("mtime")
-            out[name] = pax_ns(mt) if mt else int(member.mtime) * 10**9
-    return out
 
 
 def build(tmp_path, fmt, xattr_dir=None):
