@@ -51,7 +51,8 @@ struct codec_sink {
 	/* Called once per checkpoint, in increasing uoff order, the first at uoff 0, and before
 	 * scan_read returns any byte at or after ck->uoff, always from the thread calling
 	 * scan_read (never from a codec's worker thread).  aux (may be NULL) is only valid
-	 * during the call.  Returns 0, or -errno to stop the scan (scan_read returns it). */
+	 * during the call.  Returns 0, or -errno to stop the scan (scan_read returns it).
+	 * A stream that decodes to no bytes at all may emit no checkpoint. */
 	int (*checkpoint)(void *opaque, const struct codec_ckpt *ck, const void *aux, size_t auxlen);
 	void *opaque;
 };
