@@ -86,19 +86,22 @@ def tarseek_bin():
 
 @pytest.fixture
 def mount(tmp_path, tarseek_bin):
-    """mount(archive, *options, allow_errors=False, mountpoint=None) -> Mount"""
+    """mount(archive, *options, allow_errors=False, mountpoint=None, env=None) -> Mount
+
+    env: extra environment variables for the daemon (e.g. XDG_CACHE_HOME)."""
     active = []
     counter = [0]
 
     @contextmanager
-    def _mount(*args, allow_errors=False, mountpoint=None, timeout=120):
+    def _mount(*args, allow_errors=False, mountpoint=None, timeout=120, env=None):
         counter[0] += 1
         mnt = mountpoint or str(tmp_path / f"mnt{counter[0]}")
         os.makedirs(mnt, exist_ok=True)
         log_path = str(tmp_path / f"tarseek{counter[0]}.log")
         with open(log_path, "wb") as log:
             proc = subprocess.Popen([tarseek_bin, "-f", *map(str, args), mnt],
-                                    stdout=log, stderr=subprocess.STDOUT)
+                                    stdout=log, stderr=subprocess.STDOUT,
+                                    env=dict(os.environ, **env) if env else None)
         m = Mount(mnt, proc, log_path)
         active.append(m)
         try:
@@ -122,10 +125,10 @@ def mount(tmp_path, tarseek_bin):
         unmount(m.path, m.proc)
 
 
-def run_tarseek(*args, timeout=120):
+def run_tarseek(*args, timeout=120, env=None):
     """Runs tarseek (without -f) expecting it to fail or print: returns CompletedProcess."""
     return subprocess.run([TARSEEK, *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=dict(os.environ, **env) if env else None)
 
 
 def have(tool):
