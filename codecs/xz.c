@@ -61,16 +61,16 @@
 
 #include "../common/log.h"
 
-#define XZ_MEMLIMIT ((uint64_t)1537 << 20)	  /* decoder memory: 1.5 GiB dictionary + margin */
+#define XZ_MEMLIMIT ((uint64_t)1537 << 20)	/* decoder memory: 1.5 GiB dictionary + margin */
 #define XZ_INDEX_MEMLIMIT ((uint64_t)512 << 20) /* lzma_index of all streams (~30 M blocks) */
-#define XZ_CHUNK ((size_t)1 << 20)		  /* decoded bytes per queued chunk */
-#define XZ_BUDGET ((size_t)256 << 20)		  /* decoded bytes a scan queues, all jobs */
-#define XZ_JOB_CAP_MIN ((size_t)4 << 20)	  /* ... and per job, within these bounds */
+#define XZ_CHUNK ((size_t)1 << 20)		/* decoded bytes per queued chunk */
+#define XZ_BUDGET ((size_t)256 << 20)		/* decoded bytes a scan queues, all jobs */
+#define XZ_JOB_CAP_MIN ((size_t)4 << 20)	/* ... and per job, within these bounds */
 #define XZ_JOB_CAP_MAX ((size_t)32 << 20)
 #define XZ_MAX_THREADS 64
-#define XZ_SCAN_INBUF ((size_t)256 << 10) /* compressed bytes read at once by a scan worker */
-#define XZ_DEC_INBUF ((size_t)64 << 10)	  /* ... by a decoder (random reads stay small) */
-#define XZ_INFO_BUF ((size_t)64 << 10)	  /* ... by the index reader */
+#define XZ_SCAN_INBUF ((size_t)256 << 10)    /* compressed bytes read at once by a scan worker */
+#define XZ_DEC_INBUF ((size_t)64 << 10)	     /* ... by a decoder (random reads stay small) */
+#define XZ_INFO_BUF ((size_t)64 << 10)	     /* ... by the index reader */
 #define XZ_FOOTER_WINDOW ((uint64_t)1 << 20) /* trailing garbage searched for a footer */
 #define XZ_MSG 256
 
@@ -165,8 +165,8 @@ static void xz_blk_fini(struct xz_blk *b)
 	b->inbuf = NULL;
 }
 
-static int xz_blk_fail(struct xz_blk *b, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+__attribute__((format(printf, 3, 4))) static int xz_blk_fail(struct xz_blk *b, int err,
+							     const char *fmt, ...);
 
 /* Records err (sticky) and a message naming the block, for the caller to log. */
 static int xz_blk_fail(struct xz_blk *b, int err, const char *fmt, ...)
@@ -174,8 +174,9 @@ static int xz_blk_fail(struct xz_blk *b, int err, const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	n = snprintf(b->msg, sizeof(b->msg), "xz: block %" PRIu64 " at compressed offset %" PRIu64 ": ",
-		     b->number, b->coff);
+	n = snprintf(b->msg, sizeof(b->msg),
+		     "xz: block %" PRIu64 " at compressed offset %" PRIu64 ": ", b->number,
+		     b->coff);
 	if (n < 0 || (size_t)n >= sizeof(b->msg))
 		n = 0;
 	va_start(ap, fmt);
@@ -212,7 +213,8 @@ static int xz_blk_start(struct xz_blk *b, const struct codec_ckpt *ck)
 	b->strm.next_in = NULL;
 	b->strm.avail_in = 0;
 	if (ck->bits > LZMA_CHECK_ID_MAX)
-		return xz_blk_fail(b, -EINVAL, "invalid check type %" PRIu32 " in checkpoint", ck->bits);
+		return xz_blk_fail(b, -EINVAL, "invalid check type %" PRIu32 " in checkpoint",
+				   ck->bits);
 
 	n = src_pread(b->in, hdr, 1, ck->coff);
 	if (n < 0)
@@ -237,14 +239,15 @@ static int xz_blk_start(struct xz_blk *b, const struct codec_ckpt *ck)
 
 	/* From here the filters hold allocated options: leave through out. */
 	if (ck->clen && lzma_block_compressed_size(&b->block, ck->clen) != LZMA_OK) {
-		err = xz_blk_fail(b, -EIO, "block header does not match the index (compressed size)");
+		err =
+		    xz_blk_fail(b, -EIO, "block header does not match the index (compressed size)");
 		goto out;
 	}
 	if (ck->extra) {
 		if (b->block.uncompressed_size != LZMA_VLI_UNKNOWN &&
 		    b->block.uncompressed_size != ck->extra) {
-			err = xz_blk_fail(b, -EIO,
-					  "block header does not match the index (uncompressed size)");
+			err = xz_blk_fail(
+			    b, -EIO, "block header does not match the index (uncompressed size)");
 			goto out;
 		}
 		b->block.uncompressed_size = ck->extra;
@@ -257,7 +260,8 @@ static int xz_blk_start(struct xz_blk *b, const struct codec_ckpt *ck)
 	b->mem = mem;
 	if (mem > XZ_MEMLIMIT) {
 		err = xz_blk_fail(b, -EIO,
-				  "decoding needs %" PRIu64 " MiB of memory (its dictionary), more than "
+				  "decoding needs %" PRIu64
+				  " MiB of memory (its dictionary), more than "
 				  "the %" PRIu64 " MiB allowed; refusing (hostile or unusual file)",
 				  mem >> 20, XZ_MEMLIMIT >> 20);
 		goto out;
@@ -373,7 +377,8 @@ static int xz_file_info(struct src *in, uint64_t fsize, lzma_index **idx, char *
 	}
 	for (;;) {
 		if (strm.avail_in == 0 && pos < fsize) {
-			size_t want = fsize - pos < XZ_INFO_BUF ? (size_t)(fsize - pos) : XZ_INFO_BUF;
+			size_t want =
+			    fsize - pos < XZ_INFO_BUF ? (size_t)(fsize - pos) : XZ_INFO_BUF;
 			ssize_t n = src_pread(in, buf, want, pos);
 
 			if (n < 0) {
@@ -497,7 +502,7 @@ struct xz_chunk {
  * The worker that takes a job owns its decoding; the fields below ck are protected by the scan
  * lock; emitted is the consumer's alone. */
 struct xz_job {
-	struct codec_ckpt ck; /* set before the job is published, read-only afterwards */
+	struct codec_ckpt ck;	       /* set before the job is published, read-only afterwards */
 	struct xz_chunk *first, *last; /* decoded bytes not yet taken by the consumer */
 	size_t buffered;	       /* bytes in that list */
 	bool done;		       /* the worker is finished with this job */
@@ -528,15 +533,15 @@ struct codec_scan {
 	pthread_cond_t data_cond; /* the consumer waits for bytes or a finished job */
 	/* Protected by lock: */
 	struct xz_job *ring;
-	uint64_t head;	   /* the job the consumer reads */
-	uint64_t next;	   /* the next job to hand out */
-	uint64_t njobs;	   /* number of jobs, final once ended */
-	bool ended;	   /* no more jobs will be created */
-	bool stop;	   /* the consumer is gone or failed: workers quit */
-	int end_err;	   /* walk: what it found after its last job (0: nothing wrong) */
-	int end_level;	   /* ... and how to log end_msg, if set */
+	uint64_t head;	/* the job the consumer reads */
+	uint64_t next;	/* the next job to hand out */
+	uint64_t njobs; /* number of jobs, final once ended */
+	bool ended;	/* no more jobs will be created */
+	bool stop;	/* the consumer is gone or failed: workers quit */
+	int end_err;	/* walk: what it found after its last job (0: nothing wrong) */
+	int end_level;	/* ... and how to log end_msg, if set */
 	char end_msg[XZ_MSG];
-	lzma_index_iter iter;		/* index mode: the block of job `next - 1` */
+	lzma_index_iter iter;	      /* index mode: the block of job `next - 1` */
 	struct xz_chunk *free_chunks; /* recycled chunks */
 
 	/* Only the thread calling scan_read: */
@@ -656,7 +661,8 @@ static void *xz_index_worker(void *arg)
 		if (lzma_index_iter_next(&s->iter, LZMA_INDEX_ITER_BLOCK)) {
 			/* Cannot happen: njobs is the index's block count. */
 			job->err = -EIO;
-			snprintf(job->msg, sizeof(job->msg), "xz: the index has fewer blocks than it says");
+			snprintf(job->msg, sizeof(job->msg),
+				 "xz: the index has fewer blocks than it says");
 			job->done = true;
 			s->next++;
 			pthread_cond_signal(&s->data_cond);
@@ -669,8 +675,8 @@ static void *xz_index_worker(void *arg)
 		job->ck.extra = s->iter.block.uncompressed_size;
 		job->ck.bits = s->iter.stream.flags ? (uint32_t)s->iter.stream.flags->check : 0;
 		job->ck.flags = s->iter.block.number_in_file < UINT32_MAX
-					? (uint32_t)s->iter.block.number_in_file
-					: UINT32_MAX;
+				    ? (uint32_t)s->iter.block.number_in_file
+				    : UINT32_MAX;
 		s->next++;
 		pthread_mutex_unlock(&s->lock);
 
@@ -694,8 +700,8 @@ struct xz_walk {
 	char msg[XZ_MSG];
 };
 
-static int xz_walk_fail(struct xz_walk *wk, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+__attribute__((format(printf, 3, 4))) static int xz_walk_fail(struct xz_walk *wk, int err,
+							      const char *fmt, ...);
 
 static int xz_walk_fail(struct xz_walk *wk, int err, const char *fmt, ...)
 {
@@ -736,14 +742,16 @@ static int xz_walk_stream_header(struct xz_worker *w, struct xz_walk *wk)
 			return xz_walk_fail(wk, -EIO, "xz: no xz stream header at offset 0");
 		if (src_size(in) != SRC_SIZE_UNKNOWN)
 			snprintf(wk->msg, sizeof(wk->msg),
-				 "xz: ignoring %" PRIu64 " bytes of trailing garbage after the last "
+				 "xz: ignoring %" PRIu64
+				 " bytes of trailing garbage after the last "
 				 "stream (offset %" PRIu64 ")",
 				 src_size(in) - wk->pos, wk->pos);
 		else
-			snprintf(wk->msg, sizeof(wk->msg),
-				 "xz: ignoring trailing garbage after the last stream (offset %" PRIu64
-				 ")",
-				 wk->pos);
+			snprintf(
+			    wk->msg, sizeof(wk->msg),
+			    "xz: ignoring trailing garbage after the last stream (offset %" PRIu64
+			    ")",
+			    wk->pos);
 		wk->level = TFS_LOG_WARNING;
 		return 0;
 	}
@@ -754,7 +762,8 @@ static int xz_walk_stream_header(struct xz_worker *w, struct xz_walk *wk)
 				    wk->pos);
 	ret = lzma_stream_header_decode(&wk->flags, hdr);
 	if (ret != LZMA_OK)
-		return xz_walk_fail(wk, -EIO, "xz: stream header at offset %" PRIu64 ": %s", wk->pos,
+		return xz_walk_fail(wk, -EIO, "xz: stream header at offset %" PRIu64 ": %s",
+				    wk->pos,
 				    ret == LZMA_FORMAT_ERROR ? "corrupt" : xz_strerror(ret));
 	if (!lzma_check_is_supported(wk->flags.check))
 		tfs_log(TFS_LOG_WARNING,
@@ -784,7 +793,8 @@ static int xz_walk_stream_tail(struct xz_worker *w, struct xz_walk *wk)
 
 		n = src_pread(in, w->blk.inbuf, w->blk.inbuf_size, wk->pos);
 		if (n < 0)
-			return xz_walk_fail(wk, (int)n, "xz: read error at offset %" PRIu64, wk->pos);
+			return xz_walk_fail(wk, (int)n, "xz: read error at offset %" PRIu64,
+					    wk->pos);
 		if (n == 0)
 			return xz_walk_fail(wk, -EIO,
 					    "xz: the file ends inside the index of stream %" PRIu64
@@ -896,11 +906,11 @@ static void *xz_walker(void *arg)
 				goto out;
 			}
 			if (n == 0) {
-				err = xz_walk_fail(&wk, -EIO,
-						   "xz: the file ends at offset %" PRIu64
-						   ", after %" PRIu64
-						   " blocks, without the stream's index (truncated)",
-						   wk.pos, wk.nblocks);
+				err = xz_walk_fail(
+				    &wk, -EIO,
+				    "xz: the file ends at offset %" PRIu64 ", after %" PRIu64
+				    " blocks, without the stream's index (truncated)",
+				    wk.pos, wk.nblocks);
 				goto out;
 			}
 			if (b0 == 0)
@@ -947,8 +957,7 @@ static int xz_open_index(struct codec_scan *s)
 	int err;
 
 	if (size == SRC_SIZE_UNKNOWN || size == 0) {
-		TFS_DEBUG("xz: source size %s; decoding block by block",
-			  size ? "unknown" : "zero");
+		TFS_DEBUG("xz: source size %s; decoding block by block", size ? "unknown" : "zero");
 		s->walk = true;
 		return 0;
 	}
@@ -1015,8 +1024,8 @@ static void xz_scan_free(struct codec_scan *s)
 	free(s);
 }
 
-static int xz_scan_new(struct src *in, const struct codec_opts *opts,
-		       const struct codec_sink *sink, struct codec_scan **out)
+static int xz_scan_new(struct src *in, const struct codec_opts *opts, const struct codec_sink *sink,
+		       struct codec_scan **out)
 {
 	struct codec_scan *s;
 	unsigned threads;
@@ -1062,10 +1071,11 @@ static int xz_scan_new(struct src *in, const struct codec_opts *opts,
 
 		for (unsigned c = 0; c <= LZMA_CHECK_ID_MAX; c++)
 			if ((checks & (1u << c)) && !lzma_check_is_supported((lzma_check)c))
-				tfs_log(TFS_LOG_WARNING,
-					"xz: the file uses check type %u, which this liblzma cannot "
-					"verify",
-					c);
+				tfs_log(
+				    TFS_LOG_WARNING,
+				    "xz: the file uses check type %u, which this liblzma cannot "
+				    "verify",
+				    c);
 		s->nworkers = nblocks < threads ? (unsigned)nblocks : threads;
 		s->njobs = nblocks;
 		s->ended = true;

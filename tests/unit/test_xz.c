@@ -145,7 +145,8 @@ static bool same_ckpt(const struct codec_ckpt *a, const struct codec_ckpt *b)
 }
 
 /* Decodes the block of checkpoint i (its length from the next checkpoint, or end) and
- * compares it with want (unless NULL).  Returns the decoder's final result (0 at the block's end). */
+ * compares it with want (unless NULL).  Returns the decoder's final result (0 at the block's end).
+ */
 static ssize_t decode_block(const uint8_t *xz, size_t xzlen, const struct scan_res *r, size_t i,
 			    uint64_t end, const uint8_t *want)
 {
@@ -246,8 +247,9 @@ static size_t xz_list(const uint8_t *xz, size_t len, struct lblock *out, size_t 
 		unsigned long long st, bs, bf, co, uo, ts, us;
 		char chk[16];
 
-		if (n < max && sscanf(line, "block\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%*s\t%15s",
-				      &st, &bs, &bf, &co, &uo, &ts, &us, chk) == 8) {
+		if (n < max &&
+		    sscanf(line, "block\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%*s\t%15s", &st,
+			   &bs, &bf, &co, &uo, &ts, &us, chk) == 8) {
 			out[n] = (struct lblock){co, uo, ts, us, bf, ""};
 			snprintf(out[n].check, sizeof(out[n].check), "%s", chk);
 			n++;
@@ -374,7 +376,8 @@ static void test_checks(const uint8_t *data, size_t len)
 		size_t xzlen, n;
 
 		/* many blocks, sizes in the headers */
-		snprintf(cmd, sizeof(cmd), "xz -c -6 -T2 --block-size=%u --check=%s", BS, checks[i]);
+		snprintf(cmd, sizeof(cmd), "xz -c -6 -T2 --block-size=%u --check=%s", BS,
+			 checks[i]);
 		xz = run(cmd, data, len, &xzlen);
 		n = check_good(cmd, xz, xzlen, data, len);
 		CHECK_EQ(n, (len + BS - 1) / BS);
@@ -658,13 +661,14 @@ static void test_damage(const uint8_t *data, size_t len)
 	check_flip_block("check", xz, xzlen, &good, 5, b5->coff + b5->clen - 1, data, len);
 	check_flip_block("header", xz, xzlen, &good, 5, b5->coff + 3, data, len);
 	check_flip_block("first block", xz, xzlen, &good, 0, good.cks[0].coff + 100, data, len);
-	check_flip_block("last block", xz, xzlen, &good, good.ncks - 1, last->coff + 40, data,
-			 len);
+	check_flip_block("last block", xz, xzlen, &good, good.ncks - 1, last->coff + 40, data, len);
 
 	/* a byte in the index: every block still verifies, the scan reports the damage */
 	index_off = last->coff + ((last->clen + 3) & ~3ull);
-	uint64_t ats[] = {index_off + 1, index_off + (xzlen - 12 - index_off) / 2, xzlen - 16,
-			  xzlen - 12, xzlen - 6, xzlen - 3, xzlen - 1};
+	uint64_t ats[] = {index_off + 1, index_off + (xzlen - 12 - index_off) / 2,
+			  xzlen - 16,	 xzlen - 12,
+			  xzlen - 6,	 xzlen - 3,
+			  xzlen - 1};
 	for (size_t a = 0; a < sizeof(ats) / sizeof(ats[0]); a++) {
 		uint64_t at = ats[a];
 
@@ -750,8 +754,8 @@ static void check_cut(const uint8_t *xz, size_t xzlen, const struct scan_res *go
 
 static void test_truncation(const uint8_t *data, size_t len)
 {
-	static const char *cmds[] = {"xz -c -T2 --block-size=65536", "xz -c -1 -T1 --block-size=65536",
-				     "xz -c -T1"};
+	static const char *cmds[] = {"xz -c -T2 --block-size=65536",
+				     "xz -c -1 -T1 --block-size=65536", "xz -c -T1"};
 
 	for (size_t c = 0; c < 3; c++) {
 		uint8_t *xz;
@@ -803,7 +807,10 @@ static void test_zero_length(void)
 	CHECK_EQ(scan((const uint8_t *)"hello, world, this is not xz", 28, 2, 4096, &r), -EIO);
 	CHECK_EQ(r.len, 0);
 	res_free(&r);
-	CHECK_EQ(scan((const uint8_t *)"\xFD" "7zXZ", 6, 1, 4096, &r), -EIO);
+	CHECK_EQ(scan((const uint8_t *)"\xFD"
+				       "7zXZ",
+		      6, 1, 4096, &r),
+		 -EIO);
 	CHECK_EQ(r.len, 0);
 	res_free(&r);
 }
