@@ -499,16 +499,41 @@ static int scan_group(pid_t pgid, pid_t skip, long *hwm)
 	return live;
 }
 
+/* Whether a process is (still) a shell, by its command name. */
+static int is_shell(pid_t pid)
+{
+	static const char *const shells[] = {"sh", "dash", "bash", "zsh", "ksh", "mksh", "busybox"};
+	char path[64], comm[32] = "";
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, comm, sizeof(comm) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	comm[n] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+	for (size_t i = 0; i < sizeof(shells) / sizeof(shells[0]); i++)
+		if (!strcmp(comm, shells[i]))
+			return 1;
+	return 0;
+}
+
 long bench_mount_peak_rss(struct bench_mount *m)
 {
 	long kib;
 	int live;
 
-	/* A mount command's shell is not the mounter, and a command whose shell has finished
-	 * did not stay in the foreground: whatever it left running is not ours to measure. */
+	/* A command whose shell has finished did not stay in the foreground: whatever it left
+	 * running is not ours to measure.  The shell itself is not the mounter either, unless
+	 * it exec'd into it ("exec ratarmount -f ..."). */
 	if (m->spec.may_exit && reap(m, 0))
 		return -ESRCH;
-	live = scan_group(m->pid, m->spec.may_exit ? m->pid : 0, &kib);
+	live = scan_group(m->pid, m->spec.may_exit && is_shell(m->pid) ? m->pid : 0, &kib);
 	if (live < 0)
 		return live;
 	return live && kib > 0 ? kib : -ESRCH;

@@ -46,9 +46,9 @@ int bench_mount_start(const struct bench_mount_spec *spec, struct bench_mount **
 
 /* Peak resident set size in KiB (VmHWM) summed over the processes still running in the
  * mounter's process group: the daemon itself for tarseek; for a mount command (may_exit) the
- * processes its shell started, as long as the shell still runs (the tool stayed in the
- * foreground).  -ESRCH if there is nothing to measure (the command daemonized or just
- * mounted and returned). */
+ * processes its shell started (or the process the shell exec'd into), as long as the shell
+ * still runs (the tool stayed in the foreground).  -ESRCH if there is nothing to measure (the
+ * command daemonized or just mounted and returned). */
 long bench_mount_peak_rss(struct bench_mount *m);
 
 /* 1 while the mounter process is alive (not exited), else 0. */

@@ -261,10 +261,16 @@ static void put_check_text(FILE *f, const struct bench_report *r, size_t max_bad
 {
 	size_t shown = 0, i = 0;
 
+	if (!r->nbad && r->nconfigs == 1) {
+		fprintf(f,
+			"%s check: all %zu files read the same in every run (one configuration, "
+			"no other to compare with).\n",
+			r->exec ? r->exec : "md5", r->nfiles);
+		return;
+	}
 	if (!r->nbad) {
-		fprintf(f, "%s check: all %zu configuration%s agree on all %zu files.\n",
-			r->exec ? r->exec : "md5", r->nconfigs, r->nconfigs == 1 ? "" : "s",
-			r->nfiles);
+		fprintf(f, "%s check: all %zu configurations agree on all %zu files.\n",
+			r->exec ? r->exec : "md5", r->nconfigs, r->nfiles);
 		return;
 	}
 	fprintf(f,

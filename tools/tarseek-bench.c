@@ -340,7 +340,8 @@ static void ui_show(struct bench *b, int force, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\r\033[K%s  %s  [%.0f s]", b->status, detail, now - b->t_start);
+	fprintf(stderr, "\r\033[K%s  %s  [elapsed %d:%02d]", b->status, detail,
+		(int)(now - b->t_start) / 60, (int)(now - b->t_start) % 60);
 	fflush(stderr);
 	b->shown = 1;
 }

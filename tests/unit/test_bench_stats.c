@@ -563,6 +563,11 @@ static void test_text_report(void)
 	CAPTURE(out, bench_report_text(f, &ok, 20));
 	CHECK(strstr(out, "md5 check: all 4 configurations agree on all 3 files.") != NULL);
 	free(out);
+	ok.nconfigs = 1;
+	CAPTURE(out, bench_report_text(f, &ok, 20));
+	CHECK(strstr(out, "md5 check: all 3 files read the same in every run (one configuration") !=
+	      NULL);
+	free(out);
 
 	CAPTURE(out, (bench_put_escaped(f, "a\\b\nc\td\001"), 0));
 	CHECK(!strcmp(out, "a\\\\b\\nc\\td\\001"));
