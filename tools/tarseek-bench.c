@@ -93,6 +93,7 @@ struct cfg {
 	char *log_path;
 	char **argv; /* the mounter's argv (NULL-terminated), NULL for CFG_DIR */
 	struct bench_mount *mount;
+	int died; /* the daemon of the current mount died (reported) */
 	struct samples m[NMETRICS];
 	struct digest *dig; /* one per file */
 };
@@ -1270,6 +1271,7 @@ static int do_mount(struct bench *b, struct cfg *c, struct samples *m, const cha
 	ret = bench_mount_start(&spec, &c->mount, &t);
 	if (ret)
 		return ret;
+	c->died = 0;
 	if (m)
 		samples_add(m, t);
 	if (b->o.verbose)
@@ -1677,9 +1679,11 @@ static int phase_md5(struct bench *b)
 		t = run_pass(b, c, label);
 		if (!isnan(t))
 			samples_add(&c->m[M_MD5], t);
-		if (c->mount && !bench_mount_alive(c->mount) && c->kind == CFG_TARSEEK) {
+		if (c->mount && c->kind == CFG_TARSEEK && !c->died &&
+		    !bench_mount_alive(c->mount)) {
 			err("%s: the daemon died during %s", c->name, label);
 			bench_log_tail(TFS_LOG_ERR, c->log_path);
+			c->died = 1; /* its reads fail from now on; say it once */
 		}
 		if (b->o.cold && c->mount)
 			do_unmount(b, c, &c->m[M_RSS_MD5]);
