@@ -892,11 +892,12 @@ static int check_args(struct bench *b)
 			}
 			free(copy);
 			if (!found) {
-				fputs("tarseek-bench: cannot find the tarseek daemon (not built "
-				      "beside "
-				      "this program, not on PATH): give --tarseek PATH or set "
-				      "TARSEEK\n",
-				      stderr);
+				if (path && *path)
+					fprintf(stderr, "tarseek-bench: %s is not on PATH\n", path);
+				else
+					fputs("tarseek-bench: no tarseek daemon beside this program "
+					      "nor on PATH: give --tarseek PATH or set TARSEEK\n",
+					      stderr);
 				return -EINVAL;
 			}
 			free(b->tarseek);
