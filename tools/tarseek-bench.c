@@ -895,9 +895,10 @@ static int check_args(struct bench *b)
 				if (path && *path)
 					fprintf(stderr, "tarseek-bench: %s is not on PATH\n", path);
 				else
-					fputs("tarseek-bench: no tarseek daemon beside this program "
-					      "nor on PATH: give --tarseek PATH or set TARSEEK\n",
-					      stderr);
+					fputs(
+					    "tarseek-bench: no tarseek daemon beside this program "
+					    "nor on PATH: give --tarseek PATH or set TARSEEK\n",
+					    stderr);
 				return -EINVAL;
 			}
 			free(b->tarseek);
