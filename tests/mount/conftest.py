@@ -244,13 +244,14 @@ def run(*argv, check=True, **kw):
     return r
 
 
-def gnu_extract(archive, dest, *extra):
+def gnu_extract(archive, dest, *extra, ignore_zeros=True):
     """Extracts archive with GNU tar the way a user restoring a backup would (as root:
     permissions, numeric owners, user.* xattrs, sub-second mtimes), reading past zero blocks
-    like tarseek does.  GNU tar detects gzip/bzip2/xz by itself."""
+    like tarseek does (unless ignore_zeros=False: then what follows the first end-of-archive
+    marker is not read).  GNU tar detects gzip/bzip2/xz by itself."""
     os.makedirs(dest, exist_ok=True)
     run("tar", "-x", "-p", "--numeric-owner", "--xattrs", "--xattrs-include=user.*",
-        "--ignore-zeros", *extra, "-f", archive, "-C", dest)
+        *(["--ignore-zeros"] if ignore_zeros else []), *extra, "-f", archive, "-C", dest)
 
 
 def pax_ns(text):
@@ -264,7 +265,7 @@ def archive_mtimes(archive):
     """{path as the mount shows it: mtime in ns} from the archive's own headers."""
     import tarfile
     out = {}
-    with tarfile.open(archive) as t:
+    with tarfile.open(archive, ignore_zeros=True) as t:
         for member in t:
             name = os.fsencode(member.name).rstrip(b"/")
             if name.startswith(b"./"):
