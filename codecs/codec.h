@@ -105,8 +105,8 @@ struct codec {
 	 * (-EIO for corrupt data, logged).  A decoder may continue past the end of its chunk
 	 * when the format allows (gzip does); the caller stops reading where it wants.
 	 * Bytes may be returned before the check that covers them (a CRC at the end of a
-	 * member or block): a mismatch fails a later call, so a caller that caches a whole
-	 * chunk should read it to its end (0) before trusting it. */
+	 * member or block): a mismatch fails a later call (bzip2: the call that reaches the end
+	 * of the block, i.e. of the chunk). */
 	ssize_t (*dec_read)(struct codec_dec *d, void *buf, size_t len);
 
 	/* Approximate bytes of memory a live decoder holds (for the pool's budget). */
