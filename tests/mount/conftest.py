@@ -11,8 +11,10 @@ import os
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import time
+import zlib
 from contextlib import contextmanager
 
 import pytest
@@ -273,6 +275,26 @@ def archive_mtimes(archive):
             mt = member.pax_headers.get("mtime")
             out[name] = pax_ns(mt) if mt else int(member.mtime) * 10**9
     return out
+
+
+def gzip_member(payload, *, fname=None, comment=None, extra=None, hcrc=False, level=6,
+                mtime=1_600_000_000):
+    """A gzip member with the optional header fields (RFC 1952) that gzip(1) never writes
+    together: FEXTRA, FNAME, FCOMMENT, FHCRC."""
+    flags = (4 if extra is not None else 0) | (8 if fname else 0) | (16 if comment else 0) | \
+        (2 if hcrc else 0)
+    head = b"\x1f\x8b\x08" + bytes([flags]) + struct.pack("<I", mtime) + b"\x00\x03"
+    if extra is not None:
+        head += struct.pack("<H", len(extra)) + extra
+    if fname:
+        head += fname + b"\0"
+    if comment:
+        head += comment + b"\0"
+    if hcrc:
+        head += struct.pack("<H", zlib.crc32(head) & 0xffff)
+    c = zlib.compressobj(level, zlib.DEFLATED, -15)
+    body = c.compress(payload) + c.flush()
+    return head + body + struct.pack("<II", zlib.crc32(payload), len(payload) & 0xffffffff)
 
 
 def user_xattrs(path):

@@ -11,13 +11,11 @@ yet (codecs land one by one), skips its tests (conftest.require_codec).
 import os
 import random
 import sqlite3
-import struct
-import zlib
 
 import pytest
 
-from conftest import (archive_mtimes, compare_trees, gnu_extract, make_tree, random_bytes, require_codec,
-                      require_tool, run, semi_random)
+from conftest import (archive_mtimes, compare_trees, gnu_extract, gzip_member, make_tree,
+                      random_bytes, require_codec, require_tool, run, semi_random)
 
 SPACING = "0.0625"  # MiB: a gzip checkpoint every 64 KiB of decompressed data
 
@@ -240,26 +238,6 @@ def test_one_tar_split_across_members(mount, tmp_path, tree, codec):
         compare_trees(m.path, ref)
         big_file_reads(os.path.join(m.path, "data/semi.bin"),
                        (src / "data" / "semi.bin").read_bytes())
-
-
-def gzip_member(payload, *, fname=None, comment=None, extra=None, hcrc=False, level=6,
-                mtime=1_600_000_000):
-    """A gzip member with the optional header fields (RFC 1952) that gzip(1) never writes
-    together: FEXTRA, FNAME, FCOMMENT, FHCRC."""
-    flags = (4 if extra is not None else 0) | (8 if fname else 0) | (16 if comment else 0) | \
-        (2 if hcrc else 0)
-    head = b"\x1f\x8b\x08" + bytes([flags]) + struct.pack("<I", mtime) + b"\x00\x03"
-    if extra is not None:
-        head += struct.pack("<H", len(extra)) + extra
-    if fname:
-        head += fname + b"\0"
-    if comment:
-        head += comment + b"\0"
-    if hcrc:
-        head += struct.pack("<H", zlib.crc32(head) & 0xffff)
-    c = zlib.compressobj(level, zlib.DEFLATED, -15)
-    body = c.compress(payload) + c.flush()
-    return head + body + struct.pack("<II", zlib.crc32(payload), len(payload) & 0xffffffff)
 
 
 def test_gzip_header_fields_and_stored_blocks(mount, tmp_path, tree):
