@@ -478,15 +478,32 @@ static uint64_t xz_find_footer(struct src *in, uint64_t size)
 	return found;
 }
 
-/* True if what follows off, after stream padding, starts like another stream. */
-static bool xz_stream_follows(struct src *in, uint64_t off)
+/* The offset of the first stream header magic (six bytes are rare enough by chance) or valid
+ * stream footer ("YZ" and its CRC32) at or after off, or UINT64_MAX if there is none or it
+ * cannot be read.  Data after the last stream that holds one is a damaged stream, not
+ * garbage: ignoring it would silently drop a stream. */
+static uint64_t xz_find_stream_part(struct src *in, uint8_t *buf, size_t bufsize, uint64_t off)
 {
-	uint8_t buf[4096];
+	const size_t hs = LZMA_STREAM_HEADER_SIZE;
+	lzma_stream_flags flags;
 
-	if (xz_skip_padding(in, buf, sizeof(buf), &off) < 0)
-		return true; /* cannot tell: let the walk find out */
-	return src_pread(in, buf, sizeof(xz_magic), off) == (ssize_t)sizeof(xz_magic) &&
-	       memcmp(buf, xz_magic, sizeof(xz_magic)) == 0;
+	for (;;) {
+		ssize_t n = src_pread(in, buf, bufsize, off);
+
+		if (n < (ssize_t)sizeof(xz_magic))
+			return UINT64_MAX;
+		for (size_t i = 0; i + sizeof(xz_magic) <= (size_t)n; i++) {
+			const uint8_t *p = buf + i;
+
+			if ((p[0] == xz_magic[0] && memcmp(p, xz_magic, sizeof(xz_magic)) == 0) ||
+			    (i + hs <= (size_t)n && p[10] == 'Y' && p[11] == 'Z' &&
+			     lzma_stream_footer_decode(&flags, p) == LZMA_OK))
+				return off + i;
+		}
+		if ((size_t)n < bufsize)
+			return UINT64_MAX;
+		off += (uint64_t)n - hs + 1;
+	}
 }
 
 /* ---- The scan ------------------------------------------------------------------------------ */
@@ -721,6 +738,7 @@ static int xz_walk_stream_header(struct xz_worker *w, struct xz_walk *wk)
 {
 	struct src *in = w->s->in;
 	uint8_t hdr[LZMA_STREAM_HEADER_SIZE];
+	uint64_t part;
 	lzma_ret ret;
 	ssize_t n;
 	int err;
@@ -740,6 +758,14 @@ static int xz_walk_stream_header(struct xz_worker *w, struct xz_walk *wk)
 	if ((size_t)n < sizeof(xz_magic) || memcmp(hdr, xz_magic, sizeof(xz_magic)) != 0) {
 		if (wk->nstreams == 0)
 			return xz_walk_fail(wk, -EIO, "xz: no xz stream header at offset 0");
+		part = xz_find_stream_part(in, w->blk.inbuf, w->blk.inbuf_size, wk->pos);
+		if (part != UINT64_MAX)
+			return xz_walk_fail(wk, -EIO,
+					    "xz: unexpected data at offset %" PRIu64
+					    " after stream %" PRIu64
+					    ", before more xz data at offset %" PRIu64
+					    " (damaged); the rest of the file is not read",
+					    wk->pos, wk->nstreams, part);
 		if (src_size(in) != SRC_SIZE_UNKNOWN)
 			snprintf(wk->msg, sizeof(wk->msg),
 				 "xz: ignoring %" PRIu64
@@ -949,6 +975,16 @@ static void xz_stop(struct codec_scan *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* True if nothing at or after off looks like part of a stream. */
+static bool xz_only_garbage(struct src *in, uint64_t off)
+{
+	uint8_t *buf = malloc(XZ_INFO_BUF);
+	bool garbage = buf && xz_find_stream_part(in, buf, XZ_INFO_BUF, off) == UINT64_MAX;
+
+	free(buf);
+	return garbage;
+}
+
 /* Decides between index mode (s->idx) and walk mode.  0, or -ENOMEM. */
 static int xz_open_index(struct codec_scan *s)
 {
@@ -967,7 +1003,7 @@ static int xz_open_index(struct codec_scan *s)
 
 	/* Trailing garbage?  Look for the last footer and read the indexes up to it. */
 	end = xz_find_footer(s->in, size);
-	if (end && end < size && !xz_stream_follows(s->in, end)) {
+	if (end && end < size && xz_only_garbage(s->in, end)) {
 		err = xz_file_info(s->in, end, &s->idx, why2, sizeof(why2));
 		if (err == -ENOMEM)
 			return err;

@@ -24,6 +24,7 @@
 
 static unsigned long nlog[8];
 static char last_err[1024];
+static bool quiet; /* hundreds of expected messages */
 
 static void log_sink(int level, const char *msg, void *opaque)
 {
@@ -31,7 +32,8 @@ static void log_sink(int level, const char *msg, void *opaque)
 		nlog[level]++;
 	if (level == TFS_LOG_ERR)
 		snprintf(last_err, sizeof(last_err), "%s", msg);
-	fprintf(stderr, "  [log %d] %s\n", level, msg);
+	if (!quiet)
+		fprintf(stderr, "  [log %d] %s\n", level, msg);
 }
 
 static void log_reset(void)
@@ -875,6 +877,118 @@ static void test_garbage(const uint8_t *data, size_t len)
 	free(xz);
 }
 
+/* Two streams and padding; damage between them or in the second one's header must not pass
+ * for trailing garbage (that would drop the second stream without an error). */
+static void test_damage_between_streams(const uint8_t *data, size_t len)
+{
+	size_t la = len / 2, na, nb, total;
+	char cmd[128];
+	uint8_t *a, *b, *cat, *bad;
+	struct scan_res r;
+	static const struct {
+		const char *what;
+		size_t at; /* from the end of the first stream */
+		uint64_t verified;
+	} cases[] = {
+	    {"stream padding", 1, 0},
+	    {"second stream's magic", 4, 0},
+	    {"second stream's header flags", 4 + 7, 0},
+	};
+
+	snprintf(cmd, sizeof(cmd), "xz -c -T2 --block-size=%u", BS);
+	a = run(cmd, data, la, &na);
+	b = run("xz -c -T1 --check=crc32", data + la, len - la, &nb);
+	total = na + 4 + nb;
+	cat = calloc(1, total);
+	memcpy(cat, a, na);
+	memcpy(cat + na + 4, b, nb);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fprintf(stderr, "damage: %s\n", cases[i].what);
+		bad = dup_buf(cat, total, 0);
+		bad[na + cases[i].at] ^= 0x21;
+		log_reset();
+		CHECK_EQ(scan(bad, total, 2, 1 << 20, &r), -EIO);
+		CHECK_EQ(r.verified, la);
+		CHECK(r.len >= la && memcmp(r.out, data, la) == 0);
+		CHECK_EQ(nlog[TFS_LOG_ERR], 1);
+		res_free(&r);
+		free(bad);
+	}
+	free(cat);
+	free(a);
+	free(b);
+}
+
+/* Random damage to a multi-stream file: the scan and the decoders return the original bytes
+ * (as far as they say they are verified) or -EIO, nothing else, and never crash or hang. */
+static void test_random_damage(const uint8_t *data, size_t len)
+{
+	size_t l1 = len / 3, l2 = len / 3, l3 = len - l1 - l2, n1, n2, n3, total;
+	uint8_t *a = run("xz -c -T2 --block-size=20000", data, l1, &n1);
+	uint8_t *b = run("xz -c -T1 --check=crc32", data + l1, l2, &n2);
+	uint8_t *c = run("xz -c -1 -T1 --block-size=30000 --check=sha256", data + l1 + l2, l3, &n3);
+	uint8_t *cat, *bad, *buf = malloc(len);
+	struct scan_res good, r;
+	uint32_t x = 4242;
+
+	total = n1 + 4 + n2 + n3;
+	cat = calloc(1, total);
+	memcpy(cat, a, n1);
+	memcpy(cat + n1 + 4, b, n2);
+	memcpy(cat + n1 + 4 + n2, c, n3);
+	bad = malloc(total);
+	CHECK_EQ(scan(cat, total, 2, 1 << 20, &good), 0);
+	CHECK(good.len == len && memcmp(good.out, data, len) == 0);
+	quiet = true;
+	for (int i = 0; i < 300; i++) {
+		memcpy(bad, cat, total);
+		x = x * 1103515245 + 12345;
+		if (i % 5 == 4) { /* a run of junk */
+			size_t at = (x >> 8) % (total - 16);
+			tu_fill(bad + at, 16, x, 0);
+		} else {
+			for (int k = 0; k <= i % 3; k++) {
+				x = x * 1103515245 + 12345;
+				bad[(x >> 8) % total] ^= (uint8_t)(1u << (x % 8));
+			}
+		}
+		ssize_t rc = scan(bad, total, 1 + (unsigned)(i % 3), i % 2 ? 65536 : 1 << 20, &r);
+		CHECK(rc == 0 || rc == -EIO);
+		if (rc == 0)
+			CHECK(r.len == len && memcmp(r.out, data, len) == 0);
+		else
+			CHECK(r.verified <= len && memcmp(r.out, data, r.verified) == 0);
+		res_free(&r);
+
+		struct src *in = src_from_mem(bad, total);
+		for (size_t k = i % 4; k < good.ncks; k += 4) {
+			struct codec_ckpt ck = good.cks[k];
+			struct codec_dec *d;
+			uint64_t got = 0;
+			ssize_t n;
+
+			ck.ulen = (k + 1 < good.ncks ? good.cks[k + 1].uoff : len) - ck.uoff;
+			if (codec_xz.dec_new(in, &ck, NULL, 0, &d))
+				continue;
+			while (got < len && (n = codec_xz.dec_read(d, buf + got, len - got)) > 0)
+				got += (uint64_t)n;
+			CHECK(n == 0 || n == -EIO);
+			if (n == 0)
+				CHECK(got == ck.ulen && memcmp(buf, data + ck.uoff, got) == 0);
+			codec_xz.dec_free(d);
+		}
+		src_free(in);
+	}
+	quiet = false;
+	res_free(&good);
+	free(buf);
+	free(bad);
+	free(cat);
+	free(a);
+	free(b);
+	free(c);
+}
+
 /* Sets the dictionary-size byte of the LZMA2 filter in the block header at coff, fixing
  * the header's CRC32, so the index still matches. */
 static void set_dict_byte(uint8_t *xz, uint64_t coff, uint8_t dict)
@@ -1038,6 +1152,8 @@ static int test(void)
 	test_truncation(data, len);
 	test_zero_length();
 	test_garbage(data, len);
+	test_damage_between_streams(data, len);
+	test_random_damage(data, len);
 	test_hostile(data, len);
 	test_sink_error_and_free(data, len);
 	free(data);
