@@ -11,10 +11,11 @@
  * inflateSetDictionary() the window, and reading continues at the byte offset.  This is the
  * technique of zlib's examples/zran.c.  The window is what makes a checkpoint expensive
  * (32 KiB against a few dozen bytes of offsets), so it is stored compressed: deflate level 1
- * shrinks it to a quarter or so for text in about 0.1 ms, and a decoder inflates it back in a
- * fraction of that.  A member of a multi-member file (cat a.gz b.gz, pigz, BGZF) starts with
- * an empty window, so a checkpoint at a member start costs no aux blob at all; the scan puts
- * one at each member start once spacing bytes have passed since the last checkpoint.
+ * takes about 0.1 ms per window and leaves 12 KiB on average for a tree of /usr (a quarter
+ * of that for text), and a decoder inflates it back in a fraction of the time.  A member of
+ * a multi-member file (cat a.gz b.gz, pigz, BGZF) starts with an empty window, so a
+ * checkpoint at a member start costs no aux blob at all; the scan puts one at each member
+ * start once spacing bytes have passed since the last checkpoint.
  *
  * Checkpoint fields for gzip:
  *   uoff   decompressed offset, counted across all members;
@@ -51,7 +52,9 @@
  * contract demands.  Between checkpoints the worker inflates with Z_NO_FLUSH and an output
  * limit that ends at the spacing mark; only past the mark does it switch to Z_BLOCK, so it
  * stops at block boundaries just once per checkpoint.  With one thread the same producer
- * runs inline on one buffer, costing one extra memcpy of the output.
+ * runs inline, inflating straight into the caller's buffer when the read is large (64 KiB
+ * or more) and through one buffer of its own otherwise.  A decoder holds about 110 KiB: its
+ * 64 KiB input buffer, zlib's state and the 32 KiB window.
  */
 #include "codec.h"
 
@@ -218,13 +221,12 @@ static int gz_trailing(struct gz_in *in, uint64_t at, uint8_t first, bool quiet)
 		return 0;
 	}
 	if (!quiet) {
-		unsigned long long size = src_size(in->src), n = size - at;
+		unsigned long long size = src_size(in->src), off = at;
+		const char *fmt = "gzip: ignoring %llu bytes of garbage at offset %llu";
 		if (size != SRC_SIZE_UNKNOWN)
-			tfs_log(TFS_LOG_NOTICE, "gzip: ignoring %llu bytes of garbage at offset %llu",
-				n, (unsigned long long)at);
+			tfs_log(TFS_LOG_NOTICE, fmt, size - off, off);
 		else
-			tfs_log(TFS_LOG_NOTICE, "gzip: ignoring trailing garbage at offset %llu",
-				(unsigned long long)at);
+			tfs_log(TFS_LOG_NOTICE, "gzip: ignoring garbage at offset %llu", off);
 	}
 	return 0;
 }
@@ -411,6 +413,7 @@ struct gz_prod {
 	uint64_t spacing;
 	uint64_t uoff;	  /* decompressed bytes produced */
 	uint64_t last_ck; /* uoff of the last checkpoint */
+	uint64_t prev_ck; /* and of the one before */
 	uint64_t member;  /* compressed offset of the current member's header */
 	enum gz_pstate state;
 	int err;
@@ -439,6 +442,7 @@ static void gz_attach(struct gz_prod *p, struct gz_buf *b)
 			wl = 0; /* cannot happen with a live stream; a member start needs none */
 		b->ck.extra = wl;
 	}
+	p->prev_ck = p->last_ck;
 	p->last_ck = p->pend.uoff;
 	p->pending = false;
 }
@@ -490,7 +494,6 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 		size_t room = b->cap - b->len;
 		uint64_t since = p->uoff - p->last_ck;
 		int flush = Z_NO_FLUSH, ret;
-		uInt in_before;
 
 		if (!room)
 			return;
@@ -506,7 +509,6 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 				return;
 			}
 		}
-		in_before = p->zs.avail_in;
 		p->zs.next_out = b->data + b->len;
 		p->zs.avail_out = (uInt)room;
 		ret = inflate(&p->zs, flush);
@@ -522,6 +524,13 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 				gz_prod_fail(p, b, r);
 				return;
 			}
+			/* A checkpoint with no bytes after it in its member (a block boundary
+			 * before an empty last block, an empty member) would start an empty
+			 * chunk, or one past the end; the next member's start is better. */
+			if (b->has_ck && !b->len && b->ck.uoff) {
+				b->has_ck = false;
+				p->last_ck = p->prev_ck;
+			}
 			b->member_end = true;
 			b->crc = gz_le32(t);
 			b->isize = gz_le32(t + 4);
@@ -530,11 +539,11 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 			p->state = GZ_P_NEXT;
 			return;
 		}
-		/* Z_BUF_ERROR is "no progress": fine when the input ran out, a bug otherwise
-		 * (and looping on it would hang). */
-		if (ret != Z_OK && !(ret == Z_BUF_ERROR && !p->zs.avail_in && in_before)) {
+		/* Z_BUF_ERROR means no progress although there was input and room: never
+		 * with good data, and looping on it would hang. */
+		if (ret != Z_OK) {
 			struct gz_where w = {"", "at", p->member};
-			gz_prod_fail(p, b, gz_inflate_fail(&p->in, &w, ret ? ret : Z_DATA_ERROR));
+			gz_prod_fail(p, b, gz_inflate_fail(&p->in, &w, ret));
 			return;
 		}
 		if (flush == Z_BLOCK && (p->zs.data_type & 0xc0) == 0x80) {
@@ -1008,7 +1017,6 @@ static ssize_t gz_dec_read(struct codec_dec *d, void *buf, size_t len)
 	if (len > UINT_MAX)
 		len = UINT_MAX;
 	while (len) {
-		uInt in_before;
 		size_t got;
 		int ret, r;
 
@@ -1041,15 +1049,14 @@ static ssize_t gz_dec_read(struct codec_dec *d, void *buf, size_t len)
 				continue;
 			}
 		}
-		in_before = d->zs.avail_in;
 		d->zs.next_out = buf;
 		d->zs.avail_out = (uInt)len;
 		ret = inflate(&d->zs, Z_NO_FLUSH);
 		got = len - d->zs.avail_out;
 		if (ret == Z_STREAM_END)
 			d->state = GZ_D_NEXT;
-		else if (ret != Z_OK && !(ret == Z_BUF_ERROR && !d->zs.avail_in && in_before)) {
-			d->err = gz_inflate_fail(&d->in, &d->where, ret ? ret : Z_DATA_ERROR);
+		else if (ret != Z_OK) { /* Z_BUF_ERROR too: see gz_produce() */
+			d->err = gz_inflate_fail(&d->in, &d->where, ret);
 			d->state = GZ_D_END;
 		}
 		if (got)

@@ -338,6 +338,32 @@ static uint8_t *zlib_gzip_extras(const uint8_t *in, size_t inlen, size_t *outlen
 	return out;
 }
 
+/* A gzip member from zlib, with a Z_SYNC_FLUSH every chunk bytes and after the last byte,
+ * so that the member ends with an empty stored block and an empty last block (what pigz and
+ * flushing writers make): a block boundary with no data after it. */
+static uint8_t *zlib_gzip_flushed(const uint8_t *in, size_t inlen, size_t chunk, size_t *outlen)
+{
+	z_stream z;
+	size_t cap = compressBound(inlen) + 5 * (inlen / chunk + 2) + 64, off = 0;
+	uint8_t *out = malloc(cap);
+
+	memset(&z, 0, sizeof(z));
+	CHECK_EQ(deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	z.next_out = out;
+	z.avail_out = (uInt)cap;
+	while (off < inlen) {
+		size_t n = inlen - off < chunk ? inlen - off : chunk;
+		z.next_in = (Bytef *)in + off;
+		z.avail_in = (uInt)n;
+		CHECK_EQ(deflate(&z, Z_SYNC_FLUSH), Z_OK);
+		off += n;
+	}
+	CHECK_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+	*outlen = cap - z.avail_out;
+	deflateEnd(&z);
+	return out;
+}
+
 /* Offset of the deflate data of a gzip member (just after the header). */
 static size_t header_len(const uint8_t *gz)
 {
@@ -489,6 +515,37 @@ static void test_multi_member(void)
 		free(bad);
 	}
 	free(gz);
+	free(orig);
+}
+
+/* Block boundaries with nothing after them in their member: no checkpoint there (it would
+ * be past the end, or start an empty chunk); the next member's start is used instead. */
+static void test_flushed(const uint8_t *text, size_t len)
+{
+	size_t alen, blen, alllen;
+	uint8_t *a = zlib_gzip_flushed(text, len, 100000, &alen);
+	uint8_t *b = zlib_gzip_flushed(text, len / 3, 50000, &blen);
+	uint8_t *all = cat2(a, alen, b, blen, &alllen);
+	uint8_t *orig = cat2(text, len, text, len / 3, &alllen);
+	struct scan_res r;
+
+	check_good("sync-flushed member", a, alen, text, len, 1, &r);
+	for (size_t i = 0; i < r.ncks; i++)
+		CHECK(r.cks[i].c.uoff < len);
+	res_free(&r);
+	check_good("two sync-flushed members", all, alen + blen, orig, len + len / 3, 1, &r);
+	CHECK(r.ncks >= 2);
+	bool at_second = false;
+	for (size_t i = 0; i < r.ncks; i++) {
+		CHECK(r.cks[i].c.uoff < len + len / 3);
+		if (r.cks[i].c.uoff == len)
+			at_second = (r.cks[i].c.flags & 1) && r.cks[i].c.coff == alen;
+	}
+	CHECK(at_second);
+	res_free(&r);
+	free(a);
+	free(b);
+	free(all);
 	free(orig);
 }
 
@@ -835,6 +892,7 @@ static int test(void)
 	test_levels_and_tools(text, len);
 	test_stored_blocks();
 	test_multi_member();
+	test_flushed(text, 1 << 20);
 	test_header_extras(text, 1 << 20);
 	test_empty();
 	test_corruption(text, 1 << 20);
