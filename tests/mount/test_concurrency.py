@@ -23,7 +23,7 @@ ARCHIVES = {
 
 @pytest.fixture(scope="module")
 def members(tmp_path_factory):
-    """{name: data}: 60 members from 0 bytes to 600 KB, plus one of 6 MB; and their tar."""
+    """{name: data}: 60 members from 0 bytes to 600 KB, plus one of 4 MB; and their tar."""
     base = tmp_path_factory.mktemp("conc")
     src = base / "src"
     src.mkdir()
@@ -34,7 +34,7 @@ def members(tmp_path_factory):
         data = semi_random(n, i) if i % 3 else random_bytes(n, i)
         name = f"d{i % 4}/m{i:02d}.bin"
         files[name] = data
-    files["large.bin"] = semi_random(6_000_000, 99)
+    files["large.bin"] = semi_random(4_000_000, 99)
     for name, data in files.items():
         (src / name).parent.mkdir(exist_ok=True)
         (src / name).write_bytes(data)
@@ -99,7 +99,7 @@ def test_random_members_in_parallel(mount, tmp_path, members, codec):
 
 @pytest.mark.parametrize("codec", ["gzip", "xz"])
 def test_same_large_member_in_parallel(mount, tmp_path, members, codec):
-    """Eight sequential readers of one 6 MB member, started together at different offsets
+    """Eight sequential readers of one 4 MB member, started together at different offsets
     (they meet in the same chunks), with a small cache."""
     files, _ = members
     want = files["large.bin"]

@@ -107,6 +107,52 @@ def test_bsdtar_non_ascii_xattr_name(mount, tmp_path, xattr_dir):
         assert user_xattrs(os.path.join(m.path, "f")) == {"user.caf\u00e9": b"value"}
 
 
+# ---- numbers past the octal fields ---------------------------------------------------------
+
+def odd_times_archive(tmp_path, fmt, times, ids):
+    src = tmp_path / "src"
+    src.mkdir()
+    for name, ns in times.items():
+        (src / name).write_bytes(name.encode())
+        os.utime(src / name, ns=(0, ns))
+    if ids:
+        (src / "bigid").write_bytes(b"ids\n")
+        os.chown(src / "bigid", 3_000_000_000, 2_500_000_000)
+        (src / "midid").write_bytes(b"ids\n")
+        os.chown(src / "midid", 2_097_152, 16_777_216)
+    archive = tmp_path / f"odd-{fmt}.tar"
+    if fmt == "bsdtar":
+        require_tool("bsdtar")
+        run("bsdtar", "cf", archive, "-C", src, ".")
+    else:
+        run("tar", "cf", archive, f"--format={fmt}", "-C", src, ".")
+    return archive
+
+
+@pytest.mark.parametrize("fmt", ["gnu", "posix", "bsdtar"])
+def test_odd_times_and_ids(mount, tmp_path, fmt):
+    """mtimes before 1970 (with a fraction), at 0 and after 2038; uid/gid past the 7-digit
+    octal field and past 2^31 (GNU base-256, PAX records)."""
+    times = {"neg": -1_000_000_000_250_000_000, "zero": 0, "y2100": 4_102_444_800_000_000_000}
+    archive = odd_times_archive(tmp_path, fmt, times, IS_ROOT)
+    got = check(mount, archive, tmp_path, bsdtar=fmt == "bsdtar")
+    assert got[b"neg"].mtime_ns < 0 and got[b"y2100"].mtime_ns == times["y2100"]
+    if IS_ROOT:
+        assert (got[b"bigid"].uid, got[b"bigid"].gid) == (3_000_000_000, 2_500_000_000)
+        assert (got[b"midid"].uid, got[b"midid"].gid) == (2_097_152, 16_777_216)
+
+
+@pytest.mark.parametrize("fmt", ["gnu", "posix"])
+def test_mtime_after_2262(mount, tmp_path, fmt):
+    """A member dated 2300 (ext4 keeps it, GNU tar stores and restores it).  Nanoseconds
+    since 1970 overflow int64 after 2262-04-11: the mount must not wrap around to 1715."""
+    times = {"y2300": 10_413_792_000_000_000_000}
+    archive = odd_times_archive(tmp_path, fmt, times, False)
+    with mount(archive) as m:
+        st = os.stat(os.path.join(m.path, "y2300"))
+        assert st.st_mtime_ns == times["y2300"], st.st_mtime_ns
+
+
 # ---- repeated paths --------------------------------------------------------------------------
 
 def test_appended_versions(mount, tmp_path):
@@ -182,6 +228,56 @@ def test_file_replaced_by_folder(mount, tmp_path):
         # folder; the mount shows the last version of each path)
         assert got[b"y"].kind == "symlink" and got[b"y"].link == b"x"
         assert open(os.path.join(m.path, "y/inside"), "rb").read() == b"inside the folder\n"
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="mknod needs root")
+def test_hard_links_to_special_files(mount, tmp_path):
+    """Hard links to a symlink (GNU tar stores them as links), a FIFO and a device."""
+    src = tmp_path / "src"
+    src.mkdir()
+    os.symlink("target-of-sym", src / "sym")
+    os.link(src / "sym", src / "sym-hard", follow_symlinks=False)
+    os.mkfifo(src / "fifo")
+    os.link(src / "fifo", src / "fifo-hard")
+    os.mknod(src / "dev", 0o644 | stat.S_IFCHR, os.makedev(1, 3))
+    os.link(src / "dev", src / "dev-hard")
+    archive = tmp_path / "h.tar"
+    run("tar", "cf", archive, "-C", src, ".")
+    got = check(mount, archive, tmp_path)
+    assert got[b"sym-hard"].ino == got[b"sym"].ino and got[b"sym-hard"].link == b"target-of-sym"
+
+
+def test_gnu_and_pax_special_headers(mount, tmp_path):
+    """GNU incremental dumpdirs ('D'), a volume label ('V', skipped), and a PAX global header
+    whose uid and mtime apply to every later member."""
+    src = tmp_path / "src"
+    (src / "d" / "e").mkdir(parents=True)
+    (src / "d" / "f").write_bytes(b"1\n")
+    (src / "d" / "e" / "g").write_bytes(b"2\n")
+    inc = tmp_path / "inc.tar"
+    run("tar", "-g", tmp_path / "snapshot", "-cf", inc, "-C", src, "d")
+    assert b"D" in bytes(open(inc, "rb").read()[156:157])  # the first member is a dumpdir
+    got = check(mount, inc, tmp_path, check_root=False)
+    assert got[b"d/e"].kind == "dir" and got[b"d/e/g"].size == 2
+
+    vol = tmp_path / "vol.tar"
+    run("tar", "-V", "My Label", "-cf", vol, "-C", src, "d")
+    got = check(mount, vol, tmp_path, check_root=False)
+    assert set(got) == {b".", b"d", b"d/f", b"d/e", b"d/e/g"}
+
+    glob = tmp_path / "glob.tar"
+    with tarfile.open(glob, "w", format=tarfile.PAX_FORMAT,
+                      pax_headers={"comment": "global", "uid": "4242",
+                                   "mtime": "1234567890.5"}) as t:
+        for n in ("a", "b"):
+            ti = tarfile.TarInfo(n)
+            ti.size = 2
+            ti.mtime = 1_600_000_000
+            t.addfile(ti, io.BytesIO(b"x\n"))
+    got = check(mount, glob, tmp_path, check_root=False)
+    assert got[b"a"].mtime_ns == 1_234_567_890_500_000_000
+    if IS_ROOT:
+        assert got[b"b"].uid == 4242
 
 
 # ---- implicit parents ------------------------------------------------------------------------

@@ -447,6 +447,36 @@ def test_daemon_detaches(archive, tmp_path):
     assert time.monotonic() - start < 30
 
 
+def test_daemon_with_relative_paths(tmp_path):
+    """Relative archive, mount point and --index-file: the daemon changes to / when it
+    detaches, and every FUSE thread (each opening its own SQLite connection) still finds
+    the archive and the index."""
+    from concurrent.futures import ThreadPoolExecutor
+    src = tmp_path / "src"
+    src.mkdir()
+    files = {f"f{i:03d}": semi_random(1000 + 37 * i, i) for i in range(200)}
+    for n, d in files.items():
+        (src / n).write_bytes(d)
+    run("tar", "czf", tmp_path / "r.tar.gz", "-C", src, ".")
+    (tmp_path / "mnt").mkdir()
+    r = subprocess.run([TARSEEK, "--index-file", "r.idx", "r.tar.gz", "mnt"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    mnt = tmp_path / "mnt"
+    try:
+        assert r.returncode == 0, r.stderr
+        assert (tmp_path / "r.idx").is_file()
+
+        def read(n):
+            return (mnt / n).read_bytes() == files[n]
+        with ThreadPoolExecutor(8) as ex:
+            assert all(ex.map(read, sorted(files)))
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], check=False)
+    deadline = time.monotonic() + 10
+    while daemon_pids(mnt) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_signal_unmounts_cleanly(archive, tmp_path, sig):
     path, files = archive

@@ -261,6 +261,28 @@ def test_ls_and_find_agree_with_extraction(mount, tmp_path):
         assert "rel -> dir/sub/deep/file.txt" in ls
 
 
+def test_copy_out_and_mmap(mount, tmp_path):
+    """What users do with a mount: cp -a it somewhere (the copy must equal GNU tar's
+    extraction) and mmap its files."""
+    import mmap
+    src = tmp_path / "src"
+    make_tree(src, specials=IS_ROOT)
+    archive = tmp_path / "t.tar"
+    run("tar", "cf", archive, "-C", src, ".")
+    ref = tmp_path / "ref"
+    gnu_extract(archive, ref)
+    copy = tmp_path / "copy"
+    with mount(archive) as m:
+        run("cp", "-a", m.path, copy)
+        with open(os.path.join(m.path, "dir/random.bin"), "rb") as f:
+            with mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
+                want = (src / "dir" / "random.bin").read_bytes()
+                assert mm[:] == want
+                assert mm[123_457:200_001] == want[123_457:200_001]
+    # cp -a keeps everything but the root's metadata (cp sets it from the mount's root)
+    compare_trees(copy, ref, check_root=False)
+
+
 def test_writes_are_refused(mount, tmp_path):
     src = tmp_path / "src"
     make_tree(src, long_names="none", xattrs=user_xattrs_supported(tmp_path))
