@@ -76,7 +76,7 @@ def test_random_members_in_parallel(mount, tmp_path, members, codec):
         def reader(k):
             rng = random.Random(k)
             done = 0
-            for _ in range(40):
+            for _ in range(25):
                 name = rng.choice(names)
                 want = files[name]
                 p = os.path.join(m.path, name)
@@ -94,7 +94,7 @@ def test_random_members_in_parallel(mount, tmp_path, members, codec):
                         os.close(fd)
                 done += 1
             return done
-        assert sum(run_threads(reader)) == THREADS * 40
+        assert sum(run_threads(reader)) == THREADS * 25
 
 
 @pytest.mark.parametrize("codec", ["gzip", "xz"])
