@@ -173,6 +173,24 @@ def test_index_folder_option(mount, archive, tmp_path):
     assert indexed(m.log()) == []
 
 
+@pytest.mark.parametrize("where", ["under-a-file", "a-file", "missing-parent-file"])
+def test_unusable_index_location_says_why(archive, tmp_path, where):
+    """An index folder or file that cannot be made: exit 1 with a message naming it."""
+    path, _ = archive
+    afile = tmp_path / "afile"
+    afile.write_bytes(b"x")
+    opt, loc = {"under-a-file": ("--index-folder", afile / "sub"),
+                "a-file": ("--index-folder", afile),
+                "missing-parent-file": ("--index-file", afile / "x.idx")}[where]
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    r = run_tarseek("-f", opt, loc, path, mnt)
+    assert r.returncode == 1
+    assert str(afile) in r.stderr, f"no message naming {loc}: {r.stderr!r}"
+    assert not is_mounted(mnt)
+    assert afile.read_bytes() == b"x"
+
+
 def test_index_inside_mount_point_refused(archive, tmp_path):
     path, _ = archive
     mnt = tmp_path / "mnt"
