@@ -435,7 +435,7 @@ static void test_multi_member(void)
 	size_t len = 40 * 50000 + 123456, gzlen = 0, off = 0, i = 0;
 	uint8_t *orig = mixed(len, 11), *gz = NULL;
 	struct scan_res r;
-	size_t members = 0, member_cks = 0;
+	size_t member_cks = 0;
 
 	while (off < len) {
 		size_t part = i == 40 ? len - off : 50000, plen;
@@ -447,7 +447,6 @@ static void test_multi_member(void)
 		gz = n;
 		off += part;
 		i++;
-		members++;
 		if (i == 20) { /* an empty member in the middle */
 			p = tool("gzip -c", NULL, 0, &plen);
 			n = cat2(gz, gzlen, p, plen, &gzlen);
