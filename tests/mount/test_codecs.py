@@ -83,6 +83,10 @@ VARIANTS = {
     "xz-single": ("xz", ["xz", "-1", "-T1", "-c"], ".tar.xz", 1),
     "xz-single-nocheck": ("xz", ["xz", "-0", "-T1", "--check=none", "-c"], ".tar.xz", 1),
     "pixz": ("xz", ["pixz", "-1", "-p", "2"], ".tpxz", 2),
+    # codecs still being written: skipped until a trial mount shows them working
+    "zstd": ("zstd", ["zstd", "-q", "-3", "-c"], ".tar.zst", 1),
+    "zstd-frames": ("zstd", ["zstd", "-q", "-1", "-T2", "--rsyncable", "-c"], ".tzst", 1),
+    "lzop": ("lzo", ["lzop", "-c"], ".tar.lzo", 2),
 }
 
 
@@ -173,12 +177,13 @@ def parts_of(src):
     return a, b
 
 
-CONCAT = {
-    "gzip": (["gzip", "-c"], ".tar.gz", b""),
-    "pigz": (["pigz", "-c"], ".tar.gz", b""),
-    "bzip2": (["bzip2", "-1", "-c"], ".tar.bz2", b""),
-    "xz": (["xz", "-0", "-T2", "--block-size=256KiB", "-c"], ".tar.xz", b""),
-    "xz-padded": (["xz", "-0", "-c"], ".tar.xz", b"\0" * 8),  # stream padding between
+CONCAT = {  # kind: (codec, argv, suffix, bytes between the two)
+    "gzip": ("gzip", ["gzip", "-c"], ".tar.gz", b""),
+    "pigz": ("gzip", ["pigz", "-c"], ".tar.gz", b""),
+    "bzip2": ("bzip2", ["bzip2", "-1", "-c"], ".tar.bz2", b""),
+    "xz": ("xz", ["xz", "-0", "-T2", "--block-size=256KiB", "-c"], ".tar.xz", b""),
+    "xz-padded": ("xz", ["xz", "-0", "-c"], ".tar.xz", b"\0" * 8),  # stream padding between
+    "zstd": ("zstd", ["zstd", "-q", "-c"], ".tar.zst", b""),
 }
 
 
@@ -186,9 +191,9 @@ CONCAT = {
 def test_concatenated_archives(mount, tmp_path, tree, kind):
     """cat a.tar.gz b.tar.gz: two archives one after the other (multi-member gzip,
     multi-stream bzip2/xz), read like tar --ignore-zeros."""
-    argv, suffix, pad = CONCAT[kind]
+    codec, argv, suffix, pad = CONCAT[kind]
     require_tool(argv[0])
-    require_codec(argv[0] if argv[0] != "pigz" else "gzip")
+    require_codec(codec)
     src, _ = tree
     a, b = parts_of(src)
     archive = tmp_path / ("ab" + suffix)

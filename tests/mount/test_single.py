@@ -17,7 +17,7 @@ IS_ROOT = os.geteuid() == 0
 MTIME_NS = 1_500_000_000_250_000_000
 
 
-def payload(n=3_000_000, seed=5):
+def payload(n=1_500_000, seed=5):
     # neither a tar header nor zeros at the start: clearly not a tar
     return b"QFI\xfb" + semi_random(n // 2, seed) + random_bytes(n - n // 2 - 4, seed)
 
@@ -86,6 +86,9 @@ CASES = {
     "xz-multiblock": ("xz", ["xz", "-k", "-0", "-T2", "--block-size=512KiB"], "vm.img", None,
                       "vm.img"),
     "lzma-suffix": ("xz", ["xz", "-k", "-0", "-T1"], "vm.img", "vm.img.lzma", "vm.img"),
+    # codecs still being written: skipped until a trial mount shows them working
+    "zstd": ("zstd", ["zstd", "-q", "-k"], "vm.img", None, "vm.img"),
+    "lzop": ("lzo", ["lzop"], "vm.img", None, "vm.img"),
 }
 
 
