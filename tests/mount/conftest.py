@@ -5,6 +5,15 @@ daemon's stderr captured, waits until the mount point is really mounted, and on 
 out always unmounts (fusermount3 -u -z) and waits for the daemon.  A test fails if the
 daemon crashed (killed by a signal), exited with an error, or logged an error it should not
 have (pass `allow_errors=True` for tests that feed it damaged input).
+
+Helpers for the test files: make_tree() builds the standard test tree (every file type,
+modes, owners, hard links, long names, fixed mtimes with nanoseconds, xattrs);
+gnu_extract() extracts an archive with GNU tar; compare_trees() asserts that a mounted tree
+equals an extracted one (paths, types, modes, owners, sizes, mtimes, devices, symlink
+targets, link counts, hard-link inode identity, user.* xattrs, every byte);
+require_codec() skips a test when tarseek cannot read a codec yet (--version and a trial
+mount); semi_random()/random_bytes() make reproducible data; gzip_member() writes gzip
+members with any header field.
 """
 import errno
 import os
