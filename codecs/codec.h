@@ -94,6 +94,18 @@ struct codec {
 
 	void (*scan_free)(struct codec_scan *s); /* NULL does nothing; joins worker threads */
 
+	/* Optional (NULL if the codec has no such fast path).  Emits every checkpoint, with
+	 * ulen set, from the file's own metadata alone (block headers, an index, a seek table),
+	 * without decoding, and sets *usize.  Used to index a single compressed file that is not
+	 * a tar (vm.img.lzo) in the time it takes to read its headers.  No segment CRCs are
+	 * stored then, so only a codec whose decoders verify every byte they return (a check
+	 * per block, verified before or when the block's last byte is returned) may offer it:
+	 * return -ENOTSUP when this file lacks such checks (e.g. lzop without checksums, xz with
+	 * check type none), and the caller falls back to a full scan.  0 or -errno (-EIO for
+	 * damaged metadata, logged). */
+	int (*index_blocks)(struct src *in, const struct codec_opts *opts,
+			    const struct codec_sink *sink, uint64_t *usize);
+
 	/* Starts a decoder positioned at ck->uoff.  ck->ulen is set (the decoded length of
 	 * this checkpoint's chunk).  aux/auxlen: the blob the scan emitted with ck (NULL/0 if
 	 * none).  *out = NULL on error. */
