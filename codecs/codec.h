@@ -77,7 +77,8 @@ struct codec {
 	int (*scan_new)(struct src *in, const struct codec_opts *opts, const struct codec_sink *sink,
 			struct codec_scan **out);
 
-	/* Next decompressed bytes, in order: > 0 bytes, 0 at the end of the data, or -errno.
+	/* Next decompressed bytes, in order (len > 0): > 0 bytes, 0 at the end of the data, or
+	 * -errno.
 	 * After an error every later call returns the same error.  The scan verifies what the
 	 * format lets it verify (CRCs, sizes, block checks) before reporting the end. */
 	ssize_t (*scan_read)(struct codec_scan *s, void *buf, size_t len);

@@ -26,7 +26,8 @@ void tfs_log_set_sink(tfs_log_sink_fn sink, void *opaque);
 /* Program name in messages of the default sink ("tarseek"). */
 void tfs_log_set_prog(const char *name);
 
-/* Number of messages at TFS_LOG_ERR or TFS_LOG_WARNING logged so far (tests use it). */
+/* Number of messages of this level logged so far, including those below the output
+ * threshold (tests use it). */
 unsigned long tfs_log_count(int level);
 
 #define TFS_DEBUG(...)                                                                             \

@@ -1,7 +1,6 @@
 /* Source adapters: files (pread on one descriptor, no lock) and memory buffers, plus the
  * generic wrapper that loops over short reads and keeps a high-water mark for progress.
  */
-#define _GNU_SOURCE
 #include "source.h"
 
 #include <errno.h>

@@ -50,9 +50,21 @@ uint8_t *tu_pipe(const char *cmd, const void *in, size_t inlen, size_t *outlen)
 	size_t len = 0, cap = 0;
 
 	signal(SIGPIPE, SIG_IGN);
-	if (pipe(pin) < 0 || pipe(pout) < 0)
+	if (pipe(pin) < 0)
 		return NULL;
+	if (pipe(pout) < 0) {
+		close(pin[0]);
+		close(pin[1]);
+		return NULL;
+	}
 	pid = fork();
+	if (pid < 0) {
+		close(pin[0]);
+		close(pin[1]);
+		close(pout[0]);
+		close(pout[1]);
+		return NULL;
+	}
 	if (pid == 0) {
 		dup2(pin[0], 0);
 		dup2(pout[1], 1);
