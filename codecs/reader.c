@@ -42,7 +42,7 @@ struct creader {
 	struct codec_ckpt *ck;
 	size_t n;
 	uint64_t *seg_base; /* n + 1 entries */
-	uint32_t *crcs;
+	uint32_t *crcs; /* NULL: the codec checks every block */
 	uint64_t usize;
 	int (*load_aux)(void *opaque, size_t idx, void **aux, size_t *len);
 	void *aux_opaque;
@@ -93,10 +93,12 @@ int creader_new(const struct creader_params *p, struct creader **out)
 	r->seg_base[0] = 0;
 	for (size_t i = 0; i < r->n; i++)
 		r->seg_base[i + 1] = r->seg_base[i] + seg_count(r->ck[i].ulen);
-	r->crcs = malloc((r->seg_base[r->n] ? r->seg_base[r->n] : 1) * sizeof(*r->crcs));
-	if (!r->crcs)
-		goto nomem;
-	memcpy(r->crcs, p->crcs, r->seg_base[r->n] * sizeof(*r->crcs));
+	if (p->crcs) {
+		r->crcs = malloc((r->seg_base[r->n] ? r->seg_base[r->n] : 1) * sizeof(*r->crcs));
+		if (!r->crcs)
+			goto nomem;
+		memcpy(r->crcs, p->crcs, r->seg_base[r->n] * sizeof(*r->crcs));
+	}
 	r->stream = cache_new_stream_id(r->cache);
 	pthread_mutex_init(&r->pool_lock, NULL);
 	*out = r;
@@ -297,7 +299,7 @@ static int fill(struct creader *r, size_t i, uint64_t k, struct cache_buf **out)
 			dst = scratch;
 		}
 		err = decode_segment(r, &l, dst, len);
-		if (!err && (uint32_t)crc32(0, dst, (uInt)len) != r->crcs[key.seg]) {
+		if (!err && r->crcs && (uint32_t)crc32(0, dst, (uInt)len) != r->crcs[key.seg]) {
 			tfs_log(TFS_LOG_ERR,
 				"%s: decoded data does not match the index (CRC) at decompressed offset "
 				"%llu, checkpoint %zu at compressed offset %llu: the archive is corrupt "

@@ -24,7 +24,8 @@ struct creader_params {
 	struct src *in;			  /* the compressed file; borrowed, must be thread-safe */
 	const struct codec_ckpt *ckpts;	  /* copied; ulen set; in uoff order, the first at 0 */
 	size_t nckpts;
-	const uint32_t *crcs;		  /* copied; seg_count(ulen) CRCs per checkpoint, in order */
+	const uint32_t *crcs;		  /* copied; seg_count(ulen) CRCs per checkpoint, in order;
+					     NULL: none (the codec checks every block itself) */
 	uint64_t usize;			  /* total decompressed size */
 	/* Loads checkpoint idx's aux blob into a malloc'd buffer (*aux = NULL, *len = 0 if it
 	 * has none).  0 or -errno.  Called from any thread. */

@@ -574,6 +574,14 @@ static int open_reader(struct arch *a, sqlite3 *db, struct cache *cache)
 		tfs_log(TFS_LOG_ERR, "internal error: no chunk cache for a compressed archive");
 		return -EINVAL;
 	}
+	static const uint32_t no_segments[1];
+	uint64_t v = 1;
+	db_meta_get_u64(db, "segment_crcs", &v);
+	bool with_crcs = v != 0;
+	if (!with_crcs && !codec->index_blocks) { /* only codecs that check every block */
+		tfs_log(TFS_LOG_ERR, "%s: index damaged (no segment CRCs for %s)", a->index, codec->name);
+		return -EIO;
+	}
 	err = db_prepare(db, "SELECT uoff, ulen, coff, clen, extra, bits, flags, crcs FROM checkpoints"
 			 " ORDER BY idx", &st);
 	if (err)
@@ -597,6 +605,10 @@ static int open_reader(struct arch *a, sqlite3 *db, struct cache *cache)
 		ck[n].flags = (uint32_t)sqlite3_column_int64(st, 6);
 		size_t nb = (size_t)sqlite3_column_bytes(st, 7);
 		const uint8_t *p = sqlite3_column_blob(st, 7);
+		if (!with_crcs) {
+			n++;
+			continue;
+		}
 		if (nb / 4 != seg_count(ck[n].ulen) || nb % 4) {
 			tfs_log(TFS_LOG_ERR, "%s: index damaged (checkpoint %zu)", a->index, n);
 			err = -EIO;
@@ -623,7 +635,8 @@ static int open_reader(struct arch *a, sqlite3 *db, struct cache *cache)
 	if (n == 0 && a->info.usize == 0)
 		goto out; /* an empty stream: nothing to read */
 	struct creader_params p = {
-		.codec = codec, .in = a->file, .ckpts = ck, .nckpts = n, .crcs = crcs,
+		.codec = codec, .in = a->file, .ckpts = ck, .nckpts = n,
+		.crcs = with_crcs ? (crcs ? crcs : no_segments) : NULL,
 		.usize = a->info.usize, .load_aux = load_aux, .aux_opaque = a, .cache = cache,
 	};
 	err = creader_new(&p, &a->reader);

@@ -458,6 +458,47 @@ static int on_ckpt(void *opaque, uint64_t idx, const struct codec_ckpt *ck, cons
 	return step_done(st);
 }
 
+/* Checkpoints from a codec's index_blocks: no segment CRCs (the codec checks every block). */
+static int on_direct_ckpt(void *opaque, const struct codec_ckpt *ck, const void *aux, size_t auxlen)
+{
+	struct builder *b = opaque;
+	sqlite3_stmt *st = b->ins_ckpt;
+
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)b->nckpt);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)ck->uoff);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)ck->ulen);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)ck->coff);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)ck->clen);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)ck->extra);
+	sqlite3_bind_int64(st, 7, ck->bits);
+	sqlite3_bind_int64(st, 8, ck->flags);
+	if (auxlen)
+		sqlite3_bind_blob(st, 10, aux, (int)auxlen, SQLITE_STATIC);
+	b->nckpt++;
+	return step_done(st);
+}
+
+/* A single compressed file indexed from its block metadata, without decoding.  1 if done,
+ * 0 if the codec cannot (the caller scans instead), or -errno. */
+static int index_fast(struct builder *b, const struct codec *codec, struct src *file,
+		      const struct codec_opts *co, uint64_t *usize)
+{
+	struct codec_sink ds = {.checkpoint = on_direct_ckpt, .opaque = b};
+	int err;
+
+	if (!codec->index_blocks)
+		return 0;
+	err = codec->index_blocks(file, co, &ds, usize);
+	if (err == 0)
+		return 1;
+	if (err == -ENOMEM)
+		return err;
+	/* -ENOTSUP (no per-block checks) or damaged metadata: a full scan decides */
+	b->nckpt = 0;
+	err = db_exec(b->db, "DELETE FROM checkpoints");
+	return err ? err : 0;
+}
+
 void idx_options_string(const char *codec_name, const struct idx_build_opts *o, char *buf,
 			size_t size)
 {
@@ -562,6 +603,7 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 	char *tmp = NULL, fp[64], opts[64];
 	uint8_t head[512];
 	ssize_t hn;
+	bool fast = false; /* indexed by index_blocks: no segment CRCs */
 	int err;
 
 	b.t0 = b.last = now();
@@ -648,7 +690,12 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 		err = tar_parse(prog, &cb, &ts);
 		st.members = b.members;
 	} else if (codec) {
+		struct codec_opts co = {.spacing = o->gzip_spacing, .threads = o->threads ? o->threads : 1};
 		st.single_file = true;
+		err = index_fast(&b, codec, file, &co, &st.usize);
+		if (err < 0)
+			goto out;
+		fast = err == 1;
 		err = 0;
 	} else {
 		tfs_log(TFS_LOG_ERR, "%s is not a tar archive nor a compressed file tarseek knows "
@@ -668,7 +715,9 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 	}
 	if (codec) {
 		uint64_t usize = 0;
-		if (err == -EIO || err == 0) {
+		if (fast) {
+			usize = st.usize;
+		} else if (err == -EIO || err == 0) {
 			int ferr = err ? err : cstream_finish(cs, &usize);
 			if (ferr == -EIO) {
 				uint64_t limit = cstream_verified(cs);
@@ -732,6 +781,7 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 	err = err ? err : db_meta_set_u64(b.db, "usize", st.usize);
 	err = err ? err : db_meta_set_u64(b.db, "members", st.members);
 	err = err ? err : db_meta_set_u64(b.db, "damaged", st.damaged);
+	err = err ? err : db_meta_set_u64(b.db, "segment_crcs", !fast);
 	err = err ? err : db_exec(b.db, "COMMIT");
 	err = err ? err : db_meta_set(b.db, "complete", "1");
 	if (err)
