@@ -41,13 +41,9 @@ static void to_stat(const struct arch_attr *a, struct stat *st)
 	st->st_size = (off_t)a->size;
 	st->st_rdev = (dev_t)a->rdev;
 	st->st_blksize = BLKSIZE;
-	st->st_blocks = (blkcnt_t)((a->size + 511) / 512);
-	st->st_mtim.tv_sec = a->mtime_ns / 1000000000;
-	st->st_mtim.tv_nsec = a->mtime_ns % 1000000000;
-	if (st->st_mtim.tv_nsec < 0) {
-		st->st_mtim.tv_nsec += 1000000000;
-		st->st_mtim.tv_sec--;
-	}
+	st->st_blocks = (blkcnt_t)a->blocks;
+	st->st_mtim.tv_sec = (time_t)a->mtime;
+	st->st_mtim.tv_nsec = a->mtime_nsec;
 	st->st_atim = st->st_ctim = st->st_mtim;
 }
 

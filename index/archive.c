@@ -53,7 +53,8 @@ struct arch_file {
 
 #define ENTRY_COLS "coalesce(t.id, e.id), coalesce(t.mode, e.mode), coalesce(t.nlink, e.nlink)," \
 	" coalesce(t.uid, e.uid), coalesce(t.gid, e.gid), coalesce(t.size, e.size)," \
-	" coalesce(t.rdev, e.rdev), coalesce(t.mtime_ns, e.mtime_ns)"
+	" coalesce(t.rdev, e.rdev), coalesce(t.mtime, e.mtime), coalesce(t.mtime_nsec, e.mtime_nsec)," \
+	" coalesce(t.stored, e.stored), coalesce(t.flags, e.flags)"
 
 static void conn_free(struct conn *c)
 {
@@ -99,8 +100,8 @@ static struct conn *conn_get(struct arch *a)
 		tfs_log(TFS_LOG_ERR, "cannot open index %s: %s", a->index, strerror(-err));
 	err = err ? err : db_prepare(c->db, "SELECT " ENTRY_COLS " FROM entries e LEFT JOIN entries t"
 		" ON t.id = e.target WHERE e.parent = ?1 AND e.name = ?2 AND e.latest = 1", &c->lookup);
-	err = err ? err : db_prepare(c->db, "SELECT id, mode, nlink, uid, gid, size, rdev, mtime_ns"
-		" FROM entries WHERE id = ?1", &c->getattr);
+	err = err ? err : db_prepare(c->db, "SELECT id, mode, nlink, uid, gid, size, rdev, mtime,"
+		" mtime_nsec, stored, flags FROM entries WHERE id = ?1", &c->getattr);
 	err = err ? err : db_prepare(c->db, "SELECT " ENTRY_COLS ", e.name, e.id FROM entries e"
 		" LEFT JOIN entries t ON t.id = e.target WHERE e.parent = ?1 AND e.latest = 1"
 		" AND e.name > ?2 ORDER BY e.name", &c->readdir);
@@ -143,7 +144,11 @@ static void row_attr(sqlite3_stmt *st, struct arch_attr *out)
 	out->gid = (uint64_t)sqlite3_column_int64(st, 4);
 	out->size = (uint64_t)sqlite3_column_int64(st, 5);
 	out->rdev = (uint64_t)sqlite3_column_int64(st, 6);
-	out->mtime_ns = sqlite3_column_int64(st, 7);
+	out->mtime = sqlite3_column_int64(st, 7);
+	out->mtime_nsec = (uint32_t)sqlite3_column_int64(st, 8);
+	uint64_t stored = (uint64_t)sqlite3_column_int64(st, 9);
+	uint64_t flags = (uint64_t)sqlite3_column_int64(st, 10);
+	out->blocks = ((flags & IDX_F_SPARSE ? stored : out->size) + 511) / 512;
 }
 
 static int lookup_c(struct arch *a, struct conn *c, uint64_t parent, const char *name, size_t len,
@@ -222,9 +227,9 @@ static int readdir_c(struct arch *a, struct conn *c, uint64_t dir, uint64_t afte
 	while ((r = step_row(c->readdir)) > 0) {
 		struct arch_attr at;
 		row_attr(c->readdir, &at);
-		const char *name = sqlite3_column_blob(c->readdir, 8);
-		size_t len = (size_t)sqlite3_column_bytes(c->readdir, 8);
-		uint64_t cookie = (uint64_t)sqlite3_column_int64(c->readdir, 9);
+		const char *name = sqlite3_column_blob(c->readdir, 11);
+		size_t len = (size_t)sqlite3_column_bytes(c->readdir, 11);
+		uint64_t cookie = (uint64_t)sqlite3_column_int64(c->readdir, 12);
 		if (fn(opaque, name ? name : "", len, &at, cookie))
 			break;
 	}

@@ -37,7 +37,9 @@ struct arch_attr {
 	uint64_t uid, gid;
 	uint64_t size;
 	uint64_t rdev;
-	int64_t mtime_ns;
+	int64_t mtime;	     /* seconds */
+	uint32_t mtime_nsec;
+	uint64_t blocks;     /* 512-byte blocks the data takes (less than size/512 if sparse) */
 };
 
 struct arch_info {

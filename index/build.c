@@ -38,6 +38,7 @@
 #include "tar.h"
 
 #define PROGRESS_STEP (16ull << 20)
+#define ZEROS_TAR_MAX (1ull << 20) /* larger all-zero compressed files are single files */
 
 struct builder {
 	sqlite3 *db;
@@ -57,7 +58,8 @@ struct builder {
 
 	/* root's defaults for implicit directories */
 	uint32_t uid, gid;
-	int64_t mtime_ns;
+	int64_t mtime;
+	uint32_t mtime_nsec;
 };
 
 static double now(void)
@@ -152,7 +154,8 @@ struct row {
 	size_t name_len;
 	uint32_t version, mode, flags;
 	uint64_t target, size, stored, data_off, hdr_off, uid, gid, rdev;
-	int64_t mtime_ns;
+	int64_t mtime;
+	uint32_t mtime_nsec;
 	const uint8_t *link;
 	size_t link_len;
 	const char *uname, *gname;
@@ -176,7 +179,7 @@ static int insert_row(struct builder *b, const struct row *r, uint64_t *id)
 	sqlite3_bind_int64(st, 10, (sqlite3_int64)r->hdr_off);
 	sqlite3_bind_int64(st, 11, (sqlite3_int64)r->uid);
 	sqlite3_bind_int64(st, 12, (sqlite3_int64)r->gid);
-	sqlite3_bind_int64(st, 13, r->mtime_ns);
+	sqlite3_bind_int64(st, 13, r->mtime);
 	sqlite3_bind_int64(st, 14, (sqlite3_int64)r->rdev);
 	if (r->link_len)
 		sqlite3_bind_blob(st, 15, r->link, (int)r->link_len, SQLITE_STATIC);
@@ -185,6 +188,7 @@ static int insert_row(struct builder *b, const struct row *r, uint64_t *id)
 	if (r->gname && *r->gname)
 		sqlite3_bind_text(st, 17, r->gname, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 18, r->flags);
+	sqlite3_bind_int64(st, 19, r->mtime_nsec);
 	return step_done(st);
 }
 
@@ -203,7 +207,7 @@ static int implicit_dir(struct builder *b, uint64_t parent, const uint8_t *name,
 	struct row r = {
 		.parent = parent, .name = name, .name_len = len, .version = 1,
 		.mode = S_IFDIR | 0555, .uid = e ? e->uid : b->uid, .gid = e ? e->gid : b->gid,
-		.mtime_ns = e ? e->mtime_sec * 1000000000ll + e->mtime_nsec : b->mtime_ns,
+		.mtime = e ? e->mtime_sec : b->mtime, .mtime_nsec = e ? e->mtime_nsec : b->mtime_nsec,
 		.hdr_off = e ? e->hdr_off : 0, .flags = IDX_F_IMPLICIT,
 	};
 	int err;
@@ -319,7 +323,8 @@ static int on_entry(void *opaque, const struct tar_entry *e)
 	r.mode = type_bits(e->type) | (e->mode & 07777);
 	r.uid = e->uid;
 	r.gid = e->gid;
-	r.mtime_ns = e->mtime_sec * 1000000000ll + e->mtime_nsec;
+	r.mtime = e->mtime_sec;
+	r.mtime_nsec = e->mtime_nsec;
 	r.hdr_off = e->hdr_off;
 	r.data_off = e->data_off;
 	r.size = e->size;
@@ -327,7 +332,7 @@ static int on_entry(void *opaque, const struct tar_entry *e)
 	r.uname = e->uname;
 	r.gname = e->gname;
 	r.rdev = (e->type == TAR_CHR || e->type == TAR_BLK) ? makedev(e->dev_major, e->dev_minor) : 0;
-	if (e->nsparse)
+	if (e->sparse) /* an all-hole file has a map with no extents */
 		r.flags |= IDX_F_SPARSE;
 	if (e->nxattrs)
 		r.flags |= IDX_F_XATTRS;
@@ -338,7 +343,8 @@ static int on_entry(void *opaque, const struct tar_entry *e)
 			sqlite3_bind_int64(st, 1, r.mode);
 			sqlite3_bind_int64(st, 2, (sqlite3_int64)r.uid);
 			sqlite3_bind_int64(st, 3, (sqlite3_int64)r.gid);
-			sqlite3_bind_int64(st, 4, r.mtime_ns);
+			sqlite3_bind_int64(st, 4, r.mtime);
+			sqlite3_bind_int64(st, 8, r.mtime_nsec);
 			sqlite3_bind_int64(st, 5, (sqlite3_int64)r.hdr_off);
 			sqlite3_bind_int64(st, 6, r.flags);
 			sqlite3_bind_int64(st, 7, IDX_ROOT);
@@ -391,7 +397,8 @@ static int on_entry(void *opaque, const struct tar_entry *e)
 		sqlite3_bind_int64(st, 1, r.mode);
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)r.uid);
 		sqlite3_bind_int64(st, 3, (sqlite3_int64)r.gid);
-		sqlite3_bind_int64(st, 4, r.mtime_ns);
+		sqlite3_bind_int64(st, 4, r.mtime);
+		sqlite3_bind_int64(st, 8, r.mtime_nsec);
 		sqlite3_bind_int64(st, 5, (sqlite3_int64)r.hdr_off);
 		sqlite3_bind_int64(st, 6, r.flags);
 		sqlite3_bind_int64(st, 7, (sqlite3_int64)n->id);
@@ -553,12 +560,12 @@ static int prepare_all(struct builder *b)
 
 	err = err ? err : db_prepare(b->db,
 		"INSERT INTO entries (id, parent, name, version, latest, mode, target, size, stored,"
-		" data_off, hdr_off, uid, gid, mtime_ns, rdev, nlink, link, uname, gname, flags)"
-		" VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 1, ?15, ?16,"
-		" ?17, ?18)", &b->ins_entry);
+		" data_off, hdr_off, uid, gid, mtime, mtime_nsec, rdev, nlink, link, uname, gname, flags)"
+		" VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?19, ?14, 1, ?15,"
+		" ?16, ?17, ?18)", &b->ins_entry);
 	err = err ? err : db_prepare(b->db,
-		"UPDATE entries SET mode = ?1, uid = ?2, gid = ?3, mtime_ns = ?4, hdr_off = ?5,"
-		" flags = ?6 WHERE id = ?7", &b->upd_dir);
+		"UPDATE entries SET mode = ?1, uid = ?2, gid = ?3, mtime = ?4, mtime_nsec = ?8,"
+		" hdr_off = ?5, flags = ?6 WHERE id = ?7", &b->upd_dir);
 	err = err ? err : db_prepare(b->db, "INSERT INTO sparse VALUES (?, ?, ?, ?)", &b->ins_sparse);
 	err = err ? err : db_prepare(b->db, "INSERT OR REPLACE INTO xattrs VALUES (?, ?, ?)", &b->ins_xattr);
 	err = err ? err : db_prepare(b->db,
@@ -622,7 +629,8 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 	b.show = o->progress && isatty(STDERR_FILENO);
 	b.uid = sb.st_uid;
 	b.gid = sb.st_gid;
-	b.mtime_ns = sb.st_mtim.tv_sec * 1000000000ll + sb.st_mtim.tv_nsec;
+	b.mtime = sb.st_mtim.tv_sec;
+	b.mtime_nsec = (uint32_t)sb.st_mtim.tv_nsec;
 
 	hn = src_pread(file, head, sizeof(head), 0);
 	if (hn < 0) {
@@ -654,7 +662,8 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 	/* the root */
 	{
 		struct row r = {.parent = 0, .version = 1, .mode = S_IFDIR | 0555, .uid = sb.st_uid,
-				.gid = sb.st_gid, .mtime_ns = b.mtime_ns, .flags = IDX_F_IMPLICIT};
+				.gid = sb.st_gid, .mtime = b.mtime, .mtime_nsec = b.mtime_nsec,
+				.flags = IDX_F_IMPLICIT};
 		uint64_t id;
 		b.next_id = IDX_ROOT;
 		err = insert_row(&b, &r, &id);
@@ -742,12 +751,17 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 		if (err)
 			goto out;
 		st.usize = usize;
+		/* Nothing but zeros reads as an empty tar; but megabytes of them are far more likely
+		 * a blank disk image (GNU tar's empty archive is 10 KiB) */
+		if (!st.single_file && st.members == 0 && !ts.bad_headers && !ts.garbage &&
+		    usize > ZEROS_TAR_MAX)
+			st.single_file = true;
 		if (st.single_file) {
 			char *name = single_name(archive, cstream_name(cs));
 			struct row r = {.parent = IDX_ROOT, .version = 1,
 					.mode = S_IFREG | (sb.st_mode & 0444), .size = usize,
 					.stored = usize, .uid = sb.st_uid, .gid = sb.st_gid,
-					.mtime_ns = b.mtime_ns};
+					.mtime = b.mtime, .mtime_nsec = b.mtime_nsec};
 			uint64_t id;
 			if (!name) {
 				err = -ENOMEM;
@@ -773,7 +787,8 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 	err = err ? err : db_meta_set_u64(b.db, "format", IDX_FORMAT);
 	err = err ? err : db_meta_set(b.db, "tarseek_version", TARSEEK_VERSION);
 	err = err ? err : db_meta_set_u64(b.db, "archive_size", st.archive_size);
-	err = err ? err : db_meta_set_u64(b.db, "archive_mtime_ns", (uint64_t)b.mtime_ns);
+	err = err ? err : db_meta_set_u64(b.db, "archive_mtime_ns",
+					  (uint64_t)(b.mtime * 1000000000ll + b.mtime_nsec));
 	err = err ? err : db_meta_set(b.db, "fingerprint", fp);
 	err = err ? err : db_meta_set(b.db, "options", opts);
 	err = err ? err : db_meta_set(b.db, "codec", codec ? codec->name : "none");

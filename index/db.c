@@ -70,7 +70,7 @@ int db_create_schema(sqlite3 *db)
 		" version INTEGER NOT NULL, latest INTEGER NOT NULL, mode INTEGER NOT NULL,"
 		" target INTEGER, size INTEGER NOT NULL, stored INTEGER NOT NULL, data_off INTEGER NOT NULL,"
 		" hdr_off INTEGER NOT NULL, uid INTEGER NOT NULL, gid INTEGER NOT NULL,"
-		" mtime_ns INTEGER NOT NULL, rdev INTEGER NOT NULL, nlink INTEGER NOT NULL,"
+		" mtime INTEGER NOT NULL, mtime_nsec INTEGER NOT NULL, rdev INTEGER NOT NULL, nlink INTEGER NOT NULL,"
 		" link BLOB, uname TEXT, gname TEXT, flags INTEGER NOT NULL);"
 		"CREATE TABLE sparse (id INTEGER NOT NULL, seq INTEGER NOT NULL,"
 		" off INTEGER NOT NULL, len INTEGER NOT NULL, PRIMARY KEY (id, seq)) WITHOUT ROWID;"

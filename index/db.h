@@ -9,7 +9,8 @@
  *           target,                        -- hard link: id holding the data, else NULL
  *           size, stored,                  -- logical size; bytes stored in the archive
  *           data_off, hdr_off,             -- offsets in the (decompressed) tar
- *           uid, gid, mtime_ns, rdev, nlink,
+ *           uid, gid, mtime, mtime_nsec,   -- seconds (any year) and nanoseconds
+ *           rdev, nlink,
  *           link BLOB,                     -- symlink target (or hard link path) as stored
  *           uname, gname, flags)           -- IDX_F_* bits
  *   unique index entries_name(parent, name, version): lookups and readdir in name order

@@ -78,6 +78,25 @@ int idx_validate(const char *index_path, const char *archive, const struct idx_b
 		*why = "cannot be opened";
 		return -ESTALE;
 	}
+	/* another program's database is never ours to replace: no meta table or no format */
+	{
+		sqlite3_stmt *st;
+		int rc = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'format'", -1, &st,
+					    NULL);
+		if (rc == SQLITE_OK) {
+			rc = sqlite3_step(st);
+			sqlite3_finalize(st);
+		}
+		if (rc == SQLITE_DONE || (rc == SQLITE_ERROR && strstr(sqlite3_errmsg(db), "no such"))) {
+			*why = "an SQLite database of another program";
+			err = -ENOTSUP;
+			goto out;
+		}
+		if (rc != SQLITE_ROW) {
+			*why = "damaged";
+			goto out;
+		}
+	}
 	s = db_meta_get(db, "complete");
 	if (!s || strcmp(s, "1") != 0) {
 		*why = "incomplete (an interrupted build, or damaged)";
@@ -226,8 +245,10 @@ static int use_or_build(const char *path, const char *archive, const struct idx_
 			path, why);
 		return may_build ? -EEXIST : -EAGAIN;
 	}
-	if (err != -ENOENT && err != -ESTALE)
+	if (err != -ENOENT && err != -ESTALE) {
+		tfs_log(TFS_LOG_ERR, "cannot use the index %s: %s", path, strerror(-err));
 		return err;
+	}
 	if (!may_build)
 		return -EAGAIN;
 	if (err == -ESTALE && o->recreate)
@@ -237,6 +258,8 @@ static int use_or_build(const char *path, const char *archive, const struct idx_
 	err = idx_build(archive, path, &o->build, stats);
 	if (err == 0)
 		*built = true;
+	else if (err != -EINVAL && err != -EIO)
+		tfs_log(TFS_LOG_ERR, "cannot build the index %s: %s", path, strerror(-err));
 	return err;
 }
 
@@ -284,6 +307,9 @@ int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool
 	}
 	if (o->index_folder) {
 		err = mkdirs(o->index_folder);
+		if (err)
+			tfs_log(TFS_LOG_ERR, "cannot create the index folder %s: %s", o->index_folder,
+				strerror(-err));
 		p = err ? NULL : folder_path(o->index_folder, archive);
 		if (!err && !p)
 			err = -ENOMEM;

@@ -1204,17 +1204,34 @@ static int base64_put(struct tbuf *b, const uint8_t *s, size_t n)
 }
 
 /* Decodes the xattr records found for this member into p->xa; a later record for the same
- * name replaces an earlier one (bsdtar writes both SCHILY. and LIBARCHIVE. forms). */
+ * name replaces an earlier one.  bsdtar writes every xattr twice, as LIBARCHIVE.xattr.NAME
+ * (NAME %-encoded, value base64) and as SCHILY.xattr.NAME with the same still-encoded NAME:
+ * a SCHILY record whose raw name matches a LIBARCHIVE record's is that duplicate and is
+ * skipped, so "user.café" does not also appear as "user.caf%C3%A9". */
+static bool bsdtar_duplicate(const struct parser *p, const struct xref *r)
+{
+	/* without a '%' both forms decode to the same name and the later one wins anyway */
+	if (r->encoded || !memchr(r->name, '%', r->nlen))
+		return false;
+	for (size_t i = 0; i < p->nxr; i++)
+		if (p->xr[i].encoded && p->xr[i].nlen == r->nlen &&
+		    memcmp(p->xr[i].name, r->name, r->nlen) == 0)
+			return true;
+	return false;
+}
+
 static int xattrs_build(struct parser *p, size_t *count)
 {
 	size_t n = 0;
 	char buf[64];
-
 	p->xdata.len = 0;
 	for (size_t i = 0; i < p->nxr; i++) {
 		const struct xref *r = &p->xr[i];
 		size_t noff = p->xdata.len, nlen, voff, j;
 		int err;
+
+		if (bsdtar_duplicate(p, r))
+			continue;
 
 		err = r->encoded ? url_decode_put(&p->xdata, r->name, r->nlen)
 				 : tbuf_put(&p->xdata, r->name, r->nlen);
