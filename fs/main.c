@@ -1,8 +1,8 @@
 /* tarseek: mount an archive as a read-only filesystem.
  *
- * main() parses the options, checks the mount point, opens the archive (finding or
- * building its index -- this is where a first mount spends its time, with progress on the
- * terminal), then mounts, detaches unless -f, and serves requests on several threads until
+ * main() parses the options, checks the mount point, opens every source -- archives (finding
+ * or building their indexes: this is where a first mount spends its time, with progress on
+ * the terminal) and plain directories -- into one union (index/union.h), then mounts, detaches unless -f, and serves requests on several threads until
  * unmounted (fusermount3 -u) or signalled (SIGTERM, SIGINT, SIGHUP).  Cleanup runs in
  * reverse order of acquisition.
  *
@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -23,33 +24,39 @@
 #include "../codecs/codec.h"
 #include "../common/log.h"
 #include "config.h"
+#include "dirtree.h"
 #include "tfs.h"
 
 #define DEFAULT_CACHE_MIB 256
 #define DEFAULT_GZIP_SPACING_MIB 4
 
 struct options {
-	bool foreground, debug, single_thread, quiet, recreate;
+	bool foreground, debug, single_thread, quiet, recreate, no_union;
 	char *fuse_opts; /* comma-separated -o options */
 	const char *index_file, *index_folder;
 	uint64_t cache_size, gzip_spacing;
 	unsigned threads;
-	const char *archive, *mountpoint;
+	char **sources; /* archives and folders, in order: the last one wins */
+	int nsources;
+	const char *mountpoint;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: tarseek [options] ARCHIVE MOUNTPOINT\n"
+		"Usage: tarseek [options] SOURCE... MOUNTPOINT\n"
 		"\n"
-		"Mounts a tar archive (plain, or compressed with %s), or a single compressed\n"
-		"file, as a read-only filesystem.  The first mount builds an index of the archive\n"
-		"(ARCHIVE.index.sqlite beside it, or in ~/.cache/tarseek/); later mounts reuse it.\n"
+		"Mounts tar archives (plain, or compressed with %s), single compressed\n"
+		"files and plain folders as one read-only filesystem.  The first mount builds an\n"
+		"index of each archive (ARCHIVE.index.sqlite beside it, or in ~/.cache/tarseek/);\n"
+		"later mounts reuse it.  Several SOURCEs are merged: the last one wins for a file,\n"
+		"folders merge.  Every version of a repeated path is under PATH.versions/1..N.\n"
 		"\n"
 		"Options:\n"
 		"  -f, --foreground        stay in the foreground\n"
 		"  -d, --debug             log every request (implies -f)\n"
 		"  -s, --single-thread     serve requests on one thread\n"
+		"      --no-union          mount each SOURCE in its own folder, named after it\n"
 		"  -o OPT[,OPT...]         mount options, passed to FUSE (allow_other, ...);\n"
 		"                          allow_other turns on default_permissions\n"
 		"      --index-file PATH   keep the index at PATH\n"
@@ -136,6 +143,7 @@ enum {
 	OPT_GZIP_SPACING,
 	OPT_CACHE_SIZE,
 	OPT_THREADS,
+	OPT_NO_UNION,
 };
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -153,6 +161,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"gzip-spacing", required_argument, NULL, OPT_GZIP_SPACING},
 		{"cache-size", required_argument, NULL, OPT_CACHE_SIZE},
 		{"threads", required_argument, NULL, OPT_THREADS},
+		{"no-union", no_argument, NULL, OPT_NO_UNION},
 		{0},
 	};
 	int c;
@@ -212,6 +221,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return -1;
 			}
 			break;
+		case OPT_NO_UNION:
+			o->no_union = true;
+			break;
 		case OPT_THREADS:
 			errno = 0;
 			n = strtol(optarg, &end, 10);
@@ -231,13 +243,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 								    : "no mount point given");
 		return -1;
 	}
-	if (argc - optind > 2) {
-		fprintf(stderr, "tarseek: one archive and one mount point, please (got %d arguments)\n",
-			argc - optind);
-		return -1;
-	}
-	o->archive = argv[optind];
-	o->mountpoint = argv[optind + 1];
+	o->sources = argv + optind;
+	o->nsources = argc - optind - 1;
+	o->mountpoint = argv[argc - 1];
 	return 0;
 }
 
@@ -277,6 +285,18 @@ static bool is_mounted(const char *path)
 	return found;
 }
 
+/* True if path is mnt or lies below it. */
+static bool path_inside(const char *path, const char *mnt)
+{
+	char rp[PATH_MAX], rm[PATH_MAX];
+	size_t n;
+
+	if (!realpath(path, rp) || !realpath(mnt, rm))
+		return false;
+	n = strlen(rm);
+	return strncmp(rp, rm, n) == 0 && (rp[n] == '/' || rp[n] == '\0' || n == 1);
+}
+
 static int check_mountpoint(const char *mnt)
 {
 	struct stat st;
@@ -299,6 +319,54 @@ static int check_mountpoint(const char *mnt)
 		return -1;
 	}
 	return 0;
+}
+
+/* Many archives in one mount each hold a descriptor or more: allow as many as we may. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* The name a source shows as (its folder with --no-union): its base name. */
+static const char *base_name(const char *path, char *buf, size_t size)
+{
+	size_t n = strlen(path);
+
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	const char *b = path + n;
+	while (b > path && b[-1] != '/')
+		b--;
+	snprintf(buf, size, "%.*s", (int)(path + n - b), b);
+	return buf;
+}
+
+static int add_source(struct un *un, const char *path, const struct arch_opts *ao)
+{
+	char name[256];
+	struct stat st;
+	int err;
+
+	base_name(path, name, sizeof(name));
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		struct dirtree *d;
+		err = dirtree_open(path, &d);
+		if (err) {
+			fprintf(stderr, "tarseek: folder %s: %s\n", path, strerror(-err));
+			return err;
+		}
+		return un_add(un, &tree_dir_ops, d, name);
+	}
+	struct arch *a;
+	err = arch_open(path, ao, &a);
+	if (err)
+		return err;
+	return un_add(un, &tree_archive_ops, a, name);
 }
 
 static void syslog_sink(int level, const char *msg, void *opaque)
@@ -329,17 +397,28 @@ int main(int argc, char **argv)
 		tfs_log_level = TFS_LOG_WARNING;
 	t.debug = o.debug;
 
-	struct stat ast;
-	if (stat(o.archive, &ast) < 0) {
-		fprintf(stderr, "tarseek: archive %s: %s\n", o.archive, strerror(errno));
-		goto out;
-	}
-	if (S_ISDIR(ast.st_mode)) {
-		fprintf(stderr, "tarseek: archive %s is a directory\n", o.archive);
-		goto out;
+	for (int i = 0; i < o.nsources; i++) {
+		struct stat st;
+		if (stat(o.sources[i], &st) < 0) {
+			fprintf(stderr, "tarseek: archive %s: %s\n", o.sources[i], strerror(errno));
+			goto out;
+		}
+		if (S_ISDIR(st.st_mode) && o.nsources == 1 && !o.no_union) {
+			fprintf(stderr, "tarseek: %s is a directory, not an archive (a folder can join "
+				"archives in a union mount)\n", o.sources[i]);
+			goto out;
+		}
 	}
 	if (check_mountpoint(o.mountpoint) < 0)
 		goto out;
+	for (int i = 0; i < o.nsources; i++) {
+		if (path_inside(o.sources[i], o.mountpoint)) {
+			fprintf(stderr, "tarseek: %s is inside the mount point %s: the mount would hide "
+				"it (and read itself)\n", o.sources[i], o.mountpoint);
+			goto out;
+		}
+	}
+	raise_fd_limit();
 
 	cache = cache_new(o.cache_size);
 	if (!cache) {
@@ -353,9 +432,13 @@ int main(int argc, char **argv)
 				  .progress = !o.quiet}},
 		.cache = cache,
 	};
-	err = arch_open(o.archive, &ao, &t.arch);
-	if (err)
-		goto out; /* the reason was logged */
+	if (un_new(o.no_union, &t.un) < 0)
+		goto nomem;
+	for (int i = 0; i < o.nsources; i++) {
+		err = add_source(t.un, o.sources[i], &ao);
+		if (err)
+			goto out; /* the reason was logged */
+	}
 
 	/* FUSE arguments: read-only, named after the archive, plus the user's -o options */
 	if (fuse_opt_add_arg(&args, argv[0]) < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
@@ -364,9 +447,9 @@ int main(int argc, char **argv)
 	if (o.debug && fuse_opt_add_arg(&args, "-d") < 0)
 		goto nomem;
 	{
-		const char *base = strrchr(o.archive, '/');
+		const char *base = strrchr(o.sources[o.nsources - 1], '/');
 		char *esc = NULL;
-		base = base ? base + 1 : o.archive;
+		base = base ? base + 1 : o.sources[o.nsources - 1];
 		if (fuse_opt_add_opt_escaped(&esc, base) < 0)
 			goto nomem;
 		int n = asprintf(&fsname, "fsname=tarseek:%s", esc);
@@ -424,7 +507,7 @@ out_session:
 out:
 	fuse_loop_cfg_destroy(loop);
 	fuse_opt_free_args(&args);
-	arch_close(t.arch);
+	un_free(t.un);
 	cache_free(cache);
 	free(fsname);
 	free(o.fuse_opts);

@@ -5,7 +5,7 @@
  * and directories with cache_readdir.  Inode numbers are the index's entry ids; there is
  * nothing to forget.  A read of a plain tar member is replied to with the archive's file
  * descriptor and offset (fuse_reply_data), so libfuse can splice it without copying; other
- * reads go through arch_file_read.  Replies with -errno flip the sign in reply_err() only.
+ * reads go through the union (union.h) to the source holding the file.  Replies with -errno flip the sign in reply_err() only.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -76,7 +76,7 @@ static void tfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct tfs *t = tfs_of(req);
 	struct arch_attr a;
 	struct fuse_entry_param e;
-	int err = arch_lookup(t->arch, parent, name, strlen(name), &a);
+	int err = un_lookup(t->un, parent, name, strlen(name), &a);
 
 	if (t->debug)
 		tfs_log(TFS_LOG_DEBUG, "lookup(%lu, %s) = %d", (unsigned long)parent, name, err);
@@ -100,7 +100,7 @@ static void tfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	struct tfs *t = tfs_of(req);
 	struct arch_attr a;
 	struct stat st;
-	int err = arch_getattr(t->arch, ino, &a);
+	int err = un_getattr(t->un, ino, &a);
 
 	if (err) {
 		reply_err(req, err);
@@ -124,7 +124,7 @@ static void tfs_readlink(fuse_req_t req, fuse_ino_t ino)
 			break;
 		}
 		buf = nb;
-		err = arch_readlink(t->arch, ino, buf, size, &len);
+		err = un_readlink(t->un, ino, buf, size, &len);
 		if (err != -ERANGE)
 			break;
 		size = len;
@@ -141,20 +141,18 @@ static void tfs_readlink(fuse_req_t req, fuse_ino_t ino)
 static void tfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct tfs *t = tfs_of(req);
-	struct arch_attr a;
-	int err = arch_getattr(t->arch, ino, &a);
+	struct un_dir *d;
+	int err = un_opendir(t->un, ino, &d);
 
 	if (err) {
 		reply_err(req, err);
 		return;
 	}
-	if (!S_ISDIR(a.mode)) {
-		reply_err(req, ENOTDIR);
-		return;
-	}
+	fi->fh = (uint64_t)(uintptr_t)d;
 	fi->keep_cache = 1;
 	fi->cache_readdir = 1;
-	fuse_reply_open(req, fi);
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		un_closedir(d);
 }
 
 /* Directory offsets: 1 after ".", 2 after "..", cookie + 2 after an entry. */
@@ -210,12 +208,13 @@ static int dir_entry(void *opaque, const char *name, size_t len, const struct ar
 	return dir_add(d, z, a, (off_t)(cookie + 2)) ? 0 : 1;
 }
 
-static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus,
+		       struct un_dir *dir)
 {
 	struct tfs *t = tfs_of(req);
 	struct dir_fill d = {.req = req, .t = t, .size = size, .plus = plus};
 	struct arch_attr self;
-	int err = arch_getattr(t->arch, ino, &self);
+	int err = un_getattr(t->un, ino, &self);
 
 	if (err) {
 		reply_err(req, err);
@@ -230,7 +229,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		goto done;
 	if (off <= 1 && !dir_add(&d, "..", &self, 2))
 		goto done;
-	err = arch_readdir(t->arch, ino, off > 2 ? (uint64_t)off - 2 : 0, dir_entry, &d);
+	err = un_readdir(t->un, dir, off > 2 ? (uint64_t)off - 2 : 0, dir_entry, &d);
 done:
 	if (err && d.pos == 0)
 		reply_err(req, err);
@@ -243,31 +242,32 @@ done:
 static void tfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			struct fuse_file_info *fi)
 {
-	do_readdir(req, ino, size, off, false);
+	do_readdir(req, ino, size, off, false, (struct un_dir *)(uintptr_t)fi->fh);
 }
 
 static void tfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			    struct fuse_file_info *fi)
 {
-	do_readdir(req, ino, size, off, true);
+	do_readdir(req, ino, size, off, true, (struct un_dir *)(uintptr_t)fi->fh);
 }
 
 static void tfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	un_closedir((struct un_dir *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
 static void tfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct tfs *t = tfs_of(req);
-	struct arch_file *f;
+	struct un_file *f;
 	int err;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
 		reply_err(req, EROFS);
 		return;
 	}
-	err = arch_file_open(t->arch, ino, &f);
+	err = un_open(t->un, ino, &f);
 	if (err) {
 		reply_err(req, err);
 		return;
@@ -275,17 +275,17 @@ static void tfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->keep_cache = 1;
 	if (fuse_reply_open(req, fi) == -ENOENT) /* the open was interrupted */
-		arch_file_close(f);
+		un_close(f);
 }
 
 static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
 	struct tfs *t = tfs_of(req);
-	struct arch_file *f = (struct arch_file *)(uintptr_t)fi->fh;
+	struct un_file *f = (struct un_file *)(uintptr_t)fi->fh;
 	int fd;
 	uint64_t fd_off;
-	size_t n = arch_file_direct(f, (uint64_t)off, size, &fd, &fd_off);
+	size_t n = un_direct(f, (uint64_t)off, size, &fd, &fd_off);
 
 	if (t->debug)
 		tfs_log(TFS_LOG_DEBUG, "read(%lu, %zu @ %lld)", (unsigned long)ino, size, (long long)off);
@@ -302,7 +302,7 @@ static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		reply_err(req, ENOMEM);
 		return;
 	}
-	ssize_t r = arch_file_read(f, buf, size, (uint64_t)off);
+	ssize_t r = un_read(f, buf, size, (uint64_t)off);
 	if (r < 0)
 		reply_err(req, (int)r);
 	else
@@ -312,21 +312,22 @@ static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void tfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	arch_file_close((struct arch_file *)(uintptr_t)fi->fh);
+	un_close((struct un_file *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
 static void tfs_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct tfs *t = tfs_of(req);
-	const struct arch_info *info = arch_get_info(t->arch);
 	struct statvfs sv;
+	uint64_t entries, bytes;
 
+	un_totals(t->un, &entries, &bytes);
 	memset(&sv, 0, sizeof(sv));
 	sv.f_bsize = BLKSIZE;
 	sv.f_frsize = 512;
-	sv.f_blocks = (info->usize + 511) / 512;
-	sv.f_files = info->entries;
+	sv.f_blocks = (bytes + 511) / 512;
+	sv.f_files = entries;
 	sv.f_namemax = 255;
 	sv.f_flag = ST_RDONLY;
 	fuse_reply_statfs(req, &sv);
@@ -345,7 +346,7 @@ static void tfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 			return;
 		}
 	}
-	n = arch_getxattr(t->arch, ino, name, buf, size);
+	n = un_getxattr(t->un, ino, name, buf, size);
 	if (n < 0)
 		reply_err(req, (int)n);
 	else if (size == 0)
@@ -368,7 +369,7 @@ static void tfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 			return;
 		}
 	}
-	n = arch_listxattr(t->arch, ino, buf, size);
+	n = un_listxattr(t->un, ino, buf, size);
 	if (n < 0)
 		reply_err(req, (int)n);
 	else if (size == 0)

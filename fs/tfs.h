@@ -7,10 +7,10 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 
-#include "archive.h"
+#include "union.h"
 
 struct tfs {
-	struct arch *arch;   /* the mounted archive */
+	struct un *un;	     /* the mounted tree: one or more sources */
 	double timeout;	     /* entry and attribute timeout, seconds (the archive never changes) */
 	bool debug;	     /* per-request traces */
 };

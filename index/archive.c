@@ -12,9 +12,11 @@
  * Locks: conns_lock guards the free list only; it is never held during a query.
  */
 #include "archive.h"
+#include "tree.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,7 +30,7 @@
 struct conn {
 	sqlite3 *db;
 	sqlite3_stmt *lookup, *getattr, *readdir, *name_of, *readlink, *sparse, *xlist, *xget,
-		*aux, *file;
+		*aux, *file, *versions, *describe;
 	struct conn *next;
 };
 
@@ -68,6 +70,8 @@ static void conn_free(struct conn *c)
 	sqlite3_finalize(c->xget);
 	sqlite3_finalize(c->aux);
 	sqlite3_finalize(c->file);
+	sqlite3_finalize(c->versions);
+	sqlite3_finalize(c->describe);
 	sqlite3_close(c->db);
 	free(c);
 }
@@ -116,6 +120,11 @@ static struct conn *conn_get(struct arch *a)
 	err = err ? err : db_prepare(c->db, "SELECT aux FROM checkpoints WHERE idx = ?1", &c->aux);
 	err = err ? err : db_prepare(c->db, "SELECT mode, data_off, size, stored, flags FROM entries"
 		" WHERE id = ?1", &c->file);
+	err = err ? err : db_prepare(c->db, "SELECT " ENTRY_COLS " FROM entries e LEFT JOIN entries t"
+		" ON t.id = e.target WHERE e.parent = ?1 AND e.name = ?2 ORDER BY e.version", &c->versions);
+	err = err ? err : db_prepare(c->db, "SELECT e.version, (SELECT max(version) FROM entries v"
+		" WHERE v.parent = e.parent AND v.name = e.name), e.data_off, e.hdr_off, e.size,"
+		" e.stored, e.flags FROM entries e WHERE e.id = ?1", &c->describe);
 	if (err) {
 		conn_free(c);
 		return NULL;
@@ -350,6 +359,74 @@ ssize_t arch_getxattr(struct arch *a, uint64_t ino, const char *name, void *buf,
 	if (!c)
 		return -EIO;
 	r = getxattr_c(a, c, ino, name, buf, size);
+	conn_put(a, c);
+	return r;
+}
+
+static int versions_c(struct arch *a, struct conn *c, uint64_t dir, const char *name, size_t len,
+		      tree_version_fn fn, void *opaque)
+{
+	int r, n = 0, err = 0;
+
+	sqlite3_bind_int64(c->versions, 1, (sqlite3_int64)dir);
+	sqlite3_bind_blob(c->versions, 2, len ? name : "", (int)len, SQLITE_STATIC);
+	while ((r = step_row(c->versions)) > 0) {
+		struct arch_attr at;
+		row_attr(c->versions, &at);
+		n++;
+		err = fn(opaque, &at);
+		if (err)
+			break;
+	}
+	sqlite3_reset(c->versions);
+	if (r < 0)
+		return r;
+	return err ? err : (n ? 0 : -ENOENT);
+}
+
+int arch_versions(struct arch *a, uint64_t dir, const char *name, size_t len, tree_version_fn fn,
+		  void *opaque)
+{
+	struct conn *c = conn_get(a);
+	int r;
+
+	if (!c)
+		return -EIO;
+	r = versions_c(a, c, dir, name, len, fn, opaque);
+	conn_put(a, c);
+	return r;
+}
+
+static int describe_c(struct arch *a, struct conn *c, uint64_t ino, char *buf, size_t size)
+{
+	int r, n;
+
+	n = snprintf(buf, size, "kind=archive\nsource=%s\ncodec=%s\nindex=%s\n", a->path,
+		     a->codec_name, a->index);
+	if (n < 0 || (size_t)n >= size)
+		return -ERANGE;
+	sqlite3_bind_int64(c->describe, 1, (sqlite3_int64)ino);
+	r = step_row(c->describe);
+	if (r > 0 && ino != IDX_ROOT)
+		snprintf(buf + n, size - (size_t)n,
+			 "version=%lld\nversions=%lld\ndata_offset=%lld\nheader_offset=%lld\n"
+			 "size=%lld\nstored=%lld\nsparse=%d\n",
+			 sqlite3_column_int64(c->describe, 0), sqlite3_column_int64(c->describe, 1),
+			 sqlite3_column_int64(c->describe, 2), sqlite3_column_int64(c->describe, 3),
+			 sqlite3_column_int64(c->describe, 4), sqlite3_column_int64(c->describe, 5),
+			 (sqlite3_column_int64(c->describe, 6) & IDX_F_SPARSE) != 0);
+	sqlite3_reset(c->describe);
+	return r < 0 ? r : (r == 0 ? -ENOENT : 0);
+}
+
+int arch_describe(struct arch *a, uint64_t ino, char *buf, size_t size)
+{
+	struct conn *c = conn_get(a);
+	int r;
+
+	if (!c)
+		return -EIO;
+	r = describe_c(a, c, ino, buf, size);
 	conn_put(a, c);
 	return r;
 }
@@ -766,3 +843,97 @@ void arch_close(struct arch *a)
 	free(a->codec_name);
 	free(a);
 }
+
+/* The tree interface (tree.h) over an archive. */
+static int t_lookup(void *t, uint64_t dir, const char *name, size_t len, struct arch_attr *out)
+{
+	return arch_lookup(t, dir, name, len, out);
+}
+
+static int t_getattr(void *t, uint64_t ino, struct arch_attr *out)
+{
+	return arch_getattr(t, ino, out);
+}
+
+static int t_readdir(void *t, uint64_t dir, uint64_t after, arch_dirent_fn fn, void *opaque)
+{
+	return arch_readdir(t, dir, after, fn, opaque);
+}
+
+static int t_readlink(void *t, uint64_t ino, char *buf, size_t size, size_t *len)
+{
+	return arch_readlink(t, ino, buf, size, len);
+}
+
+static ssize_t t_listxattr(void *t, uint64_t ino, char *buf, size_t size)
+{
+	return arch_listxattr(t, ino, buf, size);
+}
+
+static ssize_t t_getxattr(void *t, uint64_t ino, const char *name, void *buf, size_t size)
+{
+	return arch_getxattr(t, ino, name, buf, size);
+}
+
+static int t_versions(void *t, uint64_t dir, const char *name, size_t len, tree_version_fn fn,
+		      void *opaque)
+{
+	return arch_versions(t, dir, name, len, fn, opaque);
+}
+
+static int t_describe(void *t, uint64_t ino, char *buf, size_t size)
+{
+	return arch_describe(t, ino, buf, size);
+}
+
+static int t_open(void *t, uint64_t ino, void **fh)
+{
+	return arch_file_open(t, ino, (struct arch_file **)fh);
+}
+
+static ssize_t t_read(void *fh, void *buf, size_t len, uint64_t off)
+{
+	return arch_file_read(fh, buf, len, off);
+}
+
+static size_t t_direct(void *fh, uint64_t off, size_t len, int *fd, uint64_t *fd_off)
+{
+	return arch_file_direct(fh, off, len, fd, fd_off);
+}
+
+static void t_close(void *fh)
+{
+	arch_file_close(fh);
+}
+
+static void t_totals(void *t, uint64_t *entries, uint64_t *bytes)
+{
+	const struct arch_info *i = arch_get_info(t);
+
+	*entries = i->entries;
+	*bytes = i->usize;
+}
+
+static void t_free(void *t)
+{
+	arch_close(t);
+}
+
+const struct tree_ops tree_archive_ops = {
+	.kind = "archive",
+	.root = IDX_ROOT,
+	.lookup = t_lookup,
+	.getattr = t_getattr,
+	.readdir = t_readdir,
+	.readlink = t_readlink,
+	.listxattr = t_listxattr,
+	.getxattr = t_getxattr,
+	.versions = t_versions,
+	.describe = t_describe,
+	.open = t_open,
+	.read = t_read,
+	.direct = t_direct,
+	.close = t_close,
+	.totals = t_totals,
+	.free = t_free,
+};

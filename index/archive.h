@@ -103,6 +103,13 @@ size_t arch_file_direct(struct arch_file *f, uint64_t off, size_t len, int *fd, 
 uint64_t arch_file_size(const struct arch_file *f);
 void arch_file_close(struct arch_file *f); /* NULL does nothing */
 
+/* Every version of name in dir, oldest first (fn's type is tree_version_fn in tree.h). */
+int arch_versions(struct arch *a, uint64_t dir, const char *name, size_t len,
+		  int (*fn)(void *opaque, const struct arch_attr *attr), void *opaque);
+
+/* "key=value" lines about ino (source, codec, index, version, offsets) into buf. */
+int arch_describe(struct arch *a, uint64_t ino, char *buf, size_t size);
+
 /* Decoding statistics of a compressed archive (zeros for a plain one). */
 void arch_get_reader_stats(struct arch *a, struct creader_stats *out);
 

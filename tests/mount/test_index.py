@@ -390,7 +390,7 @@ def test_usage_errors(archive, tmp_path):
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     for args in (["--no-such-option", path, mnt], ["-Z", path, mnt], [], [path],
-                 [path, mnt, mnt], ["--gzip-spacing", "0.01", path, mnt],
+                 ["--gzip-spacing", "0.01", path, mnt],
                  ["--gzip-spacing", "lots", path, mnt], ["--cache-size", "1K", path, mnt],
                  ["--threads", "0", path, mnt], ["--threads", "x", path, mnt],
                  ["--index-file"]):
@@ -398,6 +398,10 @@ def test_usage_errors(archive, tmp_path):
         assert r.returncode == 2, (args, r)
         assert "tarseek" in r.stderr and "--help" in r.stderr, (args, r.stderr)
         assert not is_mounted(mnt)
+    # a source that is the mount point (or inside it) would be hidden by the mount
+    r = run_tarseek(path, mnt, mnt)
+    assert r.returncode == 1 and "inside the mount point" in r.stderr, r
+    assert not is_mounted(mnt)
 
 
 def test_help_and_version():

@@ -1,0 +1,22 @@
+/* A plain directory as a tree (tree.h), for union mounts that put an extracted folder, or
+ * files changed since the backup, beside archives.
+ *
+ * Local inodes are numbers handed out as entries are looked up (1 is the root); each
+ * remembers its path relative to the root.  Entries are examined with fstatat() relative to
+ * the root's descriptor, without following symlinks, so the tree shows symlinks as they
+ * are and never leaves its root through them (a folder replaced by a symlink while mounted
+ * is not followed either: files are opened with O_NOFOLLOW below the root).
+ */
+#ifndef TARSEEK_DIRTREE_H
+#define TARSEEK_DIRTREE_H
+
+#include "tree.h"
+
+struct dirtree;
+
+/* 0 or -errno (-ENOENT, -ENOTDIR, -EACCES). */
+int dirtree_open(const char *path, struct dirtree **out);
+
+extern const struct tree_ops tree_dir_ops; /* t is a struct dirtree * */
+
+#endif
