@@ -407,7 +407,8 @@ static int xz_file_info(struct src *in, uint64_t fsize, lzma_index **idx, char *
 			snprintf(why, wlen, "%s",
 				 ret == LZMA_MEMLIMIT_ERROR ? "the index is unreasonably large"
 							    : xz_strerror(ret));
-			err = ret == LZMA_MEM_ERROR ? -ENOMEM : -EIO;
+			/* An index too big for the limit is a bad index, not a lack of memory. */
+			err = ret == LZMA_MEMLIMIT_ERROR ? -EIO : xz_errno(ret);
 			goto out;
 		}
 		/* liblzma reads each part once or twice; this only guards against a loop. */
@@ -517,7 +518,7 @@ struct xz_chunk {
 
 /* One block being decoded.  Job k lives in ring slot k % depth while head <= k < head + depth.
  * The worker that takes a job owns its decoding; the fields below ck are protected by the scan
- * lock; emitted is the consumer's alone. */
+ * lock (emitted is set only by the consumer). */
 struct xz_job {
 	struct codec_ckpt ck;	       /* set before the job is published, read-only afterwards */
 	struct xz_chunk *first, *last; /* decoded bytes not yet taken by the consumer */

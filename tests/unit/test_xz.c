@@ -532,7 +532,7 @@ static void test_unknown_size(const uint8_t *data, size_t len)
 /* A minimal ustar archive of a few members of data, for pixz's tar mode. */
 static uint8_t *make_tar(const uint8_t *data, size_t len, size_t *tarlen)
 {
-	size_t cap = len + 64 * 1024 + 1024 * 64, off = 0, pos = 0;
+	size_t cap = len + (64u << 10), off = 0, pos = 0; /* room for headers and padding */
 	uint8_t *t = calloc(1, cap);
 
 	for (int i = 0; pos < len; i++) {
