@@ -89,3 +89,36 @@ char *codec_strip_suffix(const char *archive_path)
 	memcpy(out + n, ".decompressed", sizeof(".decompressed"));
 	return out;
 }
+
+/* the suffix of name[0..len) among suffixes[] or ".tar", or 0 */
+static size_t archive_suffix(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		size_t sl = strlen(suffixes[i][0]);
+		if (len > sl && strncasecmp(name + len - sl, suffixes[i][0], sl) == 0)
+			return sl;
+	}
+	if (len > 4 && strncasecmp(name + len - 4, ".tar", 4) == 0)
+		return 4;
+	return 0;
+}
+
+bool codec_archive_name(const char *name, size_t len)
+{
+	return archive_suffix(name, len) != 0;
+}
+
+char *codec_strip_archive_ext(const char *name, size_t len)
+{
+	size_t sl = archive_suffix(name, len);
+	char *out;
+
+	if (!sl || sl >= len)
+		return NULL;
+	out = malloc(len - sl + 1);
+	if (out) {
+		memcpy(out, name, len - sl);
+		out[len - sl] = '\0';
+	}
+	return out;
+}

@@ -152,4 +152,12 @@ const char *codec_list(void);
  * with ".decompressed" appended when there is no known suffix.  Returns malloc'd string. */
 char *codec_strip_suffix(const char *archive_path);
 
+/* True if name (a member's name) ends like an archive or a compressed file (".tar",
+ * ".tar.gz", ".tgz", ".gz", ".xz", ...): a candidate for -r (confirmed by its magic). */
+bool codec_archive_name(const char *name, size_t len);
+
+/* name without its archive extension (".tar", ".tar.gz", ".tgz", ".gz", ...), malloc'd,
+ * or NULL if it has none (or nothing would be left). */
+char *codec_strip_archive_ext(const char *name, size_t len);
+
 #endif

@@ -29,9 +29,11 @@
 
 #define DEFAULT_CACHE_MIB 256
 #define DEFAULT_GZIP_SPACING_MIB 4
+#define MAX_RECURSION 32
 
 struct options {
-	bool foreground, debug, single_thread, quiet, recreate, no_union;
+	bool foreground, debug, single_thread, quiet, recreate, no_union, strip_ext;
+	unsigned recursion;
 	char *fuse_opts; /* comma-separated -o options */
 	const char *index_file, *index_folder;
 	uint64_t cache_size, gzip_spacing;
@@ -57,6 +59,11 @@ static void usage(FILE *f)
 		"  -d, --debug             log every request (implies -f)\n"
 		"  -s, --single-thread     serve requests on one thread\n"
 		"      --no-union          mount each SOURCE in its own folder, named after it\n"
+		"  -r, --recursive         archives inside archives (.tar, .tar.gz, .gz, ...) are\n"
+		"                          mounted as folders in their place\n"
+		"      --recursion-depth N at most N levels of archives inside archives (-r: %d)\n"
+		"      --strip-extension   such a folder is named without the archive extension\n"
+		"                          (a.tar.gz -> a), unless that name is taken\n"
 		"  -o OPT[,OPT...]         mount options, passed to FUSE (allow_other, ...);\n"
 		"                          allow_other turns on default_permissions\n"
 		"      --index-file PATH   keep the index at PATH\n"
@@ -68,7 +75,7 @@ static void usage(FILE *f)
 		"  -q, --quiet             only errors and warnings\n"
 		"  -h, --help              this help\n"
 		"  -V, --version           version and compiled-in codecs\n",
-		codec_list(), DEFAULT_GZIP_SPACING_MIB, DEFAULT_CACHE_MIB);
+		codec_list(), MAX_RECURSION, DEFAULT_GZIP_SPACING_MIB, DEFAULT_CACHE_MIB);
 }
 
 /* "256", "256M", "2G", "512K", "1.5G": bytes; a bare number means MiB. */
@@ -144,6 +151,8 @@ enum {
 	OPT_CACHE_SIZE,
 	OPT_THREADS,
 	OPT_NO_UNION,
+	OPT_RECURSION_DEPTH,
+	OPT_STRIP_EXT,
 };
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -162,6 +171,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"cache-size", required_argument, NULL, OPT_CACHE_SIZE},
 		{"threads", required_argument, NULL, OPT_THREADS},
 		{"no-union", no_argument, NULL, OPT_NO_UNION},
+		{"recursive", no_argument, NULL, 'r'},
+		{"recursion-depth", required_argument, NULL, OPT_RECURSION_DEPTH},
+		{"strip-extension", no_argument, NULL, OPT_STRIP_EXT},
 		{0},
 	};
 	int c;
@@ -172,7 +184,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	o->gzip_spacing = (uint64_t)DEFAULT_GZIP_SPACING_MIB << 20;
 	n = sysconf(_SC_NPROCESSORS_ONLN);
 	o->threads = n > 0 ? (unsigned)n : 1;
-	while ((c = getopt_long(argc, argv, "fdsqhVo:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fdsqhVro:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			o->foreground = true;
@@ -220,6 +232,22 @@ static int parse_args(int argc, char **argv, struct options *o)
 					"4M (e.g. 512M, 2G)\n", optarg);
 				return -1;
 			}
+			break;
+		case 'r':
+			o->recursion = MAX_RECURSION;
+			break;
+		case OPT_RECURSION_DEPTH:
+			errno = 0;
+			n = strtol(optarg, &end, 10);
+			if (errno || *end || n < 0 || n > MAX_RECURSION) {
+				fprintf(stderr, "tarseek: --recursion-depth: '%s' is not a number from 0 "
+					"to %d\n", optarg, MAX_RECURSION);
+				return -1;
+			}
+			o->recursion = (unsigned)n;
+			break;
+		case OPT_STRIP_EXT:
+			o->strip_ext = true;
 			break;
 		case OPT_NO_UNION:
 			o->no_union = true;
@@ -429,7 +457,8 @@ int main(int argc, char **argv)
 		.idx = {.index_file = o.index_file, .index_folder = o.index_folder,
 			.mountpoint = o.mountpoint, .recreate = o.recreate,
 			.build = {.gzip_spacing = o.gzip_spacing, .threads = o.threads,
-				  .progress = !o.quiet}},
+				  .progress = !o.quiet, .recursion = o.recursion,
+				  .strip_ext = o.strip_ext}},
 		.cache = cache,
 	};
 	if (un_new(o.no_union, &t.un) < 0)

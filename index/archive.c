@@ -30,13 +30,18 @@
 struct conn {
 	sqlite3 *db;
 	sqlite3_stmt *lookup, *getattr, *readdir, *name_of, *readlink, *sparse, *xlist, *xget,
-		*aux, *file, *versions, *describe;
+		*aux, *file, *versions, *describe, *nested;
 	struct conn *next;
 };
 
 struct arch {
 	struct arch_info info;
-	char *path, *index, *codec_name;
+	char *path, *codec_name;
+	char *index;	     /* what connections open: a file, or "memdb:..." */
+	char *index_shown;   /* the index file, for messages */
+	sqlite3 *keeper;     /* keeps an in-memory index alive */
+	struct cache *cache;
+	pthread_mutex_t nested_lock;
 	struct src *file;
 	int fd;
 	struct creader *reader; /* NULL for a plain tar */
@@ -72,6 +77,7 @@ static void conn_free(struct conn *c)
 	sqlite3_finalize(c->file);
 	sqlite3_finalize(c->versions);
 	sqlite3_finalize(c->describe);
+	sqlite3_finalize(c->nested);
 	sqlite3_close(c->db);
 	free(c);
 }
@@ -101,7 +107,7 @@ static struct conn *conn_get(struct arch *a)
 		return NULL;
 	err = db_open_ro(a->index, &c->db);
 	if (err)
-		tfs_log(TFS_LOG_ERR, "cannot open index %s: %s", a->index, strerror(-err));
+		tfs_log(TFS_LOG_ERR, "cannot open index %s: %s", a->index_shown, strerror(-err));
 	err = err ? err : db_prepare(c->db, "SELECT " ENTRY_COLS " FROM entries e LEFT JOIN entries t"
 		" ON t.id = e.target WHERE e.parent = ?1 AND e.name = ?2 AND e.latest = 1", &c->lookup);
 	err = err ? err : db_prepare(c->db, "SELECT id, mode, nlink, uid, gid, size, rdev, mtime,"
@@ -125,6 +131,7 @@ static struct conn *conn_get(struct arch *a)
 	err = err ? err : db_prepare(c->db, "SELECT e.version, (SELECT max(version) FROM entries v"
 		" WHERE v.parent = e.parent AND v.name = e.name), e.data_off, e.hdr_off, e.size,"
 		" e.stored, e.flags FROM entries e WHERE e.id = ?1", &c->describe);
+	err = err ? err : db_prepare(c->db, "SELECT image FROM nested WHERE id = ?1", &c->nested);
 	if (err) {
 		conn_free(c);
 		return NULL;
@@ -158,6 +165,12 @@ static void row_attr(sqlite3_stmt *st, struct arch_attr *out)
 	uint64_t stored = (uint64_t)sqlite3_column_int64(st, 9);
 	uint64_t flags = (uint64_t)sqlite3_column_int64(st, 10);
 	out->blocks = ((flags & IDX_F_SPARSE ? stored : out->size) + 511) / 512;
+	out->flags = 0;
+	if (flags & IDX_F_NESTED) { /* an archive inside, shown as a folder (-r) */
+		out->flags = ARCH_A_NESTED;
+		out->mode = S_IFDIR | (out->mode & 07777) | ((out->mode & 0444) >> 2);
+		out->nlink = 2;
+	}
 }
 
 static int lookup_c(struct arch *a, struct conn *c, uint64_t parent, const char *name, size_t len,
@@ -402,7 +415,7 @@ static int describe_c(struct arch *a, struct conn *c, uint64_t ino, char *buf, s
 	int r, n;
 
 	n = snprintf(buf, size, "kind=archive\nsource=%s\ncodec=%s\nindex=%s\n", a->path,
-		     a->codec_name, a->index);
+		     a->codec_name, a->index_shown);
 	if (n < 0 || (size_t)n >= size)
 		return -ERANGE;
 	sqlite3_bind_int64(c->describe, 1, (sqlite3_int64)ino);
@@ -661,7 +674,7 @@ static int open_reader(struct arch *a, sqlite3 *db, struct cache *cache)
 	db_meta_get_u64(db, "segment_crcs", &v);
 	bool with_crcs = v != 0;
 	if (!with_crcs && !codec->index_blocks) { /* only codecs that check every block */
-		tfs_log(TFS_LOG_ERR, "%s: index damaged (no segment CRCs for %s)", a->index, codec->name);
+		tfs_log(TFS_LOG_ERR, "%s: index damaged (no segment CRCs for %s)", a->index_shown, codec->name);
 		return -EIO;
 	}
 	err = db_prepare(db, "SELECT uoff, ulen, coff, clen, extra, bits, flags, crcs FROM checkpoints"
@@ -692,7 +705,7 @@ static int open_reader(struct arch *a, sqlite3 *db, struct cache *cache)
 			continue;
 		}
 		if (nb / 4 != seg_count(ck[n].ulen) || nb % 4) {
-			tfs_log(TFS_LOG_ERR, "%s: index damaged (checkpoint %zu)", a->index, n);
+			tfs_log(TFS_LOG_ERR, "%s: index damaged (checkpoint %zu)", a->index_shown, n);
 			err = -EIO;
 			goto out;
 		}
@@ -723,7 +736,7 @@ static int open_reader(struct arch *a, sqlite3 *db, struct cache *cache)
 	};
 	err = creader_new(&p, &a->reader);
 	if (err)
-		tfs_log(TFS_LOG_ERR, "%s: index damaged (inconsistent checkpoints)", a->index);
+		tfs_log(TFS_LOG_ERR, "%s: index damaged (inconsistent checkpoints)", a->index_shown);
 out:
 	sqlite3_finalize(st);
 	free(ck);
@@ -731,47 +744,30 @@ out:
 	return err;
 }
 
-int arch_open(const char *archive, const struct arch_opts *o, struct arch **out)
+static struct arch *arch_alloc(void)
 {
-	struct arch *a;
-	sqlite3 *db = NULL;
-	char *s;
-	int err;
+	struct arch *a = calloc(1, sizeof(*a));
 
-	*out = NULL;
-	a = calloc(1, sizeof(*a));
 	if (!a)
-		return -ENOMEM;
+		return NULL;
 	a->fd = -1;
 	pthread_mutex_init(&a->conns_lock, NULL);
-	a->path = strdup(archive);
-	if (!a->path) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	err = idx_prepare(archive, &o->idx, &a->index, &a->info.built, &a->info.build);
-	if (err)
-		goto fail;
-	{ /* the daemon changes its working folder when it detaches: keep absolute paths */
-		char *abs = realpath(a->index, NULL);
-		if (!abs) {
-			err = -errno;
-			goto fail;
-		}
-		free(a->index);
-		a->index = abs;
-	}
-	err = src_open_file(archive, &a->file);
+	pthread_mutex_init(&a->nested_lock, NULL);
+	return a;
+}
+
+/* Reads the index's meta and prepares reads; a->index, a->file, a->path are set. */
+static int open_index(struct arch *a, struct cache *cache)
+{
+	sqlite3 *db = NULL;
+	char *s;
+	int err = db_open_ro(a->index, &db);
+
 	if (err) {
-		tfs_log(TFS_LOG_ERR, "cannot open %s: %s", archive, strerror(-err));
-		goto fail;
+		tfs_log(TFS_LOG_ERR, "cannot open index %s: %s", a->index_shown, strerror(-err));
+		return err;
 	}
-	a->fd = src_fd(a->file);
-	err = db_open_ro(a->index, &db);
-	if (err) {
-		tfs_log(TFS_LOG_ERR, "cannot open index %s: %s", a->index, strerror(-err));
-		goto fail;
-	}
+	a->cache = cache;
 	a->codec_name = db_meta_get(db, "codec");
 	s = db_meta_get(db, "kind");
 	a->info.single_file = s && strcmp(s, "single") == 0;
@@ -791,26 +787,194 @@ int arch_open(const char *archive, const struct arch_opts *o, struct arch **out)
 		}
 	}
 	if (!a->codec_name) {
+		tfs_log(TFS_LOG_ERR, "%s: index damaged (no codec)", a->index_shown);
 		err = -EIO;
+	} else if (strcmp(a->codec_name, "none") != 0) {
+		err = open_reader(a, db, cache);
+	}
+	sqlite3_close(db);
+	a->info.path = a->path;
+	a->info.index = a->index_shown;
+	a->info.codec = a->codec_name;
+	return err;
+}
+
+/* Indexes up to this size are copied into memory: no descriptor per connection, and a
+ * union of many small archives stays light. */
+#define MEMDB_MAX (4u << 20)
+
+int arch_open(const char *archive, const struct arch_opts *o, struct arch **out)
+{
+	struct arch *a;
+	struct stat st;
+	int err;
+
+	*out = NULL;
+	a = arch_alloc();
+	if (!a)
+		return -ENOMEM;
+	/* the daemon changes its working folder when it detaches: keep absolute paths */
+	a->path = realpath(archive, NULL);
+	if (!a->path) {
+		err = -errno;
+		tfs_log(TFS_LOG_ERR, "cannot read archive %s: %s", archive, strerror(errno));
 		goto fail;
 	}
-	if (strcmp(a->codec_name, "none") != 0) {
-		err = open_reader(a, db, o->cache);
+	err = idx_prepare(a->path, &o->idx, &a->index, &a->info.built, &a->info.build);
+	if (err)
+		goto fail;
+	a->index_shown = realpath(a->index, NULL);
+	if (!a->index_shown) {
+		err = -errno;
+		goto fail;
+	}
+	free(a->index);
+	a->index = NULL;
+	err = src_open_file(a->path, &a->file);
+	if (err) {
+		tfs_log(TFS_LOG_ERR, "cannot open %s: %s", archive, strerror(-err));
+		goto fail;
+	}
+	a->fd = src_fd(a->file);
+	if (stat(a->index_shown, &st) == 0 && st.st_size <= MEMDB_MAX) {
+		sqlite3 *db = NULL;
+		err = db_open_ro(a->index_shown, &db);
+		if (!err)
+			err = db_to_memdb(db, &a->index, &a->keeper);
+		sqlite3_close(db);
 		if (err)
 			goto fail;
+	} else {
+		a->index = strdup(a->index_shown);
+		if (!a->index) {
+			err = -ENOMEM;
+			goto fail;
+		}
 	}
+	err = open_index(a, o->cache);
+	if (err)
+		goto fail;
 	if (a->info.damaged && !a->info.built)
 		tfs_log(TFS_LOG_WARNING, "%s is damaged: the mount shows only what was readable",
 			archive);
-	sqlite3_close(db);
-	a->info.path = a->path;
-	a->info.index = a->index;
-	a->info.codec = a->codec_name;
 	*out = a;
 	return 0;
 fail:
-	sqlite3_close(db);
 	arch_close(a);
+	return err;
+}
+
+/* A member of an archive as a source (for the archive inside it). */
+static ssize_t member_pread(void *opaque, void *buf, size_t len, uint64_t off)
+{
+	return arch_file_read(opaque, buf, len, off);
+}
+
+static void member_close(void *opaque)
+{
+	arch_file_close(opaque);
+}
+
+static const struct src_ops member_ops = {.pread = member_pread, .close = member_close};
+
+int arch_open_index(const char *index, struct src *data, const char *name, struct cache *cache,
+		    struct arch **out)
+{
+	struct arch *a = arch_alloc();
+	int err;
+
+	*out = NULL;
+	if (!a) {
+		src_free(data);
+		return -ENOMEM;
+	}
+	a->file = data;
+	a->path = strdup(name);
+	a->index = strdup(index);
+	a->index_shown = strdup(index);
+	if (!a->path || !a->index || !a->index_shown) {
+		arch_close(a);
+		return -ENOMEM;
+	}
+	err = open_index(a, cache);
+	if (err) {
+		arch_close(a);
+		return err;
+	}
+	*out = a;
+	return 0;
+}
+
+/* Opens the archive stored as member ino (mounted with -r): its index is an image in the
+ * nested table, its data read through this archive. */
+static int open_nested(struct arch *a, struct conn *c, uint64_t ino, struct arch **out)
+{
+	struct src *data;
+	char *name = NULL, *mem = NULL;
+	sqlite3 *keeper = NULL;
+	int r, err;
+
+	*out = NULL;
+	sqlite3_bind_int64(c->nested, 1, (sqlite3_int64)ino);
+	r = step_row(c->nested);
+	if (r <= 0) {
+		sqlite3_reset(c->nested);
+		return r < 0 ? r : -ENOENT;
+	}
+	err = db_image_to_memdb(sqlite3_column_blob(c->nested, 0),
+				(size_t)sqlite3_column_bytes(c->nested, 0), &mem, &keeper);
+	sqlite3_reset(c->nested);
+	if (err) {
+		tfs_log(TFS_LOG_ERR, "%s: the index of nested archive %llu is damaged", a->index_shown,
+			(unsigned long long)ino);
+		return err;
+	}
+	err = arch_file_src(a, ino, &data);
+	if (err)
+		goto out;
+	if (asprintf(&name, "%s#%llu", a->path, (unsigned long long)ino) < 0) {
+		name = NULL;
+		src_free(data);
+		err = -ENOMEM;
+		goto out;
+	}
+	err = arch_open_index(mem, data, name, a->cache, out);
+	if (!err) {
+		(*out)->keeper = keeper;
+		keeper = NULL;
+	}
+out:
+	sqlite3_close(keeper);
+	free(mem);
+	free(name);
+	return err;
+}
+
+int arch_file_src(struct arch *a, uint64_t ino, struct src **out)
+{
+	struct arch_file *f;
+	int err = arch_file_open(a, ino, &f);
+
+	*out = NULL;
+	if (err)
+		return err;
+	*out = src_new(&member_ops, f, arch_file_size(f));
+	if (!*out) {
+		arch_file_close(f);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int arch_nested(struct arch *a, uint64_t ino, struct arch **out)
+{
+	struct conn *c = conn_get(a);
+	int err;
+
+	if (!c)
+		return -EIO;
+	err = open_nested(a, c, ino, out);
+	conn_put(a, c);
 	return err;
 }
 
@@ -838,8 +1002,11 @@ void arch_close(struct arch *a)
 	}
 	pthread_mutex_destroy(&a->conns_lock);
 	src_free(a->file);
+	sqlite3_close(a->keeper);
+	pthread_mutex_destroy(&a->nested_lock);
 	free(a->path);
 	free(a->index);
+	free(a->index_shown);
 	free(a->codec_name);
 	free(a);
 }

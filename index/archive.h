@@ -30,8 +30,11 @@ struct arch_opts {
 	struct cache *cache; /* shared chunk cache, borrowed; needed for compressed archives */
 };
 
+#define ARCH_A_NESTED 1 /* a member that is an archive, mounted as a folder (-r) */
+
 struct arch_attr {
 	uint64_t ino;
+	uint32_t flags;	     /* ARCH_A_* */
 	uint32_t mode; /* st_mode with type bits */
 	uint32_t nlink;
 	uint64_t uid, gid;
@@ -102,6 +105,19 @@ size_t arch_file_direct(struct arch_file *f, uint64_t off, size_t len, int *fd, 
 
 uint64_t arch_file_size(const struct arch_file *f);
 void arch_file_close(struct arch_file *f); /* NULL does nothing */
+
+/* Opens an archive whose index is already at hand (a file path or a "memdb:" name) and whose
+ * bytes come from data (owned, also on error); name is for messages.  No validation: the
+ * caller vouches for the index (the builder's nested pass, nested archives). */
+int arch_open_index(const char *index, struct src *data, const char *name, struct cache *cache,
+		    struct arch **out);
+
+/* A regular member as a source (its bytes read through a), owned by the caller. */
+int arch_file_src(struct arch *a, uint64_t ino, struct src **out);
+
+/* Opens the archive stored as member ino (flagged ARCH_A_NESTED), its bytes read through a.
+ * The result is independent of a's open files but must be closed before a. */
+int arch_nested(struct arch *a, uint64_t ino, struct arch **out);
 
 /* Every version of name in dir, oldest first (fn's type is tree_version_fn in tree.h). */
 int arch_versions(struct arch *a, uint64_t dir, const char *name, size_t len,

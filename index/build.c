@@ -32,6 +32,7 @@
 #include "../codecs/codec.h"
 #include "../codecs/stream.h"
 #include "../common/log.h"
+#include "archive.h"
 #include "db.h"
 #include "index.h"
 #include "pathmap.h"
@@ -509,9 +510,14 @@ static int index_fast(struct builder *b, const struct codec *codec, struct src *
 void idx_options_string(const char *codec_name, const struct idx_build_opts *o, char *buf,
 			size_t size)
 {
+	int n = 0;
+
 	if (codec_name && strcmp(codec_name, "gzip") == 0)
-		snprintf(buf, size, "gzip_spacing=%" PRIu64, o->gzip_spacing);
-	else
+		n = snprintf(buf, size, "gzip_spacing=%" PRIu64 ";", o->gzip_spacing);
+	if (o->recursion && n >= 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - (size_t)n, "recursion=%u;strip=%d;", o->recursion,
+			      o->strip_ext);
+	if (n == 0)
 		snprintf(buf, size, "-");
 }
 
@@ -520,7 +526,7 @@ static int finish_entries(struct builder *b)
 {
 	int err = db_exec(b->db,
 		"CREATE TEMP TABLE subdirs AS SELECT parent AS id, count(*) AS n FROM entries"
-		" WHERE latest = 1 AND (mode & 61440) = 16384 GROUP BY parent;"
+		" WHERE latest = 1 AND ((mode & 61440) = 16384 OR (flags & 8)) GROUP BY parent;"
 		"UPDATE entries SET nlink = 2 + coalesce((SELECT n FROM subdirs WHERE subdirs.id ="
 		" entries.id), 0) WHERE (mode & 61440) = 16384;"
 		"CREATE TEMP TABLE links AS SELECT target AS id, count(*) AS n FROM entries"
@@ -585,6 +591,188 @@ static void finalize_all(struct builder *b)
 	sqlite3_finalize(b->set_old);
 }
 
+/* A borrowed source: the nested pass reads the archive through an archive object, which
+ * would otherwise free the builder's source. */
+static ssize_t borrow_pread(void *opaque, void *buf, size_t len, uint64_t off)
+{
+	return src_pread(opaque, buf, len, off);
+}
+
+static const struct src_ops borrow_ops = {.pread = borrow_pread};
+
+struct nested_img {
+	uint64_t id;
+	void *image;
+	size_t len;
+	char *name; /* the folder's new name (strip_ext), or NULL */
+};
+
+/* Indexes one member of the archive being built, if it is an archive; 1 if it is (img
+ * filled), 0 if not, -errno. */
+static int nest_one(struct arch *outer, const struct idx_input *in, const char *tmp,
+		    const struct idx_build_opts *o, sqlite3_stmt *q, struct nested_img *img)
+{
+	uint64_t id = (uint64_t)sqlite3_column_int64(q, 0);
+	const char *name = sqlite3_column_blob(q, 1);
+	size_t nlen = (size_t)sqlite3_column_bytes(q, 1);
+	struct src *ms = NULL;
+	struct idx_build_stats nst;
+	char *ntmp = NULL, *shown = NULL;
+	uint8_t head[512];
+	ssize_t hn;
+	int err, ret = 0;
+
+	if (!name || !codec_archive_name(name, nlen))
+		return 0;
+	err = arch_file_src(outer, id, &ms);
+	if (err)
+		return err == -EIO ? 0 : err;
+	hn = src_pread(ms, head, sizeof(head), 0);
+	if (hn <= 0 || !(codec_probe(head, (size_t)hn) || (hn == 512 && tar_header_valid(head))))
+		goto out;
+	if (asprintf(&ntmp, "%s.n%" PRIu64, tmp, id) < 0 ||
+	    asprintf(&shown, "%s/%.*s", in->name, (int)nlen, name) < 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	struct idx_input nin = {
+		.src = ms, .name = shown, .mode = (uint32_t)sqlite3_column_int64(q, 2),
+		.uid = (uint64_t)sqlite3_column_int64(q, 3), .gid = (uint64_t)sqlite3_column_int64(q, 4),
+		.mtime = sqlite3_column_int64(q, 5), .mtime_nsec = (uint32_t)sqlite3_column_int64(q, 6),
+		.quiet = true,
+	};
+	struct idx_build_opts no = *o;
+	no.recursion--;
+	no.progress = false;
+	err = idx_build_from(&nin, ntmp, &no, &nst);
+	if (err == -ENOMEM) {
+		ret = err;
+		goto out;
+	}
+	if (err) {
+		tfs_log(TFS_LOG_NOTICE, "%s: not indexed as an archive (%s), shown as a file", shown,
+			strerror(-err));
+		goto out;
+	}
+	size_t len = 0;
+	FILE *f = fopen(ntmp, "rb");
+	if (f) {
+		fseek(f, 0, SEEK_END);
+		len = (size_t)ftell(f);
+		fseek(f, 0, SEEK_SET);
+		img->image = malloc(len ? len : 1);
+		if (img->image && fread(img->image, 1, len, f) != len) {
+			free(img->image);
+			img->image = NULL;
+		}
+		fclose(f);
+	}
+	if (!img->image) {
+		ret = -EIO;
+		goto out;
+	}
+	img->id = id;
+	img->len = len;
+	img->name = o->strip_ext ? codec_strip_archive_ext(name, nlen) : NULL;
+	ret = 1;
+out:
+	if (ntmp)
+		unlink(ntmp);
+	free(ntmp);
+	free(shown);
+	src_free(ms);
+	return ret;
+}
+
+/* The nested pass (-r): every member that is an archive gets its own index, stored in the
+ * nested table, and becomes a folder.  The outer index is read through an archive object,
+ * so the members are read (and decoded) like any file of the mount.  Leaves a transaction
+ * open on b->db. */
+static int build_nested(struct builder *b, const struct idx_input *in, const char *tmp,
+			const struct idx_build_opts *o)
+{
+	struct cache *cache = cache_new(64u << 20);
+	struct src *data = src_new(&borrow_ops, in->src, src_size(in->src));
+	struct arch *outer = NULL;
+	struct nested_img *imgs = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *q = NULL, *ins = NULL, *upd = NULL, *clash = NULL;
+	int err;
+
+	if (!cache || !data) {
+		src_free(data);
+		cache_free(cache);
+		return -ENOMEM;
+	}
+	err = arch_open_index(tmp, data, in->name, cache, &outer);
+	if (err)
+		goto out;
+	err = db_prepare(b->db, "SELECT id, name, mode, uid, gid, mtime, mtime_nsec FROM entries"
+			 " WHERE latest = 1 AND target IS NULL AND (mode & 61440) = 32768 AND size >= 32",
+			 &q);
+	while (!err && sqlite3_step(q) == SQLITE_ROW) {
+		struct nested_img img = {0};
+		int r = nest_one(outer, in, tmp, o, q, &img);
+		if (r < 0) {
+			err = r;
+			break;
+		}
+		if (r == 0)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct nested_img *p = realloc(imgs, cap * sizeof(*p));
+			if (!p) {
+				free(img.image);
+				free(img.name);
+				err = -ENOMEM;
+				break;
+			}
+			imgs = p;
+		}
+		imgs[n++] = img;
+	}
+	sqlite3_finalize(q);
+	arch_close(outer);
+	outer = NULL;
+	err = err ? err : db_exec(b->db, "BEGIN");
+	err = err ? err : db_prepare(b->db, "INSERT INTO nested (id, image) VALUES (?, ?)", &ins);
+	err = err ? err : db_prepare(b->db, "UPDATE entries SET flags = flags | 8,"
+				     " name = coalesce(?2, name) WHERE id = ?1", &upd);
+	err = err ? err : db_prepare(b->db, "SELECT 1 FROM entries WHERE parent ="
+				     " (SELECT parent FROM entries WHERE id = ?1) AND name = ?2", &clash);
+	for (size_t i = 0; !err && i < n; i++) {
+		sqlite3_bind_int64(ins, 1, (sqlite3_int64)imgs[i].id);
+		sqlite3_bind_blob(ins, 2, imgs[i].image, (int)imgs[i].len, SQLITE_STATIC);
+		err = step_done(ins);
+		if (imgs[i].name) { /* strip the extension unless a sibling has that name */
+			sqlite3_bind_int64(clash, 1, (sqlite3_int64)imgs[i].id);
+			sqlite3_bind_blob(clash, 2, imgs[i].name, (int)strlen(imgs[i].name), SQLITE_STATIC);
+			bool taken = sqlite3_step(clash) == SQLITE_ROW;
+			sqlite3_reset(clash);
+			if (!taken)
+				sqlite3_bind_blob(upd, 2, imgs[i].name, (int)strlen(imgs[i].name),
+						  SQLITE_STATIC);
+		}
+		sqlite3_bind_int64(upd, 1, (sqlite3_int64)imgs[i].id);
+		err = err ? err : step_done(upd);
+	}
+	if (!err && n)
+		tfs_log(TFS_LOG_INFO, "%s: %zu archive%s inside indexed", b->name, n, n == 1 ? "" : "s");
+out:
+	sqlite3_finalize(ins);
+	sqlite3_finalize(upd);
+	sqlite3_finalize(clash);
+	for (size_t i = 0; i < n; i++) {
+		free(imgs[i].image);
+		free(imgs[i].name);
+	}
+	free(imgs);
+	arch_close(outer);
+	cache_free(cache);
+	return err;
+}
+
 /* The single file of a compressed non-tar: its name in the mount. */
 static char *single_name(const char *archive, const char *stored)
 {
@@ -597,40 +785,31 @@ static char *single_name(const char *archive, const char *stored)
 	return codec_strip_suffix(archive);
 }
 
-int idx_build(const char *archive, const char *index_path, const struct idx_build_opts *o,
-	      struct idx_build_stats *stats)
+int idx_build_from(const struct idx_input *in, const char *index_path,
+		   const struct idx_build_opts *o, struct idx_build_stats *stats)
 {
 	struct builder b = {.next_id = IDX_ROOT + 1};
 	struct idx_build_stats st = {0};
-	struct src *file = NULL, *data = NULL, *prog = NULL;
+	struct src *file = in->src, *data = NULL, *prog = NULL;
 	struct cstream *cs = NULL;
 	const struct codec *codec = NULL;
 	struct tar_stats ts = {0};
-	struct stat sb;
-	char *tmp = NULL, fp[64], opts[64];
+	const char *archive = in->name;
+	char *tmp = NULL, fp[64], opts[96];
 	uint8_t head[512];
 	ssize_t hn;
 	bool fast = false; /* indexed by index_blocks: no segment CRCs */
 	int err;
 
 	b.t0 = b.last = now();
-	err = src_open_file(archive, &file);
-	if (err) {
-		tfs_log(TFS_LOG_ERR, "cannot open %s: %s", archive, strerror(-err));
-		return err;
-	}
-	if (fstat(src_fd(file), &sb) < 0) {
-		err = -errno;
-		goto out;
-	}
 	b.file = file;
-	b.file_size = st.archive_size = (uint64_t)sb.st_size;
+	b.file_size = st.archive_size = src_size(file);
 	b.name = strrchr(archive, '/') ? strrchr(archive, '/') + 1 : archive;
 	b.show = o->progress && isatty(STDERR_FILENO);
-	b.uid = sb.st_uid;
-	b.gid = sb.st_gid;
-	b.mtime = sb.st_mtim.tv_sec;
-	b.mtime_nsec = (uint32_t)sb.st_mtim.tv_nsec;
+	b.uid = (uint32_t)in->uid;
+	b.gid = (uint32_t)in->gid;
+	b.mtime = in->mtime;
+	b.mtime_nsec = in->mtime_nsec;
 
 	hn = src_pread(file, head, sizeof(head), 0);
 	if (hn < 0) {
@@ -661,8 +840,8 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 	}
 	/* the root */
 	{
-		struct row r = {.parent = 0, .version = 1, .mode = S_IFDIR | 0555, .uid = sb.st_uid,
-				.gid = sb.st_gid, .mtime = b.mtime, .mtime_nsec = b.mtime_nsec,
+		struct row r = {.parent = 0, .version = 1, .mode = S_IFDIR | 0555, .uid = in->uid,
+				.gid = in->gid, .mtime = b.mtime, .mtime_nsec = b.mtime_nsec,
 				.flags = IDX_F_IMPLICIT};
 		uint64_t id;
 		b.next_id = IDX_ROOT;
@@ -759,8 +938,8 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 		if (st.single_file) {
 			char *name = single_name(archive, cstream_name(cs));
 			struct row r = {.parent = IDX_ROOT, .version = 1,
-					.mode = S_IFREG | (sb.st_mode & 0444), .size = usize,
-					.stored = usize, .uid = sb.st_uid, .gid = sb.st_gid,
+					.mode = S_IFREG | (in->mode & 0444), .size = usize,
+					.stored = usize, .uid = in->uid, .gid = in->gid,
 					.mtime = b.mtime, .mtime_nsec = b.mtime_nsec};
 			uint64_t id;
 			if (!name) {
@@ -781,22 +960,29 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 	}
 	st.checkpoints = b.nckpt;
 
-	err = finish_entries(&b);
-	err = err ? err : idx_fingerprint(file, fp, sizeof(fp));
-	idx_options_string(codec ? codec->name : NULL, o, opts, sizeof(opts));
-	err = err ? err : db_meta_set_u64(b.db, "format", IDX_FORMAT);
-	err = err ? err : db_meta_set(b.db, "tarseek_version", TARSEEK_VERSION);
-	err = err ? err : db_meta_set_u64(b.db, "archive_size", st.archive_size);
-	err = err ? err : db_meta_set_u64(b.db, "archive_mtime_ns",
-					  (uint64_t)(b.mtime * 1000000000ll + b.mtime_nsec));
-	err = err ? err : db_meta_set(b.db, "fingerprint", fp);
-	err = err ? err : db_meta_set(b.db, "options", opts);
+	/* what an archive object needs to read this index (the nested pass opens it) */
+	err = db_meta_set_u64(b.db, "format", IDX_FORMAT);
 	err = err ? err : db_meta_set(b.db, "codec", codec ? codec->name : "none");
 	err = err ? err : db_meta_set(b.db, "kind", st.single_file ? "single" : "tar");
 	err = err ? err : db_meta_set_u64(b.db, "usize", st.usize);
 	err = err ? err : db_meta_set_u64(b.db, "members", st.members);
 	err = err ? err : db_meta_set_u64(b.db, "damaged", st.damaged);
 	err = err ? err : db_meta_set_u64(b.db, "segment_crcs", !fast);
+	if (!err && o->recursion && !st.single_file && st.members) {
+		err = db_exec(b.db, "COMMIT");
+		err = err ? err : build_nested(&b, in, tmp, o);
+		if (err)
+			goto out;
+	}
+	err = err ? err : finish_entries(&b);
+	err = err ? err : idx_fingerprint(file, fp, sizeof(fp));
+	idx_options_string(codec ? codec->name : NULL, o, opts, sizeof(opts));
+	err = err ? err : db_meta_set(b.db, "tarseek_version", TARSEEK_VERSION);
+	err = err ? err : db_meta_set_u64(b.db, "archive_size", st.archive_size);
+	err = err ? err : db_meta_set_u64(b.db, "archive_mtime_ns",
+					  (uint64_t)(b.mtime * 1000000000ll + b.mtime_nsec));
+	err = err ? err : db_meta_set(b.db, "fingerprint", fp);
+	err = err ? err : db_meta_set(b.db, "options", opts);
 	err = err ? err : db_exec(b.db, "COMMIT");
 	err = err ? err : db_meta_set(b.db, "complete", "1");
 	if (err)
@@ -818,17 +1004,18 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 		fprintf(stderr, "\r\033[K");
 	{
 		char a[32], u[32];
+		int lvl = in->quiet ? TFS_LOG_DEBUG : TFS_LOG_INFO;
 		human(a, sizeof(a), (double)st.archive_size);
 		human(u, sizeof(u), (double)st.usize);
 		if (st.single_file)
-			tfs_log(TFS_LOG_INFO, "indexed %s: one %s file (%s decompressed), %" PRIu64
+			tfs_log(lvl, "indexed %s: one %s file (%s decompressed), %" PRIu64
 				" checkpoints, in %.2f s", b.name, codec->name, u, st.checkpoints, st.seconds);
 		else if (codec)
-			tfs_log(TFS_LOG_INFO, "indexed %s: %" PRIu64 " members, %s (%s decompressed), %"
+			tfs_log(lvl, "indexed %s: %" PRIu64 " members, %s (%s decompressed), %"
 				PRIu64 " checkpoints, in %.2f s", b.name, st.members, a, u,
 				st.checkpoints, st.seconds);
 		else
-			tfs_log(TFS_LOG_INFO, "indexed %s: %" PRIu64 " members, %s, in %.2f s", b.name,
+			tfs_log(lvl, "indexed %s: %" PRIu64 " members, %s, in %.2f s", b.name,
 				st.members, a, st.seconds);
 	}
 	if (stats)
@@ -846,6 +1033,30 @@ out:
 	pm_free(b.map);
 	src_free(prog);
 	cstream_free(cs);
+	return err;
+}
+
+int idx_build(const char *archive, const char *index_path, const struct idx_build_opts *o,
+	      struct idx_build_stats *stats)
+{
+	struct src *file;
+	struct stat sb;
+	int err = src_open_file(archive, &file);
+
+	if (err) {
+		tfs_log(TFS_LOG_ERR, "cannot open %s: %s", archive, strerror(-err));
+		return err;
+	}
+	if (fstat(src_fd(file), &sb) < 0) {
+		err = -errno;
+		src_free(file);
+		return err;
+	}
+	struct idx_input in = {
+		.src = file, .name = archive, .mode = sb.st_mode, .uid = sb.st_uid,
+		.gid = sb.st_gid, .mtime = sb.st_mtim.tv_sec, .mtime_nsec = (uint32_t)sb.st_mtim.tv_nsec,
+	};
+	err = idx_build_from(&in, index_path, o, stats);
 	src_free(file);
 	return err;
 }

@@ -16,6 +16,19 @@ struct idx_build_opts {
 	uint64_t gzip_spacing; /* bytes of decompressed data between gzip checkpoints */
 	unsigned threads;      /* decoder threads (>= 1) */
 	bool progress;	       /* progress line on stderr, about once a second, if a terminal */
+	unsigned recursion;    /* levels of archives inside archives to index (0: none) */
+	bool strip_ext;	       /* a nested archive's folder loses its extension (a.tar.gz -> a) */
+};
+
+/* What the builder indexes: a file, or a member of another archive (nested archives). */
+struct idx_input {
+	struct src *src;  /* the archive's bytes; borrowed */
+	const char *name; /* for messages; a single compressed file is named after it */
+	uint32_t mode;	  /* st_mode: a single file's permissions */
+	uint64_t uid, gid;
+	int64_t mtime;	  /* the root's (and a single file's) owner and mtime */
+	uint32_t mtime_nsec;
+	bool quiet;	  /* the summary line only at debug level (nested archives) */
 };
 
 struct idx_build_stats {
@@ -34,6 +47,10 @@ struct idx_build_stats {
  * Messages say what went wrong.  stats may be NULL. */
 int idx_build(const char *archive, const char *index_path, const struct idx_build_opts *o,
 	      struct idx_build_stats *stats);
+
+/* As idx_build, for any source. */
+int idx_build_from(const struct idx_input *in, const char *index_path,
+		   const struct idx_build_opts *o, struct idx_build_stats *stats);
 
 /* The options string stored in (and compared with) an index: only the options that shape
  * the index of this kind of archive (codec_name NULL for a plain tar).  Writes into buf. */

@@ -8,6 +8,8 @@
 #include "db.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +78,7 @@ int db_create_schema(sqlite3 *db)
 		" off INTEGER NOT NULL, len INTEGER NOT NULL, PRIMARY KEY (id, seq)) WITHOUT ROWID;"
 		"CREATE TABLE xattrs (id INTEGER NOT NULL, name BLOB NOT NULL, value BLOB NOT NULL,"
 		" PRIMARY KEY (id, name)) WITHOUT ROWID;"
+		"CREATE TABLE nested (id INTEGER PRIMARY KEY, image BLOB NOT NULL);"
 		"CREATE TABLE checkpoints (idx INTEGER PRIMARY KEY, uoff INTEGER NOT NULL,"
 		" ulen INTEGER NOT NULL, coff INTEGER NOT NULL, clen INTEGER NOT NULL,"
 		" extra INTEGER NOT NULL, bits INTEGER NOT NULL, flags INTEGER NOT NULL,"
@@ -103,8 +106,15 @@ static char *uri_for(const char *path, const char *params)
 
 int db_open_ro(const char *path, sqlite3 **out)
 {
-	char *uri = uri_for(path, "?immutable=1");
+	char *uri;
 	int rc, err;
+
+	if (strncmp(path, "memdb:", 6) == 0) {
+		if (asprintf(&uri, "file:%s?vfs=memdb", path + 6) < 0)
+			uri = NULL;
+	} else {
+		uri = uri_for(path, "?immutable=1");
+	}
 
 	*out = NULL;
 	if (!uri)
@@ -193,4 +203,76 @@ bool db_meta_get_u64(sqlite3 *db, const char *key, uint64_t *out)
 		free(v);
 	}
 	return ok;
+}
+
+int db_to_memdb(sqlite3 *src, char **name, sqlite3 **keeper)
+{
+	static atomic_uint counter;
+	char *uri = NULL;
+	sqlite3_backup *bk;
+	int rc;
+
+	*name = NULL;
+	*keeper = NULL;
+	unsigned n = atomic_fetch_add(&counter, 1);
+	if (asprintf(name, "memdb:/tarseek-%d-%u", (int)getpid(), n) < 0 ||
+	    asprintf(&uri, "file:%s?vfs=memdb", *name + 6) < 0) {
+		rc = SQLITE_NOMEM;
+		goto fail;
+	}
+	rc = sqlite3_open_v2(uri, keeper, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
+			     NULL);
+	if (rc != SQLITE_OK)
+		goto fail;
+	bk = sqlite3_backup_init(*keeper, "main", src, "main");
+	if (!bk) {
+		rc = sqlite3_errcode(*keeper);
+		goto fail;
+	}
+	rc = sqlite3_backup_step(bk, -1);
+	sqlite3_backup_finish(bk);
+	if (rc != SQLITE_DONE)
+		goto fail;
+	free(uri);
+	return 0;
+fail:
+	tfs_log(TFS_LOG_ERR, "cannot load an index into memory: %s", sqlite3_errstr(rc));
+	sqlite3_close(*keeper);
+	*keeper = NULL;
+	free(*name);
+	*name = NULL;
+	free(uri);
+	return db_errno(rc) ? db_errno(rc) : -EIO;
+}
+
+int db_image_to_memdb(const void *image, size_t len, char **name, sqlite3 **keeper)
+{
+	sqlite3 *tmp = NULL;
+	unsigned char *copy;
+	int rc, err;
+
+	*name = NULL;
+	*keeper = NULL;
+	if (len < 512 || memcmp(image, "SQLite format 3", 16) != 0)
+		return -EIO;
+	rc = sqlite3_open_v2(":memory:", &tmp, SQLITE_OPEN_READWRITE, NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3_close(tmp);
+		return -ENOMEM;
+	}
+	copy = sqlite3_malloc64(len);
+	if (!copy) {
+		sqlite3_close(tmp);
+		return -ENOMEM;
+	}
+	memcpy(copy, image, len);
+	rc = sqlite3_deserialize(tmp, "main", copy, (sqlite3_int64)len, (sqlite3_int64)len,
+				 SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY);
+	if (rc != SQLITE_OK) {
+		sqlite3_close(tmp);
+		return -EIO;
+	}
+	err = db_to_memdb(tmp, name, keeper);
+	sqlite3_close(tmp);
+	return err;
 }

@@ -16,6 +16,8 @@
  *   unique index entries_name(parent, name, version): lookups and readdir in name order
  *   sparse(id, seq, off, len)              -- extents of sparse files, data stored in order
  *   xattrs(id, name BLOB, value BLOB)
+ *   nested(id INTEGER PRIMARY KEY, image BLOB) -- the index of a member that is an archive
+ *                                          (mounted with -r), a whole SQLite image
  *   checkpoints(idx INTEGER PRIMARY KEY, uoff, ulen, coff, clen, extra, bits, flags,
  *               crcs BLOB,                 -- CRC32 of each segment, little-endian u32s
  *               aux BLOB)                  -- codec blob (gzip window), read only on demand
@@ -25,12 +27,14 @@
 
 #include <sqlite3.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define IDX_FORMAT 1
 #define IDX_ROOT 1
 
 enum {
+	IDX_F_NESTED = 8,   /* an archive inside the archive: its index is in the nested table */
 	IDX_F_SPARSE = 1,   /* extents in the sparse table */
 	IDX_F_XATTRS = 2,   /* rows in the xattrs table */
 	IDX_F_IMPLICIT = 4, /* a directory made up for a member's missing parent */
@@ -40,8 +44,19 @@ enum {
 int db_create_schema(sqlite3 *db);
 
 /* Opens path read-only for queries (immutable: the file is replaced, never modified).
+ * A path starting with "memdb:" names an index held in memory (db_to_memdb).
  * 0 or -errno; *out = NULL on error. */
 int db_open_ro(const char *path, sqlite3 **out);
+
+/* Copies the database src into a new in-memory database that every connection of this
+ * process can open by the returned name ("memdb:/tarseek-N", malloc'd) with db_open_ro.
+ * *keeper is a connection that keeps it alive: close it when done with the name.
+ * 0 or -errno. */
+int db_to_memdb(sqlite3 *src, char **name, sqlite3 **keeper);
+
+/* An in-memory database from a serialized image (e.g. a nested archive's index stored
+ * as a blob); the image is copied.  Then as db_to_memdb. */
+int db_image_to_memdb(const void *image, size_t len, char **name, sqlite3 **keeper);
 
 /* Opens (creating) path read-write with the fast pragmas of a one-shot build. */
 int db_open_build(const char *path, sqlite3 **out);

@@ -38,6 +38,12 @@ struct source {
 	const struct tree_ops *ops;
 	void *t;
 	char *name; /* display name (the folder name with no_union) */
+	/* archives inside this one (-r) that were opened: member -> source; nested_lock */
+	struct nmap {
+		uint64_t local;
+		unsigned src;
+	} *nested;
+	size_t nnested;
 };
 
 struct contrib {
@@ -72,6 +78,7 @@ struct un {
 	bool no_union;
 	struct source *src[MAX_SOURCES];
 	atomic_uint nsrc;
+	pthread_mutex_t nested_lock; /* opening nested archives; taken before lock */
 	pthread_mutex_t lock;
 	/* protected by lock: */
 	struct vnode **chunks[MAX_CHUNKS];
@@ -237,6 +244,7 @@ int un_new(bool no_union, struct un **out)
 		return -ENOMEM;
 	u->no_union = no_union;
 	pthread_mutex_init(&u->lock, NULL);
+	pthread_mutex_init(&u->nested_lock, NULL);
 	root = vnode_new(no_union ? V_SOURCES : V_MERGED, 0, "", 0);
 	if (!root || vnode_add(u, root) != root) {
 		un_free(u);
@@ -252,8 +260,12 @@ void un_free(struct un *u)
 	if (!u)
 		return;
 	for (unsigned i = 0; i < atomic_load(&u->nsrc); i++) {
-		u->src[i]->ops->free(u->src[i]->t);
 		free(u->src[i]->name);
+		free(u->src[i]->nested);
+	}
+	/* nested archives read through the ones holding them: close the later first */
+	for (unsigned i = atomic_load(&u->nsrc); i-- > 0;) {
+		u->src[i]->ops->free(u->src[i]->t);
 		free(u->src[i]);
 	}
 	for (size_t n = 0; n < u->nnodes; n++)
@@ -262,10 +274,14 @@ void un_free(struct un *u)
 		free(u->chunks[c]);
 	free(u->hash);
 	pthread_mutex_destroy(&u->lock);
+	pthread_mutex_destroy(&u->nested_lock);
 	free(u);
 }
 
-int un_add(struct un *u, const struct tree_ops *ops, void *t, const char *name)
+/* Adds a source; top: a source of the mount (merged into the root), else an archive found
+ * inside one.  *idx = its index. */
+static int add_source(struct un *u, const struct tree_ops *ops, void *t, const char *name,
+		      bool top, unsigned *idx)
 {
 	struct source *s = calloc(1, sizeof(*s));
 	struct vnode *root = vnode_at(u, 0);
@@ -290,8 +306,9 @@ int un_add(struct un *u, const struct tree_ops *ops, void *t, const char *name)
 		return -EOVERFLOW;
 	}
 	u->src[n] = s;
+	*idx = n;
 	/* the root merges every source's root; set up before the source is visible */
-	if (!u->no_union) {
+	if (top && !u->no_union) {
 		struct contrib *c = realloc(root->c, (root->nc + 1) * sizeof(*c));
 		if (!c) {
 			pthread_mutex_unlock(&u->lock);
@@ -303,6 +320,8 @@ int un_add(struct un *u, const struct tree_ops *ops, void *t, const char *name)
 	}
 	atomic_store(&u->nsrc, n + 1);
 	pthread_mutex_unlock(&u->lock);
+	if (!top)
+		return 0;
 	err = ops->getattr(t, ops->root, &ra);
 	if (!err && !u->no_union) { /* the root looks like the last source's root */
 		ra.ino = UN_ROOT;
@@ -311,6 +330,57 @@ int un_add(struct un *u, const struct tree_ops *ops, void *t, const char *name)
 		root->attr = ra;
 	}
 	return 0;
+}
+
+int un_add(struct un *u, const struct tree_ops *ops, void *t, const char *name)
+{
+	unsigned idx;
+
+	return add_source(u, ops, t, name, true, &idx);
+}
+
+/* An entry of source *src that is an archive mounted as a folder (-r) becomes the root of
+ * that archive, opened (once) as a source of its own. */
+static int resolve_nested(struct un *u, unsigned *src, struct arch_attr *a)
+{
+	struct source *s = u->src[*src];
+	unsigned ns = 0;
+	bool found = false;
+	int err = 0;
+
+	if (!(a->flags & ARCH_A_NESTED) || s->ops != &tree_archive_ops)
+		return 0;
+	pthread_mutex_lock(&u->nested_lock);
+	for (size_t i = 0; i < s->nnested && !found; i++)
+		if (s->nested[i].local == a->ino) {
+			ns = s->nested[i].src;
+			found = true;
+		}
+	if (!found) {
+		struct arch *na;
+		struct nmap *m = realloc(s->nested, (s->nnested + 1) * sizeof(*m));
+		if (!m) {
+			err = -ENOMEM;
+			goto out;
+		}
+		s->nested = m;
+		err = arch_nested(s->t, a->ino, &na);
+		if (err)
+			goto out;
+		err = add_source(u, &tree_archive_ops, na, arch_get_info(na)->path, false, &ns);
+		if (err)
+			goto out;
+		s->nested[s->nnested++] = (struct nmap){a->ino, ns};
+	}
+out:
+	pthread_mutex_unlock(&u->nested_lock);
+	if (err)
+		return err;
+	s = u->src[ns];
+	err = s->ops->getattr(s->t, s->ops->root, a);
+	if (!err)
+		*src = ns;
+	return err;
 }
 
 /* The name of source i's folder with no_union: its name, "name.2", ... on clashes. */
@@ -350,15 +420,18 @@ static int lookup_merged(struct un *u, const struct contrib *c, size_t nc, const
 	for (size_t k = nc; k-- > 0;) {
 		const struct source *s = u->src[c[k].src];
 		struct arch_attr a;
+		unsigned src = c[k].src;
 		int err = s->ops->lookup(s->t, c[k].local, name, len, &a);
 		if (err == -ENOENT || err == -ENOTDIR)
 			continue;
+		if (!err)
+			err = resolve_nested(u, &src, &a);
 		if (err)
 			return err;
 		if (!S_ISDIR(a.mode)) {
 			if (f->ndirs == 0) { /* the last source with the name holds a file */
 				f->have_file = true;
-				f->file_src = c[k].src;
+				f->file_src = src;
 				f->file = a;
 				return 0;
 			}
@@ -375,7 +448,7 @@ static int lookup_merged(struct un *u, const struct contrib *c, size_t nc, const
 		/* collected from the last source back: keep source order by prepending */
 		memmove(f->dirs + 1, f->dirs, f->ndirs * sizeof(*nd));
 		memmove(f->dir_attr + 1, f->dir_attr, f->ndirs * sizeof(*na));
-		f->dirs[0] = (struct contrib){c[k].src, a.ino};
+		f->dirs[0] = (struct contrib){src, a.ino};
 		f->dir_attr[0] = a;
 		f->ndirs++;
 	}
@@ -444,6 +517,7 @@ static int folder_sources(struct un *u, uint64_t ino, struct contrib *one, const
 }
 
 struct vcollect {
+	struct un *u;
 	struct ventry *v;
 	size_t n;
 	unsigned src;
@@ -460,6 +534,9 @@ static int collect_version(void *opaque, const struct arch_attr *a)
 	vc->v = n;
 	vc->v[vc->n].src = vc->src;
 	vc->v[vc->n].attr = *a;
+	int err = resolve_nested(vc->u, &vc->v[vc->n].src, &vc->v[vc->n].attr);
+	if (err)
+		return err;
 	vc->n++;
 	return 0;
 }
@@ -468,7 +545,7 @@ static int collect_version(void *opaque, const struct arch_attr *a)
 static int lookup_versions(struct un *u, uint64_t parent, const struct contrib *c, size_t nc,
 			   const char *name, size_t len, struct arch_attr *out)
 {
-	struct vcollect vc = {0};
+	struct vcollect vc = {.u = u};
 	size_t blen = len - VSUFFIX_LEN;
 	struct vnode *v;
 
@@ -574,6 +651,8 @@ int un_getattr(struct un *u, uint64_t ino, struct arch_attr *out)
 		return 0;
 	}
 	err = s->ops->getattr(s->t, local, out);
+	if (!err)
+		err = resolve_nested(u, &src, out);
 	if (!err)
 		from_source(src, out);
 	return err;
@@ -793,25 +872,30 @@ static int merge_add(void *opaque, const char *name, size_t len, const struct ar
 {
 	struct merge *m = opaque;
 	struct mentry *e = merge_find(m, name, len);
+	struct arch_attr b = *a;
+	unsigned src = m->src;
 
 	if (!e) {
 		m->err = -ENOMEM;
 		return 1;
 	}
-	if (S_ISDIR(a->mode)) {
+	m->err = resolve_nested(m->u, &src, &b);
+	if (m->err)
+		return 1;
+	if (S_ISDIR(b.mode)) {
 		struct contrib *d = realloc(e->dirs, (e->ndirs + 1) * sizeof(*d));
 		if (!d) {
 			m->err = -ENOMEM;
 			return 1;
 		}
 		e->dirs = d;
-		e->dirs[e->ndirs++] = (struct contrib){m->src, a->ino};
-		e->last_dir = *a;
+		e->dirs[e->ndirs++] = (struct contrib){src, b.ino};
+		e->last_dir = b;
 		e->last_is_file = false;
 	} else {
 		e->last_is_file = true;
-		e->file_src = m->src;
-		e->file = *a;
+		e->file_src = src;
+		e->file = b;
 	}
 	return 0;
 }
@@ -954,6 +1038,8 @@ int un_opendir(struct un *u, uint64_t ino, struct un_dir **out)
 }
 
 struct pass {
+	struct un *u;
+	int err;
 	unsigned src;
 	arch_dirent_fn fn;
 	void *opaque;
@@ -964,16 +1050,21 @@ static int pass_entry(void *opaque, const char *name, size_t len, const struct a
 {
 	struct pass *p = opaque;
 	struct arch_attr b = *a;
+	unsigned src = p->src;
 
-	from_source(p->src, &b);
+	p->err = resolve_nested(p->u, &src, &b);
+	if (p->err)
+		return 1;
+	from_source(src, &b);
 	return p->fn(p->opaque, name, len, &b, cookie);
 }
 
 int un_readdir(struct un *u, struct un_dir *d, uint64_t after, arch_dirent_fn fn, void *opaque)
 {
 	if (d->s) {
-		struct pass p = {d->src, fn, opaque};
-		return d->s->ops->readdir(d->s->t, d->local, after, pass_entry, &p);
+		struct pass p = {.u = u, .src = d->src, .fn = fn, .opaque = opaque};
+		int err = d->s->ops->readdir(d->s->t, d->local, after, pass_entry, &p);
+		return err ? err : p.err;
 	}
 	for (size_t i = after; i < d->n; i++)
 		if (fn(opaque, d->e[i].name, d->e[i].len, &d->e[i].attr, i + 1))
