@@ -13,8 +13,10 @@
  *
  * Errors: functions return 0 / a byte count, or -errno.  Corrupt or truncated compressed data
  * is -EIO, after logging (tfs_log, TFS_LOG_ERR) what is wrong and at which compressed offset.
- * -ENOMEM stays -ENOMEM.  Each codec maps its library's codes (Z_*, BZ_*, LZMA_*) in one
- * function.  A codec never aborts, never reads outside its buffers, and never returns bytes
+ * A valid file that uses a feature the codec refuses (lzop multi-part or filtered files) is
+ * -ENOTSUP, logged the same way: the index treats it as a failure, not as damage to salvage.
+ * -ENOMEM stays -ENOMEM.  Each codec maps its library's codes (Z_*, BZ_*, LZMA_*, LZO_E_*) in
+ * one function.  A codec never aborts, never reads outside its buffers, and never returns bytes
  * it knows to be wrong.
  *
  * Threads: scan and decoder objects are used by one thread at a time; different objects may
@@ -59,7 +61,8 @@ struct codec_sink {
 
 struct codec_opts {
 	uint64_t spacing; /* wanted decompressed bytes between checkpoints, for codecs that
-			     choose where to put them (gzip); block codecs use their blocks */
+			     choose where to put them (gzip); block codecs use their blocks
+			     (lzo: groups of its small blocks, ~1 MiB, whatever spacing says) */
 	unsigned threads; /* worker threads the scan may run (>= 1) */
 };
 
