@@ -23,6 +23,7 @@
 
 #include "../codecs/codec.h"
 #include "../common/log.h"
+#include "../common/size.h"
 #include "config.h"
 #include "dirtree.h"
 #include "tfs.h"
@@ -76,43 +77,6 @@ static void usage(FILE *f)
 		"  -h, --help              this help\n"
 		"  -V, --version           version and compiled-in codecs\n",
 		codec_list(), MAX_RECURSION, DEFAULT_GZIP_SPACING_MIB, DEFAULT_CACHE_MIB);
-}
-
-/* "256", "256M", "2G", "512K", "1.5G": bytes; a bare number means MiB. */
-static bool parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return false;
-	switch (*end) {
-	case '\0':
-	case 'M':
-	case 'm':
-		v *= 1 << 20;
-		break;
-	case 'K':
-	case 'k':
-		v *= 1 << 10;
-		break;
-	case 'G':
-	case 'g':
-		v *= 1 << 30;
-		break;
-	case 'T':
-	case 't':
-		v *= (double)(1ull << 40);
-		break;
-	default:
-		return false;
-	}
-	if (*end && end[1] && strcasecmp(end + 1, "iB") != 0 && strcasecmp(end + 1, "B") != 0)
-		return false;
-	*out = (uint64_t)v;
-	return true;
 }
 
 static int add_fuse_opt(struct options *o, const char *opt)

@@ -251,6 +251,13 @@ static int use_or_build(const char *path, const char *archive, const struct idx_
 	}
 	if (!may_build)
 		return -EAGAIN;
+	if (o->check_only) {
+		if (err == -ENOENT)
+			tfs_log(TFS_LOG_NOTICE, "no index yet at %s", path);
+		else
+			tfs_log(TFS_LOG_NOTICE, "index %s is stale: %s", path, why);
+		return err;
+	}
 	if (err == -ESTALE && o->recreate)
 		tfs_log(TFS_LOG_INFO, "rebuilding index %s (--recreate-index)", path);
 	else if (err == -ESTALE)

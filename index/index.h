@@ -28,6 +28,7 @@ struct idx_opts {
 	const char *index_folder; /* or NULL */
 	const char *mountpoint;	  /* or NULL */
 	bool recreate;		  /* rebuild even if valid */
+	bool check_only;	  /* never build: a missing or stale index is -ENOENT / -ESTALE */
 	struct idx_build_opts build;
 };
 
@@ -40,7 +41,8 @@ int idx_validate(const char *index_path, const char *archive, const struct idx_b
 		 const char **why);
 
 /* Returns (malloc'd, in *path) a valid index for archive, building it if needed; *built
- * tells whether it was built now (stats then filled if not NULL).  0 or -errno. */
+ * tells whether it was built now (stats then filled if not NULL).  0 or -errno.  With
+ * check_only, where an index would be built, -ENOENT or -ESTALE instead (logged). */
 int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool *built,
 		struct idx_build_stats *stats);
 

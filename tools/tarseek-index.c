@@ -1,0 +1,168 @@
+/* tarseek-index: builds or checks the indexes of archives without mounting them -- for cron
+ * jobs, and for preparing an index to share beside an archive on a file server (an index is
+ * valid on any machine for the same archive).  The index goes where tarseek would look for
+ * it (see index/index.h), so a later mount with the same options reuses it.
+ *
+ * Exit status: 0 if every archive has a valid index now, 1 if one could not be built (or,
+ * with --check, is missing or stale), 2 on a usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../codecs/codec.h"
+#include "../common/log.h"
+#include "../common/size.h"
+#include "config.h"
+#include "index.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: tarseek-index [options] ARCHIVE...\n"
+		"\n"
+		"Builds the index of each ARCHIVE where tarseek looks for it (ARCHIVE.index.sqlite\n"
+		"beside it if that folder is writable, else ~/.cache/tarseek/), or checks it.\n"
+		"Use the options the mounts will use: they shape the index.\n"
+		"\n"
+		"  -c, --check             only check: report archives without a valid index\n"
+		"      --index-file PATH   the index of the (single) ARCHIVE goes to PATH\n"
+		"      --index-folder DIR  indexes go to DIR\n"
+		"      --recreate-index    rebuild even valid indexes\n"
+		"      --gzip-spacing MIB  decompressed MiB between gzip checkpoints (default 4)\n"
+		"  -r, --recursive         index archives inside archives too\n"
+		"      --recursion-depth N at most N levels of them\n"
+		"      --strip-extension   their folders lose the archive extension\n"
+		"      --threads N         decoder threads (default: all cores)\n"
+		"  -q, --quiet             only errors and warnings\n"
+		"  -h, --help; -V, --version\n"
+		"\n"
+		"Exit status: 0 all indexes valid, 1 some missing, stale or failed, 2 usage error.\n");
+}
+
+enum {
+	OPT_INDEX_FILE = 256,
+	OPT_INDEX_FOLDER,
+	OPT_RECREATE,
+	OPT_GZIP_SPACING,
+	OPT_THREADS,
+	OPT_RECURSION_DEPTH,
+	OPT_STRIP_EXT,
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"check", no_argument, NULL, 'c'},
+		{"index-file", required_argument, NULL, OPT_INDEX_FILE},
+		{"index-folder", required_argument, NULL, OPT_INDEX_FOLDER},
+		{"recreate-index", no_argument, NULL, OPT_RECREATE},
+		{"gzip-spacing", required_argument, NULL, OPT_GZIP_SPACING},
+		{"recursive", no_argument, NULL, 'r'},
+		{"recursion-depth", required_argument, NULL, OPT_RECURSION_DEPTH},
+		{"strip-extension", no_argument, NULL, OPT_STRIP_EXT},
+		{"threads", required_argument, NULL, OPT_THREADS},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{0},
+	};
+	struct idx_opts o = {.build = {.gzip_spacing = 4u << 20, .progress = true}};
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	int c, failed = 0;
+	char *end;
+
+	tfs_log_set_prog("tarseek-index");
+	o.build.threads = n > 0 ? (unsigned)n : 1;
+	while ((c = getopt_long(argc, argv, "crqhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			o.check_only = true;
+			break;
+		case OPT_INDEX_FILE:
+			o.index_file = optarg;
+			break;
+		case OPT_INDEX_FOLDER:
+			o.index_folder = optarg;
+			break;
+		case OPT_RECREATE:
+			o.recreate = true;
+			break;
+		case OPT_GZIP_SPACING:
+			if (!parse_size(optarg, &o.build.gzip_spacing) ||
+			    o.build.gzip_spacing < 64 * 1024) {
+				fprintf(stderr, "tarseek-index: --gzip-spacing: '%s' is not a size of at "
+					"least 64K\n", optarg);
+				return 2;
+			}
+			break;
+		case 'r':
+			o.build.recursion = 32;
+			break;
+		case OPT_RECURSION_DEPTH:
+			errno = 0;
+			n = strtol(optarg, &end, 10);
+			if (errno || *end || n < 0 || n > 32) {
+				fprintf(stderr, "tarseek-index: --recursion-depth: '%s' is not a number "
+					"from 0 to 32\n", optarg);
+				return 2;
+			}
+			o.build.recursion = (unsigned)n;
+			break;
+		case OPT_STRIP_EXT:
+			o.build.strip_ext = true;
+			break;
+		case OPT_THREADS:
+			errno = 0;
+			n = strtol(optarg, &end, 10);
+			if (errno || *end || n < 1 || n > 256) {
+				fprintf(stderr, "tarseek-index: --threads: '%s' is not a number from 1 "
+					"to 256\n", optarg);
+				return 2;
+			}
+			o.build.threads = (unsigned)n;
+			break;
+		case 'q':
+			tfs_log_level = TFS_LOG_WARNING;
+			o.build.progress = false;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("tarseek-index %s\ncodecs: %s\n", TARSEEK_VERSION, codec_list());
+			return 0;
+		default:
+			fprintf(stderr, "Try 'tarseek-index --help'.\n");
+			return 2;
+		}
+	}
+	if (optind == argc) {
+		fprintf(stderr, "tarseek-index: no archive given\nTry 'tarseek-index --help'.\n");
+		return 2;
+	}
+	if (o.index_file && argc - optind > 1) {
+		fprintf(stderr, "tarseek-index: --index-file names the index of one archive only\n");
+		return 2;
+	}
+	for (int i = optind; i < argc; i++) {
+		char *path = NULL;
+		bool built = false;
+		int err = idx_prepare(argv[i], &o, &path, &built, NULL);
+		if (err) {
+			if (!o.check_only || (err != -ENOENT && err != -ESTALE))
+				fprintf(stderr, "tarseek-index: %s: no index (%s)\n", argv[i],
+					strerror(-err));
+			else
+				printf("%s: %s\n", argv[i], err == -ENOENT ? "no index" : "stale index");
+			failed = 1;
+			continue;
+		}
+		printf("%s: %s %s\n", argv[i], built ? "index built at" : "index valid at", path);
+		free(path);
+	}
+	return failed;
+}
