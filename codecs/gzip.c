@@ -33,8 +33,9 @@
  *
  * Integrity: the scan checks every header (magic, method, reserved flags, FHCRC), every
  * member's CRC-32 and ISIZE, and treats an inflate error or a file that ends inside a member
- * as corrupt (logged with the compressed offset; scan_read fails with -EIO from then on,
- * scan_verified tells the end of the last member that passed).  After the last member,
+ * as an error (logged with the compressed offset; scan_read fails with -EIO from then on).
+ * scan_verified tells the end of the last member that passed -- or, when the file merely
+ * ends early with no sign of damage, everything decoded (a half-finished copy).  After the last member,
  * zeros are ignored silently and anything else that does not start with the gzip magic is
  * ignored with a notice (tape padding, appended signatures); a second magic followed by a
  * bad header is an error, not garbage.  Decoders do not check CRCs: they start in the middle
@@ -395,6 +396,7 @@ struct gz_buf {
 	uint32_t crc, isize;  /*   its stored trailer */
 	uint64_t member, end; /*   its header's and its end's compressed offsets */
 	bool last;	      /* nothing follows: err is 0 at the end of the data, or -errno */
+	bool truncated;	      /* last because the file ends inside a member */
 	int err;
 	struct codec_ckpt ck;
 };
@@ -455,6 +457,13 @@ static void gz_prod_fail(struct gz_prod *p, struct gz_buf *b, int err)
 	b->err = err;
 }
 
+/* The file ends inside a member: what was decoded is all there is, with no sign of damage. */
+static void gz_prod_truncated(struct gz_prod *p, struct gz_buf *b, int err)
+{
+	gz_prod_fail(p, b, err);
+	b->truncated = true;
+}
+
 /* Fills b with the next decompressed bytes.  b ends when it is full, before a checkpoint
  * (which then starts the next buffer), after a member's last byte, or at the end or an
  * error (b->last). */
@@ -465,6 +474,7 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 	b->has_ck = false;
 	b->member_end = false;
 	b->last = false;
+	b->truncated = false;
 	b->err = 0;
 
 	if (p->state == GZ_P_NEXT) {
@@ -505,7 +515,10 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 			ssize_t n = gz_in_fill(&p->in);
 			if (n <= 0) {
 				struct gz_where w = {"", "at", p->member};
-				gz_prod_fail(p, b, n ? (int)n : gz_inflate_fail(&p->in, &w, Z_OK));
+				if (n)
+					gz_prod_fail(p, b, (int)n);
+				else
+					gz_prod_truncated(p, b, gz_inflate_fail(&p->in, &w, Z_OK));
 				return;
 			}
 		}
@@ -520,6 +533,10 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 			uint8_t t[8];
 			struct gz_where w = {"", "at", p->member};
 			int r = gz_trailer(&p->in, &w, t);
+			if (r == -EIO) { /* the file ends in the trailer */
+				gz_prod_truncated(p, b, r);
+				return;
+			}
 			if (r < 0) {
 				gz_prod_fail(p, b, r);
 				return;
@@ -566,6 +583,7 @@ struct codec_scan {
 	struct gz_buf *cur;
 	uint64_t uout;	   /* decompressed bytes returned */
 	uint64_t verified; /* end of the last member whose CRC and ISIZE matched */
+	bool truncated;	   /* the scan failed only because the file ends inside a member */
 	uLong crc;	   /* CRC-32 and length of the current member so far */
 	uint64_t msize;
 	int err;
@@ -742,8 +760,10 @@ static ssize_t gz_scan_read(struct codec_scan *s, void *buf, size_t len)
 			bool last = b->last;
 
 			err = b->member_end ? gz_check_member(s, b) : 0;
-			if (!err && last)
+			if (!err && last) {
 				err = b->err;
+				s->truncated = b->truncated;
+			}
 			s->cur = NULL;
 			gz_release_buf(s);
 			if (err) {
@@ -773,7 +793,9 @@ static ssize_t gz_scan_read(struct codec_scan *s, void *buf, size_t len)
 
 static uint64_t gz_scan_verified(struct codec_scan *s)
 {
-	return s->verified;
+	/* a file that merely ends early (a half-finished copy) vouches for everything decoded
+	 * before its end, as gzip -dc and tar -xz do; damage only for the members that passed */
+	return s->truncated ? s->uout : s->verified;
 }
 
 static const char *gz_scan_name(struct codec_scan *s)

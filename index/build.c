@@ -873,7 +873,12 @@ int idx_build_from(const struct idx_input *in, const char *index_path,
 	ps->inner = data;
 	ps->b = &b;
 
-	if (tar_probe(prog)) {
+	/* a head that cannot be read (a decode error right away) is damage, not a sign that
+	 * the content is not a tar */
+	hn = src_pread(prog, head, sizeof(head), 0);
+	if (hn < 0 && codec) {
+		err = (int)hn;
+	} else if (tar_probe(prog)) {
 		struct tar_callbacks cb = {.entry = on_entry, .progress = on_progress, .opaque = &b};
 		err = tar_parse(prog, &cb, &ts);
 		st.members = b.members;
@@ -913,7 +918,7 @@ int idx_build_from(const struct idx_input *in, const char *index_path,
 				err = cstream_salvage(cs, limit, &usize);
 				if (!err)
 					err = drop_untrusted(&b, usize);
-				if (!err && usize == 0 && !st.single_file) {
+				if (!err && usize == 0) {
 					tfs_log(TFS_LOG_ERR, "%s: damaged before anything could be indexed",
 						archive);
 					err = -EIO;

@@ -651,7 +651,8 @@ static void test_corruption(const uint8_t *text, size_t len)
 	free(gz);
 }
 
-/* Truncation anywhere in a member: -EIO, nothing verified, no hang; decoders too. */
+/* Truncation anywhere in a member: -EIO, no hang; what was decoded before the end is
+ * trusted (a half-finished copy, not damage: scan_verified covers it); decoders too. */
 static void test_truncation(const uint8_t *text, size_t len)
 {
 	size_t gzlen;
@@ -664,7 +665,7 @@ static void test_truncation(const uint8_t *text, size_t len)
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 		for (unsigned th = 1; th <= 2; th++) {
 			CHECK_EQ(scan(gz, cuts[i], SPACING, th, i % 2 ? 0 : 65536, &r), -EIO);
-			CHECK_EQ(r.verified, 0);
+			CHECK_EQ(r.verified, r.len);
 			CHECK(r.len <= len && memcmp(r.out, text, r.len) == 0);
 			res_free(&r);
 		}
