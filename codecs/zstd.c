@@ -94,11 +94,11 @@
 #define ZS_WINDOW_LOG_MAX 31		   /* 2 GiB; larger windows are refused */
 #define ZS_CHUNK_MIN ((uint64_t)1 << 20)   /* decoded bytes a checkpoint's frames hold at least */
 #define ZS_QCHUNK ((size_t)1 << 20)	   /* decoded bytes per queued chunk */
-#define ZS_BUDGET ((size_t)128 << 20)	   /* decoded bytes a scan queues, all jobs */
+#define ZS_BUDGET ((size_t)64 << 20)	   /* decoded bytes a scan queues, all jobs */
 #define ZS_JOB_CAP_MIN ((size_t)4 << 20)   /* ... and per job, within these bounds */
-#define ZS_JOB_CAP_MAX ((size_t)32 << 20)
-#define ZS_MAX_THREADS 64
-#define ZS_STEP ((size_t)128 << 10)	  /* decoded bytes asked of libzstd per call (see below) */
+#define ZS_JOB_CAP_MAX ((size_t)16 << 20)
+#define ZS_MAX_THREADS 64	    /* the budget holds up to 15 workers; beyond, 4 MiB per job */
+#define ZS_STEP ((size_t)128 << 10) /* decoded bytes asked of libzstd per call (see below) */
 #define ZS_SCAN_INBUF ((size_t)256 << 10) /* compressed bytes read at once by a scan */
 #define ZS_DEC_INBUF ((size_t)64 << 10)	  /* ... by a decoder (random reads stay small) */
 #define ZS_TRAIL_BUF ((size_t)64 << 10)	  /* trailing data searched for frame headers */
@@ -108,7 +108,7 @@
 #define ZS_CK_TABLE 0x1u /* checkpoint bits: aux holds the chunk's seek table entries */
 
 _Static_assert(ZS_QCHUNK <= ZS_JOB_CAP_MIN, "a job must be able to queue one chunk");
-_Static_assert(ZS_BUDGET / (ZS_MAX_THREADS + 1) >= ZS_QCHUNK, "budget too small");
+_Static_assert(ZS_JOB_CAP_MIN <= ZS_JOB_CAP_MAX, "job queue bounds");
 _Static_assert(ZS_TRAIL_BUF > 2 * ZS_HDR_MAX, "the trailing search reads overlapping pieces");
 
 /* The one place libzstd's error codes become -errno. */
@@ -138,7 +138,13 @@ static uint32_t zs_le32(const uint8_t *p)
 
 static uint64_t zs_le64(const uint8_t *p)
 {
-	return (uint64_t)zs_le32(p) | (uint64_t)zs_le32(p + 4) << 32;
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v)); /* one load where unaligned loads are allowed */
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
 }
 
 /* ---- XXH64, for seek table checksums ------------------------------------------------------- */
@@ -210,8 +216,20 @@ static void zs_xxh_update(struct zs_xxh *x, const uint8_t *p, size_t n)
 		n -= k;
 		x->memlen = 0;
 	}
-	for (; n >= 32; p += 32, n -= 32)
-		zs_xxh_stripe(x, p);
+	if (n >= 32) { /* the hot loop: the lanes stay in registers */
+		uint64_t v0 = x->v[0], v1 = x->v[1], v2 = x->v[2], v3 = x->v[3];
+
+		for (; n >= 32; p += 32, n -= 32) {
+			v0 = zs_xxh_round(v0, zs_le64(p));
+			v1 = zs_xxh_round(v1, zs_le64(p + 8));
+			v2 = zs_xxh_round(v2, zs_le64(p + 16));
+			v3 = zs_xxh_round(v3, zs_le64(p + 24));
+		}
+		x->v[0] = v0;
+		x->v[1] = v1;
+		x->v[2] = v2;
+		x->v[3] = v3;
+	}
 	if (n) {
 		memcpy(x->mem, p, n);
 		x->memlen = n;
