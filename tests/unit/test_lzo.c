@@ -265,7 +265,10 @@ static size_t header_end(const uint8_t *f, size_t off, uint32_t *flags)
 		i += 4; /* filter */
 	i += 12;	/* mode, mtime low and high */
 	i += 1 + f[i];	/* name */
-	return i + 4;	/* header checksum */
+	i += 4;		/* header checksum */
+	if (*flags & 0x40)
+		i += 4 + be32(f + i) + 4; /* extra field */
+	return i;
 }
 
 /* The blocks of a (good, concatenated) lzop file. */
@@ -826,6 +829,193 @@ static void test_headers(const uint8_t *data, size_t len)
 	free(lzo);
 }
 
+/* A file header made here, for what lzop 1.04 does not write: old versions (no level, no
+ * version needed, no high mtime), an extra field, a CRC-32 header checksum.  Returns its size. */
+static size_t make_header(uint8_t *h, unsigned version, uint32_t flags, const char *name,
+			  const uint8_t *extra, uint32_t extralen, bool bad_extra_sum)
+{
+	bool crc = flags & 0x1000;
+	size_t i = 9, nlen = strlen(name), start;
+	uint32_t sum;
+
+	memcpy(h, "\x89LZO\0\r\n\x1a\n", 9);
+	h[i++] = (uint8_t)(version >> 8);
+	h[i++] = (uint8_t)version;
+	h[i++] = 0x20; /* lib version */
+	h[i++] = 0xa0;
+	if (version >= 0x0940) {
+		h[i++] = 0x09;
+		h[i++] = 0x40;
+	}
+	h[i++] = 1; /* LZO1X-1 */
+	if (version >= 0x0940)
+		h[i++] = 5;
+	put32(h + i, flags);
+	i += 4;
+	put32(h + i, 0100644);
+	put32(h + i + 4, 1700000000);
+	i += 8;
+	if (version >= 0x0940) {
+		put32(h + i, 0);
+		i += 4;
+	}
+	h[i++] = (uint8_t)nlen;
+	memcpy(h + i, name, nlen);
+	i += nlen;
+	sum = crc ? (uint32_t)crc32(0, h + 9, (uInt)(i - 9))
+		  : (uint32_t)adler32(1, h + 9, (uInt)(i - 9));
+	put32(h + i, sum);
+	i += 4;
+	if (flags & 0x40) {
+		start = i;
+		put32(h + i, extralen);
+		i += 4;
+		memcpy(h + i, extra, extralen);
+		i += extralen;
+		sum = crc ? (uint32_t)crc32(0, h + start, (uInt)(i - start))
+			  : (uint32_t)adler32(1, h + start, (uInt)(i - start));
+		put32(h + i, sum ^ (bad_extra_sum ? 1 : 0));
+		i += 4;
+	}
+	return i;
+}
+
+/* A source of unknown size over a buffer. */
+struct usrc {
+	const uint8_t *buf;
+	size_t len;
+};
+
+static ssize_t usrc_pread(void *opaque, void *buf, size_t len, uint64_t off)
+{
+	struct usrc *u = opaque;
+
+	if (off >= u->len)
+		return 0;
+	if (len > u->len - off)
+		len = u->len - off;
+	memcpy(buf, u->buf + off, len);
+	return (ssize_t)len;
+}
+
+static const struct src_ops usrc_ops = {.pread = usrc_pread};
+
+static void test_crafted_headers(const uint8_t *data, size_t len)
+{
+	static const uint8_t extra[300] = {1, 2, 3};
+	static const struct {
+		const char *what;
+		unsigned version;
+		uint32_t flags; /* besides the body's */
+		uint32_t extralen;
+		bool bad_sum;
+		ssize_t rc;
+	} v[] = {
+	    {"version 0.930 (old layout)", 0x0930, 0, 0, false, 0},
+	    {"version 0.900", 0x0900, 0x1000, 0, false, 0},
+	    {"extra field", 0x1040, 0x40, 300, false, 0},
+	    {"empty extra field, CRC-32 header", 0x1040, 0x1040, 0, false, 0},
+	    {"extra field with a bad checksum", 0x1040, 0x40, 300, true, -EIO},
+	    {"version 0.800", 0x0800, 0, 0, false, -EIO},
+	};
+	uint8_t *lzo, *f;
+	size_t lzolen, body, hlen;
+	uint32_t flags;
+	struct scan_res r;
+
+	lzo = run("lzop -c", data, len, &lzolen);
+	body = header_end(lzo, 0, &flags);
+	f = malloc(1024 + lzolen);
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		fprintf(stderr, "crafted header: %s\n", v[i].what);
+		hlen = make_header(f, v[i].version, flags | v[i].flags, "old.img", extra,
+				   v[i].extralen, v[i].bad_sum);
+		memcpy(f + hlen, lzo + body, lzolen - body);
+		if (v[i].rc == 0) {
+			if (v[i].version >= 0x0940) {
+				check_good(v[i].what, f, hlen + lzolen - body, data, len, "old.img",
+					   true);
+			} else { /* list_blocks knows the lzop 1.04 layout only */
+				log_reset();
+				CHECK_EQ(scan(f, hlen + lzolen - body, 2, 1 << 20, &r), 0);
+				CHECK(r.len == len && memcmp(r.out, data, len) == 0);
+				CHECK(strcmp(r.name, "old.img") == 0);
+				CHECK_EQ(nlog[TFS_LOG_ERR] + nlog[TFS_LOG_NOTICE], 0);
+				res_free(&r);
+			}
+		} else {
+			check_bad_scan(v[i].what, f, hlen + lzolen - body, data, 0, v[i].rc);
+		}
+	}
+	/* the file ends inside the extra field */
+	hlen = make_header(f, 0x1040, flags | 0x40, "x", extra, 300, false);
+	check_bad_scan("truncated extra field", f, hlen - 100, data, 0, -EIO);
+	CHECK(strstr(last_err, "extra field") != NULL);
+	free(f);
+	free(lzo);
+}
+
+/* A source of unknown size: the same bytes and checkpoints; truncation and garbage too. */
+static void test_unknown_size(const uint8_t *data, size_t len)
+{
+	uint8_t *lzo, *g;
+	size_t lzolen;
+	struct scan_res ref, r;
+	struct usrc u;
+	struct src *in;
+	struct fast_res f;
+	uint64_t usize;
+
+	lzo = run("lzop -c", data, len, &lzolen);
+	CHECK_EQ(scan(lzo, lzolen, 2, 1 << 20, &ref), 0);
+	log_reset();
+	u = (struct usrc){lzo, lzolen};
+	in = src_new(&usrc_ops, &u, SRC_SIZE_UNKNOWN);
+	CHECK_EQ(scan_src(in, 2, 65536, 0, &r), 0);
+	CHECK(r.len == len && memcmp(r.out, data, len) == 0);
+	CHECK_EQ(r.ncks, ref.ncks);
+	for (size_t i = 0; i < r.ncks && i < ref.ncks; i++)
+		CHECK(same_ckpt(&r.cks[i], &ref.cks[i]));
+	res_free(&r);
+	{
+		struct codec_sink sink = {.checkpoint = fast_sink, .opaque = &f};
+		memset(&f, 0, sizeof(f));
+		CHECK_EQ(codec_lzo.index_blocks(in, NULL, &sink, &usize), 0);
+		CHECK_EQ(usize, len);
+		CHECK_EQ(f.ncks, ref.ncks);
+		free(f.cks);
+	}
+	src_free(in);
+	CHECK_EQ(nlog[TFS_LOG_ERR] + nlog[TFS_LOG_NOTICE], 0);
+
+	/* cut in the middle of a payload: the workers find it */
+	u.len = (size_t)(ref.cks[1].coff + ref.cks[1].clen / 2);
+	in = src_new(&usrc_ops, &u, SRC_SIZE_UNKNOWN);
+	log_reset();
+	CHECK_EQ(scan_src(in, 2, 65536, 0, &r), -EIO);
+	CHECK(r.verified >= ref.cks[1].uoff && r.verified < ref.cks[2].uoff);
+	CHECK(memcmp(r.out, data, r.verified) == 0);
+	CHECK_EQ(nlog[TFS_LOG_ERR], 1);
+	CHECK(strstr(last_err, "truncated") != NULL);
+	res_free(&r);
+	src_free(in);
+
+	/* garbage after the end */
+	g = dup_buf(lzo, lzolen, 5000);
+	tu_fill(g + lzolen, 5000, 3, 0);
+	u = (struct usrc){g, lzolen + 5000};
+	in = src_new(&usrc_ops, &u, SRC_SIZE_UNKNOWN);
+	log_reset();
+	CHECK_EQ(scan_src(in, 1, 1 << 20, 0, &r), 0);
+	CHECK_EQ(r.len, len);
+	CHECK_EQ(nlog[TFS_LOG_NOTICE], 1);
+	res_free(&r);
+	src_free(in);
+	free(g);
+	res_free(&ref);
+	free(lzo);
+}
+
 static void test_truncation(const uint8_t *data, size_t len)
 {
 	static struct lblock b[256];
@@ -1141,6 +1331,8 @@ static int test(void)
 	test_concat(data, len);
 	test_damage(data, len);
 	test_headers(data, len);
+	test_crafted_headers(data, len);
+	test_unknown_size(data, len);
 	test_truncation(data, len);
 	test_zero_length();
 	test_garbage(data, len);
