@@ -105,7 +105,8 @@ struct codec {
 	 * stored then, so only a codec whose decoders verify every byte they return (a check
 	 * per block, verified before or when the block's last byte is returned) may offer it:
 	 * return -ENOTSUP when this file lacks such checks (e.g. lzop without checksums, xz with
-	 * check type none), and the caller falls back to a full scan.  0 or -errno (-EIO for
+	 * check type none, zstd frames without checksum or stated size that no seek table makes
+	 * up for), and the caller falls back to a full scan.  0 or -errno (-EIO for
 	 * damaged metadata, logged). */
 	int (*index_blocks)(struct src *in, const struct codec_opts *opts,
 			    const struct codec_sink *sink, uint64_t *usize);
@@ -122,7 +123,8 @@ struct codec {
 	 * when the format allows (gzip does); the caller stops reading where it wants.
 	 * Bytes may be returned before the check that covers them (a CRC at the end of a
 	 * member or block): a mismatch fails a later call (bzip2: the call that reaches the end
-	 * of the block, i.e. of the chunk). */
+	 * of the block, i.e. of the chunk; zstd holds a frame's last byte back until the frame's
+	 * checksum has passed). */
 	ssize_t (*dec_read)(struct codec_dec *d, void *buf, size_t len);
 
 	/* Approximate bytes of memory a live decoder holds (for the pool's budget). */

@@ -1736,6 +1736,7 @@ static int zs_scan_new(struct src *in, const struct codec_opts *opts, const stru
 			goto fail;
 		}
 		s->started++;
+		pthread_setname_np(s->workers[i].thread, "tarseek-zstd");
 	}
 	TFS_DEBUG("zstd: %s, %u workers", s->tab ? "seek table" : "walking frame headers",
 		  s->nworkers);
@@ -1969,6 +1970,8 @@ fail:
 
 static ssize_t zs_dec_read(struct codec_dec *d, void *buf, size_t len)
 {
+	if (!d->ulen)
+		return 0; /* an empty chunk: nothing to check either */
 	while (len) {
 		uint64_t left = d->ulen - d->out;
 		ssize_t n;

@@ -702,7 +702,7 @@ static void make_seekable(struct zfile *f, const uint8_t *data, size_t len, cons
 
 		if (n > len - off)
 			n = len - off;
-		zf_frame(f, data + off, n, true, own);
+		zf_frame(f, data + off, n, k % 4 != 1, own); /* some without content size */
 		if (skip && k % skip == skip - 1)
 			zf_skippable(f, (unsigned)k % 16, (uint32_t)(k % 50));
 		off += n;
