@@ -35,22 +35,34 @@
  * Integrity.  libzstd checks each frame's content checksum when there is one and its content
  * size when the header states it.  A seek table's sizes and offsets are checked against the
  * frames, and its checksums are verified (XXH64, computed here) for frames that carry none of
- * their own, as the seekable compressor writes them.  A checksum mismatch, corrupt data, a frame
+ * their own, as a seekable compressor may write them.  A checksum mismatch, corrupt data, a frame
  * that does not match the seek table or a file that ends inside a frame is logged (TFS_LOG_ERR,
  * with the frame's number and compressed offset) and fails the scan with -EIO; the bytes decoded
- * before are still returned, and scan_verified() stays at the end of the last frame that passed
- * (for a frame without checksum: the last frame that decoded completely).  After the last frame,
- * zeros are ignored silently and anything else with a notice -- unless it contains what looks
- * like another frame header, which means a damaged frame, not garbage (ignoring it would drop
- * the frames after it).  A frame whose window exceeds 2 GiB (ZSTD_d_windowLogMax 31, what libzstd
+ * before are still returned (up to the block in hand: ZSTD_decompressStream reports no progress
+ * when it fails, so it is asked for 128 KiB per call), and scan_verified() stays at the end of
+ * the last frame that passed (for a frame without checksum: the last frame that decoded
+ * completely).  After the last frame, zeros are ignored silently and anything else with a notice
+ * -- unless it holds what looks like another frame header, or starts with a frame magic number
+ * one byte off: that is a damaged frame, not garbage (ignoring it would silently drop that frame
+ * and those after it).  A frame whose window exceeds 2 GiB (ZSTD_d_windowLogMax 31, what libzstd
  * allows at most) is refused with a message rather than allocated; one that needs a dictionary
  * is refused too.  Each decoder holds the last byte it decoded until it knows whether the frame
  * ends there, so the call that returns a frame's last byte is the one that verified the frame:
  * that is what index_blocks needs (codec.h).
  *
- * index_blocks: the checkpoints from the seek table when it has checksums, else from the frame
- * headers and block walks when every frame states its content size and has a checksum (what the
- * zstd CLI writes for a file of known size); otherwise -ENOTSUP and the caller scans.
+ * index_blocks: the checkpoints from a seek table, when it has checksums or every frame has its
+ * own, else from the frame headers and block walks when every frame states its content size and
+ * has a checksum (what `zstd --stream-size` or zstd on a regular file writes; from a pipe the
+ * size is unknown); otherwise -ENOTSUP and the caller scans.  452 frames of 4 MiB (1.9 GB): 3 ms
+ * from the seek table, 35 ms hopping ~15,000 block headers.
+ *
+ * Speed and memory (2 cores, 1.9 GB tar in one frame, zstd -dc 1.7-2.2 s): the scan with one
+ * thread decodes straight into the caller's buffer and costs no more CPU than zstd -dc; with two,
+ * the worker is the bottleneck (libzstd and its copy out of the window) and the caller's
+ * CRC-32, copying and tar parsing overlap with it.  A scan queues at most ZS_BUDGET (64 MiB) of
+ * decoded data (4-16 MiB per job); each worker holds a DCtx with the frame's window (2 MiB at
+ * -3) and a 256 KiB input buffer.  A decoder starts in ~0.02 ms and holds its window plus a
+ * 64 KiB input buffer; its first MiB takes ~1 ms.
  *
  * Checkpoint fields for zstd:
  *   uoff   decoded offset of the chunk (all frames before it counted);
