@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define IDX_FORMAT 1
+#define IDX_FORMAT 2
 #define IDX_ROOT 1
 
 enum {
