@@ -34,7 +34,9 @@
  * its stream and, from the index, its compressed and uncompressed sizes, so liblzma verifies the
  * sizes, the block padding and the check (none, CRC32, CRC64, SHA-256).  The decoded bytes of a
  * block that fails are still returned up to the failure (they are what the data says, unverified)
- * and scan_verified() stays at the end of the last block that passed.  A block whose filters
+ * and scan_verified() stays at the end of the last block that passed -- unless the block failed
+ * only because the file ends inside it (a half-finished copy, no sign of damage): then what
+ * was decoded counts as verified, as xz -dc would have written it out.  A block whose filters
  * would need more than XZ_MEMLIMIT of memory (a dictionary above 1.5 GiB, which no xz preset
  * makes) is refused rather than allocated.
  *
@@ -142,6 +144,7 @@ struct xz_blk {
 	size_t inbuf_size;
 	bool in_eof;	/* no more input: in_end reached or the source ended */
 	bool src_short; /* ... because the source ended */
+	bool truncated; /* failed only because the file ends inside it: no sign of damage */
 	bool end;	/* the block is complete and verified */
 	int err;	/* sticky -errno, described by msg */
 	char msg[XZ_MSG];
@@ -207,7 +210,7 @@ static int xz_blk_start(struct xz_blk *b, const struct codec_ckpt *ck)
 	b->number = ck->flags;
 	b->coff = ck->coff;
 	b->out = 0;
-	b->in_eof = b->src_short = b->end = false;
+	b->in_eof = b->src_short = b->end = b->truncated = false;
 	b->err = 0;
 	b->msg[0] = '\0';
 	b->strm.next_in = NULL;
@@ -338,6 +341,7 @@ static ssize_t xz_blk_read(struct xz_blk *b, uint8_t *out, size_t len)
 			break;
 		}
 		if (in_before == 0 && b->in_eof && b->strm.avail_out == out_before) {
+			b->truncated = b->src_short;
 			xz_blk_fail(b, -EIO, "%s, after %" PRIu64 " decoded bytes",
 				    b->src_short ? "the file ends inside the block (truncated)"
 						 : "the compressed data runs past the block's end",
@@ -525,6 +529,7 @@ struct xz_job {
 	size_t buffered;	       /* bytes in that list */
 	bool done;		       /* the worker is finished with this job */
 	int err;		       /* ... and failed: -errno, described by msg */
+	bool truncated;		       /* ... only because the file ends inside the block */
 	char msg[XZ_MSG];
 	bool emitted; /* the checkpoint went to the sink */
 };
@@ -590,10 +595,12 @@ static struct xz_job *xz_job_take(struct codec_scan *s)
 }
 
 /* Marks a job finished (lock not held): err 0 = decoded and verified. */
-static void xz_job_finish(struct codec_scan *s, struct xz_job *job, int err, const char *msg)
+static void xz_job_finish(struct codec_scan *s, struct xz_job *job, int err, const char *msg,
+			  bool truncated)
 {
 	pthread_mutex_lock(&s->lock);
 	job->err = err;
+	job->truncated = truncated;
 	if (err && msg)
 		snprintf(job->msg, sizeof(job->msg), "%s", msg);
 	job->done = true;
@@ -624,7 +631,7 @@ static int xz_job_fill(struct codec_scan *s, struct xz_job *job, struct xz_blk *
 			c = malloc(sizeof(*c));
 		if (!c) {
 			snprintf(b->msg, sizeof(b->msg), "xz: out of memory for decoded data");
-			xz_job_finish(s, job, -ENOMEM, b->msg);
+			xz_job_finish(s, job, -ENOMEM, b->msg, false);
 			return -ENOMEM;
 		}
 		c->next = NULL;
@@ -649,6 +656,7 @@ static int xz_job_fill(struct codec_scan *s, struct xz_job *job, struct xz_blk *
 		}
 		if (n <= 0) {
 			job->err = (int)n;
+			job->truncated = n < 0 && b->truncated;
 			if (n < 0)
 				snprintf(job->msg, sizeof(job->msg), "%s", b->msg);
 			job->done = true;
@@ -700,7 +708,7 @@ static void *xz_index_worker(void *arg)
 
 		err = xz_blk_start(&w->blk, &job->ck);
 		if (err)
-			xz_job_finish(s, job, err, w->blk.msg);
+			xz_job_finish(s, job, err, w->blk.msg, w->blk.truncated);
 		else
 			xz_job_fill(s, job, &w->blk);
 	}
@@ -891,7 +899,7 @@ static int xz_walk_block(struct xz_worker *w, struct xz_walk *wk)
 	if (!job)
 		return -ECANCELED;
 	if (start_err) {
-		xz_job_finish(s, job, start_err, b->msg);
+		xz_job_finish(s, job, start_err, b->msg, false);
 		return start_err;
 	}
 	err = xz_job_fill(s, job, b);
@@ -1195,6 +1203,10 @@ static int xz_next_chunk(struct codec_scan *s, bool nowait)
 		if (s->head < s->next && job->done) {
 			if (job->err) {
 				err = job->err;
+				/* a file that merely ends early vouches for what it decoded, as
+				 * xz -dc does (a half-finished copy); damage does not */
+				if (job->truncated)
+					s->verified = s->pos;
 				snprintf(msg, sizeof(msg), "%s", job->msg);
 				s->stop = true;
 				pthread_cond_broadcast(&s->work_cond);
