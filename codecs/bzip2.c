@@ -24,7 +24,7 @@
  * block CRC and that the end-of-stream magic follows the block's last code exactly.
  *
  * Chance magics.  The magic can occur inside compressed data (about once in 2^47 bit offsets
- * for the two magics, so once in ~16 TB of data; and any file can be crafted to hold it).  A
+ * for the two magics, so once in 16 TiB of data; and any file can be crafted to hold it).  A
  * candidate is accepted only if it decodes with a matching CRC, starting where the previous
  * block ended.  When the candidate [start, next magic) fails, either the block is damaged or a
  * chance magic cut it short, and retrying with every later magic as the end could be
@@ -90,14 +90,14 @@
 
 #define BZ_MAGIC_BLOCK 0x314159265359ULL
 #define BZ_MAGIC_EOS 0x177245385090ULL
-#define BZ_READ (1u << 20)		    /* bytes the scan reads at a time */
-#define BZ_CHUNK ((1u << 20) - 64)	    /* decoded bytes per output chunk */
-#define BZ_PAD 16			    /* zero bytes kept after the window's data */
-#define BZ_TRAILER 11			    /* stream trailer: 80 bits + padding, + slack */
+#define BZ_READ (1u << 20)	   /* bytes the scan reads at a time */
+#define BZ_CHUNK ((1u << 20) - 64) /* decoded bytes per output chunk */
+#define BZ_PAD 16		   /* zero bytes kept after the window's data */
+#define BZ_TRAILER 11		   /* stream trailer: 80 bits + padding, + slack */
 #define BZ_MAX_THREADS 256
-#define BZ_STEP_ITEMS 64		    /* magics one search step may find, at most */
+#define BZ_STEP_ITEMS 64 /* magics one search step may find, at most */
 
-/* ---- bits ---------------------------------------------------------------------------------- */
+/* ---- bits ------------------------------------------------------------------------------------ */
 
 static inline uint64_t load_be64(const uint8_t *p)
 {
@@ -141,16 +141,15 @@ static uint64_t bz_max_block_bits(unsigned level)
  * the block's raw bytes: the block starts at bit `shift` of buf[4] and is nbits >= 80 long,
  * and buf has room for 4 + ceil((shift + nbits) / 8) + BZ_TRAILER bytes.  *crc = the block's
  * stored CRC. */
-static size_t bz_build(uint8_t *buf, unsigned shift, uint64_t nbits, unsigned level,
-		       uint32_t *crc)
+static size_t bz_build(uint8_t *buf, unsigned shift, uint64_t nbits, unsigned level, uint32_t *crc)
 {
 	uint8_t *p = buf + 4;
 	size_t nraw = (size_t)((shift + nbits + 7) / 8), nout = (size_t)((nbits + 7) / 8);
 
 	if (shift) {
 		for (size_t i = 0; i < nout; i++)
-			p[i] = (uint8_t)(p[i] << shift |
-					 (i + 1 < nraw ? p[i + 1] >> (8 - shift) : 0));
+			p[i] =
+			    (uint8_t)(p[i] << shift | (i + 1 < nraw ? p[i + 1] >> (8 - shift) : 0));
 	}
 	if (nbits % 8)
 		p[nout - 1] &= (uint8_t)(0xff << (8 - nbits % 8));
@@ -185,7 +184,7 @@ static int bz_err(int rc)
 	}
 }
 
-/* ---- decoded output: a list of chunks --------------------------------------------------------- */
+/* ---- decoded output: a list of chunks -------------------------------------------------------- */
 
 struct bz_chunk {
 	struct bz_chunk *next;
@@ -287,7 +286,7 @@ static int bz_decode_raw(const uint8_t *raw, unsigned shift, uint64_t nbits, uns
 	return rc;
 }
 
-/* ---- the scan --------------------------------------------------------------------------------- */
+/* ---- the scan -------------------------------------------------------------------------------- */
 
 enum { JOB_IDLE, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
 
@@ -320,17 +319,17 @@ struct bz_scan {
 	struct src *in; /* not owned */
 	struct codec_sink sink;
 	unsigned threads; /* workers running; 1 = none, decode in the calling thread */
-	unsigned maxq;	  /* candidate blocks handed to workers and not yet delivered, at most */
+	unsigned maxq;	  /* at most this many candidates handed to workers, not yet delivered */
 
 	/* The finder (scan_read thread only): file bytes [off, off + len) are in win. */
 	uint8_t *win;
 	size_t cap, len;
 	uint64_t off;
-	uint64_t srch;	  /* next (even) byte offset whose pair is looked up */
-	uint64_t nub;	  /* first byte offset not yet checked exactly */
-	bool eof;	  /* the file ends at off + len */
-	bool fdone;	  /* no more magics will be found (end of file, bound, read error) */
-	unsigned flevel;  /* level of the last stream header seen by the finder */
+	uint64_t srch;	 /* next (even) byte offset whose pair is looked up */
+	uint64_t nub;	 /* first byte offset not yet checked exactly */
+	bool eof;	 /* the file ends at off + len */
+	bool fdone;	 /* no more magics will be found (end of file, bound, read error) */
+	unsigned flevel; /* level of the last stream header seen by the finder */
 	struct bz_item *head, *tail;
 	uint64_t nitems;   /* magics found so far */
 	unsigned inflight; /* dispatched items in the list */
@@ -349,8 +348,8 @@ struct bz_scan {
 
 	/* Workers.  Lock order: lock is a leaf (nothing else is taken while holding it). */
 	pthread_mutex_t lock;
-	pthread_cond_t work_cv;	 /* a job was queued, or stop */
-	pthread_cond_t done_cv;	 /* a job finished */
+	pthread_cond_t work_cv;	       /* a job was queued, or stop */
+	pthread_cond_t done_cv;	       /* a job finished */
 	struct bz_item *qhead, *qtail; /* (lock) jobs waiting for a worker */
 	bool stop;		       /* (lock) */
 	pthread_t *thr;
@@ -572,8 +571,8 @@ static int read_more(struct bz_scan *s)
 	}
 	n = src_pread(s->in, s->win + s->len, BZ_READ, s->off + s->len);
 	if (n < 0) {
-		tfs_log(TFS_LOG_ERR, "bzip2: read error at byte %" PRIu64 ": %s",
-			s->off + s->len, strerror((int)-n));
+		tfs_log(TFS_LOG_ERR, "bzip2: read error at byte %" PRIu64 ": %s", s->off + s->len,
+			strerror((int)-n));
 		return (int)n;
 	}
 	s->len += (size_t)n;
@@ -724,13 +723,13 @@ static int accept(struct bz_scan *s, uint64_t end, struct bz_out *out, uint32_t 
 {
 	struct bz_item *it = s->head;
 	struct codec_ckpt ck = {
-		.uoff = s->uoff,
-		.ulen = out->len,
-		.coff = it->bit / 8,
-		.bits = (uint32_t)(it->bit % 8),
-		.clen = end - it->bit,
-		.extra = s->level,
-		.flags = 0,
+	    .uoff = s->uoff,
+	    .ulen = out->len,
+	    .coff = it->bit / 8,
+	    .bits = (uint32_t)(it->bit % 8),
+	    .clen = end - it->bit,
+	    .extra = s->level,
+	    .flags = 0,
 	};
 	int rc;
 
@@ -913,8 +912,8 @@ static int take_eos(struct bz_scan *s)
 	if (stored != s->combined) {
 		tfs_log(TFS_LOG_ERR,
 			"bzip2: stream CRC mismatch in the stream at byte %" PRIu64
-			" (stored %08" PRIx32 ", computed %08" PRIx32 ", end marker at byte %" PRIu64
-			")",
+			" (stored %08" PRIx32 ", computed %08" PRIx32
+			", end marker at byte %" PRIu64 ")",
 			s->cstart, stored, s->combined, m / 8);
 		return -EIO;
 	}
@@ -933,10 +932,12 @@ static int take_eos(struct bz_scan *s)
 		uint64_t size = src_size(s->in);
 		if (size != SRC_SIZE_UNKNOWN && size > p)
 			tfs_log(TFS_LOG_NOTICE,
-				"bzip2: ignoring %" PRIu64 " bytes of trailing data at byte %" PRIu64,
+				"bzip2: ignoring %" PRIu64
+				" bytes of trailing data at byte %" PRIu64,
 				size - p, p);
 		else
-			tfs_log(TFS_LOG_NOTICE, "bzip2: ignoring trailing data at byte %" PRIu64, p);
+			tfs_log(TFS_LOG_NOTICE, "bzip2: ignoring trailing data at byte %" PRIu64,
+				p);
 	}
 	s->pos = p * 8;
 	item_drop(s);
@@ -1055,8 +1056,8 @@ static void bz_scan_free(struct codec_scan *cs)
 	free(s);
 }
 
-static int bz_scan_new(struct src *in, const struct codec_opts *opts,
-		       const struct codec_sink *sink, struct codec_scan **out)
+static int bz_scan_new(struct src *in, const struct codec_opts *opts, const struct codec_sink *sink,
+		       struct codec_scan **out)
 {
 	struct bz_scan *s;
 	unsigned threads = opts && opts->threads ? opts->threads : 1;
@@ -1131,7 +1132,7 @@ static uint64_t bz_scan_verified(struct codec_scan *cs)
 	return to_scan(cs)->uoff;
 }
 
-/* ---- the decoder ------------------------------------------------------------------------------ */
+/* ---- the decoder ----------------------------------------------------------------------------- */
 
 struct bz_dec {
 	bz_stream z;
@@ -1140,8 +1141,8 @@ struct bz_dec {
 	uint64_t bit; /* where the block starts (messages) */
 	size_t bzmem; /* bytes libbz2 holds */
 	unsigned level;
-	int err;      /* sticky */
-	bool live;    /* z is initialised */
+	int err;   /* sticky */
+	bool live; /* z is initialised */
 	bool ended;
 };
 
@@ -1296,15 +1297,15 @@ static size_t bz_dec_memory(const struct codec_dec *cd)
 }
 
 const struct codec codec_bzip2 = {
-	.name = "bzip2",
-	.probe = bz_probe,
-	.scan_new = bz_scan_new,
-	.scan_read = bz_scan_read,
-	.scan_verified = bz_scan_verified,
-	.scan_name = NULL,
-	.scan_free = bz_scan_free,
-	.dec_new = bz_dec_new,
-	.dec_read = bz_dec_read,
-	.dec_memory = bz_dec_memory,
-	.dec_free = bz_dec_free,
+    .name = "bzip2",
+    .probe = bz_probe,
+    .scan_new = bz_scan_new,
+    .scan_read = bz_scan_read,
+    .scan_verified = bz_scan_verified,
+    .scan_name = NULL,
+    .scan_free = bz_scan_free,
+    .dec_new = bz_dec_new,
+    .dec_read = bz_dec_read,
+    .dec_memory = bz_dec_memory,
+    .dec_free = bz_dec_free,
 };

@@ -38,8 +38,8 @@ static int on_ckpt(void *opaque, const struct codec_ckpt *ck, const void *aux, s
 }
 
 struct result {
-	int rc;		  /* 0, or the error scan_read returned */
-	uint8_t *out;	  /* everything scan_read returned before the end or the error */
+	int rc;	      /* 0, or the error scan_read returned */
+	uint8_t *out; /* everything scan_read returned before the end or the error */
 	size_t outlen;
 	uint64_t verified;
 	struct ckpts ck;
@@ -213,8 +213,8 @@ static struct result full_check(const uint8_t *bz, size_t bzlen, const uint8_t *
 
 static void test_probe(const uint8_t *bz, size_t bzlen)
 {
-	static const uint8_t empty9[] = {'B', 'Z', 'h', '9', 0x17, 0x72, 0x45, 0x38, 0x50, 0x90,
-					 0, 0, 0, 0};
+	static const uint8_t empty9[] = {'B',  'Z',  'h',  '9', 0x17, 0x72, 0x45,
+					 0x38, 0x50, 0x90, 0,	0,    0,    0};
 	uint8_t h[16];
 
 	CHECK(C->probe(bz, bzlen < 512 ? bzlen : 512));
@@ -249,8 +249,7 @@ static void test_levels(const uint8_t *data, size_t len)
 		CHECK_EQ(r2.outlen, len);
 		CHECK(r2.outlen == len && memcmp(r2.out, data, len) == 0);
 		CHECK_EQ(r2.ck.n, r.ck.n);
-		CHECK(r2.ck.n == r.ck.n &&
-		      memcmp(r2.ck.v, r.ck.v, r.ck.n * sizeof(*r.ck.v)) == 0);
+		CHECK(r2.ck.n == r.ck.n && memcmp(r2.ck.v, r.ck.v, r.ck.n * sizeof(*r.ck.v)) == 0);
 		result_free(&r2);
 	}
 	result_free(&r);
