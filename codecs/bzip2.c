@@ -319,7 +319,7 @@ struct bz_scan {
 	struct src *in; /* not owned */
 	struct codec_sink sink;
 	unsigned threads; /* workers running; 1 = none, decode in the calling thread */
-	unsigned maxq;	  /* at most this many candidates handed to workers, not yet delivered */
+	unsigned maxq;	  /* most candidates handed to workers and not yet delivered */
 
 	/* The finder (scan_read thread only): file bytes [off, off + len) are in win. */
 	uint8_t *win;
