@@ -338,6 +338,22 @@ static const char *base_name(const char *path, char *buf, size_t size)
 	return buf;
 }
 
+/* The mount point relative to folder dir if it lies inside it, else NULL (malloc'd). */
+static char *inside_rel(const char *dir, const char *mnt)
+{
+	char rd[PATH_MAX], rm[PATH_MAX];
+	size_t n;
+
+	if (!realpath(dir, rd) || !realpath(mnt, rm))
+		return NULL;
+	n = strlen(rd);
+	if (n == 1) /* the folder is / */
+		return strdup(rm + 1);
+	if (strncmp(rm, rd, n) == 0 && rm[n] == '/')
+		return strdup(rm + n + 1);
+	return NULL;
+}
+
 static int add_source(struct un *un, const char *path, const struct arch_opts *ao)
 {
 	char name[256];
@@ -347,7 +363,9 @@ static int add_source(struct un *un, const char *path, const struct arch_opts *a
 	base_name(path, name, sizeof(name));
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		struct dirtree *d;
-		err = dirtree_open(path, &d);
+		char *hide = inside_rel(path, ao->idx.mountpoint);
+		err = dirtree_open(path, hide, &d);
+		free(hide);
 		if (err) {
 			fprintf(stderr, "tarseek: folder %s: %s\n", path, strerror(-err));
 			return err;

@@ -30,6 +30,7 @@ struct dnode {
 
 struct dirtree {
 	char *path; /* absolute */
+	char *hide; /* relative path not shown (the mount point), or NULL */
 	int rootfd;
 	pthread_mutex_t lock;
 	/* protected by lock: */
@@ -186,7 +187,7 @@ static int dt_lookup(void *t, uint64_t dir, const char *name, size_t len, struct
 	free(rel);
 	if (!p)
 		return -ENOMEM;
-	err = stat_rel(d, p, out);
+	err = d->hide && strcmp(p, d->hide) == 0 ? -ENOENT : stat_rel(d, p, out);
 	free(p);
 	return err;
 }
@@ -263,7 +264,7 @@ static int dt_readdir(void *t, uint64_t dir, uint64_t after, arch_dirent_fn fn, 
 			err = -ENOMEM;
 			break;
 		}
-		int e = stat_rel(d, p, &a);
+		int e = d->hide && strcmp(p, d->hide) == 0 ? -ENOENT : stat_rel(d, p, &a);
 		free(p);
 		if (e == -ENOENT)
 			continue; /* removed meanwhile */
@@ -455,10 +456,11 @@ static void dt_free(void *t)
 		close(d->rootfd);
 	pthread_mutex_destroy(&d->lock);
 	free(d->path);
+	free(d->hide);
 	free(d);
 }
 
-int dirtree_open(const char *path, struct dirtree **out)
+int dirtree_open(const char *path, const char *hide, struct dirtree **out)
 {
 	struct dirtree *d;
 	struct stat st;
@@ -473,7 +475,8 @@ int dirtree_open(const char *path, struct dirtree **out)
 	d->nslots = 1024;
 	d->slots = calloc(d->nslots, sizeof(*d->slots));
 	d->path = realpath(path, NULL);
-	if (!d->slots || !d->path) {
+	d->hide = hide ? strdup(hide) : NULL;
+	if (!d->slots || !d->path || (hide && !d->hide)) {
 		err = d->slots ? -errno : -ENOMEM;
 		goto fail;
 	}

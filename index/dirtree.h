@@ -14,8 +14,10 @@
 
 struct dirtree;
 
-/* 0 or -errno (-ENOENT, -ENOTDIR, -EACCES). */
-int dirtree_open(const char *path, struct dirtree **out);
+/* 0 or -errno (-ENOENT, -ENOTDIR, -EACCES).  hide: a path relative to the folder that the
+ * tree does not show (the mount point, when it lies inside the folder: looking into it would
+ * make the mount read itself), or NULL. */
+int dirtree_open(const char *path, const char *hide, struct dirtree **out);
 
 extern const struct tree_ops tree_dir_ops; /* t is a struct dirtree * */
 

@@ -6,9 +6,10 @@
  * hash of (parent inode, name) gives every virtual node one inode for the mount's lifetime.
  * Sources are likewise a fixed array of pointers filled in order.
  *
- * Merging follows one rule in lookup and in readdir: for a name, if the last source that
- * has it holds a non-directory, that is the entry; otherwise it is a folder merging every
- * source in which the name is a folder.  A merged folder's listing is built when it is
+ * Merging follows one rule in lookup and in readdir, the overlay rule: for a name, if the last
+ * source that has it holds a non-directory, that is the entry; otherwise it is a folder
+ * merging the sources in which the name is a folder, back to the first earlier source that
+ * holds a non-directory there (which hides everything before it).  A merged folder's listing is built when it is
  * opened (all of its sources' listings, merged by name and sorted), so readdir offsets are
  * positions in a list that does not change under the reader.
  *
@@ -37,7 +38,8 @@
 struct source {
 	const struct tree_ops *ops;
 	void *t;
-	char *name; /* display name (the folder name with no_union) */
+	char *name;   /* display name */
+	char *folder; /* its folder's name with no_union: name, or name.2, name.3, ... */
 	/* archives inside this one (-r) that were opened: member -> source; nested_lock */
 	struct nmap {
 		uint64_t local;
@@ -261,6 +263,7 @@ void un_free(struct un *u)
 		return;
 	for (unsigned i = 0; i < atomic_load(&u->nsrc); i++) {
 		free(u->src[i]->name);
+		free(u->src[i]->folder);
 		free(u->src[i]->nested);
 	}
 	/* nested archives read through the ones holding them: close the later first */
@@ -276,6 +279,25 @@ void un_free(struct un *u)
 	pthread_mutex_destroy(&u->lock);
 	pthread_mutex_destroy(&u->nested_lock);
 	free(u);
+}
+
+/* A folder name for a new top source n (lock held): its name, else name.2, name.3, ...,
+ * the first that no earlier source's folder has. */
+static char *unique_folder(struct un *u, unsigned n, const char *name)
+{
+	char *cand = strdup(name);
+
+	for (unsigned k = 2; cand; k++) {
+		bool taken = false;
+		for (unsigned j = 0; j < n && !taken; j++)
+			taken = u->src[j]->folder && strcmp(u->src[j]->folder, cand) == 0;
+		if (!taken)
+			return cand;
+		free(cand);
+		if (asprintf(&cand, "%s.%u", name, k) < 0)
+			cand = NULL;
+	}
+	return NULL;
 }
 
 /* Adds a source; top: a source of the mount (merged into the root), else an archive found
@@ -304,6 +326,13 @@ static int add_source(struct un *u, const struct tree_ops *ops, void *t, const c
 		free(s);
 		ops->free(t);
 		return -EOVERFLOW;
+	}
+	if (top && u->no_union && !(s->folder = unique_folder(u, n, name))) {
+		pthread_mutex_unlock(&u->lock);
+		free(s->name);
+		free(s);
+		ops->free(t);
+		return -ENOMEM;
 	}
 	u->src[n] = s;
 	*idx = n;
@@ -383,19 +412,12 @@ out:
 	return err;
 }
 
-/* The name of source i's folder with no_union: its name, "name.2", ... on clashes. */
+/* The name of source i's folder with no_union. */
 static void source_folder(struct un *u, unsigned i, char *buf, size_t size)
 {
-	unsigned same = 1;
-
-	for (unsigned j = 0; j < i; j++)
-		if (strcmp(u->src[j]->name, u->src[i]->name) == 0)
-			same++;
-	if (same == 1)
-		snprintf(buf, size, "%s", u->src[i]->name);
-	else
-		snprintf(buf, size, "%s.%u", u->src[i]->name, same);
+	snprintf(buf, size, "%s", u->src[i]->folder ? u->src[i]->folder : u->src[i]->name);
 }
+
 
 /* Re-numbers a source's attributes into the mount's inodes. */
 static void from_source(unsigned s, struct arch_attr *a)
@@ -433,9 +455,9 @@ static int lookup_merged(struct un *u, const struct contrib *c, size_t nc, const
 				f->have_file = true;
 				f->file_src = src;
 				f->file = a;
-				return 0;
 			}
-			continue; /* a file under a later folder of the same name: hidden */
+			/* a file hides this name in every earlier source (overlay rule) */
+			break;
 		}
 		struct contrib *nd = realloc(f->dirs, (f->ndirs + 1) * sizeof(*nd));
 		struct arch_attr *na = realloc(f->dir_attr, (f->ndirs + 1) * sizeof(*na));
@@ -452,7 +474,7 @@ static int lookup_merged(struct un *u, const struct contrib *c, size_t nc, const
 		f->dir_attr[0] = a;
 		f->ndirs++;
 	}
-	return f->ndirs ? 0 : -ENOENT;
+	return f->have_file || f->ndirs ? 0 : -ENOENT;
 }
 
 static void found_free(struct found *f)
@@ -613,6 +635,8 @@ int un_lookup(struct un *u, uint64_t parent, const char *name, size_t len, struc
 	if (err == -ENOTSUP && v->kind == V_SOURCES) {
 		char buf[512];
 		for (unsigned i = 0; i < atomic_load(&u->nsrc); i++) {
+			if (!u->src[i]->folder)
+				continue;
 			source_folder(u, i, buf, sizeof(buf));
 			if (strlen(buf) == len && memcmp(buf, name, len) == 0) {
 				const struct source *s = u->src[i];
@@ -892,10 +916,11 @@ static int merge_add(void *opaque, const char *name, size_t len, const struct ar
 		e->dirs[e->ndirs++] = (struct contrib){src, b.ino};
 		e->last_dir = b;
 		e->last_is_file = false;
-	} else {
+	} else { /* a file hides the folders of earlier sources (overlay rule) */
 		e->last_is_file = true;
 		e->file_src = src;
 		e->file = b;
+		e->ndirs = 0;
 	}
 	return 0;
 }
@@ -938,6 +963,8 @@ static int list_virtual(struct un *u, struct vnode *v, struct un_dir *d)
 		for (unsigned i = 0; i < ns && !err; i++) {
 			char buf[512];
 			const struct source *s = u->src[i];
+			if (!s->folder)
+				continue; /* an archive inside another: not a folder of the root */
 			source_folder(u, i, buf, sizeof(buf));
 			err = s->ops->getattr(s->t, s->ops->root, &d->e[d->n].attr);
 			if (err)

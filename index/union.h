@@ -1,8 +1,9 @@
 /* The mounted tree: one or more sources (archives, plain directories) seen as one.
  *
- * Union rules: the source added last wins for a file path; directories of the same path
- * merge across all sources that have it; a path that is a file in one source and a
- * directory in another follows the last source that has it.  With no_union, each source is
+ * Union rules (an overlay): the source added last wins for a file path; directories of the
+ * same path merge across the sources that have it; a path that is a file in one source and a
+ * directory in another follows the last source that has it, and a file hides that path in
+ * every source before it.  With no_union, each source is
  * a folder of the root instead, named after it ("name", then "name.2", "name.3", ... when
  * names clash, in the order given).  A path stored several times (tar -r, or in several
  * sources) shows its last version; all of them are reachable as PATH.versions/1 .. N (1 the
@@ -15,7 +16,8 @@
  * Lookups query only the sources that hold the parent folder.
  *
  * Attributes named user.tarseek.* are answered for every entry without being listed (so
- * copies with xattrs stay clean): user.tarseek.info (all of it, "key=value" lines),
+ * copies with xattrs stay clean; the kernel does not ask for user.* on symlinks):
+ * user.tarseek.info (all of it, "key=value" lines),
  * user.tarseek.source, .kind, .codec, .index, .version, .versions, .data_offset,
  * .header_offset, ... and on the root user.tarseek.decoders_started and .decoded_bytes.
  *
