@@ -6,19 +6,50 @@
  * reservations are waited for on one condition variable, broadcast on publish and abandon --
  * waits are rare (two readers wanting the same segment at the same moment) and short.
  *
+ * The disk tier is a ring log in an unlinked file: writes go at the head, in order; a FIFO of
+ * the slots in write order tells which ones the next write overwrites (at a wrap, the slots
+ * left past the old head go too).  Writes happen under the lock (a segment is a memcpy into
+ * the page cache); reads happen outside it and check the slot's CRC, so a read racing with a
+ * write that reused its bytes is a miss, never wrong data.
+ *
  * Locks: cache.lock only; no other lock is taken while holding it.
  */
 #include "cache.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "../common/log.h"
 
 struct entry {
 	struct cache_key key;
 	struct cache_buf *buf; /* NULL while reserved */
 	struct entry *hnext;   /* hash chain */
 	struct entry *prev, *next; /* LRU list (published only); head = most recent */
+};
+
+struct dslot {
+	struct cache_key key;
+	uint64_t off;
+	uint32_t len, crc;
+	bool dead;	     /* out of the map (failed its CRC, or superseded); still in the FIFO */
+	struct dslot *hnext; /* map chain */
+	struct dslot *qnext; /* FIFO, oldest first */
+};
+
+struct disk {
+	int fd;
+	uint64_t size, head, used;
+	struct dslot **table;
+	size_t nbuckets, n;
+	struct dslot *qhead, *qtail;
+	uint64_t hits, writes;
 };
 
 struct cache {
@@ -31,6 +62,7 @@ struct cache {
 	uint64_t bytes, budget;
 	uint64_t next_stream;
 	uint64_t hits, misses, evictions;
+	struct disk *disk; /* NULL: no disk tier */
 };
 
 /* Bytes a published buffer is charged: its data plus bookkeeping. */
@@ -188,6 +220,157 @@ static void remove_entry(struct cache *c, struct entry *e)
 	free(e);
 }
 
+/* ---- the disk tier (lock held) ---- */
+
+static size_t dbucket(const struct disk *d, const struct cache_key *k)
+{
+	uint64_t h = k->stream * 0x9E3779B97F4A7C15ull ^ k->seg * 0xC2B2AE3D27D4EB4Full;
+
+	return (size_t)((h ^ (h >> 29)) & (d->nbuckets - 1));
+}
+
+static struct dslot *dfind(struct disk *d, const struct cache_key *k)
+{
+	for (struct dslot *s = d->table[dbucket(d, k)]; s; s = s->hnext)
+		if (s->key.stream == k->stream && s->key.seg == k->seg)
+			return s;
+	return NULL;
+}
+
+/* Takes a slot out of the map (it stays in the FIFO until its bytes are reused). */
+static void dunmap(struct disk *d, struct dslot *s)
+{
+	struct dslot **p = &d->table[dbucket(d, &s->key)];
+
+	if (s->dead)
+		return;
+	while (*p && *p != s)
+		p = &(*p)->hnext;
+	if (*p)
+		*p = s->hnext;
+	s->dead = true;
+	d->n--;
+}
+
+/* Frees the oldest slot. */
+static void dpop(struct disk *d)
+{
+	struct dslot *s = d->qhead;
+
+	d->qhead = s->qnext;
+	if (!d->qhead)
+		d->qtail = NULL;
+	dunmap(d, s);
+	d->used -= s->len;
+	free(s);
+}
+
+static void dmap_grow(struct disk *d)
+{
+	size_t n = d->nbuckets * 2;
+	struct dslot **t = calloc(n, sizeof(*t));
+
+	if (!t)
+		return;
+	for (size_t i = 0; i < d->nbuckets; i++)
+		for (struct dslot *s = d->table[i], *next; s; s = next) {
+			next = s->hnext;
+			uint64_t h = s->key.stream * 0x9E3779B97F4A7C15ull ^
+				     s->key.seg * 0xC2B2AE3D27D4EB4Full;
+			size_t b = (size_t)((h ^ (h >> 29)) & (n - 1));
+			s->hnext = t[b];
+			t[b] = s;
+		}
+	free(d->table);
+	d->table = t;
+	d->nbuckets = n;
+}
+
+/* Writes b as the disk copy of k, overwriting the oldest slots it needs room from. */
+static void dwrite(struct disk *d, const struct cache_key *k, const struct cache_buf *b)
+{
+	struct dslot *s, *old;
+
+	if (b->len == 0 || b->len > d->size / 4)
+		return;
+	if (d->head + b->len > d->size) { /* wrap: what is left past the head goes */
+		while (d->qhead && d->qhead->off >= d->head)
+			dpop(d);
+		d->head = 0;
+	}
+	while (d->qhead && d->qhead->off >= d->head && d->qhead->off < d->head + b->len)
+		dpop(d);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return;
+	if (pwrite(d->fd, b->data, b->len, (off_t)d->head) != (ssize_t)b->len) {
+		free(s); /* disk full or failing: the tier just stops helping */
+		return;
+	}
+	s->key = *k;
+	s->off = d->head;
+	s->len = (uint32_t)b->len;
+	s->crc = (uint32_t)crc32(0, b->data, (uInt)b->len);
+	d->head += b->len;
+	d->used += b->len;
+	if (d->qtail)
+		d->qtail->qnext = s;
+	else
+		d->qhead = s;
+	d->qtail = s;
+	old = dfind(d, k);
+	if (old)
+		dunmap(d, old);
+	if (d->n >= d->nbuckets)
+		dmap_grow(d);
+	size_t bk = dbucket(d, k);
+	s->hnext = d->table[bk];
+	d->table[bk] = s;
+	d->n++;
+	d->writes++;
+}
+
+int cache_set_disk(struct cache *c, const char *dir, uint64_t size)
+{
+	struct disk *d;
+	int fd;
+
+	if (size == 0)
+		return 0;
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0) { /* no O_TMPFILE here: a named file, unlinked at once */
+		char *tmpl;
+		if (asprintf(&tmpl, "%s/tarseek-cache-XXXXXX", dir) < 0)
+			return -ENOMEM;
+		fd = mkostemp(tmpl, O_CLOEXEC);
+		if (fd >= 0)
+			unlink(tmpl);
+		free(tmpl);
+		if (fd < 0)
+			return -errno;
+	}
+	d = calloc(1, sizeof(*d));
+	if (d) {
+		d->nbuckets = 1024;
+		d->table = calloc(d->nbuckets, sizeof(*d->table));
+	}
+	if (!d || !d->table) {
+		if (d)
+			free(d->table);
+		free(d);
+		close(fd);
+		return -ENOMEM;
+	}
+	d->fd = fd;
+	d->size = size;
+	pthread_mutex_lock(&c->lock);
+	c->disk = d;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+static void publish_locked(struct cache *c, struct entry *e, struct cache_buf *b);
+
 int cache_get(struct cache *c, const struct cache_key *k, struct cache_buf **out)
 {
 	struct entry *e;
@@ -209,10 +392,36 @@ int cache_get(struct cache *c, const struct cache_key *k, struct cache_buf **out
 		}
 		pthread_cond_wait(&c->filled, &c->lock);
 	}
-	c->misses++;
 	/* Out of memory for the entry: the caller decodes anyway; publish/abandon of an
 	 * unknown key are no-ops. */
-	reserve(c, k);
+	e = reserve(c, k);
+	struct dslot *ds = c->disk ? dfind(c->disk, k) : NULL;
+	if (e && ds) {
+		uint64_t off = ds->off;
+		uint32_t len = ds->len, crc = ds->crc;
+		int fd = c->disk->fd;
+		pthread_mutex_unlock(&c->lock);
+		struct cache_buf *b = cache_buf_new(len);
+		bool ok = b && pread(fd, b->data, len, (off_t)off) == (ssize_t)len &&
+			  (uint32_t)crc32(0, b->data, len) == crc;
+		pthread_mutex_lock(&c->lock);
+		if (ok) {
+			e = find(c, k, NULL);
+			if (e && !e->buf)
+				publish_locked(c, e, b);
+			c->disk->hits++;
+			c->hits++;
+			pthread_cond_broadcast(&c->filled);
+			pthread_mutex_unlock(&c->lock);
+			*out = b;
+			return 0;
+		}
+		cache_buf_put(b);
+		ds = dfind(c->disk, k); /* reused meanwhile, or bad: forget it */
+		if (ds)
+			dunmap(c->disk, ds);
+	}
+	c->misses++;
 	pthread_mutex_unlock(&c->lock);
 	return 1;
 }
@@ -237,23 +446,31 @@ bool cache_contains(struct cache *c, const struct cache_key *k)
 	return ok;
 }
 
+/* Fills the reserved entry e with b in RAM (lock held). */
+static void publish_locked(struct cache *c, struct entry *e, struct cache_buf *b)
+{
+	if (charge(b) > c->budget) {
+		remove_entry(c, e); /* too big to keep: served to its reader only */
+		return;
+	}
+	cache_buf_ref(b);
+	e->buf = b;
+	c->bytes += charge(b);
+	lru_push(c, e);
+	while (c->bytes > c->budget && c->lru_tail != e) {
+		remove_entry(c, c->lru_tail);
+		c->evictions++;
+	}
+}
+
 void cache_publish(struct cache *c, const struct cache_key *k, struct cache_buf *b)
 {
 	pthread_mutex_lock(&c->lock);
 	struct entry *e = find(c, k, NULL);
 	if (e && !e->buf) {
-		if (charge(b) > c->budget) {
-			remove_entry(c, e); /* too big to keep: served to its reader only */
-		} else {
-			cache_buf_ref(b);
-			e->buf = b;
-			c->bytes += charge(b);
-			lru_push(c, e);
-			while (c->bytes > c->budget && c->lru_tail != e) {
-				remove_entry(c, c->lru_tail);
-				c->evictions++;
-			}
-		}
+		if (c->disk)
+			dwrite(c->disk, k, b);
+		publish_locked(c, e, b);
 	}
 	pthread_cond_broadcast(&c->filled);
 	pthread_mutex_unlock(&c->lock);
@@ -277,6 +494,10 @@ void cache_drop_stream(struct cache *c, uint64_t stream)
 		if (e->key.stream == stream)
 			remove_entry(c, e);
 	}
+	if (c->disk) /* stream ids are never reused, but keep the map small */
+		for (struct dslot *s = c->disk->qhead; s; s = s->qnext)
+			if (s->key.stream == stream)
+				dunmap(c->disk, s);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -289,7 +510,19 @@ void cache_get_stats(struct cache *c, struct cache_stats *out)
 	out->bytes = c->bytes;
 	out->entries = c->nentries;
 	out->budget = c->budget;
+	out->disk_hits = c->disk ? c->disk->hits : 0;
+	out->disk_writes = c->disk ? c->disk->writes : 0;
+	out->disk_bytes = c->disk ? c->disk->used : 0;
+	out->disk_size = c->disk ? c->disk->size : 0;
 	pthread_mutex_unlock(&c->lock);
+}
+
+uint64_t cache_room(struct cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	uint64_t room = c->disk ? c->disk->size : c->budget;
+	pthread_mutex_unlock(&c->lock);
+	return room;
 }
 
 void cache_free(struct cache *c)
@@ -305,6 +538,13 @@ void cache_free(struct cache *c)
 		}
 	}
 	free(c->table);
+	if (c->disk) {
+		while (c->disk->qhead)
+			dpop(c->disk);
+		close(c->disk->fd);
+		free(c->disk->table);
+		free(c->disk);
+	}
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->filled);
 	free(c);

@@ -19,9 +19,17 @@
  * Memory: published bytes stay under the budget (evicting the least recently used); a
  * buffer larger than the whole budget is handed to its reader but not kept.
  *
- * All functions are thread-safe.  One mutex guards the table and the LRU list; waiters
- * sleep on one condition variable (reservations are short: one segment decode).
- * A later on-disk tier can sit behind cache_get()'s miss path without changing callers.
+ * Disk tier (optional, cache_set_disk): every published buffer is also written to an
+ * unlinked temporary file used as a ring log of bounded size; a RAM miss that the disk
+ * holds is read back (and its CRC checked) instead of being decoded again.  It is what
+ * makes archives that cannot be sought (single-block xz, single-frame zstd) or whose blocks
+ * are far larger than the RAM budget (xz -T's 24 MiB) cheap to read at random: each segment
+ * is decoded once per mount.  The file is never named in the file system and vanishes with
+ * the process; it costs page cache, not resident memory.
+ *
+ * All functions are thread-safe.  One mutex guards the table, the LRU list and the disk
+ * tier's map; waiters sleep on one condition variable (reservations are short: one segment
+ * decode or one disk read).  File I/O happens without the mutex.
  */
 #ifndef TARSEEK_CACHE_H
 #define TARSEEK_CACHE_H
@@ -48,11 +56,17 @@ struct cache_stats {
 	uint64_t hits, misses, evictions;
 	uint64_t bytes, entries; /* now */
 	uint64_t budget;
+	uint64_t disk_hits, disk_writes; /* the disk tier */
+	uint64_t disk_bytes, disk_size;	 /* in use now; capacity (0: no disk tier) */
 };
 
 /* A cache holding at most budget bytes of decoded data.  NULL if out of memory. */
 struct cache *cache_new(uint64_t budget);
 void cache_free(struct cache *c); /* NULL does nothing; no reservation may be pending */
+
+/* Adds the disk tier: up to size bytes in an unlinked file created in dir.  Call before
+ * use.  0 or -errno (the cache then works without it). */
+int cache_set_disk(struct cache *c, const char *dir, uint64_t size);
 
 uint64_t cache_new_stream_id(struct cache *c);
 
@@ -79,5 +93,8 @@ void cache_buf_ref(struct cache_buf *b);
 void cache_buf_put(struct cache_buf *b); /* NULL does nothing */
 
 void cache_get_stats(struct cache *c, struct cache_stats *out);
+
+/* Bytes the cache can hold: the disk tier's size if there is one, else the memory budget. */
+uint64_t cache_room(struct cache *c);
 
 #endif

@@ -11,14 +11,17 @@
  * (cache_try_reserve) or decoded into scratch and dropped.  A decoder that cannot continue
  * past a chunk end (block codecs return 0 there) is replaced by one at the next checkpoint.
  *
- * Locks: pool_lock guards the pool and the stats; it is never held while decoding or while
- * calling into the cache.
+ * Locks: pool_lock guards the pool, the stats and the count of background jobs; it is never
+ * held while decoding or while calling into the cache.  bg.lock guards the background queue;
+ * the two are never held together.
  */
 #include "reader.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -50,8 +53,11 @@ struct creader {
 	uint64_t stream;
 	unsigned max_decoders;
 
+	atomic_bool closing; /* creader_free has begun: background jobs stop */
 	pthread_mutex_t pool_lock;
+	pthread_cond_t bg_done; /* a background job of this reader ended */
 	/* protected by pool_lock: */
+	unsigned bg_jobs;	/* background jobs queued or running */
 	struct live *pool;
 	size_t npool;
 	uint64_t clock;
@@ -101,6 +107,8 @@ int creader_new(const struct creader_params *p, struct creader **out)
 	}
 	r->stream = cache_new_stream_id(r->cache);
 	pthread_mutex_init(&r->pool_lock, NULL);
+	pthread_cond_init(&r->bg_done, NULL);
+	atomic_init(&r->closing, false);
 	*out = r;
 	return 0;
 nomem:
@@ -255,6 +263,199 @@ static int decode_segment(struct creader *r, struct live *l, uint8_t *dst, uint6
 	return 0;
 }
 
+/* Decodes the segment at l->pos (a segment boundary) and checks it.  mine: the caller holds
+ * the segment's reservation; the buffer is then returned in *outb (referenced; the caller
+ * publishes it).  Else it is decoded into *scratch (allocated on first use) and dropped.  On
+ * error nothing is published or abandoned here.  *key is the segment's cache key. */
+static int step_segment(struct creader *r, struct live *l, bool mine, uint8_t **scratch,
+			struct cache_buf **outb, struct cache_key *key)
+{
+	size_t j = l->chunk;
+	struct cache_buf *b = NULL;
+	uint8_t *dst;
+	int err;
+
+	*outb = NULL;
+	while (l->pos >= r->ck[j].uoff + r->ck[j].ulen)
+		j++;
+	uint64_t m = (l->pos - r->ck[j].uoff) >> SEG_SHIFT, len = seg_len(r->ck[j].ulen, m);
+	*key = (struct cache_key){r->stream, r->seg_base[j] + m};
+	l->chunk = j;
+	if (mine) {
+		b = cache_buf_new(len);
+		if (!b)
+			return -ENOMEM;
+		dst = b->data;
+	} else {
+		if (!*scratch && !(*scratch = malloc(SEG_SIZE + SEG_SIZE / 2)))
+			return -ENOMEM;
+		dst = *scratch;
+	}
+	err = decode_segment(r, l, dst, len);
+	if (!err && r->crcs && (uint32_t)crc32(0, dst, (uInt)len) != r->crcs[key->seg]) {
+		tfs_log(TFS_LOG_ERR,
+			"%s: decoded data does not match the index (CRC) at decompressed offset %llu, "
+			"checkpoint %zu at compressed offset %llu: the archive is corrupt or changed",
+			r->codec->name, (unsigned long long)l->pos, j, (unsigned long long)r->ck[j].coff);
+		err = -EIO;
+	}
+	if (err) {
+		cache_buf_put(b);
+		return err;
+	}
+	l->pos += len;
+	*outb = b;
+	return 0;
+}
+
+/* ---- decoding ahead --------------------------------------------------------------------
+ * After a read decoded the segment it wanted, the rest of that chunk (at most BG_AHEAD bytes)
+ * is decoded on a background thread, with its segments reserved first so that readers wanting
+ * them wait for that one decode instead of starting their own from the checkpoint.  A random
+ * read of an xz block thus decodes the block once, while the reader goes on; a sequential read
+ * finds its next segments coming.  Only when the cache can hold what is decoded (a disk tier,
+ * or a chunk small against the memory budget). */
+
+#define BG_AHEAD (64ull << 20)
+#define BG_MAX_THREADS 4
+
+struct bg_job {
+	struct creader *r;
+	struct live l;
+	uint64_t end;	    /* decode up to here */
+	uint64_t first_seg; /* global number of the segment at l.pos */
+	size_t nsegs;
+	bool *mine; /* per segment from l.pos: reserved by the job */
+	struct bg_job *next;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct bg_job *head, *tail; /* queued jobs */
+	unsigned threads, queued;
+} bg = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0};
+
+static void bg_run(struct bg_job *job)
+{
+	struct creader *r = job->r;
+	uint8_t *scratch = NULL;
+	size_t i = 0;
+	int err = 0;
+
+	for (; i < job->nsegs; i++) {
+		struct cache_buf *b;
+		struct cache_key key;
+		if (atomic_load(&r->closing)) {
+			err = -ECANCELED;
+			break;
+		}
+		err = step_segment(r, &job->l, job->mine[i], &scratch, &b, &key);
+		if (err)
+			break;
+		if (job->mine[i]) {
+			cache_publish(r->cache, &key, b);
+			cache_buf_put(b);
+		}
+	}
+	for (size_t k = i; k < job->nsegs; k++) { /* give back what was not decoded */
+		struct cache_key key = {r->stream, job->first_seg + k};
+		if (job->mine[k])
+			cache_abandon(r->cache, &key);
+	}
+	free(scratch);
+	if (err || job->l.pos >= r->usize)
+		r->codec->dec_free(job->l.dec);
+	else
+		pool_put(r, &job->l);
+	pthread_mutex_lock(&r->pool_lock);
+	r->bg_jobs--;
+	pthread_cond_broadcast(&r->bg_done);
+	pthread_mutex_unlock(&r->pool_lock);
+	free(job->mine);
+	free(job);
+}
+
+static void *bg_worker(void *arg)
+{
+	for (;;) {
+		pthread_mutex_lock(&bg.lock);
+		while (!bg.head)
+			pthread_cond_wait(&bg.cond, &bg.lock);
+		struct bg_job *job = bg.head;
+		bg.head = job->next;
+		if (!bg.head)
+			bg.tail = NULL;
+		bg.queued--;
+		pthread_mutex_unlock(&bg.lock);
+		bg_run(job);
+	}
+	return NULL;
+}
+
+/* Hands l (positioned after a read's segment) to a background thread to decode the rest of
+ * its chunk; true if taken, else the caller keeps l. */
+static bool bg_submit(struct creader *r, struct live *l)
+{
+	uint64_t chunk_end = r->ck[l->chunk].uoff + r->ck[l->chunk].ulen, end = chunk_end;
+	struct bg_job *job;
+
+	if (end > l->pos + BG_AHEAD)
+		end = l->pos + BG_AHEAD;
+	if (l->pos >= end || (end - l->pos) * 4 > cache_room(r->cache) || atomic_load(&r->closing))
+		return false;
+	pthread_mutex_lock(&bg.lock);
+	if (bg.threads == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		unsigned want = n < 1 ? 1 : (n > BG_MAX_THREADS ? BG_MAX_THREADS : (unsigned)n);
+		for (unsigned t = 0; t < want; t++) {
+			pthread_t th;
+			if (pthread_create(&th, NULL, bg_worker, NULL) == 0) {
+				pthread_detach(th);
+				bg.threads++;
+			}
+		}
+	}
+	bool busy = bg.threads == 0 || bg.queued >= bg.threads;
+	pthread_mutex_unlock(&bg.lock);
+	if (busy)
+		return false; /* decoding ahead must never pile up */
+	job = calloc(1, sizeof(*job));
+	if (!job)
+		return false;
+	job->nsegs = 0;
+	for (uint64_t pos = l->pos; pos < end; job->nsegs++) {
+		uint64_t rel = pos - r->ck[l->chunk].uoff, k = rel >> SEG_SHIFT;
+		pos = r->ck[l->chunk].uoff + (k << SEG_SHIFT) + seg_len(r->ck[l->chunk].ulen, k);
+	}
+	job->mine = calloc(job->nsegs ? job->nsegs : 1, sizeof(*job->mine));
+	if (!job->mine) {
+		free(job);
+		return false;
+	}
+	job->first_seg = r->seg_base[l->chunk] + ((l->pos - r->ck[l->chunk].uoff) >> SEG_SHIFT);
+	for (size_t i = 0; i < job->nsegs; i++) {
+		struct cache_key key = {r->stream, job->first_seg + i};
+		job->mine[i] = cache_try_reserve(r->cache, &key);
+	}
+	job->r = r;
+	job->l = *l;
+	job->end = end;
+	pthread_mutex_lock(&r->pool_lock);
+	r->bg_jobs++;
+	pthread_mutex_unlock(&r->pool_lock);
+	pthread_mutex_lock(&bg.lock);
+	if (bg.tail)
+		bg.tail->next = job;
+	else
+		bg.head = job;
+	bg.tail = job;
+	bg.queued++;
+	pthread_cond_signal(&bg.cond);
+	pthread_mutex_unlock(&bg.lock);
+	return true;
+}
+
 /* Decodes segment k of chunk i, publishing what it passes; returns the target's buffer
  * (referenced) in *out.  The caller holds the reservation of the target. */
 static int fill(struct creader *r, size_t i, uint64_t k, struct cache_buf **out)
@@ -271,50 +472,21 @@ static int fill(struct creader *r, size_t i, uint64_t k, struct cache_buf **out)
 			return err;
 	}
 	while (l.pos <= target) {
-		/* where is l.pos? (a segment boundary, possibly the start of a later chunk) */
-		size_t j = l.chunk;
-		while (l.pos >= r->ck[j].uoff + r->ck[j].ulen)
-			j++;
-		uint64_t m = (l.pos - r->ck[j].uoff) >> SEG_SHIFT, len = seg_len(r->ck[j].ulen, m);
-		struct cache_key key = {r->stream, r->seg_base[j] + m};
-		struct cache_buf *b = NULL;
 		bool is_target = l.pos == target, reserved = false;
-		uint8_t *dst;
-
-		l.chunk = j;
-		if (is_target || (reserved = cache_try_reserve(r->cache, &key))) {
-			b = cache_buf_new(len);
-			if (!b) {
-				err = -ENOMEM;
-				if (reserved)
-					cache_abandon(r->cache, &key);
-				break;
-			}
-			dst = b->data;
-		} else {
-			if (!scratch && !(scratch = malloc(SEG_SIZE + SEG_SIZE / 2))) {
-				err = -ENOMEM;
-				break;
-			}
-			dst = scratch;
+		struct cache_buf *b;
+		struct cache_key key;
+		if (!is_target) { /* reserve a passed segment unless someone has it */
+			size_t j = chunk_of(r, l.pos);
+			struct cache_key pk = {r->stream,
+					       r->seg_base[j] + ((l.pos - r->ck[j].uoff) >> SEG_SHIFT)};
+			reserved = cache_try_reserve(r->cache, &pk);
 		}
-		err = decode_segment(r, &l, dst, len);
-		if (!err && r->crcs && (uint32_t)crc32(0, dst, (uInt)len) != r->crcs[key.seg]) {
-			tfs_log(TFS_LOG_ERR,
-				"%s: decoded data does not match the index (CRC) at decompressed offset "
-				"%llu, checkpoint %zu at compressed offset %llu: the archive is corrupt "
-				"or changed",
-				r->codec->name, (unsigned long long)l.pos, j,
-				(unsigned long long)r->ck[j].coff);
-			err = -EIO;
-		}
+		err = step_segment(r, &l, is_target || reserved, &scratch, &b, &key);
 		if (err) {
 			if (reserved)
 				cache_abandon(r->cache, &key);
-			cache_buf_put(b);
 			break;
 		}
-		l.pos += len;
 		if (is_target) {
 			cache_publish(r->cache, &key, b);
 			*out = b;
@@ -328,10 +500,10 @@ static int fill(struct creader *r, size_t i, uint64_t k, struct cache_buf **out)
 		r->codec->dec_free(l.dec);
 		return err;
 	}
-	if (l.pos < r->usize)
-		pool_put(r, &l);
-	else
+	if (l.pos >= r->usize)
 		r->codec->dec_free(l.dec);
+	else if (!bg_submit(r, &l))
+		pool_put(r, &l);
 	return 0;
 }
 
@@ -382,10 +554,16 @@ void creader_free(struct creader *r)
 {
 	if (!r)
 		return;
+	atomic_store(&r->closing, true);
+	pthread_mutex_lock(&r->pool_lock);
+	while (r->bg_jobs)
+		pthread_cond_wait(&r->bg_done, &r->pool_lock);
+	pthread_mutex_unlock(&r->pool_lock);
 	for (size_t j = 0; j < r->npool; j++)
 		r->codec->dec_free(r->pool[j].dec);
 	cache_drop_stream(r->cache, r->stream);
 	pthread_mutex_destroy(&r->pool_lock);
+	pthread_cond_destroy(&r->bg_done);
 	free(r->pool);
 	free(r->ck);
 	free(r->seg_base);

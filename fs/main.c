@@ -29,6 +29,7 @@
 #include "tfs.h"
 
 #define DEFAULT_CACHE_MIB 256
+#define DEFAULT_DISK_CACHE_GIB 4
 #define DEFAULT_GZIP_SPACING_MIB 4
 #define MAX_RECURSION 32
 
@@ -37,7 +38,8 @@ struct options {
 	unsigned recursion;
 	char *fuse_opts; /* comma-separated -o options */
 	const char *index_file, *index_folder;
-	uint64_t cache_size, gzip_spacing;
+	uint64_t cache_size, gzip_spacing, disk_cache_size;
+	const char *disk_cache_dir;
 	unsigned threads;
 	char **sources; /* archives and folders, in order: the last one wins */
 	int nsources;
@@ -71,12 +73,17 @@ static void usage(FILE *f)
 		"      --index-folder DIR  keep indexes in DIR\n"
 		"      --recreate-index    rebuild the index even if it is valid\n"
 		"      --gzip-spacing MIB  decompressed MiB between gzip checkpoints (default %d)\n"
-		"      --cache-size SIZE   decoded-data cache, e.g. 512M or 2G (default %dM)\n"
+		"      --cache-size SIZE   decoded-data cache in memory, e.g. 512M (default %dM)\n"
+		"      --disk-cache-size SIZE  decoded data kept in an unlinked temporary file\n"
+		"                          behind the memory cache, so nothing is decoded twice\n"
+		"                          (default %dG; 0: none)\n"
+		"      --disk-cache-dir DIR  where that file lives (default $TMPDIR, else /var/tmp)\n"
 		"      --threads N         decoder threads while indexing (default: all cores)\n"
 		"  -q, --quiet             only errors and warnings\n"
 		"  -h, --help              this help\n"
 		"  -V, --version           version and compiled-in codecs\n",
-		codec_list(), MAX_RECURSION, DEFAULT_GZIP_SPACING_MIB, DEFAULT_CACHE_MIB);
+		codec_list(), MAX_RECURSION, DEFAULT_GZIP_SPACING_MIB, DEFAULT_CACHE_MIB,
+		DEFAULT_DISK_CACHE_GIB);
 }
 
 static int add_fuse_opt(struct options *o, const char *opt)
@@ -117,6 +124,8 @@ enum {
 	OPT_NO_UNION,
 	OPT_RECURSION_DEPTH,
 	OPT_STRIP_EXT,
+	OPT_DISK_CACHE_SIZE,
+	OPT_DISK_CACHE_DIR,
 };
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -138,6 +147,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"recursive", no_argument, NULL, 'r'},
 		{"recursion-depth", required_argument, NULL, OPT_RECURSION_DEPTH},
 		{"strip-extension", no_argument, NULL, OPT_STRIP_EXT},
+		{"disk-cache-size", required_argument, NULL, OPT_DISK_CACHE_SIZE},
+		{"disk-cache-dir", required_argument, NULL, OPT_DISK_CACHE_DIR},
 		{0},
 	};
 	int c;
@@ -145,6 +156,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	char *end;
 
 	o->cache_size = (uint64_t)DEFAULT_CACHE_MIB << 20;
+	o->disk_cache_size = (uint64_t)DEFAULT_DISK_CACHE_GIB << 30;
 	o->gzip_spacing = (uint64_t)DEFAULT_GZIP_SPACING_MIB << 20;
 	n = sysconf(_SC_NPROCESSORS_ONLN);
 	o->threads = n > 0 ? (unsigned)n : 1;
@@ -209,6 +221,17 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return -1;
 			}
 			o->recursion = (unsigned)n;
+			break;
+		case OPT_DISK_CACHE_SIZE:
+			if (!parse_size(optarg, &o->disk_cache_size) ||
+			    (o->disk_cache_size && o->disk_cache_size < (16u << 20))) {
+				fprintf(stderr, "tarseek: --disk-cache-size: '%s' is not 0 or a size of at "
+					"least 16M (e.g. 2G)\n", optarg);
+				return -1;
+			}
+			break;
+		case OPT_DISK_CACHE_DIR:
+			o->disk_cache_dir = optarg;
 			break;
 		case OPT_STRIP_EXT:
 			o->strip_ext = true;
@@ -434,6 +457,19 @@ int main(int argc, char **argv)
 	if (!cache) {
 		fprintf(stderr, "tarseek: out of memory\n");
 		goto out;
+	}
+	if (o.disk_cache_size) {
+		const char *dir = o.disk_cache_dir;
+		if (!dir)
+			dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
+		err = cache_set_disk(cache, dir, o.disk_cache_size);
+		if (err && o.disk_cache_dir) {
+			fprintf(stderr, "tarseek: --disk-cache-dir %s: %s\n", dir, strerror(-err));
+			goto out;
+		}
+		if (err)
+			tfs_log(TFS_LOG_WARNING, "no disk cache in %s (%s): decoded data is kept in "
+				"memory only", dir, strerror(-err));
 	}
 	struct arch_opts ao = {
 		.idx = {.index_file = o.index_file, .index_folder = o.index_folder,

@@ -413,6 +413,45 @@ static void test_cache(void)
 	cache_free(c);
 }
 
+/* A memory cache far smaller than the data, with a disk tier behind it: after one pass that
+ * decodes each segment once, random reads are served by the disk tier, not by decoding
+ * again; decoding ahead fills what the reads did not touch. */
+static void test_disk_tier(const uint8_t *data, size_t size)
+{
+	struct stored *st = malloc(sizeof(*st));
+	struct cache *cache = cache_new(2u << 20);
+	struct creader *r;
+	struct src *in;
+	uint64_t usize;
+	bool salvaged;
+	struct creader_stats s1, s2;
+	struct cache_stats cs;
+
+	CHECK_EQ(cache_set_disk(cache, "/tmp", 64u << 20), 0);
+	stop_at_chunk_end = true;
+	CHECK_EQ(index_data(data, size, 4u << 20, st, &usize, &salvaged), 0);
+	r = make_reader(data, size, st, usize, cache, &in);
+	for (uint64_t off = 0; off < size; off += 1u << 20)
+		read_check(r, data, off, 1);
+	creader_get_stats(r, &s1);
+	/* every segment decoded once: by the reads or by decoding ahead */
+	CHECK(s1.decoded_bytes <= size + (4u << 20));
+	uint32_t x = 7;
+	for (int i = 0; i < 200; i++) {
+		x = x * 1103515245 + 12345;
+		read_check(r, data, x % size, 5000);
+	}
+	creader_get_stats(r, &s2);
+	CHECK_EQ(s2.decoded_bytes, s1.decoded_bytes); /* nothing decoded again */
+	cache_get_stats(cache, &cs);
+	CHECK(cs.disk_hits > 0);
+	CHECK(cs.bytes <= cs.budget);
+	creader_free(r);
+	src_free(in);
+	cache_free(cache);
+	free(st);
+}
+
 int main(void)
 {
 	size_t size = (10u << 20) + 12345;
@@ -428,6 +467,7 @@ int main(void)
 	run_case(data, 5000, 1024, true);		/* tiny */
 	test_corruption(data, size);
 	test_salvage(data, size);
+	test_disk_tier(data, size);
 	free(data);
 	return tu_exit();
 }
