@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Makes the seed corpora of the fuzz harnesses with the real tools, into DIR:
+#   DIR/fuzz_tar/            tars: GNU tar in every format (v7, oldgnu, gnu, ustar, posix, with
+#                            sparse files in each sparse version, xattrs, long names, links),
+#                            bsdtar, appended and concatenated archives, damaged ones
+#   DIR/fuzz_codec_NAME/     those tars (and a bigger stream, a non-tar file) compressed by the
+#                            real compressor(s) of codec NAME, plus damaged ones
+#   DIR/fuzz_index/          one options byte (see fuzz_index.c) + a tar or a compressed file
+# Nothing binary is kept in the repository: the seeds are made at run time.  Tools that are
+# missing are skipped with a note (tools/install-deps.sh installs them all).
+#   tests/fuzz/make-seeds.sh DIR
+set -euo pipefail
+out=${1:?usage: make-seeds.sh DIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+have() { command -v "$1" >/dev/null 2>&1; }
+note() { echo "make-seeds: $*" >&2; }
+
+T=$out/fuzz_tar
+I=$out/fuzz_index
+mkdir -p "$T" "$I"
+for c in gzip bzip2 xz zstd lzo; do mkdir -p "$out/fuzz_codec_$c"; done
+
+# ---- the tree ------------------------------------------------------------------------------
+src=$work/src
+mkdir -p "$src/dir/sub" "$src/empty"
+printf 'hello\n' >"$src/hello.txt"
+: >"$src/zero"
+head -c 511 /dev/zero | tr '\0' a >"$src/dir/a511"
+head -c 513 /dev/zero | tr '\0' b >"$src/dir/b513"
+seq 1 1500 >"$src/dir/sub/numbers"
+long=$(printf 'n%.0s' $(seq 1 120))
+printf 'long\n' >"$src/dir/$long"
+ln -s "../hello.txt" "$src/dir/link"
+ln -s "$(printf 't%.0s' $(seq 1 150))" "$src/dir/longlink"
+ln "$src/hello.txt" "$src/dir/hard"
+mkfifo "$src/fifo" 2>/dev/null || true
+printf 'caf\351\n' >"$src/$(printf 'caf\351')" # a name that is not UTF-8
+# a sparse file: data, a hole, data, a hole at the end
+truncate -s 16384 "$src/sparse"
+printf 'start' | dd of="$src/sparse" conv=notrunc status=none
+printf 'middle' | dd of="$src/sparse" bs=1 seek=8000 conv=notrunc status=none
+touch -d @1700000000.123456789 "$src/hello.txt"
+if have setfattr; then
+	setfattr -n user.comment -v "a comment" "$src/hello.txt" 2>/dev/null || true
+	setfattr -n user.bin -v 0x00ff00 "$src/dir/a511" 2>/dev/null || true
+fi
+small=$work/small # a smaller tree for the codec seeds
+mkdir -p "$small/d"
+printf 'hello\n' >"$small/hello.txt"
+seq 1 300 >"$small/d/n"
+ln -s hello.txt "$small/l"
+
+gtar() { tar --owner=0 --group=0 --numeric-owner --mtime=@1700000000 -C "$src" "$@"; }
+
+# ---- tars ----------------------------------------------------------------------------------
+gtar --format=v7 -cf "$T/v7.tar" hello.txt dir/a511 dir/sub
+gtar --format=oldgnu -cf "$T/oldgnu.tar" .
+gtar --format=gnu -cf "$T/gnu.tar" .
+gtar --format=ustar -cf "$T/ustar.tar" hello.txt dir/a511 dir/b513 dir/link dir/hard empty 2>/dev/null || true
+gtar --format=posix -cf "$T/pax.tar" .
+gtar --format=posix --xattrs -cf "$T/pax-xattrs.tar" hello.txt dir/a511 2>/dev/null || true
+gtar --format=gnu --sparse -cf "$T/gnu-sparse.tar" sparse hello.txt
+gtar --format=oldgnu --sparse -cf "$T/oldgnu-sparse.tar" sparse
+for v in 0.0 0.1 1.0; do
+	gtar --format=posix --sparse --sparse-version=$v -cf "$T/pax-sparse-$v.tar" sparse hello.txt
+done
+gtar --format=gnu -cf "$T/gnu-longname.tar" "dir/$long" dir/longlink
+gtar --format=posix -cf "$T/pax-longname.tar" "dir/$long" dir/longlink
+gtar --format=gnu --label=VOLUME -cf "$T/gnu-label.tar" hello.txt
+gtar --format=gnu -g "$work/snar" -cf "$T/gnu-incremental.tar" dir 2>/dev/null || true
+cp "$T/gnu.tar" "$work/app.tar"
+gtar --format=gnu -rf "$work/app.tar" hello.txt # a repeated path
+cp "$work/app.tar" "$T/gnu-appended.tar"
+cat "$T/v7.tar" "$T/ustar.tar" >"$T/concatenated.tar"
+head -c 10240 /dev/zero >"$T/empty.tar"
+gtar --format=gnu -b 1 -cf "$T/gnu-b1.tar" hello.txt
+if have bsdtar; then
+	(cd "$src" && bsdtar -cf "$T/bsdtar.tar" . 2>/dev/null) || true
+	(cd "$src" && bsdtar --format=ustar -cf "$T/bsdtar-ustar.tar" hello.txt dir/sub 2>/dev/null) || true
+	(cd "$src" && bsdtar --format=pax -cf "$T/bsdtar-pax.tar" . 2>/dev/null) || true
+	(cd "$src" && bsdtar --format=gnutar -cf "$T/bsdtar-gnutar.tar" hello.txt "dir/$long" 2>/dev/null) || true
+	(cd "$src" && bsdtar --format=v7 -cf "$T/bsdtar-v7.tar" hello.txt 2>/dev/null) || true
+	(cd "$src" && bsdtar --read-sparse -cf "$T/bsdtar-sparse.tar" sparse 2>/dev/null) || true
+else
+	note "bsdtar missing: no bsdtar seeds"
+fi
+# damaged: truncated in a header and in data, a flipped header byte, garbage after the end
+head -c 700 "$T/gnu.tar" >"$T/trunc-header.tar"
+head -c 1500 "$T/pax.tar" >"$T/trunc-data.tar"
+cp "$T/ustar.tar" "$T/flipped.tar"
+printf '\x7f' | dd of="$T/flipped.tar" bs=1 seek=148 conv=notrunc status=none
+{ cat "$T/v7.tar"; printf 'garbage after the end'; } >"$T/garbage.tar"
+{ head -c 1024 "$T/gnu.tar"; seq 1 600 | gzip -9 -n | head -c 512; tail -c +1537 "$T/gnu.tar"; } >"$T/resync.tar"
+
+# ---- nested: a tar holding a .tar.gz and a .tar ------------------------------------------------
+nest=$work/nest
+mkdir -p "$nest"
+tar -C "$small" -czf "$nest/inner.tar.gz" .
+tar -C "$small" -cf "$nest/plain.tar" hello.txt
+printf 'x\n' >"$nest/note"
+tar -C "$nest" --format=gnu -cf "$work/nested.tar" .
+
+# ---- compressed ----------------------------------------------------------------------------
+tar -C "$small" --format=gnu -cf "$work/small.tar" .
+# a stream of ~1.6 MB that compresses well: two segments, several gzip checkpoints
+{ seq 1 5000; head -c 1600000 < <(yes 'the quick brown fox jumps over the lazy dog'); } >"$work/big"
+tar -C "$work" --format=gnu -cf "$work/big.tar" big
+noise() { seq 1 "$1" | gzip -9 -n | head -c "$2"; } # deterministic bytes that look random
+noise 3000 3000 >"$work/noise" # a single compressed file that is not a tar
+
+# comp CODEC NAME CMD...: compresses small.tar, big.tar and noise with CMD (stdin to stdout)
+comp() {
+	local codec=$1 name=$2
+	shift 2
+	local d=$out/fuzz_codec_$codec
+	have "$1" || { note "$1 missing: no $name seeds"; return 0; }
+	"$@" <"$work/small.tar" >"$d/$name-small" 2>/dev/null || rm -f "$d/$name-small"
+	"$@" <"$work/big.tar" >"$d/$name-big" 2>/dev/null || rm -f "$d/$name-big"
+	"$@" <"$work/noise" >"$d/$name-noise" 2>/dev/null || rm -f "$d/$name-noise"
+}
+comp gzip gzip gzip -c
+comp gzip gzip9n gzip -9 -n -c
+comp gzip pigz pigz -c
+comp gzip pigz-i pigz -i -b 32 -c
+comp bzip2 bzip2 bzip2 -c
+comp bzip2 bzip2-1 bzip2 -1 -c
+comp xz xz xz -0 -c
+comp xz xz-blocks xz -0 -T1 --block-size=16KiB -c
+comp xz xz-crc32 xz -0 -C crc32 -c
+comp xz xz-none xz -0 -C none -c
+comp xz pixz pixz
+comp zstd zstd zstd -1 -c
+comp zstd zstd-nocheck zstd -1 --no-check --no-content-size -c
+comp lzo lzop lzop -c
+comp lzo lzop-9 lzop -9 -c
+comp lzo lzop-F lzop -F -c
+# seekable zstd is what `zstd --seekable` (newer zstd) writes; the index harness builds its own.
+# several members / frames / parts, one after the other
+for c in gzip bzip2 xz zstd lzo; do
+	d=$out/fuzz_codec_$c
+	first=$(ls "$d" | grep -- '-small$' | head -1 || true)
+	[ -n "$first" ] || continue
+	cat "$d/$first" "$d/$first" >"$d/concat-small"
+	# damaged: truncated, a flipped byte in the middle, garbage after the end
+	f=$d/$(ls "$d" | grep -- '-big$' | head -1)
+	n=$(stat -c %s "$f")
+	head -c $((n / 2)) "$f" >"$d/trunc-big"
+	cp "$f" "$d/flipped-big"
+	printf '\x55' | dd of="$d/flipped-big" bs=1 seek=$((n * 2 / 3)) conv=notrunc status=none
+	{ cat "$d/$first"; printf 'trailing garbage'; } >"$d/garbage-small"
+done
+
+# ---- the index harness: an options byte + an archive -------------------------------------------
+# byte: bits 0-2 codec (0 as is, 1 gzip, 2 bzip2, 3 xz, 4 zstd, 5 lzop), 3-4 variant, 5 -r
+seed() { { printf "\\x$(printf %02x "$1")"; cat "$2"; } >"$I/$3"; }
+for f in gnu pax gnu-sparse pax-sparse-1.0 pax-xattrs gnu-appended bsdtar v7 trunc-data resync; do
+	[ -f "$T/$f.tar" ] && seed 0 "$T/$f.tar" "plain-$f"
+done
+seed 32 "$work/nested.tar" nested-plain # -r
+i=0
+for codec in 1 2 3 4 5; do
+	for var in 0 1 2 3; do
+		seed $((codec | var << 3)) "$T/gnu.tar" "inproc-$codec-$var"
+	done
+	seed $((codec | 32)) "$work/nested.tar" "inproc-$codec-nested"
+	seed $((codec | 64)) "$T/pax-sparse-1.0.tar" "inproc-$codec-sparse"
+done
+for c in gzip bzip2 xz zstd lzo; do
+	for f in "$out/fuzz_codec_$c"/*-small "$out/fuzz_codec_$c"/*-noise; do
+		[ -f "$f" ] && seed $((i++ % 2 * 64)) "$f" "asis-$c-$(basename "$f")"
+	done
+done
+# an .tar.gz holding a .tar.xz: two codecs, nested
+if have xz; then
+	mkdir -p "$work/nest2"
+	tar -C "$small" -cJf "$work/nest2/inner.tar.xz" .
+	tar -C "$work/nest2" -czf "$work/nest2.tar.gz" inner.tar.xz
+	seed 32 "$work/nest2.tar.gz" asis-nested-gz-xz
+fi
+# the codec harnesses also start from the plain tars (the magic is the first thing to find)
+for f in gnu pax; do
+	for c in gzip bzip2 xz zstd lzo; do cp "$T/$f.tar" "$out/fuzz_codec_$c/plain-$f"; done
+done
+echo "make-seeds: $(find "$out" -type f | wc -l) seeds in $out" >&2
