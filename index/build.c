@@ -134,7 +134,12 @@ static ssize_t prog_pread(void *opaque, void *buf, size_t len, uint64_t off)
 	return n;
 }
 
-static const struct src_ops prog_ops = {.pread = prog_pread};
+static void prog_close(void *opaque)
+{
+	free(opaque);
+}
+
+static const struct src_ops prog_ops = {.pread = prog_pread, .close = prog_close};
 
 static int step_done(sqlite3_stmt *st)
 {
