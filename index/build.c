@@ -912,7 +912,7 @@ int idx_build_from(const struct idx_input *in, const char *index_path,
 		}
 	}
 	if (codec) {
-		uint64_t usize = 0;
+		uint64_t usize = 0, trusted = UINT64_MAX; /* decoded bytes; of them verified */
 		if (fast) {
 			usize = st.usize;
 		} else if (err == -EIO || err == 0) {
@@ -921,9 +921,13 @@ int idx_build_from(const struct idx_input *in, const char *index_path,
 				uint64_t limit = cstream_verified(cs);
 				st.damaged = true;
 				err = cstream_salvage(cs, limit, &usize);
+				/* the checkpoints already stored may reach past limit (a gzip member
+				 * whose CRC fails after several of them): the index keeps their
+				 * bytes, so that they add up, but nothing that lies in them */
+				trusted = usize < limit ? usize : limit;
 				if (!err)
-					err = drop_untrusted(&b, usize);
-				if (!err && usize == 0) {
+					err = drop_untrusted(&b, trusted);
+				if (!err && trusted == 0) {
 					tfs_log(TFS_LOG_ERR, "%s: damaged before anything could be indexed",
 						archive);
 					err = -EIO;
@@ -932,7 +936,7 @@ int idx_build_from(const struct idx_input *in, const char *index_path,
 					tfs_log(TFS_LOG_WARNING,
 						"%s is damaged: the mount shows what lies in the first %" PRIu64
 						" verified bytes of decompressed data",
-						archive, usize);
+						archive, trusted);
 			} else {
 				err = ferr;
 			}
@@ -946,10 +950,11 @@ int idx_build_from(const struct idx_input *in, const char *index_path,
 		    usize > ZEROS_TAR_MAX)
 			st.single_file = true;
 		if (st.single_file) {
+			uint64_t shown = usize < trusted ? usize : trusted;
 			char *name = single_name(archive, cstream_name(cs));
 			struct row r = {.parent = IDX_ROOT, .version = 1,
-					.mode = S_IFREG | (in->mode & 0444), .size = usize,
-					.stored = usize, .uid = in->uid, .gid = in->gid,
+					.mode = S_IFREG | (in->mode & 0444), .size = shown,
+					.stored = shown, .uid = in->uid, .gid = in->gid,
 					.mtime = b.mtime, .mtime_nsec = b.mtime_nsec};
 			uint64_t id;
 			if (!name) {
