@@ -421,6 +421,7 @@ struct gz_prod {
 	int err;
 	bool pending; /* pend goes at the start of the next buffer */
 	struct codec_ckpt pend;
+	bool in_end;  /* the file has ended (zlib may still hold output) */
 };
 
 static void gz_mark(struct gz_prod *p, uint64_t coff, uint32_t bits, uint32_t flags)
@@ -511,16 +512,15 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 			flush = Z_BLOCK;
 		else if (p->spacing - since < room)
 			room = (size_t)(p->spacing - since);
-		if (!p->zs.avail_in) {
+		/* At the end of a truncated file, zlib may still hold output (the rest of a match,
+		 * bits it has already read): asked with no input, it gives it, or Z_BUF_ERROR. */
+		if (!p->zs.avail_in && !p->in_end) {
 			ssize_t n = gz_in_fill(&p->in);
-			if (n <= 0) {
-				struct gz_where w = {"", "at", p->member};
-				if (n)
-					gz_prod_fail(p, b, (int)n);
-				else
-					gz_prod_truncated(p, b, gz_inflate_fail(&p->in, &w, Z_OK));
+			if (n < 0) {
+				gz_prod_fail(p, b, (int)n);
 				return;
 			}
+			p->in_end = n == 0;
 		}
 		p->zs.next_out = b->data + b->len;
 		p->zs.avail_out = (uInt)room;
@@ -528,6 +528,11 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 		room -= p->zs.avail_out;
 		b->len += room;
 		p->uoff += room;
+		if (ret == Z_BUF_ERROR && p->in_end) {
+			struct gz_where w = {"", "at", p->member};
+			gz_prod_truncated(p, b, gz_inflate_fail(&p->in, &w, Z_OK));
+			return;
+		}
 
 		if (ret == Z_STREAM_END) {
 			uint8_t t[8];
@@ -924,6 +929,7 @@ struct codec_dec {
 	struct gz_where where; /* the current member, for messages */
 	enum gz_dstate state;
 	int err;
+	bool in_end; /* the file has ended: zlib may still hold output (see gz_produce) */
 	size_t zmem; /* bytes zlib allocated */
 	uint8_t inbuf[GZ_DEC_INBUF];
 };
@@ -1063,21 +1069,25 @@ static ssize_t gz_dec_read(struct codec_dec *d, void *buf, size_t len)
 			d->where.off = at;
 			d->state = GZ_D_INFLATE;
 		}
-		if (!d->zs.avail_in) {
+		if (!d->zs.avail_in && !d->in_end) {
 			ssize_t n = gz_in_fill(&d->in);
-			if (n <= 0) {
-				d->err = n ? (int)n : gz_inflate_fail(&d->in, &d->where, Z_OK);
+			if (n < 0) {
+				d->err = (int)n;
 				d->state = GZ_D_END;
 				continue;
 			}
+			d->in_end = n == 0;
 		}
 		d->zs.next_out = buf;
 		d->zs.avail_out = (uInt)len;
 		ret = inflate(&d->zs, Z_NO_FLUSH);
 		got = len - d->zs.avail_out;
-		if (ret == Z_STREAM_END)
+		if (ret == Z_STREAM_END) {
 			d->state = GZ_D_NEXT;
-		else if (ret != Z_OK) { /* Z_BUF_ERROR too: see gz_produce() */
+		} else if (ret == Z_BUF_ERROR && d->in_end) { /* nothing more without input */
+			d->err = gz_inflate_fail(&d->in, &d->where, Z_OK);
+			d->state = GZ_D_END;
+		} else if (ret != Z_OK) { /* Z_BUF_ERROR too: see gz_produce() */
 			d->err = gz_inflate_fail(&d->in, &d->where, ret);
 			d->state = GZ_D_END;
 		}

@@ -203,6 +203,14 @@ static void try_decoders(const uint8_t *data, size_t size, const struct run *r,
 				ssize_t n = THE_CODEC.dec_read(d, buf, step);
 				FZ_ASSERT(n <= (ssize_t)step);
 				if (n <= 0) {
+					if (getenv("FUZZ_VERBOSE"))
+						fprintf(stderr, "decoder %zu of %zu (uoff %llu ulen %llu coff "
+							"%llu): %zd at %llu; usize %llu\n", i, r->n,
+							(unsigned long long)c->uoff,
+							(unsigned long long)c->ulen,
+							(unsigned long long)c->coff, n,
+							(unsigned long long)pos,
+							(unsigned long long)t->usize);
 					/* inside a chunk the index keeps, nothing may fail */
 					FZ_ASSERT(pos >= c->uoff + c->ulen || n == -ENOMEM);
 					break;
