@@ -215,6 +215,11 @@ static int start_decoder(struct creader *r, size_t i, struct live *l)
 	}
 	err = r->codec->dec_new(r->in, &r->ck[i], aux, auxlen, &l->dec);
 	free(aux);
+	if (err == -EINVAL) { /* fields the codec cannot use: the index is damaged */
+		tfs_log(TFS_LOG_ERR, "%s: checkpoint %zu of the index is damaged (rejected by the "
+			"decoder): rebuild the index (--recreate-index)", r->codec->name, i);
+		return -EIO;
+	}
 	if (err)
 		return err;
 	l->pos = r->ck[i].uoff;

@@ -52,6 +52,14 @@ struct cstream {
 	uint32_t piece_crc;   /* running CRC of the current piece */
 	uint64_t piece_len;
 
+	/* the CRC state at each refill boundary of the current chunk, so that a salvage can end
+	 * the chunk exactly where the codec's checks stopped (a gzip member's end) */
+	struct snap {
+		uint64_t acct, ncrcs, piece_len;
+		uint32_t piece_crc;
+	} *snaps;
+	size_t nsnaps, snaps_cap;
+
 	/* checkpoints emitted by the codec, not yet reached by account() */
 	struct pending *queue;
 	size_t nqueue, queue_cap;
@@ -136,6 +144,7 @@ static int finish_chunk(struct cstream *s, uint64_t end)
 	s->ncrcs = 0;
 	s->piece_len = 0;
 	s->piece_crc = (uint32_t)crc32(0, NULL, 0);
+	s->nsnaps = 0;
 	return err;
 }
 
@@ -224,6 +233,19 @@ static ssize_t refill(struct cstream *s)
 			return err;
 		}
 		s->buf_len += (size_t)n;
+		if (s->have_cur) { /* remember this boundary (best effort: only for salvage) */
+			if (s->nsnaps == s->snaps_cap) {
+				size_t cap = s->snaps_cap ? s->snaps_cap * 2 : 64;
+				struct snap *p = realloc(s->snaps, cap * sizeof(*p));
+				if (p) {
+					s->snaps = p;
+					s->snaps_cap = cap;
+				}
+			}
+			if (s->nsnaps < s->snaps_cap)
+				s->snaps[s->nsnaps++] = (struct snap){s->acct, s->ncrcs, s->piece_len,
+								      s->piece_crc};
+		}
 		return n;
 	}
 	if (n == 0)
@@ -338,13 +360,26 @@ int cstream_salvage(struct cstream *s, uint64_t limit, uint64_t *usize)
 	if (limit < s->cur.ck.uoff)
 		limit = s->cur.ck.uoff;
 	if (limit < s->acct) {
-		/* cut the current chunk at the last complete segment piece before limit */
+		/* cut the current chunk at the last complete segment piece before limit, or at a
+		 * refill boundary after it up to limit, whose CRC state was kept */
 		uint64_t whole = (limit - s->cur.ck.uoff) >> SEG_SHIFT;
 		if (whole > s->ncrcs)
 			whole = s->ncrcs;
-		s->ncrcs = whole;
-		s->piece_len = 0;
-		limit = s->cur.ck.uoff + (whole << SEG_SHIFT);
+		const struct snap *best = NULL;
+		for (size_t i = 0; i < s->nsnaps; i++)
+			if (s->snaps[i].acct <= limit &&
+			    s->snaps[i].acct > s->cur.ck.uoff + (whole << SEG_SHIFT))
+				best = &s->snaps[i];
+		if (best) {
+			s->ncrcs = best->ncrcs;
+			s->piece_len = best->piece_len;
+			s->piece_crc = best->piece_crc;
+			limit = best->acct;
+		} else {
+			s->ncrcs = whole;
+			s->piece_len = 0;
+			limit = s->cur.ck.uoff + (whole << SEG_SHIFT);
+		}
 	}
 	if (limit == s->cur.ck.uoff) { /* nothing of this chunk survives */
 		free(s->cur.aux);
@@ -385,6 +420,7 @@ void cstream_free(struct cstream *s)
 	for (size_t i = 0; i < s->nqueue; i++)
 		free(s->queue[i].aux);
 	free(s->queue);
+	free(s->snaps);
 	free(s->cur.aux);
 	free(s->crcs);
 	free(s->buf);

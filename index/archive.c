@@ -598,10 +598,16 @@ ssize_t arch_file_read(struct arch_file *f, void *buf, size_t len, uint64_t off)
 
 size_t arch_file_direct(struct arch_file *f, uint64_t off, size_t len, int *fd, uint64_t *fd_off)
 {
+	struct stat st;
+
 	if (f->a->reader || f->ext || f->a->fd < 0 || off >= f->size)
 		return 0;
 	if (len > f->size - off)
 		len = (size_t)(f->size - off);
+	/* a zero-copy reply cannot report a short read as an error (the kernel would take it
+	 * for the end of the file): only while the archive still holds the whole range */
+	if (fstat(f->a->fd, &st) < 0 || (uint64_t)st.st_size < f->data_off + off + len)
+		return 0;
 	*fd = f->a->fd;
 	*fd_off = f->data_off + off;
 	return len;

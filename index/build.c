@@ -1009,6 +1009,11 @@ int idx_build_from(const struct idx_input *in, const char *index_path,
 		goto out;
 	}
 	b.db = NULL;
+	err = db_seal(tmp);
+	if (err) {
+		tfs_log(TFS_LOG_ERR, "cannot finish the index %s: %s", tmp, strerror(-err));
+		goto out;
+	}
 	if (rename(tmp, index_path) < 0) {
 		err = -errno;
 		tfs_log(TFS_LOG_ERR, "cannot rename %s to %s: %s", tmp, index_path, strerror(errno));

@@ -8,6 +8,8 @@
 #include "db.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <zlib.h>
 #include <stdatomic.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -275,4 +277,82 @@ int db_image_to_memdb(const void *image, size_t len, char **name, sqlite3 **keep
 	err = db_to_memdb(tmp, name, keeper);
 	sqlite3_close(tmp);
 	return err;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* CRC32 of the open file fd with bytes 60..63 taken as zero; *head gets its first 100 bytes. */
+static int file_crc(int fd, uint32_t *crc, uint8_t head[100])
+{
+	uint8_t *buf = malloc(1 << 20);
+	uLong c = crc32(0, NULL, 0);
+	uint64_t off = 0;
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	while ((n = pread(fd, buf, 1 << 20, (off_t)off)) > 0) {
+		if (off == 0) {
+			if (n < 100) {
+				free(buf);
+				return -EIO;
+			}
+			memcpy(head, buf, 100);
+			memset(buf + 60, 0, 4);
+		}
+		c = crc32(c, buf, (uInt)n);
+		off += (uint64_t)n;
+	}
+	free(buf);
+	if (n < 0)
+		return -errno;
+	*crc = (uint32_t)c;
+	return 0;
+}
+
+int db_seal(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC), err;
+	uint8_t head[100], field[4];
+	uint32_t crc;
+
+	if (fd < 0)
+		return -errno;
+	put_be32(field, IDX_APP_ID);
+	err = pwrite(fd, field, 4, 68) == 4 ? 0 : -EIO; /* before the CRC: it covers this */
+	err = err ? err : file_crc(fd, &crc, head);
+	if (!err) {
+		put_be32(field, crc);
+		err = pwrite(fd, field, 4, 60) == 4 ? 0 : -EIO;
+	}
+	close(fd);
+	return err;
+}
+
+int db_check_seal(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+	uint8_t head[100];
+	uint32_t crc;
+
+	if (fd < 0)
+		return -errno;
+	err = file_crc(fd, &crc, head);
+	close(fd);
+	if (err)
+		return err;
+	if (get_be32(head + 68) != IDX_APP_ID || get_be32(head + 60) != crc)
+		return -ESTALE;
+	return 0;
 }

@@ -73,6 +73,15 @@ int db_exec(sqlite3 *db, const char *sql);
 /* Prepares sql, logging failures.  0 or -EIO. */
 int db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out);
 
+/* The whole-file checksum of a finished index: a CRC32 of the file with the 4 bytes of the
+ * SQLite header's user_version field (offset 60) taken as zero, stored in that field, with
+ * application_id (offset 68) set to IDX_APP_ID.  db_seal writes it into a closed index file;
+ * db_check_seal verifies it (0, -ESTALE on a mismatch, -errno).  It catches a damaged page
+ * before any query trusts it. */
+#define IDX_APP_ID 0x54534b32u /* "TSK2" */
+int db_seal(const char *path);
+int db_check_seal(const char *path);
+
 /* Maps an SQLite result code to -errno (-ENOMEM, -ENOSPC, -EACCES, -EIO). */
 int db_errno(int rc);
 

@@ -16,6 +16,7 @@
 #include "db.h"
 
 #define FP_SPAN (1u << 20)
+#define SEAL_CHECK_MAX (64ull << 20)
 
 int idx_fingerprint(struct src *file, char *out, size_t size)
 {
@@ -74,6 +75,19 @@ int idx_validate(const char *index_path, const char *archive, const struct idx_b
 		*why = "not an SQLite file";
 		return -ENOTSUP;
 	}
+	/* someone else's file that we did not build and that others could have changed is not
+	 * trusted: only ours, root's or the archive owner's, and not writable by others */
+	if (stat(archive, &ast) == 0 && ist.st_uid != geteuid() && ist.st_uid != 0 &&
+	    ist.st_uid != ast.st_uid) {
+		snprintf(reason, sizeof(reason), "owned by uid %u, who is neither you, root nor "
+			 "the archive's owner", (unsigned)ist.st_uid);
+		*why = reason;
+		return -EPERM;
+	}
+	if (ist.st_uid != geteuid() && (ist.st_mode & 022)) {
+		*why = "writable by other users";
+		return -EPERM;
+	}
 	if (db_open_ro(index_path, &db) < 0) {
 		*why = "cannot be opened";
 		return -ESTALE;
@@ -104,6 +118,12 @@ int idx_validate(const char *index_path, const char *archive, const struct idx_b
 	}
 	if (!db_meta_get_u64(db, "format", &v) || v != IDX_FORMAT) {
 		*why = "made by another version of tarseek";
+		goto out;
+	}
+	/* every byte, against the checksum sealed into the header (skipped for very large
+	 * indexes, whose pages SQLite still checks for structure) */
+	if ((uint64_t)ist.st_size <= SEAL_CHECK_MAX && db_check_seal(index_path) != 0) {
+		*why = "damaged (its checksum does not match)";
 		goto out;
 	}
 	if (stat(archive, &ast) < 0) {
@@ -233,7 +253,7 @@ static char *cache_dir(void)
 /* Uses path if valid (0), else builds it when allowed.  -EAGAIN: not usable, try the next
  * location. */
 static int use_or_build(const char *path, const char *archive, const struct idx_opts *o,
-			bool may_build, bool *built, struct idx_build_stats *stats)
+			bool may_build, bool explicit, bool *built, struct idx_build_stats *stats)
 {
 	const char *why = "";
 	int err = o->recreate ? -ESTALE : idx_validate(path, archive, &o->build, &why);
@@ -244,6 +264,15 @@ static int use_or_build(const char *path, const char *archive, const struct idx_
 		tfs_log(TFS_LOG_ERR, "%s exists and is not a tarseek index (%s): not overwriting it",
 			path, why);
 		return may_build ? -EEXIST : -EAGAIN;
+	}
+	if (err == -EPERM) {
+		if (!explicit) {
+			tfs_log(TFS_LOG_NOTICE, "not using the index %s: %s", path, why);
+			return -EAGAIN;
+		}
+		tfs_log(TFS_LOG_ERR, "not using the index %s: %s; remove it, or choose another "
+			"--index-file / --index-folder", path, why);
+		return -EPERM;
 	}
 	if (err != -ENOENT && err != -ESTALE) {
 		tfs_log(TFS_LOG_ERR, "cannot use the index %s: %s", path, strerror(-err));
@@ -309,7 +338,7 @@ int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool
 			return -EINVAL;
 		}
 		p = strdup(o->index_file);
-		err = p ? use_or_build(p, archive, o, true, built, stats) : -ENOMEM;
+		err = p ? use_or_build(p, archive, o, true, true, built, stats) : -ENOMEM;
 		goto out;
 	}
 	if (o->index_folder) {
@@ -325,7 +354,7 @@ int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool
 			err = -EINVAL;
 		}
 		if (!err)
-			err = use_or_build(p, archive, o, true, built, stats);
+			err = use_or_build(p, archive, o, true, true, built, stats);
 		goto out;
 	}
 	if (asprintf(&p, "%s.index.sqlite", archive) < 0) {
@@ -333,7 +362,7 @@ int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool
 		return -ENOMEM;
 	}
 	if (!inside(p, o->mountpoint)) {
-		err = use_or_build(p, archive, o, dir_writable(p), built, stats);
+		err = use_or_build(p, archive, o, dir_writable(p), false, built, stats);
 		if (err != -EAGAIN)
 			goto out;
 	}
@@ -357,7 +386,7 @@ int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool
 		err = -EINVAL;
 		goto out;
 	}
-	err = use_or_build(p, archive, o, true, built, stats);
+	err = use_or_build(p, archive, o, true, false, built, stats);
 out:
 	free(dir);
 	if (err) {

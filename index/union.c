@@ -87,9 +87,44 @@ struct un {
 	size_t nnodes;
 	struct vnode **hash;
 	size_t nhash;
+	/* open files and folders, closed by un_free if the kernel never released them (the
+	 * daemon stopped by a signal): protected by lock */
+	struct handle *open;
 };
 
+/* An open file or folder, on the union's list of open handles. */
+struct handle {
+	struct handle *prev, *next;
+	bool is_dir;
+};
+
+static void handle_add(struct un *u, struct handle *h, bool is_dir)
+{
+	h->is_dir = is_dir;
+	h->prev = NULL;
+	pthread_mutex_lock(&u->lock);
+	h->next = u->open;
+	if (u->open)
+		u->open->prev = h;
+	u->open = h;
+	pthread_mutex_unlock(&u->lock);
+}
+
+static void handle_del(struct un *u, struct handle *h)
+{
+	pthread_mutex_lock(&u->lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		u->open = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&u->lock);
+}
+
 struct un_dir {
+	struct handle h; /* first: the list links */
+	struct un *u;
 	uint64_t ino;
 	/* a pass-through folder: the source and its local inode */
 	const struct source *s;
@@ -105,6 +140,8 @@ struct un_dir {
 };
 
 struct un_file {
+	struct handle h; /* first: the list links */
+	struct un *u;
 	const struct source *s;
 	void *fh;
 };
@@ -261,6 +298,13 @@ void un_free(struct un *u)
 {
 	if (!u)
 		return;
+	while (u->open) { /* never released by the kernel (a signal ended the daemon) */
+		struct handle *h = u->open;
+		if (h->is_dir)
+			un_closedir((struct un_dir *)h);
+		else
+			un_close((struct un_file *)h);
+	}
 	for (unsigned i = 0; i < atomic_load(&u->nsrc); i++) {
 		free(u->src[i]->name);
 		free(u->src[i]->folder);
@@ -1060,6 +1104,8 @@ int un_opendir(struct un *u, uint64_t ino, struct un_dir **out)
 		d->src = src;
 		d->local = local;
 	}
+	d->u = u;
+	handle_add(u, &d->h, true);
 	*out = d;
 	return 0;
 }
@@ -1103,6 +1149,8 @@ void un_closedir(struct un_dir *d)
 {
 	if (!d)
 		return;
+	if (d->u)
+		handle_del(d->u, &d->h);
 	for (size_t i = 0; i < d->n; i++)
 		free(d->e[i].name);
 	free(d->e);
@@ -1132,6 +1180,8 @@ int un_open(struct un *u, uint64_t ino, struct un_file **out)
 		free(f);
 		return err;
 	}
+	f->u = u;
+	handle_add(u, &f->h, false);
 	*out = f;
 	return 0;
 }
@@ -1150,6 +1200,7 @@ void un_close(struct un_file *f)
 {
 	if (!f)
 		return;
+	handle_del(f->u, &f->h);
 	f->s->ops->close(f->fh);
 	free(f);
 }

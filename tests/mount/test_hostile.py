@@ -846,6 +846,14 @@ def test_tampered_entries(tmp_path, tamper_dir, kind, tamper):
         size, got = with_deadline(probe, proc, 30, "reading b.bin")
     finally:
         log = stop(proc, tmp_path / "mnt2", log_path)
+    first_log = result[2] if len(result) > 2 else ""
+    if "rebuilding index" in first_log and "checksum" in first_log:
+        # the tampering was caught by the index's checksum and the index rebuilt: the
+        # member then reads as the archive holds it
+        assert size == len(want), (size, first_log)
+        for off, r in got.items():
+            assert r == want[off:off + 4096], (off, first_log)
+        return
     for off, r in got.items():
         if off >= size:
             assert r == b"", (off, r)  # past the end the index gives: an ordinary EOF
