@@ -29,7 +29,7 @@
 #include "segment.h"
 
 #define DEFAULT_MAX_DECODERS 4
-#define POOL_MEMORY_LIMIT (64ull << 20)
+#define POOL_MEMORY_LIMIT (40ull << 20) /* idle + busy decoders; xz -6: 4 of them */
 
 struct live {
 	struct codec_dec *dec;
@@ -55,9 +55,12 @@ struct creader {
 
 	atomic_bool closing; /* creader_free has begun: background jobs stop */
 	pthread_mutex_t pool_lock;
-	pthread_cond_t bg_done; /* a background job of this reader ended */
+	pthread_cond_t bg_done;	 /* a background job of this reader ended */
+	pthread_cond_t dec_cond; /* a decoder was returned or freed */
 	/* protected by pool_lock: */
-	unsigned bg_jobs;	/* background jobs queued or running */
+	unsigned bg_jobs;	 /* background jobs queued or running */
+	unsigned live, live_max; /* decoders that exist (idle or decoding), and the limit */
+	bool live_max_known;	 /* live_max was set from a decoder's memory */
 	struct live *pool;
 	size_t npool;
 	uint64_t clock;
@@ -108,6 +111,8 @@ int creader_new(const struct creader_params *p, struct creader **out)
 	r->stream = cache_new_stream_id(r->cache);
 	pthread_mutex_init(&r->pool_lock, NULL);
 	pthread_cond_init(&r->bg_done, NULL);
+	pthread_cond_init(&r->dec_cond, NULL);
+	r->live_max = 2; /* until the first decoder tells its memory */
 	atomic_init(&r->closing, false);
 	*out = r;
 	return 0;
@@ -141,27 +146,6 @@ static size_t chunk_of(const struct creader *r, uint64_t off)
 	return lo;
 }
 
-/* Takes the best idle decoder for a segment starting at target in chunk i, or none. */
-static bool pool_take(struct creader *r, size_t i, uint64_t target, struct live *out)
-{
-	size_t best = SIZE_MAX;
-
-	pthread_mutex_lock(&r->pool_lock);
-	for (size_t j = 0; j < r->npool; j++) {
-		struct live *l = &r->pool[j];
-		if (l->pos > target || (l->pos < r->ck[i].uoff))
-			continue;
-		if (best == SIZE_MAX || l->pos > r->pool[best].pos)
-			best = j;
-	}
-	if (best != SIZE_MAX) {
-		*out = r->pool[best];
-		r->pool[best] = r->pool[--r->npool];
-	}
-	pthread_mutex_unlock(&r->pool_lock);
-	return best != SIZE_MAX;
-}
-
 static size_t pool_memory(const struct creader *r)
 {
 	size_t m = 0;
@@ -171,35 +155,105 @@ static size_t pool_memory(const struct creader *r)
 	return m;
 }
 
+static size_t pool_oldest(const struct creader *r)
+{
+	size_t old = 0;
+
+	for (size_t j = 1; j < r->npool; j++)
+		if (r->pool[j].stamp < r->pool[old].stamp)
+			old = j;
+	return old;
+}
+
+/* Frees a decoder that was in use (not in the pool). */
+static void dec_release(struct creader *r, struct codec_dec *d)
+{
+	r->codec->dec_free(d);
+	pthread_mutex_lock(&r->pool_lock);
+	r->live--;
+	pthread_cond_broadcast(&r->dec_cond);
+	pthread_mutex_unlock(&r->pool_lock);
+}
+
+static int start_decoder(struct creader *r, size_t i, struct live *l);
+
+/* A decoder for the segment at target in chunk i: the idle one closest before it in the
+ * chunk, else a new one at checkpoint i.  At most live_max decoders exist at once (idle or
+ * decoding), whatever the number of threads: past that, an idle one is evicted, or the
+ * caller waits for one to be returned (decoders never wait while held, so one comes). */
+static int acquire(struct creader *r, size_t i, uint64_t target, struct live *out)
+{
+	struct codec_dec *evict = NULL;
+	int err;
+
+	pthread_mutex_lock(&r->pool_lock);
+	for (;;) {
+		size_t best = SIZE_MAX;
+		for (size_t j = 0; j < r->npool; j++) {
+			struct live *l = &r->pool[j];
+			if (l->pos > target || l->pos < r->ck[i].uoff)
+				continue;
+			if (best == SIZE_MAX || l->pos > r->pool[best].pos)
+				best = j;
+		}
+		if (best != SIZE_MAX) {
+			*out = r->pool[best];
+			r->pool[best] = r->pool[--r->npool];
+			pthread_mutex_unlock(&r->pool_lock);
+			return 0;
+		}
+		if (r->live < r->live_max) {
+			r->live++;
+			break;
+		}
+		if (r->npool) { /* its place goes to the new decoder */
+			size_t old = pool_oldest(r);
+			evict = r->pool[old].dec;
+			r->pool[old] = r->pool[--r->npool];
+			break;
+		}
+		pthread_cond_wait(&r->dec_cond, &r->pool_lock);
+	}
+	pthread_mutex_unlock(&r->pool_lock);
+	if (evict)
+		r->codec->dec_free(evict);
+	err = start_decoder(r, i, out);
+	if (err) {
+		pthread_mutex_lock(&r->pool_lock);
+		r->live--;
+		pthread_cond_broadcast(&r->dec_cond);
+		pthread_mutex_unlock(&r->pool_lock);
+	}
+	return err;
+}
+
 /* Returns a decoder to the pool, evicting the least recently used beyond the limits. */
 static void pool_put(struct creader *r, struct live *l)
 {
-	struct codec_dec *drop = NULL;
+	struct codec_dec *drop[2] = {NULL, NULL};
+	size_t ndrop = 0;
 
 	pthread_mutex_lock(&r->pool_lock);
 	l->stamp = ++r->clock;
 	if (r->npool == r->max_decoders) {
-		size_t old = 0;
-		for (size_t j = 1; j < r->npool; j++)
-			if (r->pool[j].stamp < r->pool[old].stamp)
-				old = j;
-		drop = r->pool[old].dec;
+		size_t old = pool_oldest(r);
+		drop[ndrop++] = r->pool[old].dec;
 		r->pool[old] = *l;
+		r->live--;
 	} else {
 		r->pool[r->npool++] = *l;
 	}
-	/* keep idle decoders' memory bounded (xz -9 decoders hold 64 MiB each) */
-	while (r->npool > 1 && pool_memory(r) > POOL_MEMORY_LIMIT) {
-		size_t old = 0;
-		for (size_t j = 1; j < r->npool; j++)
-			if (r->pool[j].stamp < r->pool[old].stamp)
-				old = j;
-		r->codec->dec_free(r->pool[old].dec);
+	/* keep idle decoders' memory bounded (an xz -9 decoder holds 64 MiB) */
+	while (r->npool > 1 && pool_memory(r) > POOL_MEMORY_LIMIT && ndrop < 2) {
+		size_t old = pool_oldest(r);
+		drop[ndrop++] = r->pool[old].dec;
 		r->pool[old] = r->pool[--r->npool];
+		r->live--;
 	}
+	pthread_cond_broadcast(&r->dec_cond);
 	pthread_mutex_unlock(&r->pool_lock);
-	if (drop)
-		r->codec->dec_free(drop);
+	for (size_t k = 0; k < ndrop; k++)
+		r->codec->dec_free(drop[k]);
 }
 
 static int start_decoder(struct creader *r, size_t i, struct live *l)
@@ -225,8 +279,15 @@ static int start_decoder(struct creader *r, size_t i, struct live *l)
 	l->pos = r->ck[i].uoff;
 	l->chunk = i;
 	l->started = i;
+	size_t mem = r->codec->dec_memory ? r->codec->dec_memory(l->dec) : 0;
 	pthread_mutex_lock(&r->pool_lock);
 	r->stats.decoders_started++;
+	if (!r->live_max_known) { /* as many as fit in the decoder budget, 2 to 16 */
+		size_t n = mem ? POOL_MEMORY_LIMIT / mem : 16;
+		r->live_max = n < 2 ? 2 : (n > 16 ? 16 : (unsigned)n);
+		r->live_max_known = true;
+		pthread_cond_broadcast(&r->dec_cond);
+	}
 	pthread_mutex_unlock(&r->pool_lock);
 	return 0;
 }
@@ -370,7 +431,7 @@ static void bg_run(struct bg_job *job)
 	}
 	free(scratch);
 	if (err || job->l.pos >= r->usize)
-		r->codec->dec_free(job->l.dec);
+		dec_release(r, job->l.dec);
 	else
 		pool_put(r, &job->l);
 	pthread_mutex_lock(&r->pool_lock);
@@ -471,11 +532,9 @@ static int fill(struct creader *r, size_t i, uint64_t k, struct cache_buf **out)
 	int err = 0;
 
 	*out = NULL;
-	if (!pool_take(r, i, target, &l)) {
-		err = start_decoder(r, i, &l);
-		if (err)
-			return err;
-	}
+	err = acquire(r, i, target, &l);
+	if (err)
+		return err;
 	while (l.pos <= target) {
 		bool is_target = l.pos == target, reserved = false;
 		struct cache_buf *b;
@@ -502,11 +561,11 @@ static int fill(struct creader *r, size_t i, uint64_t k, struct cache_buf **out)
 	}
 	free(scratch);
 	if (err) {
-		r->codec->dec_free(l.dec);
+		dec_release(r, l.dec);
 		return err;
 	}
 	if (l.pos >= r->usize)
-		r->codec->dec_free(l.dec);
+		dec_release(r, l.dec);
 	else if (!bg_submit(r, &l))
 		pool_put(r, &l);
 	return 0;
@@ -569,6 +628,7 @@ void creader_free(struct creader *r)
 	cache_drop_stream(r->cache, r->stream);
 	pthread_mutex_destroy(&r->pool_lock);
 	pthread_cond_destroy(&r->bg_done);
+	pthread_cond_destroy(&r->dec_cond);
 	free(r->pool);
 	free(r->ck);
 	free(r->seg_base);
