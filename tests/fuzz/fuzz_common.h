@@ -113,27 +113,35 @@ static inline int fz_null_ckpt(void *opaque, const struct codec_ckpt *ck, const 
 	return 0;
 }
 
-/* Decodes buf with codec c (one thread) and keeps at most cap decoded bytes.  Returns 1 if
- * the stream ended (well or not) within cap bytes, 0 if it decodes to more (a compression
- * bomb: the caller gives up on this input to keep executions fast), -ENOMEM.  *out (malloc'd,
- * may be NULL if out is NULL) and *outlen: the decoded bytes. */
+/* Decodes buf with codec c (one thread) into buffer number slot (0 or 1) of cap + 1 bytes, kept
+ * from call to call (large blocks cost ASan an mmap each).  Returns 1 if the stream ended (well or not) within
+ * cap bytes, 0 if it decodes to more (a compression bomb: the caller gives up on this input to
+ * keep executions fast), -ENOMEM.  *out (valid until the next call) and *outlen: the decoded
+ * bytes. */
 static inline int fz_prescan(const struct codec *c, const uint8_t *buf, size_t len, size_t cap,
-			     uint8_t **out, size_t *outlen)
+			     int slot, const uint8_t **out, size_t *outlen)
 {
+	static uint8_t *dsts[2];
+	static size_t caps[2];
+	uint8_t *dst;
 	struct codec_opts opts = {.spacing = 1 << 20, .threads = 1};
 	struct codec_sink sink = {.checkpoint = fz_null_ckpt};
 	struct src *in = src_from_mem(buf, len);
 	struct codec_scan *s = NULL;
-	uint8_t *dst = malloc(cap + 1);
 	size_t got = 0;
 	int ret = 1;
 
 	if (out)
 		*out = NULL;
 	*outlen = 0;
+	if (caps[slot] < cap + 1) {
+		free(dsts[slot]);
+		dsts[slot] = malloc(cap + 1);
+		caps[slot] = dsts[slot] ? cap + 1 : 0;
+	}
+	dst = dsts[slot];
 	if (!in || !dst) {
 		src_free(in);
-		free(dst);
 		return -ENOMEM;
 	}
 	if (c->scan_new(in, &opts, &sink, &s) == 0) {
@@ -150,11 +158,10 @@ static inline int fz_prescan(const struct codec *c, const uint8_t *buf, size_t l
 	}
 	c->scan_free(s);
 	src_free(in);
-	if (ret == 1 && out) {
-		*out = dst;
+	if (ret == 1) {
+		if (out)
+			*out = dst;
 		*outlen = got;
-	} else {
-		free(dst);
 	}
 	return ret;
 }

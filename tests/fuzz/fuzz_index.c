@@ -353,7 +353,8 @@ static int check_member(void *opaque, const struct tar_entry *e)
 		return -ECANCELED;
 	}
 	size_t dlen;
-	if (fz_prescan(c, nc->tar + e->data_off, (size_t)e->size, FZ_MAX_DECODED, NULL, &dlen) != 1) {
+	if (fz_prescan(c, nc->tar + e->data_off, (size_t)e->size, FZ_MAX_DECODED, 1, NULL,
+		       &dlen) != 1) {
 		nc->too_big = true;
 		return -ECANCELED;
 	}
@@ -537,7 +538,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct obuf o = {0};
 	const uint8_t *arch_bytes, *tar;
 	size_t arch_len, tar_len;
-	uint8_t *decoded = NULL;
 	struct fz_rng rng;
 	struct arch *a = NULL;
 	int ret = 0;
@@ -590,12 +590,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		tar = payload;
 		tar_len = plen;
 		if (c) {
-			int r = fz_prescan(c, payload, plen, FZ_MAX_DECODED, &decoded, &tar_len);
+			int r = fz_prescan(c, payload, plen, FZ_MAX_DECODED, 0, &tar, &tar_len);
 			if (r != 1) {
 				ret = -1; /* a bomb: not worth keeping */
 				goto out;
 			}
-			tar = decoded;
 		}
 	}
 	if (recurse) {
@@ -654,7 +653,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cache_free(cache);
 out:
 	unlink(idx_path);
-	free(decoded);
 	free(o.p);
 	return ret;
 }
