@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -419,6 +420,10 @@ int main(int argc, char **argv)
 	int ret = 1, err;
 
 	tfs_log_set_prog("tarseek");
+	/* Decoded segments are 1 MiB buffers made and freed by many threads: few malloc arenas,
+	 * so freed buffers are reused instead of held per thread (memory follows the cache
+	 * budget: see tests/mount/test_stress.py). */
+	mallopt(M_ARENA_MAX, 2);
 	if (parse_args(argc, argv, &o) < 0) {
 		fprintf(stderr, "Try 'tarseek --help'.\n");
 		free(o.fuse_opts);
