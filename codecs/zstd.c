@@ -937,6 +937,7 @@ struct zs_fr {
 	bool done; /* the frame ended and passed its checks */
 	unsigned stalls;
 	int err; /* sticky, described by msg */
+	bool truncated; /* failed only because the file ends inside the frame */
 	char msg[ZS_MSG];
 };
 
@@ -1166,11 +1167,13 @@ static ssize_t zs_fr_read(struct zs_fr *fr, uint8_t *out, size_t len)
 			continue;
 		}
 		if (avail == 0) {
-			if (fr->in.src_short || fr->fd.end == ZS_UNKNOWN)
+			if (fr->in.src_short || fr->fd.end == ZS_UNKNOWN) {
+				fr->truncated = fr->in.src_short;
 				zs_fr_fail(fr, -EIO,
 					   "the file ends inside it (truncated), after %" PRIu64
 					   " decoded bytes",
 					   fr->out);
+			}
 			else
 				zs_fr_fail(fr, -EIO,
 					   "its data runs past offset %" PRIu64
@@ -1184,8 +1187,12 @@ static ssize_t zs_fr_read(struct zs_fr *fr, uint8_t *out, size_t len)
 			break;
 		}
 	}
-	/* failed: the last byte decoded may be the frame's last, unverified; keep it back */
+	/* failed: the last byte decoded may be the frame's last, unverified; keep it back --
+	 * unless the file merely ends here (no sign of damage: all of it is returned, trusted,
+	 * as zstd -dc writes it out) */
 	fr->held = false;
+	if (fr->truncated && pos > 0)
+		return (ssize_t)pos;
 	if (pos > 1)
 		return (ssize_t)(pos - 1);
 	return fr->err;
@@ -1251,6 +1258,7 @@ struct zs_job {
 	size_t buffered;	       /* bytes in that list */
 	bool done;		       /* the worker is finished with this job */
 	int err;		       /* ... and failed: -errno, described by msg */
+	bool truncated;		       /* ... only because the file ends inside the frame */
 	char msg[ZS_MSG];
 	bool begun; /* the consumer has seen the frame start */
 	bool data;  /* ... and its first byte */
@@ -1381,6 +1389,7 @@ static int zs_job_fill(struct codec_scan *s, struct zs_job *job, struct zs_fr *f
 		}
 		if (n <= 0) {
 			job->err = (int)n;
+			job->truncated = n < 0 && fr->truncated;
 			if (n < 0)
 				snprintf(job->msg, sizeof(job->msg), "%s", fr->msg);
 			job->done = true;
@@ -1495,6 +1504,10 @@ static int zs_next_chunk(struct codec_scan *s, bool nowait)
 			if (job->done) {
 				if (job->err) {
 					err = job->err;
+					/* a file that merely ends early vouches for what it decoded
+					 * (a half-finished copy); damage does not */
+					if (job->truncated)
+						s->verified = s->pos;
 					snprintf(msg, sizeof(msg), "%s", job->msg);
 					s->stop = true;
 					pthread_cond_broadcast(&s->work_cond);
@@ -1609,6 +1622,8 @@ static ssize_t zs_inline_read(struct codec_scan *s, uint8_t *out, size_t len)
 		} else {
 			tfs_log(TFS_LOG_ERR, "%s", s->seq.msg);
 			s->err = (int)n;
+			if (s->seq.truncated) /* the file merely ends early: what came is trusted */
+				s->verified = s->pos + done;
 		}
 	}
 	s->pos += done;
