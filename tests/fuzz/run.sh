@@ -56,17 +56,18 @@ one() {
 		"$run/corpus/$h" "$run/seeds/$h" >"$run/logs/$h.log" 2>&1
 }
 
-pids=()
+# each harness in a background job that leaves its exit status in a file (bash forgets the
+# status of a job that `jobs` has already reported, so `wait PID` cannot be relied on)
 hs=()
 for h in $names; do
 	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 1; done
-	one "$h" &
-	pids+=($!)
+	(if one "$h"; then echo 0; else echo $?; fi >"$run/logs/$h.rc") &
 	hs+=("$h")
 done
+wait
 status=()
-for i in "${!pids[@]}"; do
-	if wait "${pids[$i]}"; then status[$i]=0; else status[$i]=$?; fi
+for i in "${!hs[@]}"; do
+	status[$i]=$(cat "$run/logs/${hs[$i]}.rc" 2>/dev/null || echo "no status")
 done
 
 total=0

@@ -14,7 +14,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-
 static char dir[64];
 
 /* ---- archives in memory ----------------------------------------------------------------- */
