@@ -255,7 +255,7 @@ static int dt_readdir(void *t, uint64_t dir, uint64_t after, arch_dirent_fn fn, 
 		n++;
 	}
 	closedir(dp);
-	if (!err)
+	if (!err && n)
 		qsort(names, n, sizeof(*names), cmp_names);
 	for (size_t i = after; !err && i < n; i++) {
 		struct arch_attr a;
