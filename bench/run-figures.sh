@@ -82,7 +82,7 @@ for pass in first second; do
   fusermount3 -u "$mnt"
 done
 "$bench" --list "$tl" --exec md5sum --seed 7 --runs "$runs" -q --cold \
-  --mount-cmd "$tarseek -f --index-folder $idx ${srcs[*]} {mnt}" --name union-of-7 x \
+  --mount-cmd "$tarseek -f --index-folder $idx ${srcs[*]} {mnt}" --name union-of-7 "${srcs[0]}" \
   --mount-cmd '' --index-dir "$idx" "$corpus/telemetry.tar.xz" | tee "$out/union.txt"
 rm -rf "$mnt" "$idx"
 log "done $(date)"
