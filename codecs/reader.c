@@ -39,6 +39,8 @@ struct live {
 	uint64_t stamp; /* for LRU */
 };
 
+struct bg_job;
+
 struct creader {
 	const struct codec *codec;
 	struct src *in;
@@ -59,6 +61,7 @@ struct creader {
 	pthread_cond_t dec_cond; /* a decoder was returned or freed */
 	/* protected by pool_lock: */
 	unsigned bg_jobs;	 /* background jobs queued or running */
+	struct bg_job *bg_list;	 /* those jobs (acquire() may wait for one's decoder) */
 	unsigned live, live_max; /* decoders that exist (idle or decoding), and the limit */
 	bool live_max_known;	 /* live_max was set from a decoder's memory */
 	struct live *pool;
@@ -176,11 +179,15 @@ static void dec_release(struct creader *r, struct codec_dec *d)
 }
 
 static int start_decoder(struct creader *r, size_t i, struct live *l);
+static bool bg_will_pass(struct creader *r, size_t i, uint64_t target);
 
 /* A decoder for the segment at target in chunk i: the idle one closest before it in the
- * chunk, else a new one at checkpoint i.  At most live_max decoders exist at once (idle or
- * decoding), whatever the number of threads: past that, an idle one is evicted, or the
- * caller waits for one to be returned (decoders never wait while held, so one comes). */
+ * chunk, else the one a background job is taking towards it (waiting for the job: it is
+ * nearer to target than checkpoint i, so this costs less decoding than a new decoder and
+ * never more time), else a new one at checkpoint i.  At most live_max decoders exist at
+ * once (idle or decoding), whatever the number of threads: past that, an idle one is
+ * evicted, or the caller waits for one to be returned (decoders never wait while held, so
+ * one comes). */
 static int acquire(struct creader *r, size_t i, uint64_t target, struct live *out)
 {
 	struct codec_dec *evict = NULL;
@@ -201,6 +208,10 @@ static int acquire(struct creader *r, size_t i, uint64_t target, struct live *ou
 			r->pool[best] = r->pool[--r->npool];
 			pthread_mutex_unlock(&r->pool_lock);
 			return 0;
+		}
+		if (bg_will_pass(r, i, target)) {
+			pthread_cond_wait(&r->dec_cond, &r->pool_lock);
+			continue;
 		}
 		if (r->live < r->live_max) {
 			r->live++;
@@ -388,11 +399,13 @@ static int step_segment(struct creader *r, struct live *l, bool mine, uint8_t **
 struct bg_job {
 	struct creader *r;
 	struct live l;
+	uint64_t start;	    /* l.pos when submitted */
 	uint64_t end;	    /* decode up to here */
 	uint64_t first_seg; /* global number of the segment at l.pos */
 	size_t nsegs;
 	bool *mine; /* per segment from l.pos: reserved by the job */
-	struct bg_job *next;
+	struct bg_job *next;  /* in the queue */
+	struct bg_job *rnext; /* in r->bg_list */
 };
 
 static struct {
@@ -436,7 +449,13 @@ static void bg_run(struct bg_job *job)
 		pool_put(r, &job->l);
 	pthread_mutex_lock(&r->pool_lock);
 	r->bg_jobs--;
+	for (struct bg_job **p = &r->bg_list; *p; p = &(*p)->rnext)
+		if (*p == job) {
+			*p = job->rnext;
+			break;
+		}
 	pthread_cond_broadcast(&r->bg_done);
+	pthread_cond_broadcast(&r->dec_cond); /* acquire() may be waiting for this job */
 	pthread_mutex_unlock(&r->pool_lock);
 	free(job->mine);
 	free(job);
@@ -506,9 +525,12 @@ static bool bg_submit(struct creader *r, struct live *l)
 	}
 	job->r = r;
 	job->l = *l;
+	job->start = l->pos;
 	job->end = end;
 	pthread_mutex_lock(&r->pool_lock);
 	r->bg_jobs++;
+	job->rnext = r->bg_list;
+	r->bg_list = job;
 	pthread_mutex_unlock(&r->pool_lock);
 	pthread_mutex_lock(&bg.lock);
 	if (bg.tail)
@@ -520,6 +542,16 @@ static bool bg_submit(struct creader *r, struct live *l)
 	pthread_cond_signal(&bg.cond);
 	pthread_mutex_unlock(&bg.lock);
 	return true;
+}
+
+/* True if a background job of r started within chunk i (or later) and ends at or before
+ * target: its decoder comes back to the pool on the way to target.  Under pool_lock. */
+static bool bg_will_pass(struct creader *r, size_t i, uint64_t target)
+{
+	for (struct bg_job *j = r->bg_list; j; j = j->rnext)
+		if (j->start >= r->ck[i].uoff && j->end <= target)
+			return true;
+	return false;
 }
 
 /* Decodes segment k of chunk i, publishing what it passes; returns the target's buffer

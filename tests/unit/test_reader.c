@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cache.h"
 #include "reader.h"
@@ -30,6 +31,7 @@ struct codec_dec {
 };
 
 static bool stop_at_chunk_end;
+static unsigned dec_delay_us; /* per dec_read call: a slow codec */
 static uint64_t scan_fail_at = UINT64_MAX;
 
 static int fake_scan_new(struct src *in, const struct codec_opts *o, const struct codec_sink *sink,
@@ -98,6 +100,8 @@ static int fake_dec_new(struct src *in, const struct codec_ckpt *ck, const void 
 
 static ssize_t fake_dec_read(struct codec_dec *d, void *buf, size_t len)
 {
+	if (dec_delay_us)
+		usleep(dec_delay_us);
 	if (len > d->end - d->pos)
 		len = d->end - d->pos;
 	ssize_t n = src_pread(d->in, buf, len, d->pos);
@@ -452,6 +456,41 @@ static void test_disk_tier(const uint8_t *data, size_t size)
 	free(st);
 }
 
+/* One chunk far longer than the decoding ahead (single-frame zstd, single-block xz): a read
+ * beyond what a background job is decoding waits for that job's decoder instead of starting
+ * another at the checkpoint, so the chunk is decoded once, by one decoder. */
+static void test_wait_for_ahead(void)
+{
+	size_t size = 100u << 20;
+	uint8_t *data = malloc(size);
+	struct stored *st = malloc(sizeof(*st));
+	struct cache *cache = cache_new(16u << 20);
+	struct creader *r;
+	struct src *in;
+	uint64_t usize;
+	bool salvaged;
+	struct creader_stats s;
+
+	tu_fill(data, size, 9, 0);
+	CHECK_EQ(cache_set_disk(cache, "/tmp", 512u << 20), 0); /* room for decoding ahead */
+	stop_at_chunk_end = false;
+	CHECK_EQ(index_data(data, size, 1ull << 30, st, &usize, &salvaged), 0);
+	CHECK_EQ(st->n, 1);
+	r = make_reader(data, size, st, usize, cache, &in);
+	dec_delay_us = 2000; /* the job ahead (64 segments) takes >= 128 ms */
+	read_check(r, data, 1000, 10);
+	read_check(r, data, 90u << 20, 10); /* past the job's end, while it runs */
+	dec_delay_us = 0;
+	creader_get_stats(r, &s);
+	CHECK_EQ(s.decoders_started, 1);
+	CHECK(s.decoded_bytes <= (91u << 20));
+	creader_free(r);
+	src_free(in);
+	cache_free(cache);
+	free(st);
+	free(data);
+}
+
 int main(void)
 {
 	size_t size = (10u << 20) + 12345;
@@ -468,6 +507,7 @@ int main(void)
 	test_corruption(data, size);
 	test_salvage(data, size);
 	test_disk_tier(data, size);
+	test_wait_for_ahead();
 	free(data);
 	return tu_exit();
 }
