@@ -8,9 +8,12 @@
  *
  * The disk tier is a ring log in an unlinked file: writes go at the head, in order; a FIFO of
  * the slots in write order tells which ones the next write overwrites (at a wrap, the slots
- * left past the old head go too).  Writes happen under the lock (a segment is a memcpy into
- * the page cache); reads happen outside it and check the slot's CRC, so a read racing with a
- * write that reused its bytes is a miss, never wrong data.
+ * left past the old head go too).  Publishing queues the buffer for a writer thread (at most
+ * WQ_MAX bytes queued; past that the publisher waits), which claims the slot under the lock,
+ * writes and checksums outside it, then maps the slot: the decoders never wait for the page
+ * cache, and no reader waits behind a write.  A miss looks in the queue too.  Reads happen
+ * outside the lock and check the slot's CRC, so a read racing with a write that reused its
+ * bytes is a miss, never wrong data.
  *
  * Locks: cache.lock only; no other lock is taken while holding it.
  */
@@ -43,6 +46,14 @@ struct dslot {
 	struct dslot *qnext; /* FIFO, oldest first */
 };
 
+struct wjob { /* a buffer waiting for the writer */
+	struct cache_key key;
+	struct cache_buf *buf; /* referenced */
+	struct wjob *next;
+};
+
+#define WQ_MAX (16u << 20) /* bytes queued for the writer */
+
 struct disk {
 	int fd;
 	uint64_t size, head, used;
@@ -50,6 +61,14 @@ struct disk {
 	size_t nbuckets, n;
 	struct dslot *qhead, *qtail;
 	uint64_t hits, writes;
+	/* the writer thread and its queue */
+	pthread_t writer;
+	pthread_cond_t wwork, wspace; /* queued work or stop; room in the queue */
+	struct wjob *whead, *wtail;
+	struct wjob *inflight; /* the job the writer is writing (out of the queue) */
+	uint64_t wbytes;
+	bool started; /* the writer exists (made on the first write, so after a fork) */
+	bool stop;    /* cache_free, or no writer could be made: nothing more is queued */
 };
 
 struct cache {
@@ -286,13 +305,14 @@ static void dmap_grow(struct disk *d)
 	d->nbuckets = n;
 }
 
-/* Writes b as the disk copy of k, overwriting the oldest slots it needs room from. */
-static void dwrite(struct disk *d, const struct cache_key *k, const struct cache_buf *b)
+/* Claims the ring bytes for a copy of b (lock held): the oldest slots it overlaps go.  The
+ * slot joins the FIFO now, out of the map (dead) until its bytes are written. */
+static struct dslot *dclaim(struct disk *d, const struct cache_key *k, const struct cache_buf *b)
 {
-	struct dslot *s, *old;
+	struct dslot *s;
 
 	if (b->len == 0 || b->len > d->size / 4)
-		return;
+		return NULL;
 	if (d->head + b->len > d->size) { /* wrap: what is left past the head goes */
 		while (d->qhead && d->qhead->off >= d->head)
 			dpop(d);
@@ -302,15 +322,11 @@ static void dwrite(struct disk *d, const struct cache_key *k, const struct cache
 		dpop(d);
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return;
-	if (pwrite(d->fd, b->data, b->len, (off_t)d->head) != (ssize_t)b->len) {
-		free(s); /* disk full or failing: the tier just stops helping */
-		return;
-	}
+		return NULL;
 	s->key = *k;
 	s->off = d->head;
 	s->len = (uint32_t)b->len;
-	s->crc = (uint32_t)crc32(0, b->data, (uInt)b->len);
+	s->dead = true;
 	d->head += b->len;
 	d->used += b->len;
 	if (d->qtail)
@@ -318,16 +334,114 @@ static void dwrite(struct disk *d, const struct cache_key *k, const struct cache
 	else
 		d->qhead = s;
 	d->qtail = s;
-	old = dfind(d, k);
+	return s;
+}
+
+/* Maps a written slot (lock held), replacing an older copy of its key. */
+static void dcommit(struct disk *d, struct dslot *s)
+{
+	struct dslot *old = dfind(d, &s->key);
+
 	if (old)
 		dunmap(d, old);
 	if (d->n >= d->nbuckets)
 		dmap_grow(d);
-	size_t bk = dbucket(d, k);
+	size_t bk = dbucket(d, &s->key);
+	s->dead = false;
 	s->hnext = d->table[bk];
 	d->table[bk] = s;
 	d->n++;
 	d->writes++;
+}
+
+/* The writer: takes queued buffers in order and writes them into the ring.  Only this thread
+ * claims slots and pops the FIFO, so a slot being written is never reused meanwhile. */
+static void *disk_writer(void *arg)
+{
+	struct cache *c = arg;
+	struct disk *d = c->disk;
+
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		while (!d->whead && !d->stop)
+			pthread_cond_wait(&d->wwork, &c->lock);
+		if (!d->whead)
+			break; /* stop, and nothing left */
+		struct wjob *j = d->whead;
+		d->whead = j->next;
+		if (!d->whead)
+			d->wtail = NULL;
+		d->inflight = j;
+		struct dslot *slot = dclaim(d, &j->key, j->buf);
+		uint64_t off = slot ? slot->off : 0;
+		pthread_mutex_unlock(&c->lock);
+		bool ok = slot && pwrite(d->fd, j->buf->data, j->buf->len, (off_t)off) ==
+					  (ssize_t)j->buf->len;
+		uint32_t crc = ok ? (uint32_t)crc32(0, j->buf->data, (uInt)j->buf->len) : 0;
+		pthread_mutex_lock(&c->lock);
+		if (ok) { /* else: disk full or failing; the slot stays dead, the tier stops helping */
+			slot->crc = crc;
+			dcommit(d, slot);
+		}
+		d->wbytes -= j->buf->len;
+		d->inflight = NULL;
+		pthread_cond_broadcast(&d->wspace);
+		cache_buf_put(j->buf);
+		free(j);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* Queues b for the disk (lock held); waits while the queue is full. */
+static void dqueue(struct cache *c, const struct cache_key *k, struct cache_buf *b)
+{
+	struct disk *d = c->disk;
+	struct wjob *j;
+
+	if (b->len == 0 || b->len > d->size / 4 || d->stop)
+		return;
+	if (!d->started) {
+		int err = pthread_create(&d->writer, NULL, disk_writer, c);
+		if (err) {
+			tfs_log(TFS_LOG_WARNING, "disk cache: no writer thread: %s; going on without",
+				strerror(err));
+			d->stop = true;
+			return;
+		}
+		d->started = true;
+	}
+	while (d->wbytes && d->wbytes + b->len > WQ_MAX && !d->stop)
+		pthread_cond_wait(&d->wspace, &c->lock);
+	j = malloc(sizeof(*j));
+	if (!j)
+		return;
+	cache_buf_ref(b);
+	j->key = *k;
+	j->buf = b;
+	j->next = NULL;
+	if (d->wtail)
+		d->wtail->next = j;
+	else
+		d->whead = j;
+	d->wtail = j;
+	d->wbytes += b->len;
+	pthread_cond_signal(&d->wwork);
+}
+
+/* A queued buffer for k, referenced, or NULL (lock held). */
+static struct cache_buf *dqueued(struct disk *d, const struct cache_key *k)
+{
+	struct wjob *j = d->inflight;
+
+	if (!j || j->key.stream != k->stream || j->key.seg != k->seg)
+		for (j = d->whead; j; j = j->next)
+			if (j->key.stream == k->stream && j->key.seg == k->seg)
+				break;
+	if (!j)
+		return NULL;
+	cache_buf_ref(j->buf);
+	return j->buf;
 }
 
 int cache_set_disk(struct cache *c, const char *dir, uint64_t size)
@@ -363,6 +477,8 @@ int cache_set_disk(struct cache *c, const char *dir, uint64_t size)
 	}
 	d->fd = fd;
 	d->size = size;
+	pthread_cond_init(&d->wwork, NULL);
+	pthread_cond_init(&d->wspace, NULL);
 	pthread_mutex_lock(&c->lock);
 	c->disk = d;
 	pthread_mutex_unlock(&c->lock);
@@ -395,6 +511,16 @@ int cache_get(struct cache *c, const struct cache_key *k, struct cache_buf **out
 	/* Out of memory for the entry: the caller decodes anyway; publish/abandon of an
 	 * unknown key are no-ops. */
 	e = reserve(c, k);
+	struct cache_buf *qb = e && c->disk ? dqueued(c->disk, k) : NULL;
+	if (qb) { /* still on its way to the disk */
+		publish_locked(c, e, qb);
+		c->disk->hits++;
+		c->hits++;
+		pthread_cond_broadcast(&c->filled);
+		pthread_mutex_unlock(&c->lock);
+		*out = qb;
+		return 0;
+	}
 	struct dslot *ds = c->disk ? dfind(c->disk, k) : NULL;
 	if (e && ds) {
 		uint64_t off = ds->off;
@@ -468,9 +594,10 @@ void cache_publish(struct cache *c, const struct cache_key *k, struct cache_buf 
 	pthread_mutex_lock(&c->lock);
 	struct entry *e = find(c, k, NULL);
 	if (e && !e->buf) {
-		if (c->disk)
-			dwrite(c->disk, k, b);
 		publish_locked(c, e, b);
+		pthread_cond_broadcast(&c->filled);
+		if (c->disk)
+			dqueue(c, k, b); /* may wait for room: the entry is served meanwhile */
 	}
 	pthread_cond_broadcast(&c->filled);
 	pthread_mutex_unlock(&c->lock);
@@ -494,10 +621,25 @@ void cache_drop_stream(struct cache *c, uint64_t stream)
 		if (e->key.stream == stream)
 			remove_entry(c, e);
 	}
-	if (c->disk) /* stream ids are never reused, but keep the map small */
+	if (c->disk) { /* stream ids are never reused, but keep the map small */
 		for (struct dslot *s = c->disk->qhead; s; s = s->qnext)
 			if (s->key.stream == stream)
 				dunmap(c->disk, s);
+		for (struct wjob **p = &c->disk->whead, *j; (j = *p);) {
+			if (j->key.stream != stream) {
+				c->disk->wtail = j;
+				p = &j->next;
+				continue;
+			}
+			*p = j->next;
+			c->disk->wbytes -= j->buf->len;
+			cache_buf_put(j->buf);
+			free(j);
+		}
+		if (!c->disk->whead)
+			c->disk->wtail = NULL;
+		pthread_cond_broadcast(&c->disk->wspace);
+	}
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -529,6 +671,24 @@ void cache_free(struct cache *c)
 {
 	if (!c)
 		return;
+	if (c->disk) { /* the writer first: it uses the lock and the buffers */
+		pthread_mutex_lock(&c->lock);
+		c->disk->stop = true;
+		for (struct wjob *j = c->disk->whead, *next; j; j = next) { /* not written */
+			next = j->next;
+			c->disk->wbytes -= j->buf->len;
+			cache_buf_put(j->buf);
+			free(j);
+		}
+		c->disk->whead = c->disk->wtail = NULL;
+		pthread_cond_broadcast(&c->disk->wwork);
+		pthread_cond_broadcast(&c->disk->wspace);
+		pthread_mutex_unlock(&c->lock);
+		if (c->disk->started)
+			pthread_join(c->disk->writer, NULL);
+		pthread_cond_destroy(&c->disk->wwork);
+		pthread_cond_destroy(&c->disk->wspace);
+	}
 	for (size_t i = 0; i < c->nbuckets; i++) {
 		struct entry *e = c->table[i], *next;
 		for (; e; e = next) {

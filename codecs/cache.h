@@ -20,8 +20,10 @@
  * buffer larger than the whole budget is handed to its reader but not kept.
  *
  * Disk tier (optional, cache_set_disk): every published buffer is also written to an
- * unlinked temporary file used as a ring log of bounded size; a RAM miss that the disk
- * holds is read back (and its CRC checked) instead of being decoded again.  It is what
+ * unlinked temporary file used as a ring log of bounded size, by a writer thread (started on
+ * the first write; at most 16 MiB queued, past that cache_publish waits); a RAM miss that
+ * the disk or the queue holds is served from there (a disk read checks its CRC) instead of
+ * being decoded again.  It is what
  * makes archives that cannot be sought (single-block xz, single-frame zstd) or whose blocks
  * are far larger than the RAM budget (xz -T's 24 MiB) cheap to read at random: each segment
  * is decoded once per mount.  The file is never named in the file system and vanishes with
