@@ -19,7 +19,7 @@ pairs=(backup.tar.gz:"gzip -dc" backup.tar.bz2:"bzip2 -dc" backup.tar.xz:"xz -T2
 [ $# -ge 2 ] && pairs=("${@:2}")
 
 mnt=$(mktemp -d) idx=$(mktemp -d)
-trap 'fusermount3 -u "$mnt" 2>/dev/null; rm -rf "$mnt" "$idx"' EXIT
+trap 'fusermount3 -u "$mnt" 2>/dev/null || true; rm -rf "$mnt" "$idx"' EXIT
 now() { date +%s.%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
