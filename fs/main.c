@@ -416,7 +416,7 @@ int main(int argc, char **argv)
 	struct fuse_loop_config *loop = NULL;
 	struct cache *cache = NULL;
 	struct tfs t = {.timeout = 86400};
-	char *fsname = NULL;
+	char *fsname = NULL, *mnt_abs = NULL;
 	int ret = 1, err;
 
 	tfs_log_set_prog("tarseek");
@@ -451,6 +451,14 @@ int main(int argc, char **argv)
 	}
 	if (check_mountpoint(o.mountpoint) < 0)
 		goto out;
+	/* an absolute mount point: libfuse unmounts by this path at exit, after the daemon has
+	 * changed to / (fuse_daemonize does, in the foreground too) */
+	mnt_abs = realpath(o.mountpoint, NULL);
+	if (!mnt_abs) {
+		fprintf(stderr, "tarseek: %s: %s\n", o.mountpoint, strerror(errno));
+		goto out;
+	}
+	o.mountpoint = mnt_abs;
 	for (int i = 0; i < o.nsources; i++) {
 		if (path_inside(o.sources[i], o.mountpoint)) {
 			fprintf(stderr, "tarseek: %s is inside the mount point %s: the mount would hide "
@@ -564,6 +572,7 @@ out:
 	un_free(t.un);
 	cache_free(cache);
 	free(fsname);
+	free(mnt_abs);
 	free(o.fuse_opts);
 	return ret;
 nomem:

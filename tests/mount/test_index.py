@@ -560,3 +560,30 @@ def test_signal_while_file_open(archive, tmp_path):
         if is_mounted(mnt):
             subprocess.run(["fusermount3", "-u", "-z", mnt])
     assert rc == 0, (rc, log_path.read_text())
+
+
+def test_relative_mount_point_unmounted_on_signal(archive, tmp_path):
+    """A mount point given relative to the current folder: the daemon changes to / once
+    mounted, so it must keep the absolute path to unmount at exit (it used to fail with
+    "failed to unmount mnt", leaving a dead mount behind)."""
+    path, files = archive
+    (tmp_path / "mnt").mkdir()
+    log_path = tmp_path / "log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([TARSEEK, "-f", path, "mnt"], stdout=log,
+                                stderr=subprocess.STDOUT, cwd=tmp_path)
+    mnt = tmp_path / "mnt"
+    try:
+        wait_mounted(proc, str(mnt), str(log_path))
+        check_content(mnt, files)
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if is_mounted(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", mnt])
+    assert rc == 0, (rc, log_path.read_text())
+    assert not is_mounted(mnt), log_path.read_text()
+    assert "failed to unmount" not in log_path.read_text()
