@@ -13,6 +13,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -408,6 +409,39 @@ static void syslog_sink(int level, const char *msg, void *opaque)
 	syslog(level, "%s", msg);
 }
 
+/* SIGTERM, SIGINT, SIGHUP: a clean unmount.  Like libfuse's handler this ends the session;
+ * unlike it, a signal taken by a thread other than the main one is passed on to the main
+ * thread, which waits in sem_wait() inside fuse_session_loop_mt() and wakes only for a
+ * signal of its own (a worker that took it between its exit check and its read() of
+ * /dev/fuse would otherwise leave the daemon waiting for the next request). */
+static struct fuse_session *sig_session;
+static pthread_t sig_main_thread;
+static volatile sig_atomic_t sig_caught;
+
+static void on_exit_signal(int sig)
+{
+	sig_caught = sig;
+	if (sig_session)
+		fuse_session_exit(sig_session);
+	if (!pthread_equal(pthread_self(), sig_main_thread))
+		pthread_kill(sig_main_thread, sig);
+}
+
+static int set_exit_signals(struct fuse_session *se, bool on)
+{
+	struct sigaction sa = {.sa_handler = on ? on_exit_signal : SIG_DFL};
+	const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+
+	sig_session = on ? se : NULL;
+	sig_main_thread = pthread_self();
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigaction(sigs[i], &sa, NULL) != 0)
+			return -1;
+	sa.sa_handler = on ? SIG_IGN : SIG_DFL; /* a reader gone: EPIPE, not death */
+	return sigaction(SIGPIPE, &sa, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = {0};
@@ -535,7 +569,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tarseek: cannot start FUSE (bad -o option?)\n");
 		goto out;
 	}
-	if (fuse_set_signal_handlers(se) != 0)
+	if (set_exit_signals(se, true) != 0)
 		goto out_session;
 	if (fuse_session_mount(se, o.mountpoint) != 0) {
 		fprintf(stderr, "tarseek: cannot mount on %s (is /dev/fuse usable? is fusermount3 "
@@ -544,6 +578,7 @@ int main(int argc, char **argv)
 	}
 	if (fuse_daemonize(o.foreground) != 0)
 		goto out_unmount;
+	sig_main_thread = pthread_self(); /* the thread that runs the loop, after the fork */
 	if (!o.foreground) {
 		openlog("tarseek", LOG_PID, LOG_DAEMON);
 		tfs_log_set_sink(syslog_sink, NULL);
@@ -559,11 +594,11 @@ int main(int argc, char **argv)
 		ret = fuse_session_loop_mt(se, loop);
 	}
 	/* the loop returns the signal that ended it: that is a clean unmount too */
-	ret = (ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ? 0 : 1;
+	ret = (ret == 0 || sig_caught || ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ? 0 : 1;
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:
-	fuse_remove_signal_handlers(se);
+	set_exit_signals(se, false);
 out_session:
 	fuse_session_destroy(se);
 out:
