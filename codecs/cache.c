@@ -593,13 +593,12 @@ void cache_publish(struct cache *c, const struct cache_key *k, struct cache_buf 
 {
 	pthread_mutex_lock(&c->lock);
 	struct entry *e = find(c, k, NULL);
-	if (e && !e->buf) {
+	bool fresh = e && !e->buf;
+	if (fresh)
 		publish_locked(c, e, b);
-		pthread_cond_broadcast(&c->filled);
-		if (c->disk)
-			dqueue(c, k, b); /* may wait for room: the entry is served meanwhile */
-	}
 	pthread_cond_broadcast(&c->filled);
+	if (fresh && c->disk)
+		dqueue(c, k, b); /* may wait for room: the entry is served meanwhile */
 	pthread_mutex_unlock(&c->lock);
 }
 

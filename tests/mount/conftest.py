@@ -588,3 +588,15 @@ def xattr_dir(tmp_path):
         yield d if user_xattrs_supported(d) else None
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def print_past_capture(config, text):
+    """Writes text to the terminal even though pytest captures output (so that a test
+    module's summary table shows without -s, in meson's test log too)."""
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if capman is None or tr is None:
+        print(text)
+        return
+    with capman.global_and_fixture_disabled():
+        tr.write_line(text)

@@ -36,8 +36,8 @@ import time
 
 import pytest
 
-from conftest import (SANITIZER_MARKS, TARSEEK, is_mounted, random_bytes, require_codec,
-                      require_tool, run, semi_random)
+from conftest import (SANITIZER_MARKS, TARSEEK, is_mounted, print_past_capture, random_bytes,
+                      require_codec, require_tool, run, semi_random)
 
 MOUNT_TIMEOUT = 60
 READ_TIMEOUT = 60
@@ -303,16 +303,6 @@ SPECIFIC = {
 COMMON = _common_variants()
 CASES = [(k, v) for k in CODECS for v in list(COMMON) + list(SPECIFIC.get(k, {}))]
 
-def print_past_capture(config, text):
-    """Writes text to the terminal even though pytest captures output (so that it shows
-    without -s, in meson's test log too)."""
-    capman = config.pluginmanager.get_plugin("capturemanager")
-    tr = config.pluginmanager.get_plugin("terminalreporter")
-    if capman is None or tr is None:
-        print(text)
-        return
-    with capman.global_and_fixture_disabled():
-        tr.write_line(text)
 
 
 # case id -> outcome text, for the summary table

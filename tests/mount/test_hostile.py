@@ -33,8 +33,8 @@ import time
 
 import pytest
 
-from conftest import (SANITIZER_MARKS, TARSEEK, is_mounted, random_bytes, require_codec,
-                      require_tool, run, semi_random)
+from conftest import (SANITIZER_MARKS, TARSEEK, is_mounted, print_past_capture, random_bytes,
+                      require_codec, require_tool, run, semi_random)
 
 IS_ROOT = os.geteuid() == 0
 NOBODY = 65534
@@ -442,15 +442,6 @@ def read_members(mnt, files, proc):
 RESULTS = {}
 
 
-def print_past_capture(config, text):
-    """Writes text to the terminal even though pytest captures output."""
-    capman = config.pluginmanager.get_plugin("capturemanager")
-    tr = config.pluginmanager.get_plugin("terminalreporter")
-    if capman is None or tr is None:
-        print(text)
-        return
-    with capman.global_and_fixture_disabled():
-        tr.write_line(text)
 
 
 @pytest.fixture(scope="module", autouse=True)

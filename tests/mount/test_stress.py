@@ -20,8 +20,8 @@ import time
 
 import pytest
 
-from conftest import (SANITIZER_MARKS, TARSEEK, is_mounted, random_bytes, require_codec,
-                      require_tool, run, semi_random)
+from conftest import (SANITIZER_MARKS, TARSEEK, is_mounted, print_past_capture, random_bytes,
+                      require_codec, require_tool, run, semi_random)
 
 THREADS = 16
 STRESS_SECONDS = float(os.environ.get("TARSEEK_STRESS_SECONDS", "8"))
@@ -36,14 +36,6 @@ ARCHIVES = {
 FIGURES = {}
 
 
-def print_past_capture(config, text):
-    capman = config.pluginmanager.get_plugin("capturemanager")
-    tr = config.pluginmanager.get_plugin("terminalreporter")
-    if capman is None or tr is None:
-        print(text)
-        return
-    with capman.global_and_fixture_disabled():
-        tr.write_line(text)
 
 
 @pytest.fixture(scope="module", autouse=True)
