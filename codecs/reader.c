@@ -191,6 +191,7 @@ static bool bg_will_pass(struct creader *r, size_t i, uint64_t target);
 static int acquire(struct creader *r, size_t i, uint64_t target, struct live *out)
 {
 	struct codec_dec *evict = NULL;
+	bool waited = false;
 	int err;
 
 	pthread_mutex_lock(&r->pool_lock);
@@ -210,6 +211,9 @@ static int acquire(struct creader *r, size_t i, uint64_t target, struct live *ou
 			return 0;
 		}
 		if (bg_will_pass(r, i, target)) {
+			if (!waited)
+				r->stats.ahead_waits++;
+			waited = true;
 			pthread_cond_wait(&r->dec_cond, &r->pool_lock);
 			continue;
 		}

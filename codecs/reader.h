@@ -48,6 +48,7 @@ struct creader_stats {
 	uint64_t decoders_started; /* dec_new calls */
 	uint64_t decoded_bytes;	   /* bytes produced by decoders */
 	uint64_t segments_filled;  /* segments decoded and checked */
+	uint64_t ahead_waits;	   /* reads that waited for a background job's decoder */
 };
 void creader_get_stats(struct creader *r, struct creader_stats *out);
 

@@ -31,8 +31,30 @@ struct codec_dec {
 };
 
 static bool stop_at_chunk_end;
-static unsigned dec_delay_us; /* per dec_read call: a slow codec */
 static uint64_t scan_fail_at = UINT64_MAX;
+
+/* A gate: a decoder about to produce the byte at gate.at waits until the test opens the gate, so a
+ * test can hold a decoder in the middle of its work without depending on timing. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t at; /* UINT64_MAX: no gate */
+	bool open;
+	unsigned waiting; /* decoders waiting at the gate */
+} gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, UINT64_MAX, true, 0};
+
+static void gate_pass(uint64_t from, uint64_t to)
+{
+	pthread_mutex_lock(&gate.lock);
+	if (from <= gate.at && to > gate.at) {
+		gate.waiting++;
+		pthread_cond_broadcast(&gate.cond);
+		while (!gate.open)
+			pthread_cond_wait(&gate.cond, &gate.lock);
+		gate.waiting--;
+	}
+	pthread_mutex_unlock(&gate.lock);
+}
 
 static int fake_scan_new(struct src *in, const struct codec_opts *o, const struct codec_sink *sink,
 			 struct codec_scan **out)
@@ -100,10 +122,9 @@ static int fake_dec_new(struct src *in, const struct codec_ckpt *ck, const void 
 
 static ssize_t fake_dec_read(struct codec_dec *d, void *buf, size_t len)
 {
-	if (dec_delay_us)
-		usleep(dec_delay_us);
 	if (len > d->end - d->pos)
 		len = d->end - d->pos;
+	gate_pass(d->pos, d->pos + len);
 	ssize_t n = src_pread(d->in, buf, len, d->pos);
 	if (n > 0)
 		d->pos += (uint64_t)n;
@@ -456,9 +477,59 @@ static void test_disk_tier(const uint8_t *data, size_t size)
 	free(st);
 }
 
+/* Waits until done(arg) is true, for at most a minute (then the check fails): progress of
+ * other threads, never a guess at how long they take. */
+static bool wait_until(bool (*done)(void *), void *arg)
+{
+	for (int i = 0; i < 60000; i++) {
+		if (done(arg))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+static bool one_at_gate(void *arg)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&gate.lock);
+	n = gate.waiting;
+	pthread_mutex_unlock(&gate.lock);
+	return n >= 1;
+}
+
+/* The second read has either waited for the job (right) or started a decoder of its own,
+ * which then stops at the gate too (wrong): either way, the test can go on. */
+static bool second_read_placed(void *arg)
+{
+	struct creader_stats s;
+
+	creader_get_stats(arg, &s);
+	pthread_mutex_lock(&gate.lock);
+	unsigned n = gate.waiting;
+	pthread_mutex_unlock(&gate.lock);
+	return s.ahead_waits >= 1 || n >= 2;
+}
+
+struct read_job {
+	struct creader *r;
+	const uint8_t *data;
+	uint64_t off;
+};
+
+static void *read_thread(void *arg)
+{
+	struct read_job *j = arg;
+
+	read_check(j->r, j->data, j->off, 10);
+	return NULL;
+}
+
 /* One chunk far longer than the decoding ahead (single-frame zstd, single-block xz): a read
  * beyond what a background job is decoding waits for that job's decoder instead of starting
- * another at the checkpoint, so the chunk is decoded once, by one decoder. */
+ * another at the checkpoint, so the chunk is decoded once, by one decoder.  The job is held
+ * at a gate at 32 MiB while the second read comes, so the case is the same on any machine. */
 static void test_wait_for_ahead(void)
 {
 	size_t size = 100u << 20;
@@ -470,6 +541,7 @@ static void test_wait_for_ahead(void)
 	uint64_t usize;
 	bool salvaged;
 	struct creader_stats s;
+	pthread_t th;
 
 	tu_fill(data, size, 9, 0);
 	CHECK_EQ(cache_set_disk(cache, "/tmp", 512u << 20), 0); /* room for decoding ahead */
@@ -477,13 +549,26 @@ static void test_wait_for_ahead(void)
 	CHECK_EQ(index_data(data, size, 1ull << 30, st, &usize, &salvaged), 0);
 	CHECK_EQ(st->n, 1);
 	r = make_reader(data, size, st, usize, cache, &in);
-	dec_delay_us = 2000; /* the job ahead (64 segments) takes >= 128 ms */
-	read_check(r, data, 1000, 10);
-	read_check(r, data, 90u << 20, 10); /* past the job's end, while it runs */
-	dec_delay_us = 0;
+	pthread_mutex_lock(&gate.lock);
+	gate.at = 32u << 20;
+	gate.open = false;
+	pthread_mutex_unlock(&gate.lock);
+	read_check(r, data, 1000, 10);		  /* the job ahead (1..65 MiB) starts ... */
+	CHECK(wait_until(one_at_gate, NULL));	  /* ... and stops at the gate */
+	struct read_job j = {r, data, 90u << 20}; /* past the job's end, while it runs */
+	CHECK_EQ(pthread_create(&th, NULL, read_thread, &j), 0);
+	CHECK(wait_until(second_read_placed, r));
+	pthread_mutex_lock(&gate.lock);
+	gate.open = true;
+	gate.at = UINT64_MAX;
+	pthread_cond_broadcast(&gate.cond);
+	pthread_mutex_unlock(&gate.lock);
+	pthread_join(th, NULL);
+	read_check(r, data, size - 10, 10); /* the last segment: nothing is left to decode */
 	creader_get_stats(r, &s);
+	CHECK_EQ(s.ahead_waits, 1);
 	CHECK_EQ(s.decoders_started, 1);
-	CHECK(s.decoded_bytes <= (91u << 20));
+	CHECK_EQ(s.decoded_bytes, size); /* every byte once */
 	creader_free(r);
 	src_free(in);
 	cache_free(cache);
