@@ -90,6 +90,16 @@ char *codec_strip_suffix(const char *archive_path)
 	return out;
 }
 
+bool codec_names_tar(const char *archive_path)
+{
+	char *name = codec_strip_suffix(archive_path);
+	size_t n = name ? strlen(name) : 0;
+	bool tar = n > 4 && strcasecmp(name + n - 4, ".tar") == 0;
+
+	free(name);
+	return tar;
+}
+
 /* the suffix of name[0..len) among suffixes[] or ".tar", or 0 */
 static size_t archive_suffix(const char *name, size_t len)
 {

@@ -157,6 +157,9 @@ const char *codec_list(void);
  * with ".decompressed" appended when there is no known suffix.  Returns malloc'd string. */
 char *codec_strip_suffix(const char *archive_path);
 
+/* True if archive_path's name says it is a compressed tar (".tar.gz", ".tgz", ".tar.xz", ...). */
+bool codec_names_tar(const char *archive_path);
+
 /* True if name (a member's name) ends like an archive or a compressed file (".tar",
  * ".tar.gz", ".tgz", ".gz", ".xz", ...): a candidate for -r (confirmed by its magic). */
 bool codec_archive_name(const char *name, size_t len);

@@ -36,7 +36,7 @@
 #define MAX_RECURSION 32
 
 struct options {
-	bool foreground, debug, single_thread, quiet, recreate, no_union, strip_ext;
+	bool foreground, debug, single_thread, quiet, recreate, no_union, strip_ext, ignore_zeros;
 	unsigned recursion;
 	char *fuse_opts; /* comma-separated -o options */
 	const char *index_file, *index_folder;
@@ -69,6 +69,8 @@ static void usage(FILE *f)
 		"      --recursion-depth N at most N levels of archives inside archives (-r: %d)\n"
 		"      --strip-extension   such a folder is named without the archive extension\n"
 		"                          (a.tar.gz -> a), unless that name is taken\n"
+		"  -i, --ignore-zeros      read past zero blocks (the end-of-archive marker), as\n"
+		"                          tar --ignore-zeros: archives joined with cat show whole\n"
 		"  -o OPT[,OPT...]         mount options, passed to FUSE (allow_other, ...);\n"
 		"                          allow_other turns on default_permissions\n"
 		"      --index-file PATH   keep the index at PATH\n"
@@ -149,6 +151,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"recursive", no_argument, NULL, 'r'},
 		{"recursion-depth", required_argument, NULL, OPT_RECURSION_DEPTH},
 		{"strip-extension", no_argument, NULL, OPT_STRIP_EXT},
+		{"ignore-zeros", no_argument, NULL, 'i'},
 		{"disk-cache-size", required_argument, NULL, OPT_DISK_CACHE_SIZE},
 		{"disk-cache-dir", required_argument, NULL, OPT_DISK_CACHE_DIR},
 		{0},
@@ -162,7 +165,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	o->gzip_spacing = (uint64_t)DEFAULT_GZIP_SPACING_MIB << 20;
 	n = sysconf(_SC_NPROCESSORS_ONLN);
 	o->threads = n > 0 ? (unsigned)n : 1;
-	while ((c = getopt_long(argc, argv, "fdsqhVro:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fdsqhVrio:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			o->foreground = true;
@@ -213,6 +216,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'r':
 			o->recursion = MAX_RECURSION;
+			break;
+		case 'i':
+			o->ignore_zeros = true;
 			break;
 		case OPT_RECURSION_DEPTH:
 			errno = 0;
@@ -525,7 +531,7 @@ int main(int argc, char **argv)
 			.mountpoint = o.mountpoint, .recreate = o.recreate,
 			.build = {.gzip_spacing = o.gzip_spacing, .threads = o.threads,
 				  .progress = !o.quiet, .recursion = o.recursion,
-				  .strip_ext = o.strip_ext}},
+				  .strip_ext = o.strip_ext, .ignore_zeros = o.ignore_zeros}},
 		.cache = cache,
 	};
 	if (un_new(o.no_union, &t.un) < 0)

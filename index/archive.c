@@ -117,8 +117,9 @@ static struct conn *conn_get(struct arch *a)
 		" AND e.name > ?2 ORDER BY e.name", &c->readdir);
 	err = err ? err : db_prepare(c->db, "SELECT name FROM entries WHERE id = ?1", &c->name_of);
 	err = err ? err : db_prepare(c->db, "SELECT mode, link FROM entries WHERE id = ?1", &c->readlink);
-	err = err ? err : db_prepare(c->db, "SELECT off, len FROM sparse WHERE id = ?1 ORDER BY seq",
-		&c->sparse);
+	err = err ? err
+		  : db_prepare(c->db, "SELECT off, len, src FROM sparse WHERE id = ?1 ORDER BY seq",
+			       &c->sparse);
 	err = err ? err : db_prepare(c->db, "SELECT name FROM xattrs WHERE id = ?1 ORDER BY name",
 		&c->xlist);
 	err = err ? err : db_prepare(c->db, "SELECT value FROM xattrs WHERE id = ?1 AND name = ?2",
@@ -166,6 +167,10 @@ static void row_attr(sqlite3_stmt *st, struct arch_attr *out)
 	uint64_t flags = (uint64_t)sqlite3_column_int64(st, 10);
 	out->blocks = ((flags & IDX_F_SPARSE ? stored : out->size) + 511) / 512;
 	out->flags = 0;
+	/* a symlink's permission bits mean nothing on Linux, where every one shows 0777, as
+	 * does each that tar extracts: the archive's bits (0755 from macOS, say) are not shown */
+	if (S_ISLNK(out->mode))
+		out->mode = S_IFLNK | 0777;
 	if (flags & IDX_F_NESTED) { /* an archive inside, shown as a folder (-r) */
 		out->flags = ARCH_A_NESTED;
 		out->mode = S_IFDIR | (out->mode & 07777) | ((out->mode & 0444) >> 2);
@@ -474,7 +479,8 @@ static int file_open_c(struct arch *a, struct conn *c, uint64_t ino, struct arch
 	sqlite3_reset(c->file);
 	if (flags & IDX_F_SPARSE) {
 		size_t n = 0, cap = 0;
-		uint64_t phys = 0;
+		uint64_t end = 0;
+		bool bad = false;
 		sqlite3_bind_int64(c->sparse, 1, (sqlite3_int64)ino);
 		while ((r = step_row(c->sparse)) > 0) {
 			if (n + 1 >= cap) {
@@ -488,15 +494,22 @@ static int file_open_c(struct arch *a, struct conn *c, uint64_t ino, struct arch
 			}
 			f->ext[n].off = (uint64_t)sqlite3_column_int64(c->sparse, 0);
 			f->ext[n].len = (uint64_t)sqlite3_column_int64(c->sparse, 1);
-			f->ext[n].phys = phys;
-			phys += f->ext[n].len;
+			f->ext[n].phys = (uint64_t)sqlite3_column_int64(c->sparse, 2);
+			/* what the builder wrote: in order, inside the size and the stored data */
+			bad |= f->ext[n].off < end || f->ext[n].off > f->size ||
+			       f->ext[n].len > f->size - f->ext[n].off ||
+			       f->ext[n].phys > f->stored ||
+			       f->ext[n].len > f->stored - f->ext[n].phys;
+			end = f->ext[n].off + f->ext[n].len;
 			n++;
+			if (bad)
+				break;
 		}
 		sqlite3_reset(c->sparse);
-		if (r < 0 || phys > f->stored) {
+		if (r < 0 || bad) {
 			err = r < 0 ? r : -EIO;
 			if (r >= 0)
-				tfs_log(TFS_LOG_ERR, "inode %llu: sparse map larger than its data",
+				tfs_log(TFS_LOG_ERR, "inode %llu: sparse map does not fit its data",
 					(unsigned long long)ino);
 			arch_file_close(f);
 			return err;

@@ -296,6 +296,7 @@ static int add_extras(struct builder *b, uint64_t id, const struct tar_entry *e)
 		sqlite3_bind_int64(b->ins_sparse, 2, (sqlite3_int64)i);
 		sqlite3_bind_int64(b->ins_sparse, 3, (sqlite3_int64)e->sparse[i].off);
 		sqlite3_bind_int64(b->ins_sparse, 4, (sqlite3_int64)e->sparse[i].len);
+		sqlite3_bind_int64(b->ins_sparse, 5, (sqlite3_int64)e->sparse[i].src);
 		err = step_done(b->ins_sparse);
 	}
 	for (size_t i = 0; !err && i < e->nxattrs; i++) {
@@ -327,8 +328,10 @@ static int on_entry(void *opaque, const struct tar_entry *e)
 	}
 	nc = path_split(e->path, e->path_len, comps, lens, max);
 	r.mode = type_bits(e->type) | (e->mode & 07777);
-	r.uid = e->uid;
-	r.gid = e->gid;
+	/* an owner id that does not fit a uid_t: GNU tar leaves the owner alone (the
+	 * extracting user's); the mount shows root */
+	r.uid = e->uid <= UINT32_MAX ? e->uid : 0;
+	r.gid = e->gid <= UINT32_MAX ? e->gid : 0;
 	r.mtime = e->mtime_sec;
 	r.mtime_nsec = e->mtime_nsec;
 	r.hdr_off = e->hdr_off;
@@ -522,6 +525,8 @@ void idx_options_string(const char *codec_name, const struct idx_build_opts *o, 
 	if (o->recursion && n >= 0 && (size_t)n < size)
 		n += snprintf(buf + n, size - (size_t)n, "recursion=%u;strip=%d;", o->recursion,
 			      o->strip_ext);
+	if (o->ignore_zeros && n >= 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - (size_t)n, "ignore_zeros=1;");
 	if (n == 0)
 		snprintf(buf, size, "-");
 }
@@ -577,7 +582,8 @@ static int prepare_all(struct builder *b)
 	err = err ? err : db_prepare(b->db,
 		"UPDATE entries SET mode = ?1, uid = ?2, gid = ?3, mtime = ?4, mtime_nsec = ?8,"
 		" hdr_off = ?5, flags = ?6 WHERE id = ?7", &b->upd_dir);
-	err = err ? err : db_prepare(b->db, "INSERT INTO sparse VALUES (?, ?, ?, ?)", &b->ins_sparse);
+	err = err ? err
+		  : db_prepare(b->db, "INSERT INTO sparse VALUES (?, ?, ?, ?, ?)", &b->ins_sparse);
 	err = err ? err : db_prepare(b->db, "INSERT OR REPLACE INTO xattrs VALUES (?, ?, ?)", &b->ins_xattr);
 	err = err ? err : db_prepare(b->db,
 		"INSERT INTO checkpoints (idx, uoff, ulen, coff, clen, extra, bits, flags, crcs, aux)"
@@ -884,7 +890,10 @@ int idx_build_from(const struct idx_input *in, const char *index_path,
 	if (hn < 0 && codec) {
 		err = (int)hn;
 	} else if (tar_probe(prog)) {
-		struct tar_callbacks cb = {.entry = on_entry, .progress = on_progress, .opaque = &b};
+		struct tar_callbacks cb = {.entry = on_entry,
+					   .progress = on_progress,
+					   .opaque = &b,
+					   .ignore_zeros = o->ignore_zeros};
 		err = tar_parse(prog, &cb, &ts);
 		st.members = b.members;
 	} else if (codec) {
@@ -949,6 +958,10 @@ int idx_build_from(const struct idx_input *in, const char *index_path,
 		if (!st.single_file && st.members == 0 && !ts.bad_headers && !ts.garbage &&
 		    usize > ZEROS_TAR_MAX)
 			st.single_file = true;
+		/* nothing at all in a file that calls itself a tar (gzip < /dev/null > x.tar.gz):
+		 * an empty archive, as tar -tf lists it, not an empty file x.tar */
+		if (st.single_file && usize == 0 && !fast && codec_names_tar(archive))
+			st.single_file = false;
 		if (st.single_file) {
 			uint64_t shown = usize < trusted ? usize : trusted;
 			char *name = single_name(archive, cstream_name(cs));

@@ -18,6 +18,7 @@ struct idx_build_opts {
 	bool progress;	       /* progress line on stderr, about once a second, if a terminal */
 	unsigned recursion;    /* levels of archives inside archives to index (0: none) */
 	bool strip_ext;	       /* a nested archive's folder loses its extension (a.tar.gz -> a) */
+	bool ignore_zeros;     /* read past the end-of-archive marker (tar --ignore-zeros) */
 };
 
 /* What the builder indexes: a file, or a member of another archive (nested archives). */

@@ -67,17 +67,20 @@ int db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out)
 
 int db_create_schema(sqlite3 *db)
 {
-	return db_exec(db,
-		"CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;"
+	return db_exec(
+	    db, "CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;"
 		"CREATE TABLE entries ("
 		" id INTEGER PRIMARY KEY, parent INTEGER NOT NULL, name BLOB NOT NULL,"
 		" version INTEGER NOT NULL, latest INTEGER NOT NULL, mode INTEGER NOT NULL,"
-		" target INTEGER, size INTEGER NOT NULL, stored INTEGER NOT NULL, data_off INTEGER NOT NULL,"
+		" target INTEGER, size INTEGER NOT NULL, stored INTEGER NOT NULL, data_off INTEGER "
+		"NOT NULL,"
 		" hdr_off INTEGER NOT NULL, uid INTEGER NOT NULL, gid INTEGER NOT NULL,"
-		" mtime INTEGER NOT NULL, mtime_nsec INTEGER NOT NULL, rdev INTEGER NOT NULL, nlink INTEGER NOT NULL,"
+		" mtime INTEGER NOT NULL, mtime_nsec INTEGER NOT NULL, rdev INTEGER NOT NULL, "
+		"nlink INTEGER NOT NULL,"
 		" link BLOB, uname TEXT, gname TEXT, flags INTEGER NOT NULL);"
 		"CREATE TABLE sparse (id INTEGER NOT NULL, seq INTEGER NOT NULL,"
-		" off INTEGER NOT NULL, len INTEGER NOT NULL, PRIMARY KEY (id, seq)) WITHOUT ROWID;"
+		" off INTEGER NOT NULL, len INTEGER NOT NULL, src INTEGER NOT NULL,"
+		" PRIMARY KEY (id, seq)) WITHOUT ROWID;"
 		"CREATE TABLE xattrs (id INTEGER NOT NULL, name BLOB NOT NULL, value BLOB NOT NULL,"
 		" PRIMARY KEY (id, name)) WITHOUT ROWID;"
 		"CREATE TABLE nested (id INTEGER PRIMARY KEY, image BLOB NOT NULL);"

@@ -14,7 +14,8 @@
  *           link BLOB,                     -- symlink target (or hard link path) as stored
  *           uname, gname, flags)           -- IDX_F_* bits
  *   unique index entries_name(parent, name, version): lookups and readdir in name order
- *   sparse(id, seq, off, len)              -- extents of sparse files, data stored in order
+ *   sparse(id, seq, off, len, src)         -- extents of sparse files in offset order; src:
+ *                                          where the data is, from the member's data_off
  *   xattrs(id, name BLOB, value BLOB)
  *   nested(id INTEGER PRIMARY KEY, image BLOB) -- the index of a member that is an archive
  *                                          (mounted with -r), a whole SQLite image
@@ -30,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define IDX_FORMAT 2
+#define IDX_FORMAT 3
 #define IDX_ROOT 1
 
 enum {

@@ -15,12 +15,21 @@
  * override the header fields.  All state lives in one struct on tar_parse()'s stack, so
  * parses in different threads share nothing.
  *
+ * Conformance: a member GNU tar or bsdtar extracts is reported, with what GNU tar extracts
+ * (where the two differ, GNU tar is followed and the place says so).  So numeric fields are
+ * read as GNU tar reads them (num_field), only regular files have data (a size in a
+ * directory, link or device header is ignored, as by GNU tar's extraction), a malformed PAX
+ * record ends its header but not the member, and an odd sparse map is read the way bsdtar
+ * reads it (sparse_finish) where GNU tar gives up.  The archive ends at its first zero
+ * block, as for both tools, unless the caller asks to read on (tar --ignore-zeros).
+ *
  * Damage: every allocation the archive can drive is capped (TAR_MAX_META bytes for long
  * names and PAX payloads, TAR_MAX_SPARSE extents, TAR_MAX_XATTRS, TAR_MAX_GLOBAL records).  A
- * member over a cap, or whose metadata makes no sense, is "damaged": a warning says why and
- * where, and the member is skipped by its stored size.  A block that is not a header starts a
- * resynchronisation scan for the next valid header (GNU tar does the same), unless it follows
- * the end-of-archive zero blocks, where it is trailing garbage and ends the parse.
+ * member over a cap, or whose metadata makes no sense (a sparse map with a bad number, say),
+ * is "damaged": a warning says why and where, and the member is skipped by its stored size.
+ * A block that is not a header starts a resynchronisation scan for the next valid header
+ * (GNU tar does the same), unless it follows the end-of-archive zero blocks, where it is
+ * trailing garbage and ends the parse.
  */
 #include "tar.h"
 
@@ -32,12 +41,15 @@
 
 #include "../common/log.h"
 
-#define TAR_MAX_META (1u << 20)	     /* longest L/K name or x/g payload (bytes) */
+/* The longest L/K name or x/g payload: GNU tar has no limit, bsdtar stops at 1 MiB, real
+ * headers stay under a few MiB (macOS resource forks as xattrs). */
+#define TAR_MAX_META (64u << 20)
 #define TAR_MAX_SPARSE (1u << 20)    /* most extents in one sparse map (16 MiB of tar_sparse) */
 #define TAR_MAX_XATTRS 4096	     /* most xattr records per member */
 #define TAR_MAX_GLOBAL 256	     /* most distinct keywords kept from g headers */
 #define TAR_PROGRESS_EVERY 256	     /* members between progress calls */
 #define TAR_PROBE_ZEROS (256u << 10) /* tar_probe reads at most this many leading zeros */
+#define TAR_LOOKAHEAD (1u << 20)     /* bytes looked at after the end-of-archive marker */
 
 /* Header fields: offset and length.  POSIX ustar; GNU and star variants noted. */
 #define H_NAME 0 /* 100 */
@@ -138,6 +150,10 @@ struct parser {
 	bool after_end;	  /* zero blocks seen since the last header */
 	bool resync;	  /* looking for a valid header after a bad one */
 	uint8_t blk[TAR_BLOCK];
+	uint8_t peek[TAR_BLOCK]; /* a block read ahead at peek_off (peek_len bytes of it) */
+	uint64_t peek_off;
+	size_t peek_len;
+	bool has_peek;
 
 	/* The member being assembled from its header blocks. */
 	bool in_member;
@@ -267,9 +283,18 @@ static const char *printable(const uint8_t *s, size_t n, char *out, size_t outsz
 	return out;
 }
 
-/* Parses a numeric header field: octal (leading spaces, digits, then spaces or NULs; an
- * empty field is 0) or base-256 (first byte's high bit set; bit 6 is the sign, two's
- * complement).  Returns 0, or -EINVAL if malformed or out of the int64 range. */
+static bool is_blank(uint8_t c)
+{
+	return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+/* Parses a numeric header field as GNU tar does (list.c, from_header): one leading NUL is
+ * skipped (a tar of old wrote it when the field before overflowed), then blanks; octal digits
+ * up to the first other byte, which must be a NUL or a blank -- what follows it is not
+ * looked at (old tars and star leave bytes there); no digits at all read as 0 (GNU tar
+ * calls a field of blanks an error, bsdtar reads 0: bsdtar is followed, it extracts the
+ * member).  Base-256: the first byte's high bit set, bit 6 the sign, two's complement.
+ * Returns 0, -EINVAL if malformed, or -ERANGE if the value does not fit in an int64. */
 static int num_field(const uint8_t *f, size_t n, int64_t *out)
 {
 	uint64_t v;
@@ -287,32 +312,34 @@ static int num_field(const uint8_t *f, size_t n, int64_t *out)
 				b = neg ? b | 0x80 : b & 0x7f;
 			if (i + 8 < n) {
 				if (b != ext)
-					return -EINVAL; /* does not fit in 64 bits */
+					return -ERANGE; /* does not fit in 64 bits */
 				continue;
 			}
 			v = v << 8 | b;
 		}
 		if (((v >> 63) != 0) != neg)
-			return -EINVAL;
+			return -ERANGE;
 		*out = (int64_t)v;
 		return 0;
 	}
-	while (i < n && f[i] == ' ')
+	if (n && f[0] == 0)
+		i = 1;
+	while (i < n && is_blank(f[i]))
 		i++;
 	v = 0;
 	for (; i < n && f[i] >= '0' && f[i] <= '7'; i++) {
 		if (v >> 60)
-			return -EINVAL;
+			return -ERANGE;
 		v = v << 3 | (uint64_t)(f[i] - '0');
 	}
-	for (; i < n; i++)
-		if (f[i] != ' ' && f[i] != 0)
-			return -EINVAL;
+	if (i < n && f[i] != 0 && !is_blank(f[i]))
+		return -EINVAL;
 	*out = (int64_t)v;
 	return 0;
 }
 
-/* A numeric field that must not be negative; malformed or negative values read as 0. */
+/* A numeric field that must not be negative; malformed or negative values read as 0 (GNU
+ * tar reports an error and leaves the value alone: a uid or gid of the extracting user). */
 static uint64_t num_field_u(const uint8_t *f, size_t n)
 {
 	int64_t v;
@@ -325,14 +352,14 @@ bool tar_header_valid(const uint8_t *block)
 	uint64_t stored = 0;
 	int64_t ssum = 0;
 	uint64_t usum = 0;
-	size_t i = H_CHKSUM, digits = 0;
+	size_t i = H_CHKSUM;
 
 	while (i < H_CHKSUM + 8 && block[i] == ' ')
 		i++;
-	for (; i < H_CHKSUM + 8 && block[i] >= '0' && block[i] <= '7'; i++, digits++)
+	for (; i < H_CHKSUM + 8 && block[i] >= '0' && block[i] <= '7'; i++)
 		stored = stored << 3 | (uint64_t)(block[i] - '0');
-	if (!digits)
-		return false;
+	/* no digits (a field of NULs) reads as 0, as for GNU tar and bsdtar: only a block whose
+	 * signed byte sum is 0 passes then (never a zero block: its sum is 256) */
 	for (; i < H_CHKSUM + 8; i++)
 		if (block[i] != ' ' && block[i] != 0)
 			return false;
@@ -381,6 +408,21 @@ static ssize_t p_read(struct parser *p, void *buf, size_t len, uint64_t off)
 		return n;
 	p->rpos = off + len;
 	return n;
+}
+
+/* Reads the block at off ahead of the parse loop (which takes it from p->peek instead of
+ * reading it again) and says whether it is a header, a zero block or the end.  0 or -errno. */
+static int peek_block(struct parser *p, uint64_t off, bool *next_is_header)
+{
+	ssize_t n = p_read(p, p->peek, TAR_BLOCK, off);
+
+	if (n < 0)
+		return (int)n;
+	p->peek_off = off;
+	p->peek_len = (size_t)n;
+	p->has_peek = true;
+	*next_is_header = n < TAR_BLOCK || is_zero(p->peek, TAR_BLOCK) || tar_header_valid(p->peek);
+	return 0;
 }
 
 static bool past_end(const struct parser *p, uint64_t start, uint64_t len)
@@ -513,7 +555,9 @@ static int dec_u64(const uint8_t *v, size_t n, uint64_t max, uint64_t *out)
 }
 
 /* A PAX time: [-]SECONDS[.FRACTION].  Negative times with a fraction are floored, so
- * "-1.25" is sec -2, nsec 750000000.  0, or -EINVAL. */
+ * "-1.25" is sec -2, nsec 750000000.  What follows the number is ignored, as by GNU tar and
+ * bsdtar ("1748089464.951928467a" is that time).  0, or -EINVAL (no number, or out of
+ * range). */
 static int pax_time(const uint8_t *v, size_t n, int64_t *sec, uint32_t *nsec)
 {
 	size_t i = 0, start;
@@ -544,8 +588,6 @@ static int pax_time(const uint8_t *v, size_t n, int64_t *sec, uint32_t *nsec)
 		for (; digits < 9; digits++)
 			ns *= 10;
 	}
-	if (i != n)
-		return -EINVAL;
 	if (neg && ns) {
 		*sec = -(int64_t)s - 1;
 		*nsec = 1000000000u - ns;
@@ -702,12 +744,13 @@ static int pax_apply(struct parser *p, struct pax_attrs *a, const uint8_t *k, si
 	} else if (key_is(k, kl, "gname")) {
 		set_str(a, A_GNAME, &a->gname, &a->gname_len, v, vl);
 	} else if (key_is(k, kl, "size")) {
-		if (!vl) {
+		/* a bad value is ignored, the header's size used (GNU tar and bsdtar) */
+		set_num(p, a, A_SIZE, &a->size, "size", v, vl);
+		if ((a->has & A_SIZE) && a->size > INT64_MAX) {
 			a->has &= ~A_SIZE;
-		} else if (dec_u64(v, vl, INT64_MAX, &a->size)) {
-			return damage(p, "bad size in the extended header");
-		} else {
-			a->has |= A_SIZE;
+			tfs_log(TFS_LOG_WARNING,
+				"tar: member at offset %" PRIu64 ": size out of range, ignored",
+				p->m_off);
 		}
 	} else if (key_is(k, kl, "uid")) {
 		set_num(p, a, A_UID, &a->uid, "uid", v, vl);
@@ -926,7 +969,7 @@ static int meta(struct parser *p, uint64_t hoff, uint64_t size, enum meta_kind k
 		break;
 	}
 	if (size > TAR_MAX_META - old) {
-		char msg[96];
+		char msg[128];
 
 		if (kind == META_GLOBAL) {
 			tfs_log(TFS_LOG_WARNING,
@@ -935,7 +978,9 @@ static int meta(struct parser *p, uint64_t hoff, uint64_t size, enum meta_kind k
 				hoff, size);
 			return 1;
 		}
-		snprintf(msg, sizeof(msg), "%s of %" PRIu64 " bytes is too long", what[kind], size);
+		snprintf(msg, sizeof(msg),
+			 "%s of %" PRIu64 " bytes is over tarseek's limit of %u MiB", what[kind],
+			 size, TAR_MAX_META >> 20);
 		damage(p, msg);
 		return 1;
 	}
@@ -962,17 +1007,17 @@ static int meta(struct parser *p, uint64_t hoff, uint64_t size, enum meta_kind k
 			p->has_longlink = true;
 		return 1;
 	case META_PAX:
+		/* the records before a malformed one apply, the member is kept (GNU tar and
+		 * bsdtar both go on with a warning) */
 		err = pax_split(&p->local, old, &bad);
-		if (err == -EINVAL) {
-			char msg[96];
-
-			snprintf(msg, sizeof(msg),
-				 "malformed extended header record at offset %" PRIu64,
-				 start + (bad - old));
-			damage(p, msg);
-			return 1;
-		}
-		return err ? err : 1;
+		if (err == -EINVAL)
+			tfs_log(TFS_LOG_WARNING,
+				"tar: malformed extended header record at offset %" PRIu64
+				", the rest of that header ignored",
+				start + (bad - old));
+		else if (err)
+			return err;
+		return 1;
 	case META_GLOBAL:
 		err = pax_split(&p->gnew, 0, &bad);
 		if (err == -EINVAL)
@@ -1045,14 +1090,16 @@ static int gnu_sparse(struct parser *p, const uint8_t *h, uint64_t hoff, uint64_
 }
 
 /* PAX sparse 1.0: the map is at the start of the member's data, decimal numbers one per line
- * (the count, then offset and length of each extent), padded to a block.  Reads it block by
- * block and sets *map_bytes to its padded size.  Returns 1 to go on (p->damaged may be set),
- * 0 if truncated, or -errno. */
+ * (the count, then offset and length of each extent), padded to a block.  Lines that start
+ * with '#' are comments (GNU tar writes none and refuses them; bsdtar skips them, and is
+ * followed).  Reads the map block by block and sets *map_bytes to its padded size.  Returns
+ * 1 to go on (p->damaged may be set), 0 if truncated, or -errno. */
 static int sparse1_map(struct parser *p, uint64_t hoff, uint64_t start, uint64_t stored_total,
 		       uint64_t *map_bytes)
 {
 	uint64_t pos = start, cur = 0, count = 0, nnum = 0, ext_off = 0;
 	unsigned digits = 0;
+	bool line_start = true, comment = false;
 	int err;
 
 	for (;;) {
@@ -1071,6 +1118,12 @@ static int sparse1_map(struct parser *p, uint64_t hoff, uint64_t start, uint64_t
 		for (size_t i = 0; i < TAR_BLOCK; i++) {
 			uint8_t c = p->blk[i];
 
+			if (comment || (line_start && c == '#')) {
+				comment = c != '\n';
+				line_start = !comment;
+				continue;
+			}
+			line_start = c == '\n';
 			if (c >= '0' && c <= '9') {
 				if (cur > (UINT64_MAX - 9) / 10) {
 					damage(p, "number out of range in the sparse map");
@@ -1108,30 +1161,183 @@ static int sparse1_map(struct parser *p, uint64_t hoff, uint64_t start, uint64_t
 	}
 }
 
-/* Checks a sparse map (extents in order, not overlapping, inside the real size, their data
- * adding up to what is stored) and drops empty extents.  0 or -EINVAL (damaged, logged). */
-static int sparse_check(struct parser *p, uint64_t *real, bool have_real, uint64_t stored)
+/* One extent while a map that is out of order or overlaps is put right: its map position
+ * (a later extent overwrites an earlier one, as when tar writes them in turn). */
+struct sp_seg {
+	uint64_t off, end, src;
+	size_t seq;
+};
+
+static int sp_seg_cmp(const void *x, const void *y)
 {
-	uint64_t end = 0, sum = 0;
+	const struct sp_seg *a = x, *b = y;
+
+	if (a->off != b->off)
+		return a->off < b->off ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int u64_cmp(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* A max-heap of segments by seq (the extent written last wins). */
+static void heap_push(struct sp_seg **h, size_t *n, struct sp_seg *s)
+{
+	size_t i = (*n)++;
+
+	while (i && h[(i - 1) / 2]->seq < s->seq) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = s;
+}
+
+static void heap_pop(struct sp_seg **h, size_t *n)
+{
+	struct sp_seg *last = h[--(*n)];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && h[c + 1]->seq > h[c]->seq)
+			c++;
+		if (h[c]->seq <= last->seq)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n)
+		h[i] = last;
+}
+
+/* Rewrites p->sp (extents in map order, with their src set) as extents in offset order that
+ * do not overlap, each byte taken from the extent that comes last in the map: a sweep over
+ * the extents' ends with a heap of the extents that cover the current piece.  O(n log n).
+ * 0 or -ENOMEM. */
+static int sparse_sort(struct parser *p)
+{
+	size_t n = p->nsp, npts = 0, nheap = 0, j = 0, out = 0;
+	struct sp_seg *seg = malloc(n * sizeof(*seg));
+	struct sp_seg **heap = malloc(n * sizeof(*heap));
+	uint64_t *pts = malloc(2 * n * sizeof(*pts));
+	int err = 0;
+
+	/* every extent can cut one other in two: at most 2n - 1 pieces */
+	if (!seg || !heap || !pts || grow((void **)&p->sp, &p->capsp, 2 * n, sizeof(*p->sp))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		seg[i] =
+		    (struct sp_seg){p->sp[i].off, p->sp[i].off + p->sp[i].len, p->sp[i].src, i};
+		pts[npts++] = seg[i].off;
+		pts[npts++] = seg[i].end;
+	}
+	qsort(seg, n, sizeof(*seg), sp_seg_cmp);
+	qsort(pts, npts, sizeof(*pts), u64_cmp);
+	for (size_t k = 0; k + 1 < npts; k++) {
+		uint64_t x = pts[k], y = pts[k + 1];
+		struct sp_seg *w;
+
+		if (x == y)
+			continue;
+		while (j < n && seg[j].off <= x)
+			heap_push(heap, &nheap, &seg[j++]);
+		while (nheap && heap[0]->end <= x)
+			heap_pop(heap, &nheap);
+		if (!nheap)
+			continue; /* a hole */
+		w = heap[0];	  /* covers [x, y): its end is a point after x */
+		struct tar_sparse piece = {x, y - x, w->src + (x - w->off)};
+		struct tar_sparse *last = out ? &p->sp[out - 1] : NULL;
+		if (last && last->off + last->len == x && last->src + last->len == piece.src)
+			last->len += piece.len;
+		else
+			p->sp[out++] = piece;
+	}
+	p->nsp = out;
+out:
+	free(seg);
+	free(heap);
+	free(pts);
+	return err;
+}
+
+/* Turns a sparse map as stored (extents in map order, their data stored one after the other)
+ * into what a reader needs: extents in offset order, not overlapping, not empty, each with
+ * the position of its data (src, from the member's data offset), inside the file's real size.
+ * Odd maps are read as bsdtar reads them, where GNU tar 1.34 gives up or writes bytes of the
+ * next header into the file: out of order or overlapping (later extents win), extents past
+ * the real size (cut there), more stored data than the map needs (the rest ignored), less
+ * (what is missing reads as zeros, with a warning).  *real: the real size when have_real,
+ * else set to the end of the last extent.  0, -EINVAL (damaged, logged) or -ENOMEM. */
+static int sparse_finish(struct parser *p, uint64_t *real, bool have_real, uint64_t stored)
+{
+	uint64_t end = 0, src = 0, max_end = 0;
+	bool sorted = true;
 	size_t out = 0;
 
 	for (size_t i = 0; i < p->nsp; i++) {
-		const struct tar_sparse *e = &p->sp[i];
+		struct tar_sparse *e = &p->sp[i];
 
-		if (e->off < end || e->len > UINT64_MAX - e->off)
-			return damage(p, "sparse extents out of order");
-		end = e->off + e->len;
-		sum += e->len;
+		if (e->len > UINT64_MAX - e->off || e->len > UINT64_MAX - src)
+			return damage(p, "sparse extents out of range");
+		e->src = src;
+		src += e->len;
+		if (e->off + e->len > max_end)
+			max_end = e->off + e->len;
+		if (e->len && e->off < end)
+			sorted = false;
 		if (e->len)
-			p->sp[out++] = *e;
+			end = e->off + e->len;
+	}
+	if (!have_real)
+		*real = max_end;
+	if (*real > INT64_MAX)
+		return damage(p, "sparse file size out of range");
+	if (src < stored)
+		tfs_log(TFS_LOG_NOTICE,
+			"tar: sparse member at offset %" PRIu64 ": %" PRIu64
+			" bytes of data beyond its map ignored",
+			p->m_off, stored - src);
+	else if (src > stored)
+		tfs_log(TFS_LOG_WARNING,
+			"tar: sparse member at offset %" PRIu64 ": its map needs %" PRIu64
+			" bytes of data but %" PRIu64 " are stored: the rest reads as zeros",
+			p->m_off, src, stored);
+	if (max_end > *real)
+		tfs_log(TFS_LOG_NOTICE,
+			"tar: sparse member at offset %" PRIu64
+			": extents past its size of %" PRIu64 " ignored",
+			p->m_off, *real);
+	/* cut to the stored data and to the real size */
+	for (size_t i = 0; i < p->nsp; i++) {
+		struct tar_sparse e = p->sp[i];
+
+		if (e.src >= stored || e.off >= *real)
+			continue;
+		if (e.len > stored - e.src)
+			e.len = stored - e.src;
+		if (e.len > *real - e.off)
+			e.len = *real - e.off;
+		if (e.len)
+			p->sp[out++] = e;
 	}
 	p->nsp = out;
-	if (!have_real)
-		*real = end;
-	if (end > *real || *real > INT64_MAX)
-		return damage(p, "sparse extents past the file's size");
-	if (sum != stored)
-		return damage(p, "sparse map does not match the stored data");
+	if (!sorted) {
+		tfs_log(TFS_LOG_NOTICE,
+			"tar: sparse member at offset %" PRIu64
+			": map out of order or overlapping, later extents win",
+			p->m_off);
+		return sparse_sort(p);
+	}
 	return 0;
 }
 
@@ -1356,6 +1562,7 @@ static int member(struct parser *p, uint64_t hoff, uint64_t hsize)
 	struct pax_attrs a;
 	struct tar_entry e;
 	uint64_t start = hoff + TAR_BLOCK, stored_total, next, real = 0, map_bytes = 0;
+	enum tar_type type;
 	uint8_t t;
 	bool ustar, gnu, sparse = false;
 	size_t prefix_max = 0, nxattrs = 0;
@@ -1373,7 +1580,6 @@ static int member(struct parser *p, uint64_t hoff, uint64_t hsize)
 		if (err && err != -EINVAL)
 			return err;
 	}
-	stored_total = a.has & A_SIZE ? a.size : hsize;
 	if (t == 'S') {
 		/* the header's four extents must come first: drop any from PAX records */
 		p->nsp = 0;
@@ -1383,14 +1589,6 @@ static int member(struct parser *p, uint64_t hoff, uint64_t hsize)
 		sparse = true;
 		real = num_field_u(h + G_REALSIZE, 12);
 	}
-	if (past_end(p, start, stored_total))
-		return truncated(p, hoff, start + stored_total);
-	next = start + pad_block(stored_total);
-	if (p->damaged)
-		goto skip;
-
-	memset(&e, 0, sizeof(e));
-	e.type = entry_type(p, t, hoff);
 	ustar = !memcmp(h + H_MAGIC, "ustar\0", 6);
 	gnu = !memcmp(h + H_MAGIC, "ustar  \0", 8);
 	if (ustar)
@@ -1398,12 +1596,40 @@ static int member(struct parser *p, uint64_t hoff, uint64_t hsize)
 	err = build_path(p, h, &a, prefix_max);
 	if (err)
 		return err;
+	type = entry_type(p, t, hoff);
 	if ((t == '0' || t == '\0') && p->path.len && p->path.p[p->path.len - 1] == '/')
-		e.type = TAR_DIR; /* old archives mark directories with a trailing slash only */
+		type = TAR_DIR; /* old archives mark directories with a trailing slash only */
+	/* Only regular files and GNU dumpdirs have data.  GNU tar's extraction reads none after
+	 * a directory, link, device or FIFO header, whatever its size field or a PAX size says
+	 * (old tars wrote the linked file's size into hard-link headers, some a size into
+	 * directory headers), and neither does bsdtar, except after a PAX hard link. */
+	stored_total = a.has & A_SIZE ? a.size : hsize;
+	if (type != TAR_REG && t != 'D' && stored_total) {
+		/* pax lets a hard link carry the file's data (pax -o linkdata; bsdtar reads it):
+		 * the data is taken to be there only when the next block is neither a header
+		 * nor zeros, so the members GNU tar extracts are the same either way (it reads
+		 * such data as a bad header and skips to the next) */
+		bool next_is_header = false;
 
+		err = peek_block(p, start, &next_is_header);
+		if (err)
+			return err;
+		if (next_is_header)
+			stored_total = 0;
+	}
+	if (past_end(p, start, stored_total))
+		return truncated(p, hoff, start + stored_total);
+	next = start + pad_block(stored_total);
+	if (p->damaged)
+		goto skip;
+
+	memset(&e, 0, sizeof(e));
+	e.type = type;
 	e.data_off = start;
 	e.stored = stored_total;
-	if (e.type == TAR_REG && !sparse && (a.has & A_SPMAJOR)) {
+	/* a 1.0 map without GNU.sparse.realsize: GNU tar extracts the data as it is stored,
+	 * map and all (bsdtar reads the map and keeps the stored size): GNU tar is followed */
+	if (e.type == TAR_REG && !sparse && (a.has & A_SPMAJOR) && (a.has & A_SPREAL)) {
 		if (a.sp_major != 1 || a.sp_minor != 0) {
 			char msg[80];
 
@@ -1422,17 +1648,23 @@ static int member(struct parser *p, uint64_t hoff, uint64_t hsize)
 		e.stored -= map_bytes;
 		sparse = true;
 	} else if (e.type == TAR_REG && !sparse && a.sp_old) {
-		if ((a.has & A_SPNBLOCKS) && a.sp_nblocks != p->nsp) {
-			damage(p, "GNU.sparse.numblocks does not match the map");
-			goto skip;
-		}
+		if ((a.has & A_SPNBLOCKS) && a.sp_nblocks != p->nsp)
+			tfs_log(TFS_LOG_NOTICE,
+				"tar: sparse member at offset %" PRIu64
+				": GNU.sparse.numblocks says %" PRIu64
+				" but the map has %zu extents;"
+				" the map is used (as by bsdtar)",
+				p->m_off, a.sp_nblocks, p->nsp);
 		sparse = true;
 	}
 	if (sparse) {
 		if (a.has & A_SPREAL)
 			real = a.sp_real;
-		if (sparse_check(p, &real, real != 0 || (a.has & A_SPREAL), e.stored))
+		err = sparse_finish(p, &real, real != 0 || (a.has & A_SPREAL), e.stored);
+		if (err == -EINVAL)
 			goto skip;
+		if (err)
+			return err;
 	}
 
 	if (e.type == TAR_HARDLINK || e.type == TAR_SYMLINK) {
@@ -1483,7 +1715,14 @@ static int member(struct parser *p, uint64_t hoff, uint64_t hsize)
 	} else {
 		int64_t mt;
 
-		e.mtime_sec = num_field(h + H_MTIME, 12, &mt) ? 0 : mt;
+		/* malformed or out of range: -1, what GNU tar extracts then (with an error) */
+		if (num_field(h + H_MTIME, 12, &mt)) {
+			tfs_log(TFS_LOG_WARNING,
+				"tar: member at offset %" PRIu64 ": bad mtime field, read as -1",
+				p->m_off);
+			mt = -1;
+		}
+		e.mtime_sec = mt;
 	}
 	if (e.type == TAR_CHR || e.type == TAR_BLK) {
 		e.dev_major =
@@ -1554,8 +1793,13 @@ static int header(struct parser *p, uint64_t off)
 	int64_t size;
 
 	if (num_field(b + H_SIZE, 12, &size) || size < 0) {
-		bad_header(p, off, "invalid size field");
-		return 1;
+		/* GNU tar does not read the size of a hard link (its data is the target's);
+		 * bsdtar skips a volume label whatever its size (GNU tar refuses such a one) */
+		if (b[H_TYPE] != '1' && b[H_TYPE] != 'V') {
+			bad_header(p, off, "invalid size field");
+			return 1;
+		}
+		size = 0;
 	}
 	switch (b[H_TYPE]) {
 	case 'L':
@@ -1618,12 +1862,63 @@ static int at_end(struct parser *p, uint64_t off, size_t n)
 	return 0;
 }
 
+/* A zero block at off ends the archive (GNU tar and bsdtar stop there unless told to
+ * --ignore-zeros; GNU tar's own end marker is two of them).  What follows is looked at, up to
+ * TAR_LOOKAHEAD bytes, so that a user learns of members that are not shown (cat a.tar b.tar)
+ * or of data after the end.  Returns 0, or -EINVAL when no header was seen and the zeros
+ * are followed by data that is not tar (a file that only starts with zeros). */
+static int end_marker(struct parser *p, uint64_t off)
+{
+	uint64_t pos = off + TAR_BLOCK;
+
+	p->st.end_off = pos;
+	while (pos - off <= TAR_LOOKAHEAD) {
+		ssize_t n = p_read(p, p->blk, TAR_BLOCK, pos);
+
+		if (n < 0)
+			return (int)n;
+		if (n == 0 || is_zero(p->blk, (size_t)n)) {
+			pos += (uint64_t)n;
+			p->st.end_off = pos;
+			if (n < TAR_BLOCK) /* only zeros up to the end: an empty tar needs two */
+				return !p->seen_header && pos < 2 * TAR_BLOCK ? -EINVAL : 0;
+			continue;
+		}
+		if (n == TAR_BLOCK && tar_header_valid(p->blk)) {
+			tfs_log(TFS_LOG_NOTICE,
+				"tar: the archive goes on after its end-of-archive marker at "
+				"offset %" PRIu64 " (a header at offset %" PRIu64
+				": archives concatenated?); "
+				"not read, as by tar: -i (--ignore-zeros) reads on",
+				off, pos);
+		} else {
+			if (!p->seen_header)
+				return -EINVAL;
+			tfs_log(TFS_LOG_NOTICE,
+				"tar: data after the end-of-archive marker at offset %" PRIu64
+				" ignored",
+				off);
+		}
+		p->st.garbage = true;
+		return 0;
+	}
+	return 0;
+}
+
 static int parse(struct parser *p)
 {
 	for (;;) {
 		uint64_t off = p->off;
-		ssize_t n = p_read(p, p->blk, TAR_BLOCK, off);
+		ssize_t n;
 		int ret;
+
+		if (p->has_peek && p->peek_off == off) {
+			n = (ssize_t)p->peek_len;
+			memcpy(p->blk, p->peek, p->peek_len);
+		} else {
+			n = p_read(p, p->blk, TAR_BLOCK, off);
+		}
+		p->has_peek = false;
 
 		if (n < 0)
 			return (int)n;
@@ -1640,6 +1935,8 @@ static int parse(struct parser *p)
 					p->m_off);
 				member_reset(p);
 			}
+			if (!p->cb->ignore_zeros)
+				return end_marker(p, off);
 			p->after_end = true;
 			p->st.end_off = p->off;
 			continue;

@@ -9,19 +9,28 @@
  * end of the previous one), so it works on a forward-only decompressed stream; on a plain
  * file it reads only headers (and sparse maps / PAX records), never member data it skips.
  *
- * Damage: every header checksum is verified.  A zero block is skipped (like tar
- * --ignore-zeros), so concatenated archives are read whole.  A block that is not a valid
- * header:
- *  - after at least one zero block (the end-of-archive marker) is trailing garbage: parsing
- *    stops, with a notice;
- *  - otherwise it is reported (warning, with its offset) and the parser resynchronises on
- *    the next valid header, like GNU tar.
- * A member whose data runs past the end of the source is a truncated archive: it is not
- * reported, a warning says where, and parsing stops.  Absurd values (sizes past the end, a
- * name without NUL, a PAX record with a bad length) never cause a read outside a buffer.
- * Memory is bounded: GNU long names and PAX payloads over 1 MiB, sparse maps over 2^20
- * extents, a malformed PAX record, or a sparse map that does not add up make the member
- * "damaged": a warning, and the member is skipped by its stored size (not reported).
+ * Conformance: a member that GNU tar or bsdtar extracts is reported, with the metadata GNU
+ * tar extracts (where the two differ GNU tar is followed, and the code says so): numeric
+ * fields are read as GNU tar reads them; only regular files (and 'D' dumpdirs) have data, so
+ * a size in a directory, hard-link, symlink, device or FIFO header is ignored; odd sparse
+ * maps (out of order, overlapping, past the size, not adding up to the stored data, '#'
+ * comments in a 1.0 map) are read as bsdtar reads them.
+ *
+ * The end: the archive ends at its first zero block, as for GNU tar and bsdtar; what
+ * follows (another archive after `cat a.tar b.tar`, garbage) is not read, and a notice says
+ * so.  With ignore_zeros (tar --ignore-zeros) zero blocks are skipped, so concatenated
+ * archives are read whole; then a block that is not a header after zero blocks is trailing
+ * garbage (parsing stops, with a notice).
+ *
+ * Damage: every header checksum is verified.  A block that is not a valid header is
+ * reported (warning, with its offset) and the parser resynchronises on the next valid
+ * header, like GNU tar.  A member whose data runs past the end of the source is a truncated
+ * archive: it is not reported, a warning says where, and parsing stops.  Absurd values
+ * (sizes past the end, a name without NUL, a PAX record with a bad length) never cause a
+ * read outside a buffer.  Memory is bounded: GNU long names and PAX payloads over 64 MiB,
+ * sparse maps over 2^20 extents, or a sparse map with a malformed number make the member
+ * "damaged": a warning, and the member is skipped by its stored size (not reported).  A
+ * malformed PAX record ends its header (the records before it apply) but not the member.
  * Volume labels ('V') are skipped with a notice, 'N' and 'M' headers with a warning; an
  * unknown type flag is read as a regular file (as POSIX says), with a warning.
  *
@@ -49,11 +58,12 @@ enum tar_type {
 	TAR_FIFO = 'p',
 };
 
-/* One extent of a sparse file: len bytes of data at logical offset off.  The extents' data
- * is stored one after another from the member's data offset; everything else reads as 0. */
+/* One extent of a sparse file: len bytes of data at logical offset off, stored at src bytes
+ * from the member's data offset.  Everything outside the extents reads as 0. */
 struct tar_sparse {
 	uint64_t off;
 	uint64_t len;
+	uint64_t src;
 };
 
 struct tar_xattr {
@@ -80,8 +90,9 @@ struct tar_entry {
 	uint32_t mtime_nsec;
 	uint32_t dev_major, dev_minor;
 	const char *uname, *gname; /* "" when absent */
-	const struct tar_sparse *sparse; /* NULL unless a sparse file; in offset order, no
-					    empty extents (an all-hole file has nsparse 0) */
+	const struct tar_sparse *sparse; /* NULL unless a sparse file; in offset order, not
+					    overlapping, inside size, no empty extents (an
+					    all-hole file has nsparse 0) */
 	size_t nsparse;
 	const struct tar_xattr *xattrs; /* from SCHILY.xattr.* / LIBARCHIVE.xattr.*, one per name */
 	size_t nxattrs;
@@ -93,6 +104,9 @@ struct tar_callbacks {
 	/* Optional: called every 256 members and at the end with the current offset. */
 	void (*progress)(void *opaque, uint64_t off);
 	void *opaque;
+	/* How to parse: read past zero blocks (tar --ignore-zeros) instead of stopping at the
+	 * first one. */
+	bool ignore_zeros;
 };
 
 struct tar_stats {
@@ -101,7 +115,7 @@ struct tar_stats {
 			      incomplete member starts; with garbage: where the garbage starts) */
 	unsigned bad_headers; /* invalid headers skipped by resynchronising */
 	bool truncated;	   /* the source ended inside a member or its headers */
-	bool garbage;	   /* trailing garbage after the end-of-archive marker */
+	bool garbage;	   /* data after the end-of-archive marker, not read */
 };
 
 /* True if block (512 bytes) is a tar header with a valid checksum. */
@@ -114,8 +128,9 @@ bool tar_header_valid(const uint8_t *block);
 bool tar_probe(struct src *s);
 
 /* Parses the whole source.  Returns 0 (warnings logged for damage, see above), -EINVAL if the
- * source does not start with a valid tar header ("not a tar archive"; leading zero blocks are
- * skipped, and at least 1024 bytes of zeros alone are an empty archive), -EIO on a read error
+ * source does not start with a valid tar header ("not a tar archive"; zero blocks followed
+ * by a valid header are an archive that ends at once unless ignore_zeros, and at least 1024
+ * bytes of zeros alone are an empty archive), -EIO on a read error
  * from the source, or the callback's error.  stats may be NULL; it is filled whatever the
  * result.  Thread-safe: all state is local to the call (several parses may run at once). */
 int tar_parse(struct src *s, const struct tar_callbacks *cb, struct tar_stats *stats);

@@ -36,6 +36,7 @@ static void usage(FILE *f)
 		"  -r, --recursive         index archives inside archives too\n"
 		"      --recursion-depth N at most N levels of them\n"
 		"      --strip-extension   their folders lose the archive extension\n"
+		"  -i, --ignore-zeros      read past the end-of-archive marker (tar --ignore-zeros)\n"
 		"      --threads N         decoder threads (default: all cores)\n"
 		"  -q, --quiet             only errors and warnings\n"
 		"  -h, --help; -V, --version\n"
@@ -64,6 +65,7 @@ int main(int argc, char **argv)
 		{"recursive", no_argument, NULL, 'r'},
 		{"recursion-depth", required_argument, NULL, OPT_RECURSION_DEPTH},
 		{"strip-extension", no_argument, NULL, OPT_STRIP_EXT},
+		{"ignore-zeros", no_argument, NULL, 'i'},
 		{"threads", required_argument, NULL, OPT_THREADS},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
@@ -77,7 +79,7 @@ int main(int argc, char **argv)
 
 	tfs_log_set_prog("tarseek-index");
 	o.build.threads = n > 0 ? (unsigned)n : 1;
-	while ((c = getopt_long(argc, argv, "crqhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "criqhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			o.check_only = true;
@@ -98,6 +100,9 @@ int main(int argc, char **argv)
 					"least 64K\n", optarg);
 				return 2;
 			}
+			break;
+		case 'i':
+			o.build.ignore_zeros = true;
 			break;
 		case 'r':
 			o.build.recursion = 32;

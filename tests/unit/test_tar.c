@@ -327,10 +327,15 @@ static void result_free(struct result *r)
 	free(r);
 }
 
+static bool opt_ignore_zeros; /* parse_src: tar --ignore-zeros */
+
 static struct result *parse_src(struct src *s, int stop_at)
 {
 	struct result *r = calloc(1, sizeof(*r));
-	struct tar_callbacks cb = {.entry = on_entry, .progress = on_progress, .opaque = r};
+	struct tar_callbacks cb = {.entry = on_entry,
+				   .progress = on_progress,
+				   .opaque = r,
+				   .ignore_zeros = opt_ignore_zeros};
 	unsigned long w = tfs_log_count(TFS_LOG_WARNING), nt = tfs_log_count(TFS_LOG_NOTICE);
 
 	loglen = 0;
@@ -1184,7 +1189,7 @@ static void test_absurd(void)
 	CHECK(r->st.truncated);
 	result_free(r);
 
-	/* a long name of 2 MiB that is really there: too long, member skipped, next one found */
+	/* a long name of 2 MiB that is really there: read (GNU tar has no limit) */
 	a.len = 0;
 	huge = malloc(2 << 20);
 	memset(huge, 'h', 2 << 20);
@@ -1194,16 +1199,16 @@ static void test_absurd(void)
 	a_zeros(&a, 2);
 	r = parse_mem(a.p, a.len);
 	CHECK_EQ(r->ret, 0);
-	CHECK_EQ(r->n, 1);
-	CHECK_EQ(r->warnings, 1);
-	CHECK(logged("too long"));
-	if (r->n == 1) {
-		CHECK(!strcmp(r->e[0].path, "next"));
-		CHECK_EQ(r->e[0].hdr_off, next);
+	CHECK_EQ(r->n, 2);
+	CHECK_EQ(r->warnings, 0);
+	if (r->n == 2) {
+		CHECK_EQ(strlen(r->e[0].path), 2 << 20);
+		CHECK(!strcmp(r->e[1].path, "next"));
+		CHECK_EQ(r->e[1].hdr_off, next);
 	}
 	result_free(r);
 
-	/* the same with a 2 MiB PAX header */
+	/* the same with a 2 MiB PAX header (one record of an unknown keyword) */
 	a.len = 0;
 	memcpy(huge, "2097152 comment=", 16);
 	huge[(2 << 20) - 1] = '\n';
@@ -1212,12 +1217,31 @@ static void test_absurd(void)
 	add_file(&a, F_USTAR, "next", "n");
 	a_zeros(&a, 2);
 	r = parse_mem(a.p, a.len);
+	CHECK_EQ(r->n, 2);
+	CHECK_EQ(r->warnings, 0);
+	if (r->n == 2)
+		CHECK(!strcmp(r->e[0].path, "victim"));
+	result_free(r);
+	free(huge);
+
+	/* over the limit of 64 MiB: the member is skipped with a message naming the limit, the
+	 * next one is found (the payload is never read) */
+	a.len = 0;
+	struct hdr big = {
+	    .fmt = F_GNU, .name = "././@LongLink", .type = 'L', .size = (64u << 20) + 1};
+	add(&a, &big, NULL, 0);
+	a_put(&a, NULL, (64u << 20) + 512);
+	add_file(&a, F_GNU, "victim", "v");
+	add_file(&a, F_GNU, "next", "n");
+	a_zeros(&a, 2);
+	r = parse_mem(a.p, a.len);
+	CHECK_EQ(r->ret, 0);
 	CHECK_EQ(r->n, 1);
 	CHECK_EQ(r->warnings, 1);
+	CHECK(logged("limit of 64 MiB"));
 	if (r->n == 1)
 		CHECK(!strcmp(r->e[0].path, "next"));
 	result_free(r);
-	free(huge);
 
 	/* a sparse 1.0 map claiming 10^9 extents */
 	a.len = 0;
@@ -1253,8 +1277,13 @@ static void test_absurd(void)
 	CHECK_EQ(r->warnings, 1);
 	result_free(r);
 
-	/* sparse maps that lie: extents out of order, past the real size, data not adding up */
+	/* odd sparse maps, read as bsdtar reads them: out of order (sorted, each extent keeps
+	 * its data), past the real size (cut there), needing more data than stored (the rest
+	 * reads as zeros, with a warning) */
 	static const char *const maps[] = {"100,4,50,1", "100,4,8000,1", "100,4,200,2"};
+	static const struct tar_sparse want[3][2] = {
+	    {{50, 1, 4}, {100, 4, 0}}, {{100, 4, 0}, {0, 0, 0}}, {{100, 4, 0}, {200, 1, 4}}};
+	static const size_t nwant[3] = {2, 1, 2};
 	for (int i = 0; i < 3; i++) {
 		a.len = 0;
 		pax_str(&x, "GNU.sparse.size", i == 1 ? "5000" : "9000");
@@ -1265,8 +1294,17 @@ static void test_absurd(void)
 		a_zeros(&a, 2);
 		r = parse_mem(a.p, a.len);
 		CHECK_EQ(r->ret, 0);
-		CHECK_EQ(r->n, 1);
-		CHECK_EQ(r->warnings, 1);
+		CHECK_EQ(r->n, 2);
+		CHECK_EQ(r->warnings, i == 2);
+		if (r->n == 2) {
+			CHECK_EQ(r->e[0].size, i == 1 ? 5000 : 9000);
+			CHECK_EQ(r->e[0].nsp, nwant[i]);
+			for (size_t k = 0; k < nwant[i] && k < r->e[0].nsp; k++) {
+				CHECK_EQ(r->e[0].sp[k].off, want[i][k].off);
+				CHECK_EQ(r->e[0].sp[k].len, want[i][k].len);
+				CHECK_EQ(r->e[0].sp[k].src, want[i][k].src);
+			}
+		}
 		result_free(r);
 	}
 
@@ -1313,59 +1351,89 @@ static void test_absurd(void)
 	free(x.p);
 }
 
-/* PAX records whose length fields lie. */
+/* PAX records whose length fields lie: the records before the bad one apply, the rest of
+ * that header is ignored with a warning, and the member is kept (GNU tar and bsdtar), except
+ * where what is left is a sparse map that cannot be read. */
 static void test_pax_lies(void)
 {
-	static const char *const bad[] = {
-	    "99 path=foo\n",		  /* longer than the payload */
-	    "5 path=foo\n",		  /* shorter: does not end at a newline */
-	    "12 path=foo\n20 uid=1\n",	  /* the second record lies */
-	    "x path=foo\n",		  /* no length */
-	    "18446744073709551627 a=b\n", /* length overflows */
-	    "11 pathfoo\n\n",		  /* no '=' */
-	    "6 =ab\n",			  /* empty keyword */
-	    "12 size=12a\n",		  /* bad size value */
-	    "25 GNU.sparse.numbytes=1\n", /* numbytes without offset */
+	static const struct {
+		const char *rec, *name; /* name: the member's name then; NULL: not reported */
+	} bad[] = {
+	    {"99 path=foo\n", "victim"},	      /* longer than the payload */
+	    {"5 path=foo\n", "victim"},		      /* shorter: does not end at a newline */
+	    {"12 path=foo\n20 uid=1\n", "foo"},	      /* the second record lies */
+	    {"x path=foo\n", "victim"},		      /* no length */
+	    {"18446744073709551627 a=b\n", "victim"}, /* length overflows */
+	    {"11 pathfoo\n\n", "victim"},	      /* no '=' */
+	    {"6 =ab\n", "victim"},		      /* empty keyword */
+	    {"12 size=12a\n", "victim"},	      /* bad size value: the header's size */
+	    {"25 GNU.sparse.numbytes=1\n", NULL},     /* numbytes without offset */
 	};
 	struct arch a = {0};
 	struct result *r;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t n = bad[i].name ? 3 : 2;
+
 		a.len = 0;
 		add_file(&a, F_USTAR, "before", "b");
-		add_meta(&a, 'x', bad[i], strlen(bad[i]));
+		add_meta(&a, 'x', bad[i].rec, strlen(bad[i].rec));
 		add_file(&a, F_USTAR, "victim", "v");
 		add_file(&a, F_USTAR, "after", "a");
 		a_zeros(&a, 2);
 		r = parse_mem(a.p, a.len);
 		CHECK_EQ(r->ret, 0);
-		CHECK_EQ(r->n, 2);
+		CHECK_EQ(r->n, n);
 		CHECK_EQ(r->warnings, 1);
-		if (r->n == 2) {
+		if (r->n == n) {
 			CHECK(!strcmp(r->e[0].path, "before"));
-			CHECK(!strcmp(r->e[1].path, "after"));
+			CHECK(!strcmp(r->e[n - 1].path, "after"));
+			if (n == 3) {
+				CHECK(!strcmp(r->e[1].path, bad[i].name));
+				CHECK_EQ(r->e[1].size, 1);
+			}
 		}
-		if (r->n != 2 || r->warnings != 1)
-			fprintf(stderr, "  with record %s\n", bad[i]);
+		if (r->n != n || r->warnings != 1)
+			fprintf(stderr, "  with record %s\n", bad[i].rec);
 		result_free(r);
 	}
 
-	/* bad values of fields that do not change the layout: ignored with a warning */
+	/* bad values of fields that do not change the layout: ignored with a warning; a time
+	 * with bytes after the number is that number (GNU tar, bsdtar) */
 	struct arch x = {0};
-	a.len = 0;
-	pax_str(&x, "uid", "-1");
-	pax_str(&x, "mtime", "12x");
-	struct hdr h = {.fmt = F_USTAR, .name = "kept", .type = '0', .uid = 5, .mtime = 9};
-	add_pax_member(&a, &x, &h, NULL, 0);
-	a_zeros(&a, 2);
-	r = parse_mem(a.p, a.len);
-	CHECK_EQ(r->n, 1);
-	CHECK_EQ(r->warnings, 2);
-	if (r->n == 1) {
-		CHECK_EQ(r->e[0].uid, 5);
-		CHECK_EQ(r->e[0].mtime_sec, 9);
+	static const struct {
+		const char *mtime;
+		int64_t sec;
+		uint32_t nsec;
+		unsigned warnings;
+	} times[] = {
+	    {"12x", 12, 0, 0},
+	    {"1748089464.951928467a", 1748089464, 951928467, 0},
+	    {"-1.25junk", -2, 750000000, 0},
+	    {"1.1234567899", 1, 123456789, 0},
+	    {"abc", 9, 0, 1},
+	    {"-", 9, 0, 1},
+	    {"99999999999999999999999", 9, 0, 1},
+	};
+	for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+		a.len = 0;
+		x.len = 0;
+		pax_str(&x, "uid", "-1");
+		pax_str(&x, "mtime", times[i].mtime);
+		struct hdr h = {.fmt = F_USTAR, .name = "kept", .type = '0', .uid = 5, .mtime = 9};
+		add_pax_member(&a, &x, &h, NULL, 0);
+		a_zeros(&a, 2);
+		r = parse_mem(a.p, a.len);
+		CHECK_EQ(r->n, 1);
+		CHECK_EQ(r->warnings, 1 + times[i].warnings);
+		if (r->n == 1) {
+			CHECK_EQ(r->e[0].uid, 5);
+			CHECK_EQ(r->e[0].mtime_sec, times[i].sec);
+			CHECK_EQ(r->e[0].mtime_nsec, times[i].nsec);
+		}
+		result_free(r);
 	}
-	result_free(r);
+	x.len = 0;
 
 	/* a malformed global header keeps the records before the bad one */
 	a.len = 0;
@@ -1439,14 +1507,37 @@ static void test_ends(void)
 	CHECK_EQ(r->warnings, 0);
 	result_free(r);
 
-	/* zero blocks between two archives (cat a.tar b.tar), and a lone zero block */
+	/* the same with --ignore-zeros: the garbage ends the parse as well */
+	opt_ignore_zeros = true;
+	r = parse_mem(a.p, a.len);
+	CHECK_EQ(r->n, 1);
+	CHECK(r->st.garbage);
+	CHECK_EQ(r->st.end_off, end);
+	CHECK_EQ(r->warnings, 0);
+	result_free(r);
+	opt_ignore_zeros = false;
+
+	/* zero blocks between two archives (cat a.tar b.tar), and a lone zero block: the
+	 * archive ends at the first zero block, as for tar, with a notice that says so */
 	a.len = 0;
 	add_file(&a, F_USTAR, "one", "1");
+	end = a.len;
 	a_zeros(&a, 20);
 	second = add_file(&a, F_USTAR, "two", "2");
 	a_zeros(&a, 1);
 	add_file(&a, F_GNU, "three", "3");
 	a_zeros(&a, 2);
+	r = parse_mem(a.p, a.len);
+	CHECK_EQ(r->ret, 0);
+	CHECK_EQ(r->n, 1);
+	CHECK_EQ(r->warnings, 0);
+	CHECK_EQ(r->notices, 1);
+	CHECK(logged("--ignore-zeros"));
+	CHECK(r->st.garbage);
+	CHECK_EQ(r->st.end_off, second);
+	result_free(r);
+	/* with --ignore-zeros, all three */
+	opt_ignore_zeros = true;
 	r = parse_mem(a.p, a.len);
 	CHECK_EQ(r->ret, 0);
 	CHECK_EQ(r->n, 3);
@@ -1455,6 +1546,33 @@ static void test_ends(void)
 	if (r->n == 3)
 		CHECK_EQ(r->e[1].hdr_off, second);
 	result_free(r);
+	opt_ignore_zeros = false;
+	/* what follows the marker is looked at for 1 MiB, no further */
+	a.len = end;
+	a_zeros(&a, 2049);
+	add_file(&a, F_USTAR, "far", "f");
+	r = parse_mem(a.p, a.len);
+	CHECK_EQ(r->n, 1);
+	CHECK_EQ(r->notices, 0);
+	CHECK(!r->st.garbage);
+	result_free(r);
+
+	/* an archive that starts with zero blocks: empty, unless --ignore-zeros */
+	a.len = 0;
+	a_zeros(&a, 3);
+	add_file(&a, F_USTAR, "late", "l");
+	a_zeros(&a, 2);
+	r = parse_mem(a.p, a.len);
+	CHECK_EQ(r->ret, 0);
+	CHECK_EQ(r->n, 0);
+	CHECK_EQ(r->notices, 1);
+	result_free(r);
+	opt_ignore_zeros = true;
+	r = parse_mem(a.p, a.len);
+	CHECK_EQ(r->ret, 0);
+	CHECK_EQ(r->n, 1);
+	result_free(r);
+	opt_ignore_zeros = false;
 
 	/* no end marker at all */
 	a.len = 0;
@@ -1560,7 +1678,7 @@ static void build_mixed(struct arch *a, struct arch *x)
 	memcpy(d + 512, "SPAR", 4);
 	struct hdr s = {.fmt = F_USTAR, .name = "sparse", .type = '0', .size = sizeof(d)};
 	add_pax_member(a, x, &s, d, sizeof(d));
-	struct tar_sparse sp[2] = {{0, 1}, {100, 2}};
+	struct tar_sparse sp[2] = {{0, 1, 0}, {100, 2, 1}};
 	add_gnu_sparse(a, "oldsparse", sp, 2, 200, (const uint8_t *)"abc");
 	add_file(a, F_USTAR, "last", "end");
 	a_zeros(a, 2);

@@ -354,9 +354,12 @@ static void list_free(struct list *l)
 	memset(l, 0, sizeof(*l));
 }
 
+static bool opt_ignore_zeros; /* parse_src: tar --ignore-zeros */
+
 static void parse_src(struct src *s, struct list *l)
 {
-	struct tar_callbacks cb = {.entry = on_entry, .opaque = l};
+	struct tar_callbacks cb = {
+	    .entry = on_entry, .opaque = l, .ignore_zeros = opt_ignore_zeros};
 	unsigned long w = tfs_log_count(TFS_LOG_WARNING);
 
 	l->ret = tar_parse(s, &cb, &l->st);
@@ -986,14 +989,27 @@ static void test_append_concat(void)
 		tu_failures++;
 		return;
 	}
+	opt_ignore_zeros = true; /* read like tar --ignore-zeros */
 	check_archive("cat.tar", NULL, &o, &l);
+	opt_ignore_zeros = false;
 	{
-		struct list a = {0}, b = {0};
+		struct list a = {0}, b = {0}, first = {0};
 
 		check_archive("gnu-ustar.tar", NULL, &o, &a);
 		o.ns = true;
 		check_archive("gnu-posix.tar", NULL, &o, &b);
 		CHECK_EQ(l.n, a.n + b.n);
+		/* without it, what tar shows: the first archive, with a notice of the second */
+		snprintf(path, sizeof(path), "%s/cat.tar", tmpdir);
+		CHECK(src_open_file(path, &s) == 0);
+		if (s) {
+			parse_src(s, &first);
+			src_free(s);
+			CHECK_EQ(first.ret, 0);
+			CHECK_EQ(first.n, a.n);
+			CHECK(first.st.garbage);
+		}
+		list_free(&first);
 		list_free(&a);
 		list_free(&b);
 	}
