@@ -258,14 +258,16 @@ def run(*argv, check=True, **kw):
     return r
 
 
-def gnu_extract(archive, dest, *extra, ignore_zeros=True):
+def gnu_extract(archive, dest, *extra, ignore_zeros=False, check=True):
     """Extracts archive with GNU tar the way a user restoring a backup would (as root:
-    permissions, numeric owners, user.* xattrs, sub-second mtimes), reading past zero blocks
-    like tarseek does (unless ignore_zeros=False: then what follows the first end-of-archive
-    marker is not read).  GNU tar detects gzip/bzip2/xz by itself."""
+    permissions, numeric owners, user.* xattrs, sub-second mtimes), stopping at the first
+    end-of-archive marker as tar and tarseek do (ignore_zeros=True reads past it, as
+    tarseek -i does).  GNU tar detects gzip/bzip2/xz by itself.  check=False: a non-zero
+    exit status is allowed (GNU tar extracts what it can and exits 2 on some damage)."""
     os.makedirs(dest, exist_ok=True)
     run("tar", "-x", "-p", "--numeric-owner", "--xattrs", "--xattrs-include=user.*",
-        *(["--ignore-zeros"] if ignore_zeros else []), *extra, "-f", archive, "-C", dest)
+        *(["--ignore-zeros"] if ignore_zeros else []), *extra, "-f", archive, "-C", dest,
+        check=check)
 
 
 def pax_ns(text):
