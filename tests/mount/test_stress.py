@@ -305,13 +305,17 @@ def test_signal_during_reads(tmp_path, members, sig):
                f"{CACHE_MIB}M")
     errors = []
     stats = [{"bytes": 0, "reads": 0, "whole": 0} for _ in range(8)]
-    until = time.monotonic() + 8
+    until = time.monotonic() + 120  # the readers stop at the first error once it is gone
     ts = [threading.Thread(target=reader_loop, daemon=True,
                            args=(d.mnt, files, k, until, stats[k], errors, False))
           for k in range(8)]
     for t in ts:
         t.start()
-    time.sleep(1.0)
+    # the signal comes while reads are under way: after the first bytes, however long
+    # they take on a busy machine
+    deadline = time.monotonic() + 60
+    while sum(s["reads"] for s in stats) < 8 and not errors and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert sum(s["bytes"] for s in stats) > 0, errors
     d.proc.send_signal(sig)
     try:
