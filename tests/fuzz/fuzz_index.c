@@ -341,9 +341,11 @@ static int check_member(void *opaque, const struct tar_entry *e)
 		if (e->data_off < nc->len)
 			memcpy(head, nc->tar + e->data_off,
 			       nc->len - e->data_off < hl ? nc->len - e->data_off : hl);
-	} else if (e->nsparse && e->sparse[0].off == 0 && e->data_off < nc->len) {
+	} else if (e->nsparse && e->sparse[0].off == 0 && e->data_off < nc->len &&
+		   e->sparse[0].src < nc->len - e->data_off) {
+		uint64_t at = e->data_off + e->sparse[0].src;
 		size_t k = e->sparse[0].len < hl ? (size_t)e->sparse[0].len : hl;
-		memcpy(head, nc->tar + e->data_off, nc->len - e->data_off < k ? nc->len - e->data_off : k);
+		memcpy(head, nc->tar + at, nc->len - at < k ? nc->len - at : k);
 	}
 	const struct codec *c = codec_probe(head, hl);
 	if (!c)
