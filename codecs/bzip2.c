@@ -86,6 +86,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/endian.h"
 #include "../common/log.h"
 
 #define BZ_MAGIC_BLOCK 0x314159265359ULL
@@ -99,22 +100,11 @@
 
 /* ---- bits ------------------------------------------------------------------------------------ */
 
-static inline uint64_t load_be64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	return v;
-}
-
 /* Bits [bit, bit + n) of p, most significant first, n <= 48.  Reads the 8 bytes from
  * p + bit / 8, which must be readable. */
 static inline uint64_t get_bits(const uint8_t *p, uint64_t bit, unsigned n)
 {
-	return (load_be64(p + bit / 8) << (bit % 8)) >> (64 - n);
+	return (be64(p + bit / 8) << (bit % 8)) >> (64 - n);
 }
 
 /* ORs the n low bits of v into p at bit offset bit (the bits there must be 0). */
@@ -494,7 +484,7 @@ static int add_item(struct bz_scan *s, uint64_t bit, bool eos)
 /* Exact check of the magics starting in byte b. */
 static int check_at(struct bz_scan *s, uint64_t b)
 {
-	uint64_t w = load_be64(win_at(s, b));
+	uint64_t w = be64(win_at(s, b));
 
 	for (unsigned sh = 0; sh < 8; sh++) {
 		uint64_t v = (w << sh) >> 16;

@@ -28,6 +28,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/hash.h"
 #include "../common/log.h"
 
 struct entry {
@@ -92,10 +93,7 @@ static uint64_t charge(const struct cache_buf *b)
 
 static size_t bucket(const struct cache *c, const struct cache_key *k)
 {
-	uint64_t h = k->stream * 0x9E3779B97F4A7C15ull ^ k->seg * 0xC2B2AE3D27D4EB4Full;
-
-	h ^= h >> 29;
-	return (size_t)(h & (c->nbuckets - 1));
+	return (size_t)(hash_pair(k->stream, k->seg) & (c->nbuckets - 1));
 }
 
 struct cache *cache_new(uint64_t budget)
@@ -243,9 +241,7 @@ static void remove_entry(struct cache *c, struct entry *e)
 
 static size_t dbucket(const struct disk *d, const struct cache_key *k)
 {
-	uint64_t h = k->stream * 0x9E3779B97F4A7C15ull ^ k->seg * 0xC2B2AE3D27D4EB4Full;
-
-	return (size_t)((h ^ (h >> 29)) & (d->nbuckets - 1));
+	return (size_t)(hash_pair(k->stream, k->seg) & (d->nbuckets - 1));
 }
 
 static struct dslot *dfind(struct disk *d, const struct cache_key *k)
@@ -294,9 +290,7 @@ static void dmap_grow(struct disk *d)
 	for (size_t i = 0; i < d->nbuckets; i++)
 		for (struct dslot *s = d->table[i], *next; s; s = next) {
 			next = s->hnext;
-			uint64_t h = s->key.stream * 0x9E3779B97F4A7C15ull ^
-				     s->key.seg * 0xC2B2AE3D27D4EB4Full;
-			size_t b = (size_t)((h ^ (h >> 29)) & (n - 1));
+			size_t b = (size_t)(hash_pair(s->key.stream, s->key.seg) & (n - 1));
 			s->hnext = t[b];
 			t[b] = s;
 		}

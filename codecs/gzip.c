@@ -66,6 +66,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "../common/endian.h"
 #include "../common/log.h"
 
 #define GZ_CK_MEMBER 0x1u /* checkpoint flag: coff is the first byte of a member header */
@@ -110,11 +111,6 @@ static int gz_errno(int zret)
 static bool gz_probe(const uint8_t *head, size_t len)
 {
 	return len >= 3 && head[0] == 0x1f && head[1] == 0x8b && head[2] == 8;
-}
-
-static uint32_t gz_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 /* ---- Compressed input ------------------------------------------------------------------ */
@@ -554,8 +550,8 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 				p->last_ck = p->prev_ck;
 			}
 			b->member_end = true;
-			b->crc = gz_le32(t);
-			b->isize = gz_le32(t + 4);
+			b->crc = le32(t);
+			b->isize = le32(t + 4);
 			b->member = p->member;
 			b->end = gz_in_pos(&p->in);
 			p->state = GZ_P_NEXT;

@@ -87,6 +87,7 @@
 #include <lzo/lzo1x.h>
 #include <lzo/lzoconf.h>
 
+#include "../common/endian.h"
 #include "../common/log.h"
 
 /* Header flags (lzop's conf.h). */
@@ -229,16 +230,6 @@ static int lzop_lib_init(void)
 	return 0;
 }
 
-static uint32_t lzop_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-
-static unsigned lzop_be16(const uint8_t *p)
-{
-	return (unsigned)p[0] << 8 | (unsigned)p[1];
-}
-
 /* Adler-32 (from 1) or CRC-32 (from 0) of a buffer, continuing from sum. */
 static uint32_t lzop_sum(bool crc, uint32_t sum, const uint8_t *p, size_t n)
 {
@@ -372,7 +363,7 @@ static int lzop_extra_field(struct src *in, const struct lzop_hdr *h, uint64_t h
 	if (err)
 		goto short_read;
 	sum = lzop_sum(crc, sum, b4, 4);
-	len = lzop_be32(b4);
+	len = be32(b4);
 	at += 4;
 	if (size != SRC_SIZE_UNKNOWN && (size < at || size - at < (uint64_t)len + 4)) {
 		err = -EIO;
@@ -396,7 +387,7 @@ static int lzop_extra_field(struct src *in, const struct lzop_hdr *h, uint64_t h
 		err = src_pread_full(in, b4, 4, at);
 	if (err)
 		goto short_read;
-	if (lzop_be32(b4) != sum)
+	if (be32(b4) != sum)
 		return lzop_fail(m, -EIO,
 				 "lzo: checksum mismatch in the extra field of the header at "
 				 "compressed offset %" PRIu64,
@@ -449,8 +440,8 @@ static int lzop_read_header(struct src *in, uint64_t off, bool first, bool quiet
 			goto truncated;                                                            \
 	} while (0)
 	NEED(4);
-	h->version = lzop_be16(buf + i);
-	h->lib_version = lzop_be16(buf + i + 2);
+	h->version = be16(buf + i);
+	h->lib_version = be16(buf + i + 2);
 	i += 4;
 	if (h->version < LZOP_VERSION_MIN)
 		return lzop_fail(
@@ -459,7 +450,7 @@ static int lzop_read_header(struct src *in, uint64_t off, bool first, bool quiet
 	h->needed = LZOP_VERSION_MIN;
 	if (h->version >= LZOP_VERSION_FIELDS) {
 		NEED(2);
-		h->needed = lzop_be16(buf + i);
+		h->needed = be16(buf + i);
 		i += 2;
 	}
 	NEED(1);
@@ -469,20 +460,20 @@ static int lzop_read_header(struct src *in, uint64_t off, bool first, bool quiet
 		h->level = buf[i++];
 	}
 	NEED(4);
-	h->flags = lzop_be32(buf + i);
+	h->flags = be32(buf + i);
 	i += 4;
 	if (h->flags & LZOP_F_H_FILTER) {
 		NEED(4);
-		h->filter = lzop_be32(buf + i);
+		h->filter = be32(buf + i);
 		i += 4;
 	}
 	NEED(8);
-	h->mode = lzop_be32(buf + i);
-	h->mtime = lzop_be32(buf + i + 4);
+	h->mode = be32(buf + i);
+	h->mtime = be32(buf + i + 4);
 	i += 8;
 	if (h->version >= LZOP_VERSION_FIELDS) {
 		NEED(4);
-		h->mtime |= (uint64_t)lzop_be32(buf + i) << 32;
+		h->mtime |= (uint64_t)be32(buf + i) << 32;
 		i += 4;
 	}
 	NEED(1);
@@ -493,7 +484,7 @@ static int lzop_read_header(struct src *in, uint64_t off, bool first, bool quiet
 #undef NEED
 	sum = lzop_sum(h->flags & LZOP_F_H_CRC32, lzop_sum_init(h->flags & LZOP_F_H_CRC32),
 		       buf + LZOP_MAGIC_LEN, i - LZOP_MAGIC_LEN);
-	stored = lzop_be32(buf + i);
+	stored = be32(buf + i);
 	i += 4;
 	if (stored != sum)
 		return lzop_fail(m, -EIO,
@@ -556,14 +547,14 @@ static int lzop_parse_bhdr(const uint8_t *p, size_t n, uint32_t flags, struct lz
 	memset(b, 0, sizeof(*b));
 	if (n < 4)
 		return LZOP_BH_SHORT;
-	b->ulen = lzop_be32(p);
+	b->ulen = be32(p);
 	if (b->ulen == 0) {
 		b->hlen = 4;
 		return LZOP_BH_END;
 	}
 	if (n < 8)
 		return LZOP_BH_SHORT;
-	b->clen = lzop_be32(p + 4);
+	b->clen = be32(p + 4);
 	if (b->ulen == UINT32_MAX) {
 		*why = "block size 0xffffffff (a split lzop file, which lzop never made; damaged?)";
 		return -EIO;
@@ -583,19 +574,19 @@ static int lzop_parse_bhdr(const uint8_t *p, size_t n, uint32_t flags, struct lz
 	if (n < b->hlen)
 		return LZOP_BH_SHORT;
 	if (flags & LZOP_F_ADLER32_D) {
-		b->d_adler = lzop_be32(p + i);
+		b->d_adler = be32(p + i);
 		i += 4;
 	}
 	if (flags & LZOP_F_CRC32_D) {
-		b->d_crc = lzop_be32(p + i);
+		b->d_crc = be32(p + i);
 		i += 4;
 	}
 	if (b->clen < b->ulen && (flags & LZOP_F_ADLER32_C)) {
-		b->c_adler = lzop_be32(p + i);
+		b->c_adler = be32(p + i);
 		i += 4;
 	}
 	if (b->clen < b->ulen && (flags & LZOP_F_CRC32_C))
-		b->c_crc = lzop_be32(p + i);
+		b->c_crc = be32(p + i);
 	return LZOP_BH_BLOCK;
 }
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "../codecs/codec.h"
+#include "../common/endian.h"
 #include "../common/log.h"
 #include "../codecs/segment.h"
 #include "db.h"
@@ -738,8 +739,7 @@ static int open_reader(struct arch *a, sqlite3 *db, struct cache *cache)
 			crcs = q;
 		}
 		for (size_t i = 0; i < nb / 4; i++)
-			crcs[ncrc++] = p[4 * i] | (uint32_t)p[4 * i + 1] << 8 |
-				       (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24;
+			crcs[ncrc++] = le32(p + 4 * i);
 		n++;
 	}
 	if (r < 0) {

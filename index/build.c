@@ -31,6 +31,7 @@
 
 #include "../codecs/codec.h"
 #include "../codecs/stream.h"
+#include "../common/endian.h"
 #include "../common/log.h"
 #include "archive.h"
 #include "db.h"
@@ -452,12 +453,8 @@ static int on_ckpt(void *opaque, uint64_t idx, const struct codec_ckpt *ck, cons
 
 	if (!le)
 		return -ENOMEM;
-	for (uint64_t i = 0; i < ncrcs; i++) {
-		le[4 * i] = (uint8_t)crcs[i];
-		le[4 * i + 1] = (uint8_t)(crcs[i] >> 8);
-		le[4 * i + 2] = (uint8_t)(crcs[i] >> 16);
-		le[4 * i + 3] = (uint8_t)(crcs[i] >> 24);
-	}
+	for (uint64_t i = 0; i < ncrcs; i++)
+		put_le32(le + 4 * i, crcs[i]);
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)idx);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)ck->uoff);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)ck->ulen);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/endian.h"
 #include "../common/log.h"
 
 int db_errno(int rc)
@@ -282,19 +283,6 @@ int db_image_to_memdb(const void *image, size_t len, char **name, sqlite3 **keep
 	return err;
 }
 
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 /* CRC32 of the open file fd with bytes 60..63 taken as zero; *head gets its first 100 bytes. */
 static int file_crc(int fd, uint32_t *crc, uint8_t head[100])
 {
@@ -355,7 +343,7 @@ int db_check_seal(const char *path)
 	close(fd);
 	if (err)
 		return err;
-	if (get_be32(head + 68) != IDX_APP_ID || get_be32(head + 60) != crc)
+	if (be32(head + 68) != IDX_APP_ID || be32(head + 60) != crc)
 		return -ESTALE;
 	return 0;
 }

@@ -22,6 +22,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "../common/hash.h"
+
 struct dnode {
 	dev_t dev;
 	ino_t ino;
@@ -46,9 +48,7 @@ struct dfile {
 
 static size_t slot_of(const struct dirtree *d, dev_t dev, ino_t ino)
 {
-	uint64_t h = ((uint64_t)dev * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)ino * 0xC2B2AE3D27D4EB4Full);
-
-	return (size_t)(h ^ (h >> 29)) & (d->nslots - 1);
+	return (size_t)hash_pair((uint64_t)dev, (uint64_t)ino) & (d->nslots - 1);
 }
 
 /* The local inode for (dev, ino) found at rel, added if new.  0 if out of memory. */
