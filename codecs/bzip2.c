@@ -86,8 +86,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/endian.h"
+#include "../common/byteio.h"
 #include "../common/log.h"
+#include "trailing.h"
 
 #define BZ_MAGIC_BLOCK 0x314159265359ULL
 #define BZ_MAGIC_EOS 0x177245385090ULL
@@ -919,15 +920,10 @@ static int take_eos(struct bz_scan *s)
 		}
 	}
 	if (have > p || !s->eof) {
-		uint64_t size = src_size(s->in);
-		if (size != SRC_SIZE_UNKNOWN && size > p)
-			tfs_log(TFS_LOG_NOTICE,
-				"bzip2: ignoring %" PRIu64
-				" bytes of trailing data at byte %" PRIu64,
-				size - p, p);
-		else
-			tfs_log(TFS_LOG_NOTICE, "bzip2: ignoring trailing data at byte %" PRIu64,
-				p);
+		char note[160];
+
+		trailing_note(note, sizeof(note), "bzip2", s->in, p);
+		tfs_log(TFS_LOG_NOTICE, "%s", note);
 	}
 	s->pos = p * 8;
 	item_drop(s);
@@ -1287,15 +1283,15 @@ static size_t bz_dec_memory(const struct codec_dec *cd)
 }
 
 const struct codec codec_bzip2 = {
-    .name = "bzip2",
-    .probe = bz_probe,
-    .scan_new = bz_scan_new,
-    .scan_read = bz_scan_read,
-    .scan_verified = bz_scan_verified,
-    .scan_name = NULL,
-    .scan_free = bz_scan_free,
-    .dec_new = bz_dec_new,
-    .dec_read = bz_dec_read,
-    .dec_memory = bz_dec_memory,
-    .dec_free = bz_dec_free,
+	.name = "bzip2",
+	.probe = bz_probe,
+	.scan_new = bz_scan_new,
+	.scan_read = bz_scan_read,
+	.scan_verified = bz_scan_verified,
+	.scan_name = NULL,
+	.scan_free = bz_scan_free,
+	.dec_new = bz_dec_new,
+	.dec_read = bz_dec_read,
+	.dec_memory = bz_dec_memory,
+	.dec_free = bz_dec_free,
 };

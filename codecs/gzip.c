@@ -66,8 +66,9 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "../common/endian.h"
+#include "../common/byteio.h"
 #include "../common/log.h"
+#include "trailing.h"
 
 #define GZ_CK_MEMBER 0x1u /* checkpoint flag: coff is the first byte of a member header */
 
@@ -203,28 +204,27 @@ static int gz_in_skip(struct gz_in *in, size_t n, uLong *crc)
 /* Called on a first byte that does not start a member, after the last member: zeros up to
  * the end are padding; anything else is noted (unless quiet) and ignored.  Returns 0 (the
  * end of the data) or -errno. */
-static int gz_trailing(struct gz_in *in, uint64_t at, uint8_t first, bool quiet)
+static int gz_trailing(struct gz_in *in, uint64_t at, bool quiet)
 {
-	uint8_t b = first;
-	int r = 1;
+	struct trailing t;
+	char note[160];
+	int err;
 
-	while (r > 0 && b == 0)
-		r = gz_in_byte(in, &b, NULL);
-	if (r < 0)
-		return r;
-	if (r == 0) {
+	if (quiet)
+		return 0;
+	err = trailing_scan(in->src, at, NULL, 0, &t);
+	if (err) {
+		tfs_log(TFS_LOG_ERR, "gzip: read error after compressed offset %llu: %s",
+			(unsigned long long)at, strerror(-err));
+		return err;
+	}
+	if (t.first_nonzero == TRAILING_NONE) {
 		TFS_DEBUG("gzip: zero padding after the last member at compressed offset %llu",
 			  (unsigned long long)at);
 		return 0;
 	}
-	if (!quiet) {
-		unsigned long long size = src_size(in->src), off = at;
-		const char *fmt = "gzip: ignoring %llu bytes of garbage at offset %llu";
-		if (size != SRC_SIZE_UNKNOWN)
-			tfs_log(TFS_LOG_NOTICE, fmt, size - off, off);
-		else
-			tfs_log(TFS_LOG_NOTICE, "gzip: ignoring garbage at offset %llu", off);
-	}
+	trailing_note(note, sizeof(note), "gzip", in->src, at);
+	tfs_log(TFS_LOG_NOTICE, "%s", note);
 	return 0;
 }
 
@@ -254,13 +254,13 @@ static int gz_member_start(struct gz_in *in, bool first, bool quiet, char *name,
 		goto bad;
 	}
 	if (h[0] != 0x1f && !first)
-		return gz_trailing(in, at, h[0], quiet);
+		return gz_trailing(in, at, quiet);
 	r = gz_in_byte(in, &h[1], &crc);
 	if (r <= 0)
 		goto eof;
 	if (h[0] != 0x1f || h[1] != 0x8b) {
 		if (!first)
-			return gz_trailing(in, at, h[0], quiet);
+			return gz_trailing(in, at, quiet);
 		what = "not a gzip header";
 		goto bad;
 	}

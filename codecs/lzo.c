@@ -87,8 +87,10 @@
 #include <lzo/lzo1x.h>
 #include <lzo/lzoconf.h>
 
-#include "../common/endian.h"
+#include "../common/byteio.h"
 #include "../common/log.h"
+#include "pipeline.h"
+#include "trailing.h"
 
 /* Header flags (lzop's conf.h). */
 #define LZOP_F_ADLER32_D 0x00000001u
@@ -120,8 +122,8 @@
 #define LZOP_GROUP_BLOCKS 1024u		/* ... and at most this many blocks */
 #define LZOP_DEC_AHEAD (LZOP_BLOCK_DEFAULT + LZOP_BHDR_MAX) /* past its group */
 #define LZOP_DEC_AHEAD_MAX ((size_t)2 << 20)		    /* within its group */
-#define LZOP_TRAIL_BUF ((size_t)64 << 10)
 #define LZOP_MAX_THREADS 64
+#define LZOP_EXTRA_BUF ((size_t)64 << 10) /* bytes of an extra field read at once */
 #define LZOP_MSG 320
 
 _Static_assert(LZOP_BLOCK_MAX <= UINT32_MAX / 2, "block sizes fit zlib's uInt with room");
@@ -178,8 +180,6 @@ struct lzop_msg {
 
 __attribute__((format(printf, 3, 4))) static int lzop_fail(struct lzop_msg *m, int err,
 							   const char *fmt, ...);
-__attribute__((format(printf, 3, 4))) static void lzop_note(struct lzop_msg *m, int level,
-							    const char *fmt, ...);
 
 /* Records an error message; returns err. */
 static int lzop_fail(struct lzop_msg *m, int err, const char *fmt, ...)
@@ -191,16 +191,6 @@ static int lzop_fail(struct lzop_msg *m, int err, const char *fmt, ...)
 	va_end(ap);
 	m->level = TFS_LOG_ERR;
 	return err;
-}
-
-static void lzop_note(struct lzop_msg *m, int level, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(m->text, sizeof(m->text), fmt, ap);
-	va_end(ap);
-	m->level = level;
 }
 
 static void lzop_log(const struct lzop_msg *m)
@@ -303,48 +293,26 @@ static void lzop_set_name(char *dst, const uint8_t *p, size_t n)
 		dst[0] = '\0';
 }
 
-/* After the last part, at off, n bytes of which are in buf: zeros to the end of the file are
- * padding; anything else is garbage, noted unless quiet.  0 or -errno. */
-static int lzop_trailing(struct src *in, uint64_t off, const uint8_t *buf, size_t n, bool quiet,
-			 struct lzop_msg *m)
+/* After the last part, at off: zeros to the end of the file are padding; anything else is
+ * garbage, noted unless quiet.  0 or -errno. */
+static int lzop_trailing(struct src *in, uint64_t off, bool quiet, struct lzop_msg *m)
 {
-	uint64_t size = src_size(in), at = off;
-	bool zeros = true;
-	uint8_t *more = NULL;
-	ssize_t r = (ssize_t)n;
+	struct trailing t;
+	int err;
 
 	if (quiet)
 		return 0;
-	for (;;) {
-		for (size_t i = 0; i < (size_t)r && zeros; i++)
-			zeros = buf[i] == 0;
-		if (!zeros || (size_t)r < (more ? LZOP_TRAIL_BUF : LZOP_HDR_READ))
-			break;
-		at += (uint64_t)r;
-		if (!more && !(more = malloc(LZOP_TRAIL_BUF)))
-			return -ENOMEM;
-		buf = more;
-		r = src_pread(in, more, LZOP_TRAIL_BUF, at);
-		if (r < 0) {
-			free(more);
-			return lzop_fail(m, (int)r,
-					 "lzo: read error at compressed offset %" PRIu64 ": %s", at,
-					 strerror((int)-r));
-		}
-	}
-	free(more);
-	if (zeros) {
+	err = trailing_scan(in, off, NULL, 0, &t);
+	if (err)
+		return lzop_fail(m, err, "lzo: read error after compressed offset %" PRIu64 ": %s",
+				 off, strerror(-err));
+	if (t.first_nonzero == TRAILING_NONE) {
 		TFS_DEBUG("lzo: zero padding after the last part at compressed offset %" PRIu64,
 			  off);
 		return 0;
 	}
-	if (size != SRC_SIZE_UNKNOWN)
-		lzop_note(m, TFS_LOG_NOTICE,
-			  "lzo: ignoring %" PRIu64 " bytes of trailing garbage at offset %" PRIu64,
-			  size - off, off);
-	else
-		lzop_note(m, TFS_LOG_NOTICE, "lzo: ignoring trailing garbage at offset %" PRIu64,
-			  off);
+	trailing_note(m->text, sizeof(m->text), "lzo", in, off);
+	m->level = TFS_LOG_NOTICE;
 	return 0;
 }
 
@@ -369,11 +337,11 @@ static int lzop_extra_field(struct src *in, const struct lzop_hdr *h, uint64_t h
 		err = -EIO;
 		goto short_read;
 	}
-	buf = malloc(LZOP_TRAIL_BUF);
+	buf = malloc(LZOP_EXTRA_BUF);
 	if (!buf)
 		return -ENOMEM;
 	while (len) {
-		size_t k = len < LZOP_TRAIL_BUF ? len : LZOP_TRAIL_BUF;
+		size_t k = len < LZOP_EXTRA_BUF ? len : LZOP_EXTRA_BUF;
 
 		err = src_pread_full(in, buf, k, at);
 		if (err)
@@ -431,7 +399,7 @@ static int lzop_read_header(struct src *in, uint64_t off, bool first, bool quiet
 	if (n == 0)
 		return 0;
 	if (n < LZOP_MAGIC_LEN || memcmp(buf, lzop_magic, LZOP_MAGIC_LEN) != 0)
-		return lzop_trailing(in, off, buf, n, quiet, m);
+		return lzop_trailing(in, off, quiet, m);
 
 		/* The largest header fits buf; a shorter read is the end of the file. */
 #define NEED(k)                                                                                    \
@@ -856,96 +824,57 @@ static void lzop_group_ckpt(const struct lzop_group *g, struct codec_ckpt *ck)
 
 /* ---- The scan ------------------------------------------------------------------------------ */
 
-/* One group being decoded.  Job k lives in ring slot k % depth while head <= k < head + depth;
- * the worker that took it owns everything but `done` until it sets done (under the scan lock),
- * then the consumer does.  out is the slot's buffer, kept from job to job. */
-struct lzop_job {
-	struct lzop_group g;
-	uint8_t *out;
-	size_t cap;
-	size_t len;	    /* decoded bytes of the blocks that passed */
-	uint32_t good;	    /* blocks that passed */
-	uint64_t good_clen; /* compressed bytes from g.coff to the end of the last good block */
-	int err;	    /* the block after them failed: -errno, described by msg */
-	struct lzop_msg msg;
-	bool done; /* lock */
-};
-
-struct lzop_worker {
-	struct codec_scan *s;
-	pthread_t thread;
-	struct lzop_win win;
-};
-
-/* Lock order: walk_lock, then lock. */
+/* The groups are the jobs of a decode pipeline (pipeline.h): the dispatch turn walks the next
+ * group's block headers, a worker decodes the group into one buffer. */
 struct codec_scan {
 	struct src *in;
 	struct codec_sink sink;
-	unsigned nworkers, started;
-	struct lzop_worker *workers;
-	size_t depth;
-	bool sync_ok; /* locks and conds initialised */
-
-	pthread_mutex_t walk_lock; /* the walk and the choice of the next job */
-	struct lzop_walk walk;	   /* walk_lock (name: read-only after scan_new) */
-
-	pthread_mutex_t lock;
-	pthread_cond_t work_cond; /* workers wait for a free slot */
-	pthread_cond_t data_cond; /* the consumer waits for a finished job or the end */
-	/* Protected by lock: */
-	struct lzop_job *ring;
-	uint64_t head; /* the job the consumer reads */
-	uint64_t next; /* the next job to define */
-	bool ended;    /* the walk is over: next is the number of jobs */
-	bool stop;     /* the consumer is gone or failed: workers quit */
-	int end_err;   /* what ended the walk (0: the end of the data) */
-	struct lzop_msg end_msg;
-
-	/* Only the thread calling scan_read: */
-	struct lzop_job *cur; /* the job being copied out, or NULL */
-	size_t cur_pos;
-	uint64_t pos; /* bytes returned so far (all from blocks that passed) */
-	int err;      /* sticky */
-	bool eof;
+	struct lzop_walk walk; /* the dispatch turn's (name: read-only after scan_new) */
+	struct lzop_win *win;  /* one per worker */
+	unsigned nworkers;
+	struct pipeline *pl;
 };
 
-static struct lzop_job *lzop_slot(struct codec_scan *s, uint64_t k)
+static int lzop_pl_next(void *ctx, unsigned worker, struct pl_job *job, struct pl_note *end)
 {
-	return &s->ring[k % s->depth];
+	struct codec_scan *s = ctx;
+	struct lzop_group *g = job->own;
+	int r = lzop_walk_group(&s->walk, g);
+
+	if (r > 0) {
+		lzop_group_ckpt(g, &job->ck);
+	} else if (s->walk.msg.text[0]) {
+		end->level = s->walk.msg.level;
+		snprintf(end->text, sizeof(end->text), "%s", s->walk.msg.text);
+	}
+	return r;
 }
 
-/* Decodes job's group (already published) with the worker's window. */
-static void lzop_job_run(struct lzop_worker *wk, struct lzop_job *job)
+/* Decodes the group's blocks one after the other into one buffer.  What the blocks that
+ * passed their checks decoded is handed over, and the checkpoint covers only them: the bytes
+ * of a block that fails are never returned (they are known to be wrong). */
+static int lzop_pl_run(void *ctx, unsigned worker, struct pl_job *job, struct pl_note *fail)
 {
-	const struct lzop_group *g = &job->g;
+	struct codec_scan *s = ctx;
+	const struct lzop_group *g = job->own;
+	struct lzop_win *w = &s->win[worker];
+	struct lzop_msg msg = {0};
 	const uint8_t *p;
+	uint8_t *out;
 	uint64_t at = g->coff;
-	size_t off = 0;
+	size_t off = 0, len = 0, cap;
+	uint32_t good = 0;
 	ssize_t n;
-	int err;
+	int err = pl_buf(job, (size_t)g->ulen, &out, &cap);
 
-	job->len = 0;
-	job->good = 0;
-	job->good_clen = 0;
-	job->err = 0;
-	job->msg.text[0] = '\0';
-	/* A slot that once held a huge group gives the memory back. */
-	if (job->cap > 4 * LZOP_GROUP && job->cap > 2 * g->ulen) {
-		free(job->out);
-		job->out = NULL;
-		job->cap = 0;
-	}
-	err = lzop_reserve(&job->out, &job->cap, (size_t)g->ulen);
-	if (err) {
-		job->err = lzop_fail(&job->msg, err, "lzo: out of memory for decoded data");
-		return;
-	}
-	n = lzop_win_get(&wk->win, g->coff, (size_t)g->clen, 0, &p);
+	if (err)
+		return err;
+	n = lzop_win_get(w, g->coff, (size_t)g->clen, 0, &p);
 	if (n < 0) {
-		job->err = lzop_fail(&job->msg, (int)n,
-				     "lzo: read error at compressed offset %" PRIu64 ": %s",
-				     g->coff, strerror((int)-n));
-		return;
+		err =
+		    lzop_fail(&msg, (int)n, "lzo: read error at compressed offset %" PRIu64 ": %s",
+			      g->coff, strerror((int)-n));
+		goto out;
 	}
 	for (uint32_t i = 0; i < g->nblocks; i++) {
 		uint64_t blockno = g->first_block + i;
@@ -956,122 +885,56 @@ static void lzop_job_run(struct lzop_worker *wk, struct lzop_job *job)
 		if (t == LZOP_BH_BLOCK && (size_t)n - off - b.hlen < b.clen)
 			t = LZOP_BH_SHORT;
 		if (t == LZOP_BH_SHORT) {
-			job->err = lzop_fail(&job->msg, -EIO,
-					     "lzo: the file ends inside block %" PRIu64
-					     " at compressed offset %" PRIu64 " (truncated)",
-					     blockno, at);
-			return;
+			err = lzop_fail(&msg, -EIO,
+					"lzo: the file ends inside block %" PRIu64
+					" at compressed offset %" PRIu64 " (truncated)",
+					blockno, at);
+			goto out;
 		}
-		if (t != LZOP_BH_BLOCK || job->len + b.ulen > g->ulen) {
+		if (t != LZOP_BH_BLOCK || len + b.ulen > g->ulen) {
 			/* The walk saw these very bytes a moment ago: the file changed. */
-			job->err = lzop_fail(&job->msg, t < 0 ? t : -EIO,
-					     "lzo: block %" PRIu64 " at compressed offset %" PRIu64
-					     ": the block header changed while the file was read",
-					     blockno, at);
-			return;
+			err = lzop_fail(&msg, t < 0 ? t : -EIO,
+					"lzo: block %" PRIu64 " at compressed offset %" PRIu64
+					": the block header changed while the file was read",
+					blockno, at);
+			goto out;
 		}
-		err = lzop_decode(&b, p + off + b.hlen, g->flags, job->out + job->len, blockno, at,
-				  "", &job->msg);
-		if (err) {
-			job->err = err;
-			return;
-		}
+		err = lzop_decode(&b, p + off + b.hlen, g->flags, out + len, blockno, at, "", &msg);
+		if (err)
+			goto out;
 		off += b.hlen + b.clen;
 		at += b.hlen + b.clen;
-		job->len += b.ulen;
-		job->good++;
-		job->good_clen = off;
+		len += b.ulen;
+		good++;
 	}
-	if (job->len != g->ulen || off != g->clen)
-		job->err = lzop_fail(&job->msg, -EIO,
-				     "lzo: the blocks at compressed offset %" PRIu64
-				     " changed while the file was read",
-				     g->coff);
+	if (len != g->ulen || off != g->clen)
+		err = lzop_fail(&msg, -EIO,
+				"lzo: the blocks at compressed offset %" PRIu64
+				" changed while the file was read",
+				g->coff);
+out:
+	job->ck.ulen = len;
+	job->ck.clen = off;
+	job->ck.bits = good;
+	pl_commit(job, len);
+	/* every byte handed over passed its block's checks */
+	return err ? pl_fail(fail, err, true, "%s", msg.text) : 0;
 }
 
-static void *lzop_worker_main(void *arg)
-{
-	struct lzop_worker *wk = arg;
-	struct codec_scan *s = wk->s;
-
-	for (;;) {
-		struct lzop_group g;
-		struct lzop_job *job;
-		uint64_t k;
-		int r;
-
-		pthread_mutex_lock(&s->walk_lock);
-		pthread_mutex_lock(&s->lock);
-		while (!s->stop && !s->ended && s->next >= s->head + s->depth)
-			pthread_cond_wait(&s->work_cond, &s->lock);
-		if (s->stop || s->ended) {
-			pthread_mutex_unlock(&s->lock);
-			pthread_mutex_unlock(&s->walk_lock);
-			break;
-		}
-		k = s->next;
-		pthread_mutex_unlock(&s->lock);
-
-		r = lzop_walk_group(&s->walk, &g);
-
-		pthread_mutex_lock(&s->lock);
-		job = NULL;
-		if (r > 0) {
-			job = lzop_slot(s, k);
-			job->g = g;
-			job->done = false;
-			s->next = k + 1;
-		} else {
-			s->ended = true;
-			s->end_err = r;
-			s->end_msg = s->walk.msg;
-			pthread_cond_signal(&s->data_cond);
-		}
-		pthread_mutex_unlock(&s->lock);
-		pthread_mutex_unlock(&s->walk_lock);
-		if (!job)
-			break;
-
-		lzop_job_run(wk, job);
-
-		pthread_mutex_lock(&s->lock);
-		job->done = true;
-		pthread_cond_signal(&s->data_cond);
-		pthread_mutex_unlock(&s->lock);
-	}
-	return NULL;
-}
-
-/* Tells the workers to quit (any thread, lock not held). */
-static void lzop_stop(struct codec_scan *s)
-{
-	pthread_mutex_lock(&s->lock);
-	s->stop = true;
-	pthread_cond_broadcast(&s->work_cond);
-	pthread_mutex_unlock(&s->lock);
-}
+static const struct pl_ops lzop_pl_ops = {
+	.job_size = sizeof(struct lzop_group),
+	.next = lzop_pl_next,
+	.run = lzop_pl_run,
+};
 
 static void lzop_scan_free(struct codec_scan *s)
 {
 	if (!s)
 		return;
-	if (s->sync_ok) {
-		lzop_stop(s);
-		for (unsigned i = 0; i < s->started; i++)
-			pthread_join(s->workers[i].thread, NULL);
-	}
-	for (unsigned i = 0; s->workers && i < s->nworkers; i++)
-		free(s->workers[i].win.buf);
-	free(s->workers);
-	for (size_t i = 0; s->ring && i < s->depth; i++)
-		free(s->ring[i].out);
-	free(s->ring);
-	if (s->sync_ok) {
-		pthread_cond_destroy(&s->data_cond);
-		pthread_cond_destroy(&s->work_cond);
-		pthread_mutex_destroy(&s->lock);
-		pthread_mutex_destroy(&s->walk_lock);
-	}
+	pl_free(s->pl);
+	for (unsigned i = 0; s->win && i < s->nworkers; i++)
+		free(s->win[i].buf);
+	free(s->win);
 	free(s);
 }
 
@@ -1091,60 +954,32 @@ static int lzop_scan_new(struct src *in, const struct codec_opts *opts,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	if (pthread_mutex_init(&s->walk_lock, NULL)) {
-		free(s);
-		return -ENOMEM;
-	}
-	if (pthread_mutex_init(&s->lock, NULL)) {
-		pthread_mutex_destroy(&s->walk_lock);
-		free(s);
-		return -ENOMEM;
-	}
-	if (pthread_cond_init(&s->work_cond, NULL)) {
-		pthread_mutex_destroy(&s->lock);
-		pthread_mutex_destroy(&s->walk_lock);
-		free(s);
-		return -ENOMEM;
-	}
-	if (pthread_cond_init(&s->data_cond, NULL)) {
-		pthread_cond_destroy(&s->work_cond);
-		pthread_mutex_destroy(&s->lock);
-		pthread_mutex_destroy(&s->walk_lock);
-		free(s);
-		return -ENOMEM;
-	}
-	s->sync_ok = true;
 	s->in = in;
 	s->sink = *sink;
 	threads = opts && opts->threads ? opts->threads : 1;
 	s->nworkers = threads < LZOP_MAX_THREADS ? threads : LZOP_MAX_THREADS;
-	s->depth = 2 * (size_t)s->nworkers + 1;
 
 	/* The first header is read here, so that scan_name works at once; an error in it is
 	 * reported by the first scan_read, like any other. */
 	lzop_walk_start(&s->walk, in);
 
-	s->ring = calloc(s->depth, sizeof(*s->ring));
-	s->workers = calloc(s->nworkers, sizeof(*s->workers));
-	if (!s->ring || !s->workers) {
+	s->win = calloc(s->nworkers, sizeof(*s->win));
+	if (!s->win) {
 		err = -ENOMEM;
 		goto fail;
 	}
-	for (unsigned i = 0; i < s->nworkers; i++) {
-		s->workers[i].s = s;
-		s->workers[i].win.in = in;
-	}
-	for (unsigned i = 0; i < s->nworkers; i++) {
-		err =
-		    -pthread_create(&s->workers[i].thread, NULL, lzop_worker_main, &s->workers[i]);
-		if (err) {
-			if (err == -EAGAIN)
-				err = -ENOMEM;
-			goto fail;
-		}
-		pthread_setname_np(s->workers[i].thread, "tarseek-lzo");
-		s->started++;
-	}
+	for (unsigned i = 0; i < s->nworkers; i++)
+		s->win[i].in = in;
+	struct pl_params prm = {.ops = &lzop_pl_ops,
+				.ctx = s,
+				.sink = &s->sink,
+				.name = "lzo",
+				.workers = s->nworkers,
+				.depth = 2 * (size_t)s->nworkers + 1,
+				.job_cap = PL_CHUNK};
+	err = pl_new(&prm, &s->pl);
+	if (err)
+		goto fail;
 	*out = s;
 	return 0;
 fail:
@@ -1152,108 +987,14 @@ fail:
 	return err;
 }
 
-/* Makes s->cur the next finished job with bytes, emitting its checkpoint first.  1 if there is
- * one, 0 at the end (s->eof) or when nowait and nothing is ready, or -errno (logged). */
-static int lzop_next_job(struct codec_scan *s, bool nowait)
-{
-	struct codec_ckpt ck = {0};
-	struct lzop_job *job;
-	struct lzop_msg msg;
-	int err;
-
-	pthread_mutex_lock(&s->lock);
-	for (;;) {
-		if (s->ended && s->head >= s->next) {
-			err = s->end_err;
-			msg = s->end_msg;
-			pthread_mutex_unlock(&s->lock);
-			lzop_log(&msg);
-			if (err)
-				return err;
-			s->eof = true;
-			return 0;
-		}
-		job = lzop_slot(s, s->head);
-		if (s->head < s->next && job->done)
-			break;
-		if (nowait) {
-			pthread_mutex_unlock(&s->lock);
-			return 0;
-		}
-		pthread_cond_wait(&s->data_cond, &s->lock);
-	}
-	pthread_mutex_unlock(&s->lock);
-
-	s->cur = job;
-	s->cur_pos = 0;
-	if (!job->len)
-		return 1;
-	if (job->g.uoff != s->pos) {
-		tfs_log(TFS_LOG_ERR,
-			"lzo: block %" PRIu64 " starts at decompressed offset %" PRIu64
-			", expected %" PRIu64 " (internal error)",
-			job->g.first_block, job->g.uoff, s->pos);
-		return -EIO;
-	}
-	lzop_group_ckpt(&job->g, &ck);
-	ck.ulen = job->len;
-	ck.clen = job->good_clen;
-	ck.bits = job->good;
-	err = s->sink.checkpoint(s->sink.opaque, &ck, NULL, 0);
-	return err < 0 ? err : 1;
-}
-
-/* The consumer is done with s->cur: its error, or the slot goes back to the workers. */
-static int lzop_release_job(struct codec_scan *s)
-{
-	struct lzop_job *job = s->cur;
-
-	s->cur = NULL;
-	if (job->err) {
-		lzop_log(&job->msg);
-		return job->err;
-	}
-	pthread_mutex_lock(&s->lock);
-	s->head++;
-	pthread_cond_broadcast(&s->work_cond);
-	pthread_mutex_unlock(&s->lock);
-	return 0;
-}
-
 static ssize_t lzop_scan_read(struct codec_scan *s, void *buf, size_t len)
 {
-	uint8_t *out = buf;
-	size_t done = 0;
-	int r;
-
-	while (done < len && !s->err && !s->eof) {
-		struct lzop_job *job = s->cur;
-
-		if (job && s->cur_pos < job->len) {
-			size_t n = job->len - s->cur_pos;
-
-			if (n > len - done)
-				n = len - done;
-			memcpy(out + done, job->out + s->cur_pos, n);
-			s->cur_pos += n;
-			s->pos += n;
-			done += n;
-			continue;
-		}
-		r = job ? lzop_release_job(s) : lzop_next_job(s, done > 0);
-		if (r < 0) {
-			s->err = r;
-			lzop_stop(s);
-		}
-		if (!job && r == 0)
-			break;
-	}
-	return done ? (ssize_t)done : s->err;
+	return pl_read(s->pl, buf, len);
 }
 
 static uint64_t lzop_scan_verified(struct codec_scan *s)
 {
-	return s->pos;
+	return pl_verified(s->pl);
 }
 
 static const char *lzop_scan_name(struct codec_scan *s)
@@ -1491,16 +1232,16 @@ static size_t lzop_dec_memory(const struct codec_dec *d)
 }
 
 const struct codec codec_lzo = {
-    .name = "lzo",
-    .probe = lzop_probe,
-    .scan_new = lzop_scan_new,
-    .scan_read = lzop_scan_read,
-    .scan_verified = lzop_scan_verified,
-    .scan_name = lzop_scan_name,
-    .scan_free = lzop_scan_free,
-    .index_blocks = lzop_index_blocks,
-    .dec_new = lzop_dec_new,
-    .dec_read = lzop_dec_read,
-    .dec_memory = lzop_dec_memory,
-    .dec_free = lzop_dec_free,
+	.name = "lzo",
+	.probe = lzop_probe,
+	.scan_new = lzop_scan_new,
+	.scan_read = lzop_scan_read,
+	.scan_verified = lzop_scan_verified,
+	.scan_name = lzop_scan_name,
+	.scan_free = lzop_scan_free,
+	.index_blocks = lzop_index_blocks,
+	.dec_new = lzop_dec_new,
+	.dec_read = lzop_dec_read,
+	.dec_memory = lzop_dec_memory,
+	.dec_free = lzop_dec_free,
 };

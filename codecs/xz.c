@@ -62,6 +62,8 @@
 #include <string.h>
 
 #include "../common/log.h"
+#include "pipeline.h"
+#include "trailing.h"
 
 #define XZ_MEMLIMIT ((uint64_t)1537 << 20)	/* decoder memory: 1.5 GiB dictionary + margin */
 #define XZ_INDEX_MEMLIMIT ((uint64_t)512 << 20) /* lzma_index of all streams (~30 M blocks) */
@@ -483,237 +485,32 @@ static uint64_t xz_find_footer(struct src *in, uint64_t size)
 	return found;
 }
 
-/* The offset of the first stream header magic (six bytes are rare enough by chance) or valid
- * stream footer ("YZ" and its CRC32) at or after off, or UINT64_MAX if there is none or it
- * cannot be read.  Data after the last stream that holds one is a damaged stream, not
- * garbage: ignoring it would silently drop a stream. */
-static uint64_t xz_find_stream_part(struct src *in, uint8_t *buf, size_t bufsize, uint64_t off)
+/* True if p starts a stream header (its magic: six bytes are rare enough by chance) or a valid
+ * stream footer ("YZ" and its CRC32).  Data after the last stream that holds one is a damaged
+ * stream, not garbage: ignoring it would silently drop a stream. */
+static bool xz_stream_part(const uint8_t *p, size_t n)
 {
-	const size_t hs = LZMA_STREAM_HEADER_SIZE;
 	lzma_stream_flags flags;
 
-	for (;;) {
-		ssize_t n = src_pread(in, buf, bufsize, off);
+	if (n < sizeof(xz_magic))
+		return false;
+	return (p[0] == xz_magic[0] && memcmp(p, xz_magic, sizeof(xz_magic)) == 0) ||
+	       (n >= LZMA_STREAM_HEADER_SIZE && p[10] == 'Y' && p[11] == 'Z' &&
+		lzma_stream_footer_decode(&flags, p) == LZMA_OK);
+}
 
-		if (n < (ssize_t)sizeof(xz_magic))
-			return UINT64_MAX;
-		for (size_t i = 0; i + sizeof(xz_magic) <= (size_t)n; i++) {
-			const uint8_t *p = buf + i;
+/* The first offset at or after off where xz_stream_part says a stream part starts, or
+ * UINT64_MAX if none does (or the file cannot be read). */
+static uint64_t xz_find_stream_part(struct src *in, uint64_t off)
+{
+	struct trailing t;
 
-			if ((p[0] == xz_magic[0] && memcmp(p, xz_magic, sizeof(xz_magic)) == 0) ||
-			    (i + hs <= (size_t)n && p[10] == 'Y' && p[11] == 'Z' &&
-			     lzma_stream_footer_decode(&flags, p) == LZMA_OK))
-				return off + i;
-		}
-		if ((size_t)n < bufsize)
-			return UINT64_MAX;
-		off += (uint64_t)n - hs + 1;
-	}
+	if (trailing_scan(in, off, xz_stream_part, LZMA_STREAM_HEADER_SIZE, &t))
+		return UINT64_MAX;
+	return t.data_at == TRAILING_NONE ? UINT64_MAX : t.data_at;
 }
 
 /* ---- The scan ------------------------------------------------------------------------------ */
-
-struct xz_chunk {
-	struct xz_chunk *next;
-	size_t len; /* decoded bytes in data */
-	size_t pos; /* bytes the consumer has taken */
-	uint8_t data[XZ_CHUNK];
-};
-
-/* One block being decoded.  Job k lives in ring slot k % depth while head <= k < head + depth.
- * The worker that takes a job owns its decoding; the fields below ck are protected by the scan
- * lock (emitted is set only by the consumer). */
-struct xz_job {
-	struct codec_ckpt ck;	       /* set before the job is published, read-only afterwards */
-	struct xz_chunk *first, *last; /* decoded bytes not yet taken by the consumer */
-	size_t buffered;	       /* bytes in that list */
-	bool done;		       /* the worker is finished with this job */
-	int err;		       /* ... and failed: -errno, described by msg */
-	bool truncated;		       /* ... only because the file ends inside the block */
-	char msg[XZ_MSG];
-	bool emitted; /* the checkpoint went to the sink */
-};
-
-struct xz_worker {
-	struct codec_scan *s;
-	pthread_t thread;
-	struct xz_blk blk;
-};
-
-struct codec_scan {
-	struct src *in;
-	struct codec_sink sink;
-	bool walk;	 /* no usable index: one walker thread reads front to back */
-	lzma_index *idx; /* index mode: every stream's index */
-	unsigned nworkers, started;
-	struct xz_worker *workers;
-	size_t depth;	/* jobs in flight: head .. head + depth - 1 */
-	size_t job_cap; /* decoded bytes one job may queue */
-	bool sync_ok;	/* lock and conds initialised */
-
-	pthread_mutex_t lock;
-	pthread_cond_t work_cond; /* workers wait for a free slot or queue space */
-	pthread_cond_t data_cond; /* the consumer waits for bytes or a finished job */
-	/* Protected by lock: */
-	struct xz_job *ring;
-	uint64_t head;	/* the job the consumer reads */
-	uint64_t next;	/* the next job to hand out */
-	uint64_t njobs; /* number of jobs, final once ended */
-	bool ended;	/* no more jobs will be created */
-	bool stop;	/* the consumer is gone or failed: workers quit */
-	int end_err;	/* walk: what it found after its last job (0: nothing wrong) */
-	int end_level;	/* ... and how to log end_msg, if set */
-	char end_msg[XZ_MSG];
-	lzma_index_iter iter;	      /* index mode: the block of job `next - 1` */
-	struct xz_chunk *free_chunks; /* recycled chunks */
-
-	/* Only the thread calling scan_read: */
-	struct xz_chunk *cur; /* the chunk being copied out */
-	uint64_t pos;	      /* bytes returned so far */
-	uint64_t verified;    /* end of the last block that passed its checks */
-	int err;	      /* sticky */
-	bool eof;
-};
-
-static struct xz_job *xz_slot(struct codec_scan *s, uint64_t k)
-{
-	return &s->ring[k % s->depth];
-}
-
-/* Takes the next job slot (lock held, may wait); NULL if the scan is stopping. */
-static struct xz_job *xz_job_take(struct codec_scan *s)
-{
-	struct xz_job *job;
-
-	while (!s->stop && s->next < s->njobs && s->next >= s->head + s->depth)
-		pthread_cond_wait(&s->work_cond, &s->lock);
-	if (s->stop || s->next >= s->njobs)
-		return NULL;
-	job = xz_slot(s, s->next);
-	memset(job, 0, sizeof(*job));
-	return job;
-}
-
-/* Marks a job finished (lock not held): err 0 = decoded and verified. */
-static void xz_job_finish(struct codec_scan *s, struct xz_job *job, int err, const char *msg,
-			  bool truncated)
-{
-	pthread_mutex_lock(&s->lock);
-	job->err = err;
-	job->truncated = truncated;
-	if (err && msg)
-		snprintf(job->msg, sizeof(job->msg), "%s", msg);
-	job->done = true;
-	pthread_cond_signal(&s->data_cond);
-	pthread_mutex_unlock(&s->lock);
-}
-
-/* Decodes a started block into job's queue.  0 when the block is complete and verified,
- * -ECANCELED if the scan stops, or the block's error (recorded in the job). */
-static int xz_job_fill(struct codec_scan *s, struct xz_job *job, struct xz_blk *b)
-{
-	for (;;) {
-		struct xz_chunk *c;
-		ssize_t n = 0;
-
-		pthread_mutex_lock(&s->lock);
-		while (!s->stop && job->buffered + XZ_CHUNK > s->job_cap)
-			pthread_cond_wait(&s->work_cond, &s->lock);
-		if (s->stop) {
-			pthread_mutex_unlock(&s->lock);
-			return -ECANCELED;
-		}
-		c = s->free_chunks;
-		if (c)
-			s->free_chunks = c->next;
-		pthread_mutex_unlock(&s->lock);
-		if (!c)
-			c = malloc(sizeof(*c));
-		if (!c) {
-			snprintf(b->msg, sizeof(b->msg), "xz: out of memory for decoded data");
-			xz_job_finish(s, job, -ENOMEM, b->msg, false);
-			return -ENOMEM;
-		}
-		c->next = NULL;
-		c->len = c->pos = 0;
-		do {
-			n = xz_blk_read(b, c->data + c->len, XZ_CHUNK - c->len);
-			if (n > 0)
-				c->len += (size_t)n;
-		} while (n > 0 && c->len < XZ_CHUNK);
-
-		pthread_mutex_lock(&s->lock);
-		if (c->len) {
-			if (job->last)
-				job->last->next = c;
-			else
-				job->first = c;
-			job->last = c;
-			job->buffered += c->len;
-		} else {
-			c->next = s->free_chunks;
-			s->free_chunks = c;
-		}
-		if (n <= 0) {
-			job->err = (int)n;
-			job->truncated = n < 0 && b->truncated;
-			if (n < 0)
-				snprintf(job->msg, sizeof(job->msg), "%s", b->msg);
-			job->done = true;
-		}
-		pthread_cond_signal(&s->data_cond);
-		pthread_mutex_unlock(&s->lock);
-		if (n <= 0)
-			return (int)n;
-	}
-}
-
-/* Index mode: each worker takes the next block the index lists. */
-static void *xz_index_worker(void *arg)
-{
-	struct xz_worker *w = arg;
-	struct codec_scan *s = w->s;
-
-	for (;;) {
-		struct xz_job *job;
-		int err;
-
-		pthread_mutex_lock(&s->lock);
-		job = xz_job_take(s);
-		if (!job) {
-			pthread_mutex_unlock(&s->lock);
-			break;
-		}
-		if (lzma_index_iter_next(&s->iter, LZMA_INDEX_ITER_BLOCK)) {
-			/* Cannot happen: njobs is the index's block count. */
-			job->err = -EIO;
-			snprintf(job->msg, sizeof(job->msg),
-				 "xz: the index has fewer blocks than it says");
-			job->done = true;
-			s->next++;
-			pthread_cond_signal(&s->data_cond);
-			pthread_mutex_unlock(&s->lock);
-			continue;
-		}
-		job->ck.uoff = s->iter.block.uncompressed_file_offset;
-		job->ck.coff = s->iter.block.compressed_file_offset;
-		job->ck.clen = s->iter.block.unpadded_size;
-		job->ck.extra = s->iter.block.uncompressed_size;
-		job->ck.bits = s->iter.stream.flags ? (uint32_t)s->iter.stream.flags->check : 0;
-		job->ck.flags = s->iter.block.number_in_file < UINT32_MAX
-				    ? (uint32_t)s->iter.block.number_in_file
-				    : UINT32_MAX;
-		s->next++;
-		pthread_mutex_unlock(&s->lock);
-
-		err = xz_blk_start(&w->blk, &job->ck);
-		if (err)
-			xz_job_finish(s, job, err, w->blk.msg, w->blk.truncated);
-		else
-			xz_job_fill(s, job, &w->blk);
-	}
-	return NULL;
-}
 
 struct xz_walk {
 	uint64_t pos;	  /* compressed offset reached */
@@ -724,6 +521,22 @@ struct xz_walk {
 	lzma_stream_flags flags;
 	int level; /* of msg */
 	char msg[XZ_MSG];
+};
+
+/* The jobs run on the decode pipeline (pipeline.h); here are the two ways of finding them. */
+struct codec_scan {
+	struct src *in;
+	struct codec_sink sink;
+	bool walk;	      /* no usable index: one worker walks the file front to back */
+	lzma_index *idx;      /* index mode: every stream's index */
+	lzma_index_iter iter; /* ... the block of the last job found (the dispatch turn's) */
+	uint64_t nblocks;     /* ... and their number */
+	struct xz_blk *blk;   /* one per worker */
+	unsigned nworkers;
+	struct xz_walk wk; /* walk mode: the walker's position (its one worker's) */
+	bool in_stream;	   /* ... inside a stream: blocks or its index come next */
+	int walk_err;	   /* ... what ended the walk after a block that decoded */
+	struct pipeline *pl;
 };
 
 __attribute__((format(printf, 3, 4))) static int xz_walk_fail(struct xz_walk *wk, int err,
@@ -743,9 +556,9 @@ static int xz_walk_fail(struct xz_walk *wk, int err, const char *fmt, ...)
 /* At wk->pos after a stream (or at 0): finds the next stream header past the padding.  1 if a
  * stream starts (wk->flags set, wk->pos after its header), 0 at the end of the file (trailing
  * garbage noted in wk->msg as a warning), or -errno. */
-static int xz_walk_stream_header(struct xz_worker *w, struct xz_walk *wk)
+static int xz_walk_stream_header(struct xz_blk *b, struct xz_walk *wk)
 {
-	struct src *in = w->s->in;
+	struct src *in = b->in;
 	uint8_t hdr[LZMA_STREAM_HEADER_SIZE];
 	uint64_t part;
 	lzma_ret ret;
@@ -753,7 +566,7 @@ static int xz_walk_stream_header(struct xz_worker *w, struct xz_walk *wk)
 	int err;
 
 	if (wk->nstreams) {
-		err = xz_skip_padding(in, w->blk.inbuf, w->blk.inbuf_size, &wk->pos);
+		err = xz_skip_padding(in, b->inbuf, b->inbuf_size, &wk->pos);
 		if (err)
 			return xz_walk_fail(wk, err, "xz: read error at offset %" PRIu64, wk->pos);
 	}
@@ -767,7 +580,7 @@ static int xz_walk_stream_header(struct xz_worker *w, struct xz_walk *wk)
 	if ((size_t)n < sizeof(xz_magic) || memcmp(hdr, xz_magic, sizeof(xz_magic)) != 0) {
 		if (wk->nstreams == 0)
 			return xz_walk_fail(wk, -EIO, "xz: no xz stream header at offset 0");
-		part = xz_find_stream_part(in, w->blk.inbuf, w->blk.inbuf_size, wk->pos);
+		part = xz_find_stream_part(in, wk->pos);
 		if (part != UINT64_MAX)
 			return xz_walk_fail(wk, -EIO,
 					    "xz: unexpected data at offset %" PRIu64
@@ -775,18 +588,7 @@ static int xz_walk_stream_header(struct xz_worker *w, struct xz_walk *wk)
 					    ", before more xz data at offset %" PRIu64
 					    " (damaged); the rest of the file is not read",
 					    wk->pos, wk->nstreams, part);
-		if (src_size(in) != SRC_SIZE_UNKNOWN)
-			snprintf(wk->msg, sizeof(wk->msg),
-				 "xz: ignoring %" PRIu64
-				 " bytes of trailing garbage after the last "
-				 "stream (offset %" PRIu64 ")",
-				 src_size(in) - wk->pos, wk->pos);
-		else
-			snprintf(
-			    wk->msg, sizeof(wk->msg),
-			    "xz: ignoring trailing garbage after the last stream (offset %" PRIu64
-			    ")",
-			    wk->pos);
+		trailing_note(wk->msg, sizeof(wk->msg), "xz", in, wk->pos);
 		wk->level = TFS_LOG_WARNING;
 		return 0;
 	}
@@ -814,9 +616,9 @@ static int xz_walk_stream_header(struct xz_worker *w, struct xz_walk *wk)
 
 /* At wk->pos, the index of the current stream: checks it against the blocks seen, then the
  * footer against the header.  0 with wk->pos after the footer, or -errno. */
-static int xz_walk_stream_tail(struct xz_worker *w, struct xz_walk *wk)
+static int xz_walk_stream_tail(struct xz_blk *b, struct xz_walk *wk)
 {
-	struct src *in = w->s->in;
+	struct src *in = b->in;
 	uint8_t ftr[LZMA_STREAM_HEADER_SIZE];
 	lzma_stream_flags fflags;
 	uint64_t stream = wk->nstreams + 1, start = wk->pos;
@@ -826,7 +628,7 @@ static int xz_walk_stream_tail(struct xz_worker *w, struct xz_walk *wk)
 	for (;;) {
 		size_t used = 0;
 
-		n = src_pread(in, w->blk.inbuf, w->blk.inbuf_size, wk->pos);
+		n = src_pread(in, b->inbuf, b->inbuf_size, wk->pos);
 		if (n < 0)
 			return xz_walk_fail(wk, (int)n, "xz: read error at offset %" PRIu64,
 					    wk->pos);
@@ -835,7 +637,7 @@ static int xz_walk_stream_tail(struct xz_worker *w, struct xz_walk *wk)
 					    "xz: the file ends inside the index of stream %" PRIu64
 					    " (offset %" PRIu64 "; truncated)",
 					    stream, start);
-		ret = lzma_index_hash_decode(wk->hash, w->blk.inbuf, &used, (size_t)n);
+		ret = lzma_index_hash_decode(wk->hash, b->inbuf, &used, (size_t)n);
 		wk->pos += used;
 		if (ret == LZMA_STREAM_END)
 			break;
@@ -865,134 +667,131 @@ static int xz_walk_stream_tail(struct xz_worker *w, struct xz_walk *wk)
 	return 0;
 }
 
-/* One block at wk->pos: publishes a job, decodes it, adds it to the stream's index hash.
- * 0 (block verified), -ECANCELED, or the block's error (already reported through the job). */
-static int xz_walk_block(struct xz_worker *w, struct xz_walk *wk)
+/* Index mode: the next block the index lists. */
+static int xz_index_next(struct codec_scan *s, struct pl_job *job, struct pl_note *end)
 {
-	struct codec_scan *s = w->s;
-	struct xz_blk *b = &w->blk;
-	struct codec_ckpt ck = {0};
-	struct xz_job *job;
+	if (job->seq >= s->nblocks)
+		return 0;
+	if (lzma_index_iter_next(&s->iter, LZMA_INDEX_ITER_BLOCK)) {
+		pl_end_note(end, TFS_LOG_ERR, "xz: the index has fewer blocks than it says");
+		return -EIO;
+	}
+	job->ck.uoff = s->iter.block.uncompressed_file_offset;
+	job->ck.coff = s->iter.block.compressed_file_offset;
+	job->ck.clen = s->iter.block.unpadded_size;
+	job->ck.extra = s->iter.block.uncompressed_size;
+	job->ck.bits = s->iter.stream.flags ? (uint32_t)s->iter.stream.flags->check : 0;
+	job->ck.flags = s->iter.block.number_in_file < UINT32_MAX
+			    ? (uint32_t)s->iter.block.number_in_file
+			    : UINT32_MAX;
+	return 1;
+}
+
+/* Walk mode: the next block header at wk->pos, past stream indexes, footers, headers and
+ * padding; its decoder is started in the (one) worker's xz_blk for run(). */
+static int xz_walk_next(struct codec_scan *s, struct pl_job *job, struct pl_note *end)
+{
+	struct xz_walk *wk = &s->wk;
+	struct xz_blk *b = &s->blk[0];
+	int err = s->walk_err;
+
+	while (!err) {
+		uint8_t b0;
+		ssize_t n;
+
+		if (!s->in_stream) {
+			err = xz_walk_stream_header(b, wk);
+			if (err <= 0)
+				break;
+			s->in_stream = true;
+		}
+		n = src_pread(s->in, &b0, 1, wk->pos);
+		if (n < 0) {
+			err =
+			    xz_walk_fail(wk, (int)n, "xz: read error at offset %" PRIu64, wk->pos);
+			break;
+		}
+		if (n == 0) {
+			err = xz_walk_fail(wk, -EIO,
+					   "xz: the file ends at offset %" PRIu64 ", after %" PRIu64
+					   " blocks, without the stream's index (truncated)",
+					   wk->pos, wk->nblocks);
+			break;
+		}
+		if (b0 == 0) { /* the stream's index */
+			err = xz_walk_stream_tail(b, wk);
+			s->in_stream = false;
+			continue;
+		}
+		wk->nblocks++;
+		job->ck.uoff = wk->uoff;
+		job->ck.coff = wk->pos;
+		job->ck.bits = (uint32_t)wk->flags.check;
+		job->ck.flags = wk->nblocks < UINT32_MAX ? (uint32_t)wk->nblocks : UINT32_MAX;
+		/* a header that does not decode is the job's failure, reported in its turn */
+		if (!xz_blk_start(b, &job->ck)) {
+			if (b->block.compressed_size != LZMA_VLI_UNKNOWN)
+				job->ck.clen = lzma_block_unpadded_size(&b->block);
+			if (b->block.uncompressed_size != LZMA_VLI_UNKNOWN)
+				job->ck.extra = b->block.uncompressed_size;
+		}
+		return 1;
+	}
+	/* An error inside a block is reported with its job, which the consumer reaches first;
+	 * anything else (index, footer, truncation between blocks) ends the jobs. */
+	if (wk->msg[0])
+		pl_end_note(end, wk->level, "%s", wk->msg);
+	return err < 0 ? err : 0;
+}
+
+static int xz_next(void *ctx, unsigned worker, struct pl_job *job, struct pl_note *end)
+{
+	struct codec_scan *s = ctx;
+
+	return s->walk ? xz_walk_next(s, job, end) : xz_index_next(s, job, end);
+}
+
+static ssize_t xz_blk_pump(void *b, uint8_t *buf, size_t len)
+{
+	return xz_blk_read(b, buf, len);
+}
+
+static int xz_run(void *ctx, unsigned worker, struct pl_job *job, struct pl_note *fail)
+{
+	struct codec_scan *s = ctx;
+	struct xz_blk *b = &s->blk[worker];
+	struct xz_walk *wk = &s->wk;
 	lzma_vli unpadded, total;
-	int err, start_err;
+	int err;
 
-	wk->nblocks++;
-	ck.uoff = wk->uoff;
-	ck.coff = wk->pos;
-	ck.bits = (uint32_t)wk->flags.check;
-	ck.flags = wk->nblocks < UINT32_MAX ? (uint32_t)wk->nblocks : UINT32_MAX;
-	start_err = xz_blk_start(b, &ck);
-	if (!start_err) {
-		if (b->block.compressed_size != LZMA_VLI_UNKNOWN)
-			ck.clen = lzma_block_unpadded_size(&b->block);
-		if (b->block.uncompressed_size != LZMA_VLI_UNKNOWN)
-			ck.extra = b->block.uncompressed_size;
-	}
-
-	pthread_mutex_lock(&s->lock);
-	job = xz_job_take(s);
-	if (job) {
-		job->ck = ck;
-		s->next++;
-	}
-	pthread_mutex_unlock(&s->lock);
-	if (!job)
-		return -ECANCELED;
-	if (start_err) {
-		xz_job_finish(s, job, start_err, b->msg, false);
-		return start_err;
-	}
-	err = xz_job_fill(s, job, b);
+	if (!s->walk)
+		err = xz_blk_start(b, &job->ck);
+	else
+		err = b->err; /* started by xz_walk_next */
 	if (err)
+		return pl_fail(fail, err, false, "%s", b->msg);
+	err = pl_pump(job, xz_blk_pump, b);
+	if (err && b->err)
+		return pl_fail(fail, err, b->truncated, "%s", b->msg);
+	if (err || !s->walk)
 		return err;
-
+	/* walk: the block passed; add it to the stream's index hash and move past it */
 	unpadded = lzma_block_unpadded_size(&b->block);
 	total = lzma_block_total_size(&b->block);
 	if (!unpadded || !total ||
-	    lzma_index_hash_append(wk->hash, unpadded, b->block.uncompressed_size) != LZMA_OK)
-		return xz_walk_fail(wk, -EIO,
-				    "xz: block %" PRIu64 " at offset %" PRIu64
-				    ": sizes out of range for an xz stream",
-				    wk->nblocks, wk->pos);
+	    lzma_index_hash_append(wk->hash, unpadded, b->block.uncompressed_size) != LZMA_OK) {
+		s->walk_err = xz_walk_fail(wk, -EIO,
+					   "xz: block %" PRIu64 " at offset %" PRIu64
+					   ": sizes out of range for an xz stream",
+					   wk->nblocks, wk->pos);
+		return 0;
+	}
 	wk->uoff += b->block.uncompressed_size;
 	wk->pos += total;
 	return 0;
 }
 
-/* Walk mode: the file front to back, one block at a time. */
-static void *xz_walker(void *arg)
-{
-	struct xz_worker *w = arg;
-	struct codec_scan *s = w->s;
-	struct xz_walk wk = {.level = TFS_LOG_ERR};
-	int err;
-
-	for (;;) {
-		err = xz_walk_stream_header(w, &wk);
-		if (err <= 0)
-			break;
-		for (;;) {
-			uint8_t b0;
-			ssize_t n = src_pread(s->in, &b0, 1, wk.pos);
-
-			if (n < 0) {
-				err = xz_walk_fail(&wk, (int)n, "xz: read error at offset %" PRIu64,
-						   wk.pos);
-				goto out;
-			}
-			if (n == 0) {
-				err = xz_walk_fail(
-				    &wk, -EIO,
-				    "xz: the file ends at offset %" PRIu64 ", after %" PRIu64
-				    " blocks, without the stream's index (truncated)",
-				    wk.pos, wk.nblocks);
-				goto out;
-			}
-			if (b0 == 0)
-				break;
-			err = xz_walk_block(w, &wk);
-			if (err)
-				goto out;
-		}
-		err = xz_walk_stream_tail(w, &wk);
-		if (err)
-			goto out;
-	}
-out:
-	lzma_index_hash_end(wk.hash, NULL);
-	pthread_mutex_lock(&s->lock);
-	s->ended = true;
-	s->njobs = s->next;
-	/* An error inside a block is reported with its job, which the consumer reaches first;
-	 * anything else (index, footer, truncation between blocks) comes after the last job. */
-	s->end_err = err < 0 ? err : 0;
-	if (wk.msg[0]) {
-		s->end_level = wk.level;
-		snprintf(s->end_msg, sizeof(s->end_msg), "%s", wk.msg);
-	}
-	pthread_cond_signal(&s->data_cond);
-	pthread_mutex_unlock(&s->lock);
-	return NULL;
-}
-
-/* Tells the workers to quit (any thread, lock not held). */
-static void xz_stop(struct codec_scan *s)
-{
-	pthread_mutex_lock(&s->lock);
-	s->stop = true;
-	pthread_cond_broadcast(&s->work_cond);
-	pthread_mutex_unlock(&s->lock);
-}
-
-/* True if nothing at or after off looks like part of a stream. */
-static bool xz_only_garbage(struct src *in, uint64_t off)
-{
-	uint8_t *buf = malloc(XZ_INFO_BUF);
-	bool garbage = buf && xz_find_stream_part(in, buf, XZ_INFO_BUF, off) == UINT64_MAX;
-
-	free(buf);
-	return garbage;
-}
+static const struct pl_ops xz_pl_ops = {.next = xz_next, .run = xz_run};
 
 /* Decides between index mode (s->idx) and walk mode.  0, or -ENOMEM. */
 static int xz_open_index(struct codec_scan *s)
@@ -1012,15 +811,15 @@ static int xz_open_index(struct codec_scan *s)
 
 	/* Trailing garbage?  Look for the last footer and read the indexes up to it. */
 	end = xz_find_footer(s->in, size);
-	if (end && end < size && xz_only_garbage(s->in, end)) {
+	if (end && end < size && xz_find_stream_part(s->in, end) == UINT64_MAX) {
 		err = xz_file_info(s->in, end, &s->idx, why2, sizeof(why2));
 		if (err == -ENOMEM)
 			return err;
 		if (err == 0) {
-			tfs_log(TFS_LOG_WARNING,
-				"xz: ignoring %" PRIu64 " bytes of trailing garbage after the last "
-				"stream (offset %" PRIu64 ")",
-				size - end, end);
+			char note[XZ_MSG];
+
+			trailing_note(note, sizeof(note), "xz", s->in, end);
+			tfs_log(TFS_LOG_WARNING, "%s", note);
 			return 0;
 		}
 	}
@@ -1036,36 +835,12 @@ static void xz_scan_free(struct codec_scan *s)
 {
 	if (!s)
 		return;
-	if (s->sync_ok) {
-		xz_stop(s);
-		for (unsigned i = 0; i < s->started; i++)
-			pthread_join(s->workers[i].thread, NULL);
-	}
-	for (unsigned i = 0; s->workers && i < s->nworkers; i++)
-		xz_blk_fini(&s->workers[i].blk);
-	free(s->workers);
-	for (size_t i = 0; s->ring && i < s->depth; i++) {
-		struct xz_chunk *c = s->ring[i].first;
-
-		while (c) {
-			struct xz_chunk *next = c->next;
-			free(c);
-			c = next;
-		}
-	}
-	free(s->ring);
-	while (s->free_chunks) {
-		struct xz_chunk *next = s->free_chunks->next;
-		free(s->free_chunks);
-		s->free_chunks = next;
-	}
-	free(s->cur);
+	pl_free(s->pl);
+	for (unsigned i = 0; s->blk && i < s->nworkers; i++)
+		xz_blk_fini(&s->blk[i]);
+	free(s->blk);
+	lzma_index_hash_end(s->wk.hash, NULL);
 	lzma_index_end(s->idx, NULL);
-	if (s->sync_ok) {
-		pthread_cond_destroy(&s->data_cond);
-		pthread_cond_destroy(&s->work_cond);
-		pthread_mutex_destroy(&s->lock);
-	}
 	free(s);
 }
 
@@ -1074,6 +849,7 @@ static int xz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 {
 	struct codec_scan *s;
 	unsigned threads;
+	size_t depth, job_cap;
 	int err;
 
 	*out = NULL;
@@ -1082,24 +858,9 @@ static int xz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	if (pthread_mutex_init(&s->lock, NULL)) {
-		free(s);
-		return -ENOMEM;
-	}
-	if (pthread_cond_init(&s->work_cond, NULL)) {
-		pthread_mutex_destroy(&s->lock);
-		free(s);
-		return -ENOMEM;
-	}
-	if (pthread_cond_init(&s->data_cond, NULL)) {
-		pthread_cond_destroy(&s->work_cond);
-		pthread_mutex_destroy(&s->lock);
-		free(s);
-		return -ENOMEM;
-	}
-	s->sync_ok = true;
 	s->in = in;
 	s->sink = *sink;
+	s->wk.level = TFS_LOG_ERR;
 	threads = opts && opts->threads ? opts->threads : 1;
 	if (threads > XZ_MAX_THREADS)
 		threads = XZ_MAX_THREADS;
@@ -1109,11 +870,10 @@ static int xz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 		goto fail;
 	if (s->walk) {
 		s->nworkers = 1;
-		s->njobs = UINT64_MAX;
 	} else {
-		uint64_t nblocks = lzma_index_block_count(s->idx);
 		uint32_t checks = lzma_index_checks(s->idx);
 
+		s->nblocks = lzma_index_block_count(s->idx);
 		for (unsigned c = 0; c <= LZMA_CHECK_ID_MAX; c++)
 			if ((checks & (1u << c)) && !lzma_check_is_supported((lzma_check)c))
 				tfs_log(
@@ -1121,44 +881,39 @@ static int xz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 				    "xz: the file uses check type %u, which this liblzma cannot "
 				    "verify",
 				    c);
-		s->nworkers = nblocks < threads ? (unsigned)nblocks : threads;
-		s->njobs = nblocks;
-		s->ended = true;
+		s->nworkers = s->nblocks < threads ? (unsigned)s->nblocks : threads;
+		if (!s->nworkers)
+			s->nworkers = 1;
 		lzma_index_iter_init(&s->iter, s->idx);
-		TFS_DEBUG("xz: %" PRIu64 " blocks in %" PRIu64 " streams, %u workers", nblocks,
+		TFS_DEBUG("xz: %" PRIu64 " blocks in %" PRIu64 " streams, %u workers", s->nblocks,
 			  (uint64_t)lzma_index_stream_count(s->idx), s->nworkers);
 	}
-	s->depth = s->nworkers + 1;
-	s->job_cap = XZ_BUDGET / s->depth / XZ_CHUNK * XZ_CHUNK;
-	if (s->job_cap < XZ_JOB_CAP_MIN)
-		s->job_cap = XZ_JOB_CAP_MIN;
-	if (s->job_cap > XZ_JOB_CAP_MAX)
-		s->job_cap = XZ_JOB_CAP_MAX;
-	s->ring = calloc(s->depth, sizeof(*s->ring));
-	s->workers = calloc(s->nworkers ? s->nworkers : 1, sizeof(*s->workers));
-	if (!s->ring || !s->workers) {
+	s->blk = calloc(s->nworkers, sizeof(*s->blk));
+	if (!s->blk) {
 		err = -ENOMEM;
 		goto fail;
 	}
 	for (unsigned i = 0; i < s->nworkers; i++) {
-		struct xz_worker *w = &s->workers[i];
-
-		w->s = s;
-		err = xz_blk_init(&w->blk, in, XZ_SCAN_INBUF);
+		err = xz_blk_init(&s->blk[i], in, XZ_SCAN_INBUF);
 		if (err)
 			goto fail;
 	}
-	for (unsigned i = 0; i < s->nworkers; i++) {
-		struct xz_worker *w = &s->workers[i];
-
-		err = -pthread_create(&w->thread, NULL, s->walk ? xz_walker : xz_index_worker, w);
-		if (err) {
-			if (err == -EAGAIN)
-				err = -ENOMEM;
-			goto fail;
-		}
-		s->started++;
-	}
+	depth = s->nworkers + 1;
+	job_cap = XZ_BUDGET / depth / PL_CHUNK * PL_CHUNK;
+	if (job_cap < XZ_JOB_CAP_MIN)
+		job_cap = XZ_JOB_CAP_MIN;
+	if (job_cap > XZ_JOB_CAP_MAX)
+		job_cap = XZ_JOB_CAP_MAX;
+	struct pl_params prm = {.ops = &xz_pl_ops,
+				.ctx = s,
+				.sink = &s->sink,
+				.name = "xz",
+				.workers = s->nworkers,
+				.depth = depth,
+				.job_cap = job_cap};
+	err = pl_new(&prm, &s->pl);
+	if (err)
+		goto fail;
 	*out = s;
 	return 0;
 fail:
@@ -1166,127 +921,14 @@ fail:
 	return err;
 }
 
-/* Makes s->cur the next chunk to copy out, emitting its job's checkpoint first if it is the
- * job's first.  1 if there is a chunk, 0 at the end (s->eof) or when nowait and nothing is
- * ready, or -errno (logged). */
-static int xz_next_chunk(struct codec_scan *s, bool nowait)
-{
-	struct codec_ckpt ck;
-	struct xz_job *job;
-	char msg[XZ_MSG];
-	int err, level;
-	bool emit;
-
-	pthread_mutex_lock(&s->lock);
-	if (s->cur) {
-		s->cur->next = s->free_chunks;
-		s->free_chunks = s->cur;
-		s->cur = NULL;
-	}
-	for (;;) {
-		if (s->ended && s->head >= s->njobs) {
-			err = s->end_err;
-			level = s->end_level;
-			snprintf(msg, sizeof(msg), "%s", s->end_msg);
-			pthread_mutex_unlock(&s->lock);
-			if (msg[0])
-				tfs_log(level, "%s", msg);
-			if (err)
-				return err;
-			s->eof = true;
-			s->verified = s->pos;
-			return 0;
-		}
-		job = xz_slot(s, s->head);
-		if (s->head < s->next && job->first)
-			break;
-		if (s->head < s->next && job->done) {
-			if (job->err) {
-				err = job->err;
-				/* a file that merely ends early vouches for what it decoded, as
-				 * xz -dc does (a half-finished copy); damage does not */
-				if (job->truncated)
-					s->verified = s->pos;
-				snprintf(msg, sizeof(msg), "%s", job->msg);
-				s->stop = true;
-				pthread_cond_broadcast(&s->work_cond);
-				pthread_mutex_unlock(&s->lock);
-				tfs_log(TFS_LOG_ERR, "%s", msg);
-				return err;
-			}
-			s->verified = s->pos;
-			s->head++;
-			pthread_cond_broadcast(&s->work_cond);
-			continue;
-		}
-		if (nowait) {
-			pthread_mutex_unlock(&s->lock);
-			return 0;
-		}
-		pthread_cond_wait(&s->data_cond, &s->lock);
-	}
-	s->cur = job->first;
-	job->first = s->cur->next;
-	if (!job->first)
-		job->last = NULL;
-	job->buffered -= s->cur->len;
-	emit = !job->emitted;
-	job->emitted = true;
-	ck = job->ck;
-	pthread_cond_broadcast(&s->work_cond);
-	pthread_mutex_unlock(&s->lock);
-
-	if (emit) {
-		if (ck.uoff != s->pos) {
-			tfs_log(TFS_LOG_ERR,
-				"xz: block %" PRIu32 " starts at uncompressed offset %" PRIu64
-				", expected %" PRIu64 " (internal error)",
-				ck.flags, s->pos, ck.uoff);
-			xz_stop(s);
-			return -EIO;
-		}
-		ck.ulen = 0;
-		err = s->sink.checkpoint(s->sink.opaque, &ck, NULL, 0);
-		if (err < 0) {
-			xz_stop(s);
-			return err;
-		}
-	}
-	return 1;
-}
-
 static ssize_t xz_scan_read(struct codec_scan *s, void *buf, size_t len)
 {
-	uint8_t *out = buf;
-	size_t done = 0;
-
-	if (s->err)
-		return s->err;
-	while (done < len && !s->eof) {
-		struct xz_chunk *c = s->cur;
-		int ret;
-
-		if (c && c->pos < c->len) {
-			size_t n = c->len - c->pos < len - done ? c->len - c->pos : len - done;
-
-			memcpy(out + done, c->data + c->pos, n);
-			c->pos += n;
-			done += n;
-			s->pos += n;
-			continue;
-		}
-		ret = xz_next_chunk(s, done > 0);
-		if (ret < 0)
-			s->err = ret;
-		if (ret <= 0)
-			break;
-	}
-	return done ? (ssize_t)done : s->err;
+	return pl_read(s->pl, buf, len);
 }
 
 static uint64_t xz_scan_verified(struct codec_scan *s)
 {
-	return s->verified;
+	return pl_verified(s->pl);
 }
 
 /* ---- Decoders ------------------------------------------------------------------------------ */

@@ -34,7 +34,7 @@
  *
  * Integrity.  libzstd checks each frame's content checksum when there is one and its content
  * size when the header states it.  A seek table's sizes and offsets are checked against the
- * frames, and its checksums are verified (XXH64, computed here) for frames that carry none of
+ * frames, and its checksums are verified (XXH64, libxxhash) for frames that carry none of
  * their own, as a seekable compressor may write them.  A checksum mismatch, corrupt data, a frame
  * that does not match the seek table or a file that ends inside a frame is logged (TFS_LOG_ERR,
  * with the frame's number and compressed offset) and fails the scan with -EIO; the bytes decoded
@@ -88,10 +88,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH64_state_t by value, inside the frame decoder */
+#include <xxhash.h>
 #include <zstd.h>
 #include <zstd_errors.h>
 
+#include "../common/byteio.h"
 #include "../common/log.h"
+#include "incur.h"
+#include "pipeline.h"
+#include "trailing.h"
 
 #define ZS_MAGIC 0xFD2FB528u	  /* a zstd frame */
 #define ZS_SKIP_MAGIC 0x184D2A50u /* a skippable frame: 0x184D2A50 .. 0x184D2A5F */
@@ -105,7 +111,6 @@
 #define ZS_BLOCK_MAX ((uint32_t)128 << 10) /* a block's size, by the format */
 #define ZS_WINDOW_LOG_MAX 31		   /* 2 GiB; larger windows are refused */
 #define ZS_CHUNK_MIN ((uint64_t)1 << 20)   /* decoded bytes a checkpoint's frames hold at least */
-#define ZS_QCHUNK ((size_t)1 << 20)	   /* decoded bytes per queued chunk */
 #define ZS_BUDGET ((size_t)64 << 20)	   /* decoded bytes a scan queues, all jobs */
 #define ZS_JOB_CAP_MIN ((size_t)4 << 20)   /* ... and per job, within these bounds */
 #define ZS_JOB_CAP_MAX ((size_t)16 << 20)
@@ -113,15 +118,13 @@
 #define ZS_STEP ((size_t)128 << 10) /* decoded bytes asked of libzstd per call (see below) */
 #define ZS_SCAN_INBUF ((size_t)256 << 10) /* compressed bytes read at once by a scan */
 #define ZS_DEC_INBUF ((size_t)64 << 10)	  /* ... by a decoder (random reads stay small) */
-#define ZS_TRAIL_BUF ((size_t)64 << 10)	  /* trailing data searched for frame headers */
 #define ZS_MSG 256
 #define ZS_UNKNOWN UINT64_MAX
 
 #define ZS_CK_TABLE 0x1u /* checkpoint bits: aux holds the chunk's seek table entries */
 
-_Static_assert(ZS_QCHUNK <= ZS_JOB_CAP_MIN, "a job must be able to queue one chunk");
+_Static_assert(PL_CHUNK <= ZS_JOB_CAP_MIN, "a job must be able to queue one chunk");
 _Static_assert(ZS_JOB_CAP_MIN <= ZS_JOB_CAP_MAX, "job queue bounds");
-_Static_assert(ZS_TRAIL_BUF > 2 * ZS_HDR_MAX, "the trailing search reads overlapping pieces");
 
 /* The one place libzstd's error codes become -errno. */
 static int zs_errno(size_t ret)
@@ -141,148 +144,6 @@ static int zs_errno(size_t ret)
 	default: /* corruption, checksum, window too large, truncated, ...: the file is not right */
 		return -EIO;
 	}
-}
-
-static uint32_t zs_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t zs_le64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v)); /* one load where unaligned loads are allowed */
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	return v;
-}
-
-/* ---- XXH64, for seek table checksums ------------------------------------------------------- */
-
-/* Written from the xxHash specification (seed 0).  libzstd computes it too, for frame
- * checksums, but does not export it in its stable API. */
-#define ZS_P1 0x9E3779B185EBCA87ull
-#define ZS_P2 0xC2B2AE3D27D4EB4Full
-#define ZS_P3 0x165667B19E3779F9ull
-#define ZS_P4 0x85EBCA77C2B2AE63ull
-#define ZS_P5 0x27D4EB2F165667C5ull
-
-struct zs_xxh {
-	uint64_t v[4];
-	uint64_t total;
-	uint8_t mem[32];
-	size_t memlen;
-};
-
-static uint64_t zs_rotl(uint64_t x, int r)
-{
-	return (x << r) | (x >> (64 - r));
-}
-
-static uint64_t zs_xxh_round(uint64_t acc, uint64_t lane)
-{
-	acc += lane * ZS_P2;
-	return zs_rotl(acc, 31) * ZS_P1;
-}
-
-static uint64_t zs_xxh_merge(uint64_t acc, uint64_t v)
-{
-	acc ^= zs_xxh_round(0, v);
-	return acc * ZS_P1 + ZS_P4;
-}
-
-static void zs_xxh_init(struct zs_xxh *x)
-{
-	x->v[0] = ZS_P1 + ZS_P2;
-	x->v[1] = ZS_P2;
-	x->v[2] = 0;
-	x->v[3] = 0 - ZS_P1;
-	x->total = 0;
-	x->memlen = 0;
-}
-
-static void zs_xxh_stripe(struct zs_xxh *x, const uint8_t *p)
-{
-	x->v[0] = zs_xxh_round(x->v[0], zs_le64(p));
-	x->v[1] = zs_xxh_round(x->v[1], zs_le64(p + 8));
-	x->v[2] = zs_xxh_round(x->v[2], zs_le64(p + 16));
-	x->v[3] = zs_xxh_round(x->v[3], zs_le64(p + 24));
-}
-
-static void zs_xxh_update(struct zs_xxh *x, const uint8_t *p, size_t n)
-{
-	x->total += n;
-	if (x->memlen) {
-		size_t k = 32 - x->memlen;
-
-		if (n < k) {
-			memcpy(x->mem + x->memlen, p, n);
-			x->memlen += n;
-			return;
-		}
-		memcpy(x->mem + x->memlen, p, k);
-		zs_xxh_stripe(x, x->mem);
-		p += k;
-		n -= k;
-		x->memlen = 0;
-	}
-	if (n >= 32) { /* the hot loop: the lanes stay in registers */
-		uint64_t v0 = x->v[0], v1 = x->v[1], v2 = x->v[2], v3 = x->v[3];
-
-		for (; n >= 32; p += 32, n -= 32) {
-			v0 = zs_xxh_round(v0, zs_le64(p));
-			v1 = zs_xxh_round(v1, zs_le64(p + 8));
-			v2 = zs_xxh_round(v2, zs_le64(p + 16));
-			v3 = zs_xxh_round(v3, zs_le64(p + 24));
-		}
-		x->v[0] = v0;
-		x->v[1] = v1;
-		x->v[2] = v2;
-		x->v[3] = v3;
-	}
-	if (n) {
-		memcpy(x->mem, p, n);
-		x->memlen = n;
-	}
-}
-
-static uint64_t zs_xxh_digest(const struct zs_xxh *x)
-{
-	const uint8_t *p = x->mem;
-	size_t n = x->memlen;
-	uint64_t h;
-
-	if (x->total >= 32) {
-		h = zs_rotl(x->v[0], 1) + zs_rotl(x->v[1], 7) + zs_rotl(x->v[2], 12) +
-		    zs_rotl(x->v[3], 18);
-		for (int i = 0; i < 4; i++)
-			h = zs_xxh_merge(h, x->v[i]);
-	} else {
-		h = x->v[2] + ZS_P5; /* v[2] is still the seed */
-	}
-	h += x->total;
-	for (; n >= 8; p += 8, n -= 8) {
-		h ^= zs_xxh_round(0, zs_le64(p));
-		h = zs_rotl(h, 27) * ZS_P1 + ZS_P4;
-	}
-	if (n >= 4) {
-		h ^= (uint64_t)zs_le32(p) * ZS_P1;
-		h = zs_rotl(h, 23) * ZS_P2 + ZS_P3;
-		p += 4;
-		n -= 4;
-	}
-	for (; n; p++, n--) {
-		h ^= *p * ZS_P5;
-		h = zs_rotl(h, 11) * ZS_P1;
-	}
-	h ^= h >> 33;
-	h *= ZS_P2;
-	h ^= h >> 29;
-	h *= ZS_P3;
-	h ^= h >> 32;
-	return h;
 }
 
 /* ---- Frame headers ------------------------------------------------------------------------- */
@@ -316,12 +177,12 @@ static int zs_hdr_parse(const uint8_t *p, size_t n, struct zs_hdr *h, const char
 	h->content = ZS_UNKNOWN;
 	if (n < 4)
 		return ZS_HDR_SHORT;
-	magic = zs_le32(p);
+	magic = le32(p);
 	if ((magic & ZS_SKIP_MASK) == ZS_SKIP_MAGIC) {
 		if (n < 8)
 			return ZS_HDR_SHORT;
 		h->skippable = true;
-		h->skip_size = zs_le32(p + 4);
+		h->skip_size = le32(p + 4);
 		h->size = 8;
 		return ZS_HDR_OK;
 	}
@@ -376,79 +237,16 @@ static bool zs_probe(const uint8_t *head, size_t len)
 	 * be seen, a full head (the file goes on) is taken as zstd, a short one (the whole file)
 	 * is not. */
 	while (off + 4 <= len) {
-		uint32_t magic = zs_le32(head + off);
+		uint32_t magic = le32(head + off);
 
 		if (magic == ZS_MAGIC)
 			return true;
 		if ((magic & ZS_SKIP_MASK) != ZS_SKIP_MAGIC || off + 8 > len)
 			return skipped && len >= 512 && (magic & ZS_SKIP_MASK) == ZS_SKIP_MAGIC;
-		off += 8 + (uint64_t)zs_le32(head + off + 4);
+		off += 8 + (uint64_t)le32(head + off + 4);
 		skipped = true;
 	}
 	return skipped && len >= 512;
-}
-
-/* ---- Compressed input ---------------------------------------------------------------------- */
-
-/* A window on the compressed file, read forward. */
-struct zs_in {
-	struct src *src;
-	uint8_t *buf;
-	size_t cap, len, pos; /* bytes in buf, the next one to use */
-	uint64_t off;	      /* file offset of buf[0] */
-	uint64_t limit;	      /* nothing at or past this offset is read (ZS_UNKNOWN: no limit) */
-	bool eof;	      /* nothing more to read after buf: the limit or the source's end */
-	bool src_short;	      /* ... the source's end */
-};
-
-static uint64_t zs_in_pos(const struct zs_in *in)
-{
-	return in->off + in->pos;
-}
-
-/* Moves the cursor to off (keeping what is buffered when off is in it) and sets the limit. */
-static void zs_in_seek(struct zs_in *in, uint64_t off, uint64_t limit)
-{
-	if (off >= in->off && off - in->off <= in->len) {
-		in->pos = (size_t)(off - in->off);
-	} else {
-		in->off = off;
-		in->len = in->pos = 0;
-	}
-	in->limit = limit;
-	if (limit != ZS_UNKNOWN && in->off + in->len > limit)
-		in->len = limit > zs_in_pos(in) ? (size_t)(limit - in->off) : in->pos;
-	in->eof = in->src_short = false;
-}
-
-/* Bytes available at the cursor, reading more once the buffer is used up: > 0, 0 when there is
- * nothing more (in->eof), or -errno. */
-static ssize_t zs_in_fill(struct zs_in *in)
-{
-	size_t want = in->cap;
-	ssize_t n;
-
-	if (in->pos < in->len)
-		return (ssize_t)(in->len - in->pos);
-	if (in->eof)
-		return 0;
-	in->off += in->len;
-	in->len = in->pos = 0;
-	if (in->limit != ZS_UNKNOWN)
-		want = in->limit <= in->off	    ? 0
-		       : in->limit - in->off < want ? (size_t)(in->limit - in->off)
-						    : want;
-	if (!want) {
-		in->eof = true;
-		return 0;
-	}
-	n = src_pread(in->src, in->buf, want, in->off);
-	if (n < 0)
-		return n;
-	in->len = (size_t)n;
-	if ((size_t)n < want)
-		in->eof = in->src_short = true;
-	return n;
 }
 
 /* 1 if the byte at off exists, 0 if the source ends before it, or -errno. */
@@ -472,17 +270,17 @@ struct zs_table {
 
 static uint32_t zs_tab_csize(const struct zs_table *t, uint64_t i)
 {
-	return zs_le32(t->ent + i * t->esz);
+	return le32(t->ent + i * t->esz);
 }
 
 static uint32_t zs_tab_dsize(const struct zs_table *t, uint64_t i)
 {
-	return zs_le32(t->ent + i * t->esz + 4);
+	return le32(t->ent + i * t->esz + 4);
 }
 
 static uint32_t zs_tab_sum(const struct zs_table *t, uint64_t i)
 {
-	return t->sums ? zs_le32(t->ent + i * t->esz + 8) : 0;
+	return t->sums ? le32(t->ent + i * t->esz + 8) : 0;
 }
 
 static void zs_table_free(struct zs_table *t)
@@ -513,9 +311,9 @@ static int zs_table_read(struct src *in, struct zs_table **out)
 	r = src_pread(in, f, sizeof(f), size - sizeof(f));
 	if (r < 0)
 		return (int)r;
-	if ((size_t)r < sizeof(f) || zs_le32(f + 5) != ZS_SEEK_MAGIC)
+	if ((size_t)r < sizeof(f) || le32(f + 5) != ZS_SEEK_MAGIC)
 		return 0;
-	n = zs_le32(f);
+	n = le32(f);
 	esz = f[4] & 0x80 ? 12 : 8;
 	tsize = (uint64_t)n * esz + ZS_SEEK_FOOTER;
 	toff = tsize + 8 <= size ? size - tsize - 8 : 0;
@@ -530,8 +328,7 @@ static int zs_table_read(struct src *in, struct zs_table **out)
 	r = src_pread(in, sh, sizeof(sh), toff);
 	if (r < 0)
 		return (int)r;
-	if ((size_t)r < sizeof(sh) || zs_le32(sh) != ZS_SEEK_SKIP_MAGIC ||
-	    zs_le32(sh + 4) != tsize) {
+	if ((size_t)r < sizeof(sh) || le32(sh) != ZS_SEEK_SKIP_MAGIC || le32(sh + 4) != tsize) {
 		why = "its skippable frame header does not match";
 		goto invalid;
 	}
@@ -635,62 +432,38 @@ static int zs_loc_fail(struct zs_loc *l, int err, const char *fmt, ...)
 	return err;
 }
 
-/* At l->pos, after the last frame, something that is neither a frame nor a skippable frame:
- * zeros to the end are padding (0, silently), anything else is garbage (0, a notice in msg)
- * unless a valid-looking frame header follows somewhere in it: then a frame is damaged (-EIO). */
+/* A zstd frame (not a skippable one) starts at p: data after the last frame is damage. */
+static bool zs_frame_starts(const uint8_t *p, size_t n)
+{
+	struct zs_hdr h;
+	const char *why;
+
+	return p[0] == 0x28 && zs_hdr_parse(p, n, &h, &why) == ZS_HDR_OK && !h.skippable;
+}
+
+/* After the last frame at l->pos: zero padding (silent), garbage (a notice in l->msg), or
+ * more frames after something that is not one (damage: -EIO).  0 or -errno. */
 static int zs_trailing(struct zs_loc *l)
 {
-	uint64_t at = l->pos, off = l->pos, first = ZS_UNKNOWN, found = ZS_UNKNOWN, end = l->pos;
-	uint8_t *buf = malloc(ZS_TRAIL_BUF);
-	int err = 0;
+	struct trailing t;
+	int err = trailing_scan(l->in, l->pos, zs_frame_starts, ZS_HDR_MAX, &t);
 
-	if (!buf)
-		return zs_loc_fail(l, -ENOMEM, "zstd: out of memory");
-	for (;;) {
-		ssize_t n = src_pread(l->in, buf, ZS_TRAIL_BUF, off);
-		size_t lim;
-
-		if (n < 0) {
-			err = zs_loc_fail(l, (int)n, "zstd: read error at offset %" PRIu64, off);
-			goto out;
-		}
-		end = off + (uint64_t)n;
-		lim = (size_t)n == ZS_TRAIL_BUF ? ZS_TRAIL_BUF - ZS_HDR_MAX : (size_t)n;
-		for (size_t i = 0; i < lim; i++) {
-			struct zs_hdr h;
-			const char *why;
-
-			if (first == ZS_UNKNOWN && buf[i])
-				first = off + i;
-			if (buf[i] == 0x28 &&
-			    zs_hdr_parse(buf + i, (size_t)n - i, &h, &why) == ZS_HDR_OK &&
-			    !h.skippable) {
-				found = off + i;
-				break;
-			}
-		}
-		if (found != ZS_UNKNOWN || (size_t)n < ZS_TRAIL_BUF)
-			break;
-		off += lim;
+	if (err)
+		return zs_loc_fail(l, err, "zstd: read error after offset %" PRIu64, l->pos);
+	if (t.data_at != TRAILING_NONE)
+		return zs_loc_fail(l, -EIO,
+				   "zstd: unexpected data at compressed offset %" PRIu64
+				   " after frame %" PRIu64
+				   ", before more zstd data at offset %" PRIu64
+				   " (damaged); the rest of the file is not read",
+				   l->pos, l->nframes, t.data_at);
+	if (t.first_nonzero == TRAILING_NONE) {
+		TFS_DEBUG("zstd: zero padding after the last frame at offset %" PRIu64, l->pos);
+		return 0;
 	}
-	if (found != ZS_UNKNOWN) {
-		err =
-		    zs_loc_fail(l, -EIO,
-				"zstd: unexpected data at compressed offset %" PRIu64
-				" after frame %" PRIu64 ", before more zstd data at offset %" PRIu64
-				" (damaged); the rest of the file is not read",
-				at, l->nframes, found);
-	} else if (first == ZS_UNKNOWN) {
-		TFS_DEBUG("zstd: zero padding after the last frame at offset %" PRIu64, at);
-	} else {
-		snprintf(l->msg, sizeof(l->msg),
-			 "zstd: ignoring %" PRIu64 " bytes of trailing garbage at offset %" PRIu64,
-			 end - at, at);
-		l->level = TFS_LOG_NOTICE;
-	}
-out:
-	free(buf);
-	return err;
+	trailing_note(l->msg, sizeof(l->msg), "zstd", l->in, l->pos);
+	l->level = TFS_LOG_NOTICE;
+	return 0;
 }
 
 /* Hops the block headers of the frame at fd->coff to find its end, without decoding.  Sets
@@ -776,7 +549,7 @@ static int zs_loc_table(struct zs_loc *l, struct zs_fdesc *fd)
 		if (n < 0)
 			return zs_loc_fail(l, (int)n, "zstd: read error at offset %" PRIu64,
 					   l->pos);
-		if (n >= 4 && zs_le32(b) == ZS_MAGIC) {
+		if (n >= 4 && le32(b) == ZS_MAGIC) {
 			fd->number = ++l->nframes;
 			fd->coff = l->pos;
 			fd->end = l->pos + csize;
@@ -789,8 +562,8 @@ static int zs_loc_table(struct zs_loc *l, struct zs_fdesc *fd)
 			l->tix++;
 			return 1;
 		}
-		if (n == 8 && (zs_le32(b) & ZS_SKIP_MASK) == ZS_SKIP_MAGIC) {
-			if ((uint64_t)zs_le32(b + 4) + 8 != csize || dsize)
+		if (n == 8 && (le32(b) & ZS_SKIP_MASK) == ZS_SKIP_MAGIC) {
+			if ((uint64_t)le32(b + 4) + 8 != csize || dsize)
 				return zs_loc_fail(l, -EIO,
 						   "zstd: the skippable frame at offset %" PRIu64
 						   " does not match seek table entry %" PRIu64,
@@ -856,15 +629,15 @@ static int zs_loc_next(struct zs_loc *l, bool blocks, struct zs_fdesc *fd)
 		if (n < 0)
 			return zs_loc_fail(l, (int)n, "zstd: read error at offset %" PRIu64,
 					   l->pos);
-		if (n >= 4 && zs_le32(b) == ZS_MAGIC) {
+		if (n >= 4 && le32(b) == ZS_MAGIC) {
 			fd->number = ++l->nframes;
 			fd->coff = l->pos;
 			if (blocks)
 				zs_loc_blocks(l, fd);
 			return 1;
 		}
-		if (n >= 4 && (zs_le32(b) & ZS_SKIP_MASK) == ZS_SKIP_MAGIC) {
-			uint64_t next = l->pos + 8 + (n == 8 ? zs_le32(b + 4) : 0);
+		if (n >= 4 && (le32(b) & ZS_SKIP_MASK) == ZS_SKIP_MAGIC) {
+			uint64_t next = l->pos + 8 + (n == 8 ? le32(b + 4) : 0);
 			int r = n == 8 ? zs_exists(l->in, next - 1) : 0;
 
 			if (r < 0)
@@ -923,13 +696,13 @@ static int zs_loc_next(struct zs_loc *l, bool blocks, struct zs_fdesc *fd)
 
 struct zs_fr {
 	ZSTD_DCtx *dctx;
-	struct zs_in in;
+	struct incur in;
 	const char *who; /* "" (the scan) or "decoder: ", for messages */
 	/* the frame being decoded */
 	struct zs_fdesc fd;
 	struct zs_hdr hdr;
 	bool check_sum; /* verify fd.sum here: the frame has no checksum of its own */
-	struct zs_xxh xxh;
+	XXH64_state_t xxh;
 	uint64_t out; /* bytes decoded, the held byte included */
 	uint64_t est; /* memory the frame's window needs */
 	bool held;    /* hold: decoded, not returned, maybe the frame's last byte */
@@ -949,9 +722,7 @@ static int zs_fr_init(struct zs_fr *fr, struct src *in, size_t inbuf_size, const
 
 	memset(fr, 0, sizeof(*fr));
 	fr->who = who;
-	fr->in.src = in;
-	fr->in.cap = inbuf_size;
-	fr->in.buf = malloc(inbuf_size);
+	incur_init(&fr->in, in, malloc(inbuf_size), inbuf_size, 0);
 	fr->dctx = ZSTD_createDCtx();
 	if (!fr->in.buf || !fr->dctx)
 		return -ENOMEM;
@@ -1043,18 +814,18 @@ static int zs_fr_start(struct zs_fr *fr, const struct zs_fdesc *fd)
 	fr->est += 2 * ZS_BLOCK_MAX;
 	fr->check_sum = fd->has_sum && !fr->hdr.checksum;
 	if (fr->check_sum)
-		zs_xxh_init(&fr->xxh);
+		XXH64_reset(&fr->xxh, 0);
 	ret = ZSTD_DCtx_reset(fr->dctx, ZSTD_reset_session_only);
 	if (ZSTD_isError(ret))
 		return zs_fr_fail(fr, zs_errno(ret), "%s", ZSTD_getErrorName(ret));
-	zs_in_seek(&fr->in, fd->coff, fd->end);
+	incur_seek(&fr->in, fd->coff, fd->end);
 	return 0;
 }
 
 /* libzstd says the frame is complete (and checked its own checksum): the checks of ours. */
 static int zs_fr_end(struct zs_fr *fr)
 {
-	uint64_t at = zs_in_pos(&fr->in);
+	uint64_t at = incur_pos(&fr->in);
 
 	if (fr->fd.end != ZS_UNKNOWN && at != fr->fd.end)
 		return zs_fr_fail(fr, -EIO,
@@ -1065,7 +836,7 @@ static int zs_fr_end(struct zs_fr *fr)
 				  "it decodes to %" PRIu64 " bytes, the seek table says %" PRIu64,
 				  fr->out, fr->fd.dsize);
 	if (fr->check_sum) {
-		uint32_t sum = (uint32_t)zs_xxh_digest(&fr->xxh);
+		uint32_t sum = (uint32_t)XXH64_digest(&fr->xxh);
 
 		if (sum != fr->fd.sum)
 			return zs_fr_fail(fr, -EIO,
@@ -1116,10 +887,10 @@ static ssize_t zs_fr_read(struct zs_fr *fr, uint8_t *out, size_t len)
 		ahead = pos == len;
 		o = ahead ? (ZSTD_outBuffer){&scratch, 1, 0}
 			  : (ZSTD_outBuffer){out, len - pos > ZS_STEP ? pos + ZS_STEP : len, pos};
-		avail = zs_in_fill(&fr->in);
+		avail = incur_fill(&fr->in);
 		if (avail < 0) {
 			zs_fr_fail(fr, (int)avail, "read error at compressed offset %" PRIu64,
-				   zs_in_pos(&fr->in));
+				   incur_pos(&fr->in));
 			break;
 		}
 		i = (ZSTD_inBuffer){fr->in.buf, fr->in.len, fr->in.pos};
@@ -1128,13 +899,13 @@ static ssize_t zs_fr_read(struct zs_fr *fr, uint8_t *out, size_t len)
 		fr->in.pos = i.pos;
 		got = ahead ? o.pos : o.pos - pos;
 		if (got && fr->check_sum)
-			zs_xxh_update(&fr->xxh, ahead ? &scratch : out + pos, got);
+			XXH64_update(&fr->xxh, ahead ? &scratch : out + pos, got);
 		fr->out += got;
 		if (ZSTD_isError(ret)) {
 			zs_fr_fail(fr, zs_errno(ret),
 				   "%s, near compressed offset %" PRIu64 ", after %" PRIu64
 				   " decoded bytes",
-				   ZSTD_getErrorName(ret), zs_in_pos(&fr->in), fr->out);
+				   ZSTD_getErrorName(ret), incur_pos(&fr->in), fr->out);
 			if (!ahead)
 				pos = o.pos;
 			break;
@@ -1242,83 +1013,32 @@ static bool zs_chunk_data(struct zs_chunker *c, const struct zs_table *tab, uint
 
 /* ---- The scan ------------------------------------------------------------------------------ */
 
-struct zs_chunk {
-	struct zs_chunk *next;
-	size_t len; /* decoded bytes in data */
-	size_t pos; /* bytes the consumer has taken */
-	uint8_t data[ZS_QCHUNK];
-};
-
-/* One frame being decoded.  Job k lives in ring slot k % depth while head <= k < head + depth.
- * The worker that takes a job owns its decoding; the fields after fd are protected by the scan
- * lock, except begun and data, which are the consumer's alone. */
-struct zs_job {
-	struct zs_fdesc fd;	       /* set before the job is published, read-only afterwards */
-	struct zs_chunk *first, *last; /* decoded bytes not yet taken by the consumer */
-	size_t buffered;	       /* bytes in that list */
-	bool done;		       /* the worker is finished with this job */
-	int err;		       /* ... and failed: -errno, described by msg */
-	bool truncated;		       /* ... only because the file ends inside the frame */
-	char msg[ZS_MSG];
-	bool begun; /* the consumer has seen the frame start */
-	bool data;  /* ... and its first byte */
-};
-
-struct zs_worker {
-	struct codec_scan *s;
-	pthread_t thread;
-	struct zs_fr fr;
-};
-
+/* With several threads the frames are the jobs of a decode pipeline (pipeline.h): the dispatch
+ * turn walks the next frame's block headers to find its end, a worker decodes it; with one
+ * thread the caller's thread decodes frame after frame (zs_inline_read). */
 struct codec_scan {
 	struct src *in;
 	struct codec_sink sink;
 	struct zs_table *tab; /* a valid seek table, or NULL */
-	struct zs_loc loc;    /* inline: the caller's; threaded: the dispatching worker's */
-	bool threaded;
+	struct zs_loc loc;    /* inline: the caller's; threaded: the dispatch turn's */
+	struct zs_chunker ch; /* the caller's */
 
 	/* inline (one thread): the caller's thread decodes */
 	struct zs_fr seq;
 	bool in_frame;	 /* seq is inside a frame */
 	bool frame_data; /* ... which has returned bytes */
+	uint64_t pos;	 /* bytes returned so far */
+	uint64_t verified;
+	int err; /* sticky */
+	bool eof;
 
 	/* threaded */
-	unsigned nworkers, started;
-	struct zs_worker *workers;
-	size_t depth;	/* jobs in flight: head .. head + depth - 1 */
-	size_t job_cap; /* decoded bytes one job may queue */
-	bool sync_ok;	/* lock and conds initialised */
-	pthread_mutex_t lock;
-	pthread_cond_t work_cond; /* workers wait for a slot, queue space or the dispatch turn */
-	pthread_cond_t data_cond; /* the consumer waits for bytes, a finished job or the end */
-	/* Protected by lock: */
-	struct zs_job *ring;
-	uint64_t head;	  /* the job the consumer reads */
-	uint64_t next;	  /* the next job to hand out */
-	uint64_t njobs;	  /* number of jobs, final once ended */
-	bool dispatching; /* a worker is finding the next frame (and owns loc) */
-	bool ended;	  /* no more jobs will be created */
-	bool stop;	  /* the consumer is gone or failed: workers quit */
-	int end_err;	  /* what ended the frames: 0, or -errno */
-	int end_level;	  /* ... and how to log end_msg, if set */
-	char end_msg[ZS_MSG];
-	struct zs_chunk *free_chunks;
-
-	/* Only the thread calling scan_read: */
-	struct zs_chunker ch;
-	struct zs_chunk *cur; /* the chunk being copied out */
-	uint64_t pos;	      /* bytes returned so far */
-	uint64_t verified;    /* end of the last frame that passed its checks */
-	int err;	      /* sticky */
-	bool eof;
+	struct pipeline *pl;
+	struct zs_fr *fr; /* one per worker */
+	unsigned nworkers;
 };
 
-static struct zs_job *zs_slot(struct codec_scan *s, uint64_t k)
-{
-	return &s->ring[k % s->depth];
-}
-
-/* Calls the sink for a chunk starting at the frame's first byte, at s->pos (+ ahead). */
+/* Calls the sink for a chunk starting at the frame's first byte, at decoded offset uoff. */
 static int zs_emit(struct codec_scan *s, uint64_t uoff)
 {
 	struct codec_ckpt ck;
@@ -1330,248 +1050,54 @@ static int zs_emit(struct codec_scan *s, uint64_t uoff)
 	return s->sink.checkpoint(s->sink.opaque, &ck, aux, auxlen);
 }
 
-/* Marks a job finished (lock not held): err 0 = decoded and verified. */
-static void zs_job_finish(struct codec_scan *s, struct zs_job *job, int err, const char *msg)
+static int zs_pl_next(void *ctx, unsigned worker, struct pl_job *job, struct pl_note *end)
 {
-	pthread_mutex_lock(&s->lock);
-	job->err = err;
-	if (err && msg)
-		snprintf(job->msg, sizeof(job->msg), "%s", msg);
-	job->done = true;
-	pthread_cond_signal(&s->data_cond);
-	pthread_mutex_unlock(&s->lock);
+	struct codec_scan *s = ctx;
+	int r = zs_loc_next(&s->loc, true, job->own);
+
+	if (r <= 0 && s->loc.msg[0])
+		pl_end_note(end, s->loc.level, "%s", s->loc.msg);
+	return r;
 }
 
-/* Decodes a started frame into job's queue.  0 when the frame is complete and verified,
- * -ECANCELED if the scan stops, or the frame's error (recorded in the job). */
-static int zs_job_fill(struct codec_scan *s, struct zs_job *job, struct zs_fr *fr)
+static ssize_t zs_fr_pump(void *fr, uint8_t *buf, size_t len)
 {
-	for (;;) {
-		struct zs_chunk *c;
-		ssize_t n = 0;
-
-		pthread_mutex_lock(&s->lock);
-		while (!s->stop && job->buffered + ZS_QCHUNK > s->job_cap)
-			pthread_cond_wait(&s->work_cond, &s->lock);
-		if (s->stop) {
-			pthread_mutex_unlock(&s->lock);
-			return -ECANCELED;
-		}
-		c = s->free_chunks;
-		if (c)
-			s->free_chunks = c->next;
-		pthread_mutex_unlock(&s->lock);
-		if (!c)
-			c = malloc(sizeof(*c));
-		if (!c) {
-			zs_job_finish(s, job, -ENOMEM, "zstd: out of memory for decoded data");
-			return -ENOMEM;
-		}
-		c->next = NULL;
-		c->len = c->pos = 0;
-		do {
-			n = zs_fr_read(fr, c->data + c->len, ZS_QCHUNK - c->len);
-			if (n > 0)
-				c->len += (size_t)n;
-		} while (n > 0 && c->len < ZS_QCHUNK);
-
-		pthread_mutex_lock(&s->lock);
-		if (c->len) {
-			if (job->last)
-				job->last->next = c;
-			else
-				job->first = c;
-			job->last = c;
-			job->buffered += c->len;
-		} else {
-			c->next = s->free_chunks;
-			s->free_chunks = c;
-		}
-		if (n <= 0) {
-			job->err = (int)n;
-			job->truncated = n < 0 && fr->truncated;
-			if (n < 0)
-				snprintf(job->msg, sizeof(job->msg), "%s", fr->msg);
-			job->done = true;
-		}
-		pthread_cond_signal(&s->data_cond);
-		pthread_mutex_unlock(&s->lock);
-		if (n <= 0)
-			return (int)n;
-	}
+	return zs_fr_read(fr, buf, len);
 }
 
-static void *zs_worker_main(void *arg)
+static int zs_pl_run(void *ctx, unsigned worker, struct pl_job *job, struct pl_note *fail)
 {
-	struct zs_worker *w = arg;
-	struct codec_scan *s = w->s;
+	struct codec_scan *s = ctx;
+	struct zs_fr *fr = &s->fr[worker];
+	int err;
 
-	for (;;) {
-		struct zs_job *job = NULL;
-		struct zs_fdesc fd;
-		int r;
-
-		/* Take the dispatch turn: find the next frame and its end. */
-		pthread_mutex_lock(&s->lock);
-		while (!s->stop && !s->ended && (s->dispatching || s->next >= s->head + s->depth))
-			pthread_cond_wait(&s->work_cond, &s->lock);
-		if (s->stop || s->ended) {
-			pthread_mutex_unlock(&s->lock);
-			break;
-		}
-		s->dispatching = true;
-		pthread_mutex_unlock(&s->lock);
-
-		r = zs_loc_next(&s->loc, true, &fd);
-
-		pthread_mutex_lock(&s->lock);
-		s->dispatching = false;
-		if (r > 0) {
-			job = zs_slot(s, s->next);
-			memset(job, 0, sizeof(*job));
-			job->fd = fd;
-			s->next++;
-		} else {
-			s->ended = true;
-			s->njobs = s->next;
-			s->end_err = r;
-			if (s->loc.msg[0]) {
-				s->end_level = s->loc.level;
-				snprintf(s->end_msg, sizeof(s->end_msg), "%s", s->loc.msg);
-			}
-			pthread_cond_signal(&s->data_cond);
-		}
-		pthread_cond_broadcast(&s->work_cond);
-		pthread_mutex_unlock(&s->lock);
-		if (!job)
-			break;
-
-		if (zs_fr_start(&w->fr, &fd))
-			zs_job_finish(s, job, w->fr.err, w->fr.msg);
-		else
-			zs_job_fill(s, job, &w->fr);
-	}
-	return NULL;
+	if (zs_fr_start(fr, job->own))
+		return pl_fail(fail, fr->err, false, "%s", fr->msg);
+	err = pl_pump(job, zs_fr_pump, fr);
+	if (err && fr->err)
+		return pl_fail(fail, err, fr->truncated, "%s", fr->msg);
+	return err;
 }
 
-/* Tells the workers to quit (any thread, lock not held). */
-static void zs_stop(struct codec_scan *s)
+static void zs_pl_begin(void *ctx, const struct pl_job *job, uint64_t uoff)
 {
-	pthread_mutex_lock(&s->lock);
-	s->stop = true;
-	pthread_cond_broadcast(&s->work_cond);
-	pthread_mutex_unlock(&s->lock);
+	struct codec_scan *s = ctx;
+
+	zs_chunk_frame(&s->ch, job->own, uoff);
 }
 
-/* Makes s->cur the next chunk to copy out, emitting a checkpoint first if one starts there.
- * 1 if there is a chunk, 0 at the end (s->eof) or when nowait and nothing is ready, or -errno
- * (logged). */
-static int zs_next_chunk(struct codec_scan *s, bool nowait)
+static int zs_pl_first(void *ctx, const struct pl_job *job, uint64_t uoff)
 {
-	struct zs_job *job;
-	char msg[ZS_MSG];
-	bool first;
-	int err, level;
-
-	pthread_mutex_lock(&s->lock);
-	if (s->cur) {
-		s->cur->next = s->free_chunks;
-		s->free_chunks = s->cur;
-		s->cur = NULL;
-	}
-	for (;;) {
-		if (s->ended && s->head >= s->njobs) {
-			err = s->end_err;
-			level = s->end_level;
-			snprintf(msg, sizeof(msg), "%s", s->end_msg);
-			pthread_mutex_unlock(&s->lock);
-			if (msg[0])
-				tfs_log(level, "%s", msg);
-			if (err)
-				return err;
-			s->eof = true;
-			s->verified = s->pos;
-			return 0;
-		}
-		if (s->head < s->next) {
-			job = zs_slot(s, s->head);
-			if (!job->begun) {
-				job->begun = true;
-				zs_chunk_frame(&s->ch, &job->fd, s->pos);
-			}
-			if (job->first)
-				break;
-			if (job->done) {
-				if (job->err) {
-					err = job->err;
-					/* a file that merely ends early vouches for what it decoded
-					 * (a half-finished copy); damage does not */
-					if (job->truncated)
-						s->verified = s->pos;
-					snprintf(msg, sizeof(msg), "%s", job->msg);
-					s->stop = true;
-					pthread_cond_broadcast(&s->work_cond);
-					pthread_mutex_unlock(&s->lock);
-					tfs_log(TFS_LOG_ERR, "%s", msg);
-					return err;
-				}
-				s->verified = s->pos;
-				s->head++;
-				pthread_cond_broadcast(&s->work_cond);
-				continue;
-			}
-		}
-		if (nowait) {
-			pthread_mutex_unlock(&s->lock);
-			return 0;
-		}
-		pthread_cond_wait(&s->data_cond, &s->lock);
-	}
-	s->cur = job->first;
-	job->first = s->cur->next;
-	if (!job->first)
-		job->last = NULL;
-	job->buffered -= s->cur->len;
-	first = !job->data;
-	job->data = true;
-	pthread_cond_broadcast(&s->work_cond);
-	pthread_mutex_unlock(&s->lock);
-
-	if (first) {
-		err = zs_emit(s, s->pos);
-		if (err < 0) {
-			zs_stop(s);
-			return err;
-		}
-	}
-	return 1;
+	return zs_emit(ctx, uoff);
 }
 
-static ssize_t zs_threaded_read(struct codec_scan *s, uint8_t *out, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len && !s->eof) {
-		struct zs_chunk *c = s->cur;
-		int ret;
-
-		if (c && c->pos < c->len) {
-			size_t n = c->len - c->pos < len - done ? c->len - c->pos : len - done;
-
-			memcpy(out + done, c->data + c->pos, n);
-			c->pos += n;
-			done += n;
-			s->pos += n;
-			continue;
-		}
-		ret = zs_next_chunk(s, done > 0);
-		if (ret < 0)
-			s->err = ret;
-		if (ret <= 0)
-			break;
-	}
-	return done ? (ssize_t)done : s->err;
-}
+static const struct pl_ops zs_pl_ops = {
+	.job_size = sizeof(struct zs_fdesc),
+	.next = zs_pl_next,
+	.run = zs_pl_run,
+	.begin = zs_pl_begin,
+	.first = zs_pl_first,
+};
 
 /* One thread: frame after frame, decoded straight into the caller's buffer. */
 static ssize_t zs_inline_read(struct codec_scan *s, uint8_t *out, size_t len)
@@ -1617,7 +1143,7 @@ static ssize_t zs_inline_read(struct codec_scan *s, uint8_t *out, size_t len)
 			done += (size_t)n;
 		} else if (n == 0) {
 			s->in_frame = false;
-			s->loc.pos = zs_in_pos(&s->seq.in);
+			s->loc.pos = incur_pos(&s->seq.in);
 			s->verified = s->pos + done;
 		} else {
 			tfs_log(TFS_LOG_ERR, "%s", s->seq.msg);
@@ -1634,53 +1160,30 @@ static ssize_t zs_inline_read(struct codec_scan *s, uint8_t *out, size_t len)
 
 static ssize_t zs_scan_read(struct codec_scan *s, void *buf, size_t len)
 {
+	if (s->pl)
+		return pl_read(s->pl, buf, len);
 	if (s->err)
 		return s->err;
 	if (s->eof || !len)
 		return 0;
-	return s->threaded ? zs_threaded_read(s, buf, len) : zs_inline_read(s, buf, len);
+	return zs_inline_read(s, buf, len);
 }
 
 static uint64_t zs_scan_verified(struct codec_scan *s)
 {
-	return s->verified;
+	return s->pl ? pl_verified(s->pl) : s->verified;
 }
 
 static void zs_scan_free(struct codec_scan *s)
 {
 	if (!s)
 		return;
-	if (s->sync_ok) {
-		zs_stop(s);
-		for (unsigned i = 0; i < s->started; i++)
-			pthread_join(s->workers[i].thread, NULL);
-	}
-	for (unsigned i = 0; s->workers && i < s->nworkers; i++)
-		zs_fr_fini(&s->workers[i].fr);
-	free(s->workers);
-	for (size_t i = 0; s->ring && i < s->depth; i++) {
-		struct zs_chunk *c = s->ring[i].first;
-
-		while (c) {
-			struct zs_chunk *next = c->next;
-			free(c);
-			c = next;
-		}
-	}
-	free(s->ring);
-	while (s->free_chunks) {
-		struct zs_chunk *next = s->free_chunks->next;
-		free(s->free_chunks);
-		s->free_chunks = next;
-	}
-	free(s->cur);
+	pl_free(s->pl);
+	for (unsigned i = 0; s->fr && i < s->nworkers; i++)
+		zs_fr_fini(&s->fr[i]);
+	free(s->fr);
 	zs_fr_fini(&s->seq);
 	zs_table_free(s->tab);
-	if (s->sync_ok) {
-		pthread_cond_destroy(&s->data_cond);
-		pthread_cond_destroy(&s->work_cond);
-		pthread_mutex_destroy(&s->lock);
-	}
 	free(s);
 }
 
@@ -1689,6 +1192,7 @@ static int zs_scan_new(struct src *in, const struct codec_opts *opts, const stru
 {
 	struct codec_scan *s;
 	unsigned threads;
+	size_t depth, job_cap;
 	int err;
 
 	*out = NULL;
@@ -1716,55 +1220,34 @@ static int zs_scan_new(struct src *in, const struct codec_opts *opts, const stru
 		return 0;
 	}
 
-	if (pthread_mutex_init(&s->lock, NULL)) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	if (pthread_cond_init(&s->work_cond, NULL)) {
-		pthread_mutex_destroy(&s->lock);
-		err = -ENOMEM;
-		goto fail;
-	}
-	if (pthread_cond_init(&s->data_cond, NULL)) {
-		pthread_cond_destroy(&s->work_cond);
-		pthread_mutex_destroy(&s->lock);
-		err = -ENOMEM;
-		goto fail;
-	}
-	s->sync_ok = true;
-	s->threaded = true;
 	s->nworkers = threads;
 	if (s->tab && s->tab->n < threads)
 		s->nworkers = s->tab->n ? (unsigned)s->tab->n : 1;
-	s->njobs = UINT64_MAX;
-	s->depth = s->nworkers + 1;
-	s->job_cap = ZS_BUDGET / s->depth / ZS_QCHUNK * ZS_QCHUNK;
-	if (s->job_cap < ZS_JOB_CAP_MIN)
-		s->job_cap = ZS_JOB_CAP_MIN;
-	if (s->job_cap > ZS_JOB_CAP_MAX)
-		s->job_cap = ZS_JOB_CAP_MAX;
-	s->ring = calloc(s->depth, sizeof(*s->ring));
-	s->workers = calloc(s->nworkers, sizeof(*s->workers));
-	if (!s->ring || !s->workers) {
+	s->fr = calloc(s->nworkers, sizeof(*s->fr));
+	if (!s->fr) {
 		err = -ENOMEM;
 		goto fail;
 	}
 	for (unsigned i = 0; i < s->nworkers; i++) {
-		s->workers[i].s = s;
-		err = zs_fr_init(&s->workers[i].fr, in, ZS_SCAN_INBUF, "");
+		err = zs_fr_init(&s->fr[i], in, ZS_SCAN_INBUF, "");
 		if (err)
 			goto fail;
 	}
-	for (unsigned i = 0; i < s->nworkers; i++) {
-		err = -pthread_create(&s->workers[i].thread, NULL, zs_worker_main, &s->workers[i]);
-		if (err) {
-			if (err == -EAGAIN)
-				err = -ENOMEM;
-			goto fail;
-		}
-		s->started++;
-		pthread_setname_np(s->workers[i].thread, "tarseek-zstd");
-	}
+	depth = s->nworkers + 1;
+	job_cap = ZS_BUDGET / depth / PL_CHUNK * PL_CHUNK;
+	if (job_cap < ZS_JOB_CAP_MIN)
+		job_cap = ZS_JOB_CAP_MIN;
+	if (job_cap > ZS_JOB_CAP_MAX)
+		job_cap = ZS_JOB_CAP_MAX;
+	struct pl_params prm = {.ops = &zs_pl_ops,
+				.ctx = s,
+				.name = "zstd",
+				.workers = s->nworkers,
+				.depth = depth,
+				.job_cap = job_cap};
+	err = pl_new(&prm, &s->pl);
+	if (err)
+		goto fail;
 	TFS_DEBUG("zstd: %s, %u workers", s->tab ? "seek table" : "walking frame headers",
 		  s->nworkers);
 	*out = s;
@@ -2037,7 +1520,7 @@ static ssize_t zs_dec_read(struct codec_dec *d, void *buf, size_t len)
 		if (n < 0)
 			return zs_dec_fail(d, (int)n, d->fr.msg);
 		d->in_frame = false;
-		d->loc.pos = zs_in_pos(&d->fr.in);
+		d->loc.pos = incur_pos(&d->fr.in);
 	}
 	return 0;
 }
@@ -2053,16 +1536,16 @@ static size_t zs_dec_memory(const struct codec_dec *d)
 }
 
 const struct codec codec_zstd = {
-    .name = "zstd",
-    .probe = zs_probe,
-    .scan_new = zs_scan_new,
-    .scan_read = zs_scan_read,
-    .scan_verified = zs_scan_verified,
-    .scan_name = NULL,
-    .scan_free = zs_scan_free,
-    .index_blocks = zs_index_blocks,
-    .dec_new = zs_dec_new,
-    .dec_read = zs_dec_read,
-    .dec_memory = zs_dec_memory,
-    .dec_free = zs_dec_free,
+	.name = "zstd",
+	.probe = zs_probe,
+	.scan_new = zs_scan_new,
+	.scan_read = zs_scan_read,
+	.scan_verified = zs_scan_verified,
+	.scan_name = NULL,
+	.scan_free = zs_scan_free,
+	.index_blocks = zs_index_blocks,
+	.dec_new = zs_dec_new,
+	.dec_read = zs_dec_read,
+	.dec_memory = zs_dec_memory,
+	.dec_free = zs_dec_free,
 };

@@ -2,8 +2,8 @@
  * and zip are little-endian, lzop and bzip2 big-endian) and the index's own blobs.  Each is
  * a memcpy-free byte assembly the compiler turns into one load on the machines we run on;
  * none assumes alignment or the host's byte order. */
-#ifndef TARSEEK_ENDIAN_H
-#define TARSEEK_ENDIAN_H
+#ifndef TARSEEK_BYTEIO_H
+#define TARSEEK_BYTEIO_H
 
 #include <stdint.h>
 
