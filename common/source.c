@@ -176,3 +176,35 @@ void src_free(struct src *s)
 		s->ops->close(s->opaque);
 	free(s);
 }
+
+struct window {
+	struct src *parent;
+	uint64_t off, len;
+};
+
+static ssize_t window_pread(void *opaque, void *buf, size_t len, uint64_t off)
+{
+	const struct window *w = opaque;
+
+	if (off >= w->len)
+		return 0;
+	if (len > w->len - off)
+		len = (size_t)(w->len - off);
+	return src_pread(w->parent, buf, len, w->off + off);
+}
+
+static const struct src_ops window_ops = {.pread = window_pread, .close = free};
+
+struct src *src_window(struct src *parent, uint64_t off, uint64_t len)
+{
+	struct window *w = malloc(sizeof(*w));
+	struct src *s;
+
+	if (!w)
+		return NULL;
+	*w = (struct window){parent, off, len};
+	s = src_new(&window_ops, w, len);
+	if (!s)
+		free(w);
+	return s;
+}

@@ -38,6 +38,11 @@ int src_open_file(const char *path, struct src **out);
 /* A source over a caller-owned buffer, which must outlive the source (it is not copied). */
 struct src *src_from_mem(const void *buf, size_t len);
 
+/* The len bytes of parent from off on, as a source of their own (offsets from 0): a zip
+ * entry's or a stream's compressed bytes.  parent is borrowed and must outlive it; as
+ * thread-safe as parent.  NULL if out of memory. */
+struct src *src_window(struct src *parent, uint64_t off, uint64_t len);
+
 /* Reads exactly len bytes unless the source ends first (see contract above). */
 ssize_t src_pread(struct src *s, void *buf, size_t len, uint64_t off);
 

@@ -28,6 +28,7 @@
 #include "../common/size.h"
 #include "config.h"
 #include "dirtree.h"
+#include "open.h"
 #include "tfs.h"
 
 #define DEFAULT_CACHE_MIB 256

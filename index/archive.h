@@ -1,14 +1,15 @@
-/* An opened archive: its validated index plus access to its data.  This is what the FUSE
- * daemon and the tools use; it knows nothing of FUSE.
+/* An opened archive: an index opened for reading plus access to the archive's data.  This is
+ * what the FUSE daemon and the tools use; it knows nothing of FUSE.  Finding, checking and
+ * building the index is open.h's (arch_open); this module only opens one.
  *
  * Inode numbers are the index's entry ids (1 is the root).  A hard link's name resolves to
  * the id of the entry holding the data, so every name of a file has the same inode.  Only
  * the latest version of a repeated path is visible.
  *
- * Thread-safe: every call may be made from any thread.  Each thread gets its own read-only
- * SQLite connection (opened on its first call), so lookups never wait for each other; reads
- * of a plain tar are a pread on the archive, with no lock; reads of a compressed archive go
- * through codecs/reader.c and the shared chunk cache.
+ * Thread-safe: every call may be made from any thread.  Each call takes a read-only SQLite
+ * connection of its own from a pool, so lookups never wait for each other; reads of data stored
+ * plainly in the archive are a pread, with no lock; reads of a compressed stream go through
+ * codecs/reader.c and the shared chunk cache.
  */
 #ifndef TARSEEK_ARCHIVE_H
 #define TARSEEK_ARCHIVE_H
@@ -18,32 +19,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <sqlite3.h>
+
 #include "../codecs/cache.h"
 #include "../codecs/reader.h"
-#include "index.h"
+#include "build.h"
+#include "tree.h"
 
 struct arch;
 struct arch_file;
-
-struct arch_opts {
-	struct idx_opts idx;
-	struct cache *cache; /* shared chunk cache, borrowed; needed for compressed archives */
-};
-
-#define ARCH_A_NESTED 1 /* a member that is an archive, mounted as a folder (-r) */
-
-struct arch_attr {
-	uint64_t ino;
-	uint32_t flags;	     /* ARCH_A_* */
-	uint32_t mode; /* st_mode with type bits */
-	uint32_t nlink;
-	uint64_t uid, gid;
-	uint64_t size;
-	uint64_t rdev;
-	int64_t mtime;	     /* seconds */
-	uint32_t mtime_nsec;
-	uint64_t blocks;     /* 512-byte blocks the data takes (less than size/512 if sparse) */
-};
 
 struct arch_info {
 	const char *path;     /* the archive */
@@ -59,26 +43,34 @@ struct arch_info {
 	struct idx_build_stats build; /* valid if built */
 };
 
-/* Opens archive: finds or builds its index (see index.h) and prepares reads.  0 or -errno
- * (-ENOENT, -EACCES, -EINVAL not an archive, -EIO damaged/unreadable, -ENOMEM); the reason
- * is logged.  *out = NULL on error. */
-int arch_open(const char *archive, const struct arch_opts *o, struct arch **out);
+/* Opens the index at index (a file path or a "memdb:" name; shown, if not NULL, is how
+ * messages name it) of the archive whose bytes come from data (owned, also on error); name
+ * is the archive's, for messages.  The index is not validated: the caller vouches for it
+ * (arch_open after validating it, the nested pass, nested archives).  0 or -errno (logged);
+ * *out = NULL on error. */
+int arch_open_index(const char *index, const char *shown, struct src *data, const char *name,
+		    struct cache *cache, struct arch **out);
+
+/* Keeps keeper (the connection that holds an in-memory index alive) until arch_close. */
+void arch_keep(struct arch *a, sqlite3 *keeper);
+
+/* Records that this open built the index, and how (arch_get_info's built and build). */
+void arch_set_built(struct arch *a, const struct idx_build_stats *stats);
+
 void arch_close(struct arch *a); /* NULL does nothing; no call may be running */
 
 const struct arch_info *arch_get_info(const struct arch *a);
 
 /* The visible entry name (len bytes, no NUL needed) in directory parent.  -ENOENT,
- * -ENOTDIR, or -EIO (index error). */
+ * -ENOTDIR, -ENOMEM, or -EIO (index error). */
 int arch_lookup(struct arch *a, uint64_t parent, const char *name, size_t len,
 		struct arch_attr *out);
 
 int arch_getattr(struct arch *a, uint64_t ino, struct arch_attr *out); /* -ENOENT */
 
 /* Calls fn for the entries of directory dir in name order, starting after the entry with
- * cookie 'after' (0: from the first).  fn gets each entry's cookie; it returns non-zero to
- * stop (e.g. a full reply buffer; that entry is then not consumed).  0 or -errno. */
-typedef int (*arch_dirent_fn)(void *opaque, const char *name, size_t len,
-			      const struct arch_attr *attr, uint64_t cookie);
+ * cookie 'after' (0: from the first); see tree.h's arch_dirent_fn.  0 or -errno (fn's own
+ * error included). */
 int arch_readdir(struct arch *a, uint64_t dir, uint64_t after, arch_dirent_fn fn, void *opaque);
 
 /* The symlink target of ino into buf (not NUL-terminated), its length in *len.  Fails with
@@ -106,12 +98,6 @@ size_t arch_file_direct(struct arch_file *f, uint64_t off, size_t len, int *fd, 
 uint64_t arch_file_size(const struct arch_file *f);
 void arch_file_close(struct arch_file *f); /* NULL does nothing */
 
-/* Opens an archive whose index is already at hand (a file path or a "memdb:" name) and whose
- * bytes come from data (owned, also on error); name is for messages.  No validation: the
- * caller vouches for the index (the builder's nested pass, nested archives). */
-int arch_open_index(const char *index, struct src *data, const char *name, struct cache *cache,
-		    struct arch **out);
-
 /* A regular member as a source (its bytes read through a), owned by the caller. */
 int arch_file_src(struct arch *a, uint64_t ino, struct src **out);
 
@@ -119,14 +105,14 @@ int arch_file_src(struct arch *a, uint64_t ino, struct src **out);
  * The result is independent of a's open files but must be closed before a. */
 int arch_nested(struct arch *a, uint64_t ino, struct arch **out);
 
-/* Every version of name in dir, oldest first (fn's type is tree_version_fn in tree.h). */
-int arch_versions(struct arch *a, uint64_t dir, const char *name, size_t len,
-		  int (*fn)(void *opaque, const struct arch_attr *attr), void *opaque);
+/* Every version of name in dir, oldest first. */
+int arch_versions(struct arch *a, uint64_t dir, const char *name, size_t len, tree_version_fn fn,
+		  void *opaque);
 
 /* "key=value" lines about ino (source, codec, index, version, offsets) into buf. */
 int arch_describe(struct arch *a, uint64_t ino, char *buf, size_t size);
 
-/* Decoding statistics of a compressed archive (zeros for a plain one). */
+/* Decoding statistics of the streams read so far (zeros for a plain archive). */
 void arch_get_reader_stats(struct arch *a, struct creader_stats *out);
 
 #endif

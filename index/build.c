@@ -1,4 +1,4 @@
-/* The one indexing pass (see build.h).
+/* The indexing pass (see build.h).
  *
  * Plain tar: the tar parser reads only headers from the file (member data is skipped by
  * offset), so a 2 GB archive of 85k members costs 85k small preads.  Compressed: the codec's
@@ -31,12 +31,11 @@
 
 #include "../codecs/codec.h"
 #include "../codecs/stream.h"
-#include "../common/endian.h"
+#include "../common/byteio.h"
 #include "../common/log.h"
-#include "archive.h"
 #include "db.h"
-#include "index.h"
 #include "pathmap.h"
+#include "stamp.h"
 #include "tar.h"
 
 #define PROGRESS_STEP (16ull << 20)
@@ -44,6 +43,7 @@
 
 struct builder {
 	sqlite3 *db;
+	const struct codec *codec; /* NULL for a plain tar */
 	sqlite3_stmt *ins_entry, *upd_dir, *ins_sparse, *ins_xattr, *ins_ckpt, *set_old;
 	struct pathmap *map;
 	uint64_t next_id;
@@ -166,6 +166,7 @@ struct row {
 	const uint8_t *link;
 	size_t link_len;
 	const char *uname, *gname;
+	uint64_t stream; /* the data's stream, 0: the archive file itself */
 };
 
 static int insert_row(struct builder *b, const struct row *r, uint64_t *id)
@@ -196,6 +197,8 @@ static int insert_row(struct builder *b, const struct row *r, uint64_t *id)
 		sqlite3_bind_text(st, 17, r->gname, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 18, r->flags);
 	sqlite3_bind_int64(st, 19, r->mtime_nsec);
+	if (r->stream)
+		sqlite3_bind_int64(st, 20, (sqlite3_int64)r->stream);
 	return step_done(st);
 }
 
@@ -341,6 +344,7 @@ static int on_entry(void *opaque, const struct tar_entry *e)
 	r.stored = e->stored;
 	r.uname = e->uname;
 	r.gname = e->gname;
+	r.stream = b->codec ? IDX_STREAM : 0;
 	r.rdev = (e->type == TAR_CHR || e->type == TAR_BLK) ? makedev(e->dev_major, e->dev_minor) : 0;
 	if (e->sparse) /* an all-hole file has a map with no extents */
 		r.flags |= IDX_F_SPARSE;
@@ -512,26 +516,10 @@ static int index_fast(struct builder *b, const struct codec *codec, struct src *
 	return err ? err : 0;
 }
 
-void idx_options_string(const char *codec_name, const struct idx_build_opts *o, char *buf,
-			size_t size)
-{
-	int n = 0;
-
-	if (codec_name && strcmp(codec_name, "gzip") == 0)
-		n = snprintf(buf, size, "gzip_spacing=%" PRIu64 ";", o->gzip_spacing);
-	if (o->recursion && n >= 0 && (size_t)n < size)
-		n += snprintf(buf + n, size - (size_t)n, "recursion=%u;strip=%d;", o->recursion,
-			      o->strip_ext);
-	if (o->ignore_zeros && n >= 0 && (size_t)n < size)
-		n += snprintf(buf + n, size - (size_t)n, "ignore_zeros=1;");
-	if (n == 0)
-		snprintf(buf, size, "-");
-}
-
 /* Post-pass fixes: nlink of directories and hard-link targets. */
-static int finish_entries(struct builder *b)
+static int idx_finish_entries(sqlite3 *db)
 {
-	int err = db_exec(b->db,
+	int err = db_exec(db,
 		"CREATE TEMP TABLE subdirs AS SELECT parent AS id, count(*) AS n FROM entries"
 		" WHERE latest = 1 AND ((mode & 61440) = 16384 OR (flags & 8)) GROUP BY parent;"
 		"UPDATE entries SET nlink = 2 + coalesce((SELECT n FROM subdirs WHERE subdirs.id ="
@@ -573,9 +561,9 @@ static int prepare_all(struct builder *b)
 
 	err = err ? err : db_prepare(b->db,
 		"INSERT INTO entries (id, parent, name, version, latest, mode, target, size, stored,"
-		" data_off, hdr_off, uid, gid, mtime, mtime_nsec, rdev, nlink, link, uname, gname, flags)"
-		" VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?19, ?14, 1, ?15,"
-		" ?16, ?17, ?18)", &b->ins_entry);
+		" data_off, hdr_off, uid, gid, mtime, mtime_nsec, rdev, nlink, link, uname, gname, flags,"
+		" stream) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?19, ?14,"
+		" 1, ?15, ?16, ?17, ?18, ?20)", &b->ins_entry);
 	err = err ? err : db_prepare(b->db,
 		"UPDATE entries SET mode = ?1, uid = ?2, gid = ?3, mtime = ?4, mtime_nsec = ?8,"
 		" hdr_off = ?5, flags = ?6 WHERE id = ?7", &b->upd_dir);
@@ -583,8 +571,8 @@ static int prepare_all(struct builder *b)
 		  : db_prepare(b->db, "INSERT INTO sparse VALUES (?, ?, ?, ?, ?)", &b->ins_sparse);
 	err = err ? err : db_prepare(b->db, "INSERT OR REPLACE INTO xattrs VALUES (?, ?, ?)", &b->ins_xattr);
 	err = err ? err : db_prepare(b->db,
-		"INSERT INTO checkpoints (idx, uoff, ulen, coff, clen, extra, bits, flags, crcs, aux)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", &b->ins_ckpt);
+		"INSERT INTO checkpoints (stream, idx, uoff, ulen, coff, clen, extra, bits, flags, crcs,"
+		" aux) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", &b->ins_ckpt);
 	err = err ? err : db_prepare(b->db, "UPDATE entries SET latest = 0 WHERE id = ?", &b->set_old);
 	return err;
 }
@@ -599,188 +587,6 @@ static void finalize_all(struct builder *b)
 	sqlite3_finalize(b->set_old);
 }
 
-/* A borrowed source: the nested pass reads the archive through an archive object, which
- * would otherwise free the builder's source. */
-static ssize_t borrow_pread(void *opaque, void *buf, size_t len, uint64_t off)
-{
-	return src_pread(opaque, buf, len, off);
-}
-
-static const struct src_ops borrow_ops = {.pread = borrow_pread};
-
-struct nested_img {
-	uint64_t id;
-	void *image;
-	size_t len;
-	char *name; /* the folder's new name (strip_ext), or NULL */
-};
-
-/* Indexes one member of the archive being built, if it is an archive; 1 if it is (img
- * filled), 0 if not, -errno. */
-static int nest_one(struct arch *outer, const struct idx_input *in, const char *tmp,
-		    const struct idx_build_opts *o, sqlite3_stmt *q, struct nested_img *img)
-{
-	uint64_t id = (uint64_t)sqlite3_column_int64(q, 0);
-	const char *name = sqlite3_column_blob(q, 1);
-	size_t nlen = (size_t)sqlite3_column_bytes(q, 1);
-	struct src *ms = NULL;
-	struct idx_build_stats nst;
-	char *ntmp = NULL, *shown = NULL;
-	uint8_t head[512];
-	ssize_t hn;
-	int err, ret = 0;
-
-	if (!name || !codec_archive_name(name, nlen))
-		return 0;
-	err = arch_file_src(outer, id, &ms);
-	if (err)
-		return err == -EIO ? 0 : err;
-	hn = src_pread(ms, head, sizeof(head), 0);
-	if (hn <= 0 || !(codec_probe(head, (size_t)hn) || (hn == 512 && tar_header_valid(head))))
-		goto out;
-	if (asprintf(&ntmp, "%s.n%" PRIu64, tmp, id) < 0 ||
-	    asprintf(&shown, "%s/%.*s", in->name, (int)nlen, name) < 0) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	struct idx_input nin = {
-		.src = ms, .name = shown, .mode = (uint32_t)sqlite3_column_int64(q, 2),
-		.uid = (uint64_t)sqlite3_column_int64(q, 3), .gid = (uint64_t)sqlite3_column_int64(q, 4),
-		.mtime = sqlite3_column_int64(q, 5), .mtime_nsec = (uint32_t)sqlite3_column_int64(q, 6),
-		.quiet = true,
-	};
-	struct idx_build_opts no = *o;
-	no.recursion--;
-	no.progress = false;
-	err = idx_build_from(&nin, ntmp, &no, &nst);
-	if (err == -ENOMEM) {
-		ret = err;
-		goto out;
-	}
-	if (err) {
-		tfs_log(TFS_LOG_NOTICE, "%s: not indexed as an archive (%s), shown as a file", shown,
-			strerror(-err));
-		goto out;
-	}
-	size_t len = 0;
-	FILE *f = fopen(ntmp, "rb");
-	if (f) {
-		fseek(f, 0, SEEK_END);
-		len = (size_t)ftell(f);
-		fseek(f, 0, SEEK_SET);
-		img->image = malloc(len ? len : 1);
-		if (img->image && fread(img->image, 1, len, f) != len) {
-			free(img->image);
-			img->image = NULL;
-		}
-		fclose(f);
-	}
-	if (!img->image) {
-		ret = -EIO;
-		goto out;
-	}
-	img->id = id;
-	img->len = len;
-	img->name = o->strip_ext ? codec_strip_archive_ext(name, nlen) : NULL;
-	ret = 1;
-out:
-	if (ntmp)
-		unlink(ntmp);
-	free(ntmp);
-	free(shown);
-	src_free(ms);
-	return ret;
-}
-
-/* The nested pass (-r): every member that is an archive gets its own index, stored in the
- * nested table, and becomes a folder.  The outer index is read through an archive object,
- * so the members are read (and decoded) like any file of the mount.  Leaves a transaction
- * open on b->db. */
-static int build_nested(struct builder *b, const struct idx_input *in, const char *tmp,
-			const struct idx_build_opts *o)
-{
-	struct cache *cache = cache_new(64u << 20);
-	struct src *data = src_new(&borrow_ops, in->src, src_size(in->src));
-	struct arch *outer = NULL;
-	struct nested_img *imgs = NULL;
-	size_t n = 0, cap = 0;
-	sqlite3_stmt *q = NULL, *ins = NULL, *upd = NULL, *clash = NULL;
-	int err;
-
-	if (!cache || !data) {
-		src_free(data);
-		cache_free(cache);
-		return -ENOMEM;
-	}
-	err = arch_open_index(tmp, data, in->name, cache, &outer);
-	if (err)
-		goto out;
-	err = db_prepare(b->db, "SELECT id, name, mode, uid, gid, mtime, mtime_nsec FROM entries"
-			 " WHERE latest = 1 AND target IS NULL AND (mode & 61440) = 32768 AND size >= 32",
-			 &q);
-	while (!err && sqlite3_step(q) == SQLITE_ROW) {
-		struct nested_img img = {0};
-		int r = nest_one(outer, in, tmp, o, q, &img);
-		if (r < 0) {
-			err = r;
-			break;
-		}
-		if (r == 0)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			struct nested_img *p = realloc(imgs, cap * sizeof(*p));
-			if (!p) {
-				free(img.image);
-				free(img.name);
-				err = -ENOMEM;
-				break;
-			}
-			imgs = p;
-		}
-		imgs[n++] = img;
-	}
-	sqlite3_finalize(q);
-	arch_close(outer);
-	outer = NULL;
-	err = err ? err : db_exec(b->db, "BEGIN");
-	err = err ? err : db_prepare(b->db, "INSERT INTO nested (id, image) VALUES (?, ?)", &ins);
-	err = err ? err : db_prepare(b->db, "UPDATE entries SET flags = flags | 8,"
-				     " name = coalesce(?2, name) WHERE id = ?1", &upd);
-	err = err ? err : db_prepare(b->db, "SELECT 1 FROM entries WHERE parent ="
-				     " (SELECT parent FROM entries WHERE id = ?1) AND name = ?2", &clash);
-	for (size_t i = 0; !err && i < n; i++) {
-		sqlite3_bind_int64(ins, 1, (sqlite3_int64)imgs[i].id);
-		sqlite3_bind_blob(ins, 2, imgs[i].image, (int)imgs[i].len, SQLITE_STATIC);
-		err = step_done(ins);
-		if (imgs[i].name) { /* strip the extension unless a sibling has that name */
-			sqlite3_bind_int64(clash, 1, (sqlite3_int64)imgs[i].id);
-			sqlite3_bind_blob(clash, 2, imgs[i].name, (int)strlen(imgs[i].name), SQLITE_STATIC);
-			bool taken = sqlite3_step(clash) == SQLITE_ROW;
-			sqlite3_reset(clash);
-			if (!taken)
-				sqlite3_bind_blob(upd, 2, imgs[i].name, (int)strlen(imgs[i].name),
-						  SQLITE_STATIC);
-		}
-		sqlite3_bind_int64(upd, 1, (sqlite3_int64)imgs[i].id);
-		err = err ? err : step_done(upd);
-	}
-	if (!err && n)
-		tfs_log(TFS_LOG_INFO, "%s: %zu archive%s inside indexed", b->name, n, n == 1 ? "" : "s");
-out:
-	sqlite3_finalize(ins);
-	sqlite3_finalize(upd);
-	sqlite3_finalize(clash);
-	for (size_t i = 0; i < n; i++) {
-		free(imgs[i].image);
-		free(imgs[i].name);
-	}
-	free(imgs);
-	arch_close(outer);
-	cache_free(cache);
-	return err;
-}
-
 /* The single file of a compressed non-tar: its name in the mount. */
 static char *single_name(const char *archive, const char *stored)
 {
@@ -793,261 +599,226 @@ static char *single_name(const char *archive, const char *stored)
 	return codec_strip_suffix(archive);
 }
 
-int idx_build_from(const struct idx_input *in, const char *index_path,
-		   const struct idx_build_opts *o, struct idx_build_stats *stats)
+/* The builder's database at tmp (a new file), its schema, its statements and the root. */
+static int build_open(struct builder *b, const struct idx_input *in, const char *tmp)
 {
-	struct builder b = {.next_id = IDX_ROOT + 1};
-	struct idx_build_stats st = {0};
-	struct src *file = in->src, *data = NULL, *prog = NULL;
-	struct cstream *cs = NULL;
-	const struct codec *codec = NULL;
-	struct tar_stats ts = {0};
-	const char *archive = in->name;
-	char *tmp = NULL, fp[64], opts[96];
-	uint8_t head[512];
-	ssize_t hn;
-	bool fast = false; /* indexed by index_blocks: no segment CRCs */
+	struct row r = {.parent = 0, .version = 1, .mode = S_IFDIR | 0555, .uid = in->uid,
+			.gid = in->gid, .mtime = b->mtime, .mtime_nsec = b->mtime_nsec,
+			.flags = IDX_F_IMPLICIT};
+	uint64_t id;
 	int err;
 
-	b.t0 = b.last = now();
-	b.file = file;
-	b.file_size = st.archive_size = src_size(file);
-	b.name = strrchr(archive, '/') ? strrchr(archive, '/') + 1 : archive;
-	b.show = o->progress && isatty(STDERR_FILENO);
-	b.uid = (uint32_t)in->uid;
-	b.gid = (uint32_t)in->gid;
-	b.mtime = in->mtime;
-	b.mtime_nsec = in->mtime_nsec;
-
-	hn = src_pread(file, head, sizeof(head), 0);
-	if (hn < 0) {
-		err = (int)hn;
-		tfs_log(TFS_LOG_ERR, "cannot read %s: %s", archive, strerror(-err));
-		goto out;
-	}
-	codec = codec_probe(head, (size_t)hn);
-
-	if (asprintf(&tmp, "%s.tmp.%d", index_path, (int)getpid()) < 0) {
-		tmp = NULL;
-		err = -ENOMEM;
-		goto out;
-	}
 	unlink(tmp);
-	err = db_open_build(tmp, &b.db);
+	err = db_open_build(tmp, &b->db);
+	err = err ? err : db_create_schema(b->db);
+	err = err ? err : prepare_all(b);
+	err = err ? err : db_exec(b->db, "BEGIN");
 	if (err)
-		goto out;
-	err = db_create_schema(b.db);
-	err = err ? err : prepare_all(&b);
-	err = err ? err : db_exec(b.db, "BEGIN");
-	if (err)
-		goto out;
-	b.map = pm_new();
-	if (!b.map) {
-		err = -ENOMEM;
-		goto out;
-	}
-	/* the root */
-	{
-		struct row r = {.parent = 0, .version = 1, .mode = S_IFDIR | 0555, .uid = in->uid,
-				.gid = in->gid, .mtime = b.mtime, .mtime_nsec = b.mtime_nsec,
-				.flags = IDX_F_IMPLICIT};
-		uint64_t id;
-		b.next_id = IDX_ROOT;
-		err = insert_row(&b, &r, &id);
-		if (err)
-			goto out;
-	}
+		return err;
+	b->map = pm_new();
+	if (!b->map)
+		return -ENOMEM;
+	b->next_id = IDX_ROOT;
+	return insert_row(b, &r, &id);
+}
 
-	if (codec) {
-		struct codec_opts co = {.spacing = o->gzip_spacing, .threads = o->threads ? o->threads : 1};
-		b.sink.checkpoint = on_ckpt;
-		b.sink.opaque = &b;
-		err = cstream_new(codec, file, &co, &b.sink, &cs);
-		if (err) {
-			tfs_log(TFS_LOG_ERR, "%s: cannot start %s decoding: %s", archive, codec->name,
-				strerror(-err));
-			goto out;
-		}
-		data = cstream_src(cs);
-	} else {
-		data = file;
-	}
+/* The members: parsed as a tar from the decoded stream (or the file), else, for a compressed
+ * file that is not a tar, indexed as a single file (from its block headers if the codec can).
+ * *fast: no segment CRCs (index_blocks did it).  0 or -errno; -EIO after damage. */
+static int build_members(struct builder *b, const struct idx_input *in,
+			 const struct idx_build_opts *o, struct cstream *cs,
+			 struct idx_build_stats *st, struct tar_stats *ts, bool *fast)
+{
+	const struct codec *codec = b->codec;
+	struct src *data = cs ? cstream_src(cs) : in->src, *prog = NULL;
 	struct prog_src *ps = calloc(1, sizeof(*ps));
+	uint8_t head[512];
+	ssize_t hn;
+	int err;
+
 	if (!ps || !(prog = src_new(&prog_ops, ps, src_size(data)))) {
 		free(ps);
-		err = -ENOMEM;
-		goto out;
+		return -ENOMEM;
 	}
 	ps->inner = data;
-	ps->b = &b;
-
+	ps->b = b;
 	/* a head that cannot be read (a decode error right away) is damage, not a sign that
 	 * the content is not a tar */
 	hn = src_pread(prog, head, sizeof(head), 0);
 	if (hn < 0 && codec) {
 		err = (int)hn;
 	} else if (tar_probe(prog)) {
-		struct tar_callbacks cb = {.entry = on_entry,
-					   .progress = on_progress,
-					   .opaque = &b,
+		struct tar_callbacks cb = {.entry = on_entry, .progress = on_progress, .opaque = b,
 					   .ignore_zeros = o->ignore_zeros};
-		err = tar_parse(prog, &cb, &ts);
-		st.members = b.members;
+		err = tar_parse(prog, &cb, ts);
+		st->members = b->members;
 	} else if (codec) {
-		struct codec_opts co = {.spacing = o->gzip_spacing, .threads = o->threads ? o->threads : 1};
-		st.single_file = true;
-		err = index_fast(&b, codec, file, &co, &st.usize);
-		if (err < 0)
-			goto out;
-		fast = err == 1;
-		err = 0;
+		struct codec_opts co = {.spacing = o->gzip_spacing,
+					.threads = o->threads ? o->threads : 1};
+		st->single_file = true;
+		err = index_fast(b, codec, in->src, &co, &st->usize);
+		if (err >= 0) {
+			*fast = err == 1;
+			err = 0;
+		}
 	} else {
-		tfs_log(TFS_LOG_ERR, "%s is not a tar archive nor a compressed file tarseek knows "
-			"(codecs: %s)", archive, codec_list());
+		tfs_log(TFS_LOG_ERR,
+			"%s is not a tar archive nor a compressed file tarseek knows (codecs: %s)",
+			in->name, codec_list());
 		err = -EINVAL;
+	}
+	src_free(prog);
+	if (ts->truncated || ts->bad_headers)
+		st->damaged = true;
+	return err;
+}
+
+/* After the members of a compressed archive: the rest of the stream decoded (its last
+ * checkpoint stored), damage salvaged, the single file's row, the stream's row. */
+static int build_stream_end(struct builder *b, const struct idx_input *in, struct cstream *cs,
+			    bool fast, int err, struct idx_build_stats *st,
+			    const struct tar_stats *ts)
+{
+	uint64_t usize = 0, trusted = UINT64_MAX; /* decoded bytes; of them verified */
+
+	if (fast) {
+		usize = st->usize;
+	} else if (err == -EIO || err == 0) {
+		int ferr = err ? err : cstream_finish(cs, &usize);
+		if (ferr == -EIO) {
+			uint64_t limit = cstream_verified(cs);
+			st->damaged = true;
+			err = cstream_salvage(cs, limit, &usize);
+			/* the checkpoints already stored may reach past limit (a gzip member whose
+			 * CRC fails after several of them): the index keeps their bytes, so that
+			 * they add up, but nothing that lies in them */
+			trusted = usize < limit ? usize : limit;
+			if (!err)
+				err = drop_untrusted(b, trusted);
+			if (!err && trusted == 0) {
+				tfs_log(TFS_LOG_ERR, "%s: damaged before anything could be indexed",
+					in->name);
+				err = -EIO;
+			}
+			if (!err)
+				tfs_log(TFS_LOG_WARNING,
+					"%s is damaged: the mount shows what lies in the first %" PRIu64
+					" verified bytes of decompressed data",
+					in->name, trusted);
+		} else {
+			err = ferr;
+		}
+	}
+	if (err)
+		return err;
+	st->usize = usize;
+	/* Nothing but zeros reads as an empty tar; but megabytes of them are far more likely a
+	 * blank disk image (GNU tar's empty archive is 10 KiB) */
+	if (!st->single_file && st->members == 0 && !ts->bad_headers && !ts->garbage &&
+	    usize > ZEROS_TAR_MAX)
+		st->single_file = true;
+	/* nothing at all in a file that calls itself a tar (gzip < /dev/null > x.tar.gz): an
+	 * empty archive, as tar -tf lists it, not an empty file x.tar */
+	if (st->single_file && usize == 0 && !fast && codec_names_tar(in->name))
+		st->single_file = false;
+	if (st->single_file) {
+		uint64_t shown = usize < trusted ? usize : trusted;
+		char *name = single_name(in->name, cs ? cstream_name(cs) : NULL);
+		struct row r = {.parent = IDX_ROOT, .version = 1,
+				.mode = S_IFREG | (in->mode & 0444), .size = shown,
+				.stored = shown, .uid = in->uid, .gid = in->gid,
+				.mtime = b->mtime, .mtime_nsec = b->mtime_nsec, .stream = IDX_STREAM};
+		uint64_t id;
+		if (!name)
+			return -ENOMEM;
+		r.name = (const uint8_t *)name;
+		r.name_len = strlen(name);
+		err = insert_row(b, &r, &id);
+		free(name);
+		if (err)
+			return err;
+	}
+	return db_insert_stream(b->db, IDX_STREAM, b->codec->name, 0, st->archive_size,
+				st->usize, !fast);
+}
+
+/* What an archive object needs to read this index (the nested pass opens it). */
+static int build_meta(struct builder *b, const struct idx_build_stats *st, bool fast)
+{
+	int err = db_meta_set_u64(b->db, "format", IDX_FORMAT);
+
+	err = err ? err : db_meta_set(b->db, "codec", b->codec ? b->codec->name : "none");
+	err = err ? err : db_meta_set(b->db, "kind", st->single_file ? "single" : "tar");
+	err = err ? err : db_meta_set_u64(b->db, "usize", st->usize);
+	err = err ? err : db_meta_set_u64(b->db, "members", st->members);
+	err = err ? err : db_meta_set_u64(b->db, "damaged", st->damaged);
+	return err;
+}
+
+int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx_build_opts *o,
+		   struct idx_build_stats *stats)
+{
+	struct builder b = {.next_id = IDX_ROOT + 1};
+	struct idx_build_stats st = {0};
+	struct cstream *cs = NULL;
+	struct tar_stats ts = {0};
+	uint8_t head[512];
+	ssize_t hn;
+	bool fast = false; /* indexed by index_blocks: no segment CRCs */
+	int err;
+
+	b.t0 = b.last = now();
+	b.file = in->src;
+	b.file_size = st.archive_size = src_size(in->src);
+	b.name = strrchr(in->name, '/') ? strrchr(in->name, '/') + 1 : in->name;
+	b.show = o->progress && isatty(STDERR_FILENO);
+	b.uid = (uint32_t)in->uid;
+	b.gid = (uint32_t)in->gid;
+	b.mtime = in->mtime;
+	b.mtime_nsec = in->mtime_nsec;
+
+	hn = src_pread(in->src, head, sizeof(head), 0);
+	if (hn < 0) {
+		err = (int)hn;
+		tfs_log(TFS_LOG_ERR, "cannot read %s: %s", in->name, strerror(-err));
 		goto out;
 	}
-	if (ts.truncated || ts.bad_headers)
-		st.damaged = true;
-	/* built after the bulk insert: cheaper than maintaining it row by row */
-	if (err == 0 || err == -EIO) {
-		int ierr = db_exec(b.db, "CREATE UNIQUE INDEX entries_name ON entries (parent, name, version)");
-		if (ierr) {
-			err = ierr;
-			goto out;
-		}
-	}
-	if (codec) {
-		uint64_t usize = 0, trusted = UINT64_MAX; /* decoded bytes; of them verified */
-		if (fast) {
-			usize = st.usize;
-		} else if (err == -EIO || err == 0) {
-			int ferr = err ? err : cstream_finish(cs, &usize);
-			if (ferr == -EIO) {
-				uint64_t limit = cstream_verified(cs);
-				st.damaged = true;
-				err = cstream_salvage(cs, limit, &usize);
-				/* the checkpoints already stored may reach past limit (a gzip member
-				 * whose CRC fails after several of them): the index keeps their
-				 * bytes, so that they add up, but nothing that lies in them */
-				trusted = usize < limit ? usize : limit;
-				if (!err)
-					err = drop_untrusted(&b, trusted);
-				if (!err && trusted == 0) {
-					tfs_log(TFS_LOG_ERR, "%s: damaged before anything could be indexed",
-						archive);
-					err = -EIO;
-				}
-				if (!err)
-					tfs_log(TFS_LOG_WARNING,
-						"%s is damaged: the mount shows what lies in the first %" PRIu64
-						" verified bytes of decompressed data",
-						archive, trusted);
-			} else {
-				err = ferr;
-			}
-		}
-		if (err)
-			goto out;
-		st.usize = usize;
-		/* Nothing but zeros reads as an empty tar; but megabytes of them are far more likely
-		 * a blank disk image (GNU tar's empty archive is 10 KiB) */
-		if (!st.single_file && st.members == 0 && !ts.bad_headers && !ts.garbage &&
-		    usize > ZEROS_TAR_MAX)
-			st.single_file = true;
-		/* nothing at all in a file that calls itself a tar (gzip < /dev/null > x.tar.gz):
-		 * an empty archive, as tar -tf lists it, not an empty file x.tar */
-		if (st.single_file && usize == 0 && !fast && codec_names_tar(archive))
-			st.single_file = false;
-		if (st.single_file) {
-			uint64_t shown = usize < trusted ? usize : trusted;
-			char *name = single_name(archive, cstream_name(cs));
-			struct row r = {.parent = IDX_ROOT, .version = 1,
-					.mode = S_IFREG | (in->mode & 0444), .size = shown,
-					.stored = shown, .uid = in->uid, .gid = in->gid,
-					.mtime = b.mtime, .mtime_nsec = b.mtime_nsec};
-			uint64_t id;
-			if (!name) {
-				err = -ENOMEM;
-				goto out;
-			}
-			r.name = (const uint8_t *)name;
-			r.name_len = strlen(name);
-			err = insert_row(&b, &r, &id);
-			free(name);
-			if (err)
-				goto out;
-		}
-	} else {
-		if (err)
-			goto out;
-		st.usize = st.archive_size;
-	}
-	st.checkpoints = b.nckpt;
-
-	/* what an archive object needs to read this index (the nested pass opens it) */
-	err = db_meta_set_u64(b.db, "format", IDX_FORMAT);
-	err = err ? err : db_meta_set(b.db, "codec", codec ? codec->name : "none");
-	err = err ? err : db_meta_set(b.db, "kind", st.single_file ? "single" : "tar");
-	err = err ? err : db_meta_set_u64(b.db, "usize", st.usize);
-	err = err ? err : db_meta_set_u64(b.db, "members", st.members);
-	err = err ? err : db_meta_set_u64(b.db, "damaged", st.damaged);
-	err = err ? err : db_meta_set_u64(b.db, "segment_crcs", !fast);
-	if (!err && o->recursion && !st.single_file && st.members) {
-		err = db_exec(b.db, "COMMIT");
-		err = err ? err : build_nested(&b, in, tmp, o);
-		if (err)
-			goto out;
-	}
-	err = err ? err : finish_entries(&b);
-	err = err ? err : idx_fingerprint(file, fp, sizeof(fp));
-	idx_options_string(codec ? codec->name : NULL, o, opts, sizeof(opts));
-	err = err ? err : db_meta_set(b.db, "tarseek_version", TARSEEK_VERSION);
-	err = err ? err : db_meta_set_u64(b.db, "archive_size", st.archive_size);
-	err = err ? err : db_meta_set_u64(b.db, "archive_mtime_ns",
-					  (uint64_t)(b.mtime * 1000000000ll + b.mtime_nsec));
-	err = err ? err : db_meta_set(b.db, "fingerprint", fp);
-	err = err ? err : db_meta_set(b.db, "options", opts);
-	err = err ? err : db_exec(b.db, "COMMIT");
-	err = err ? err : db_meta_set(b.db, "complete", "1");
+	b.codec = codec_probe(head, (size_t)hn);
+	err = build_open(&b, in, tmp);
 	if (err)
 		goto out;
-	finalize_all(&b);
-	if (sqlite3_close(b.db) != SQLITE_OK) {
-		err = -EIO;
-		b.db = NULL;
-		goto out;
+	if (b.codec) {
+		struct codec_opts co = {.spacing = o->gzip_spacing,
+					.threads = o->threads ? o->threads : 1};
+		b.sink.checkpoint = on_ckpt;
+		b.sink.opaque = &b;
+		err = cstream_new(b.codec, in->src, &co, &b.sink, &cs);
+		if (err) {
+			tfs_log(TFS_LOG_ERR, "%s: cannot start %s decoding: %s", in->name,
+				b.codec->name, strerror(-err));
+			goto out;
+		}
 	}
-	b.db = NULL;
-	err = db_seal(tmp);
-	if (err) {
-		tfs_log(TFS_LOG_ERR, "cannot finish the index %s: %s", tmp, strerror(-err));
-		goto out;
+	err = build_members(&b, in, o, cs, &st, &ts, &fast);
+	/* built after the bulk insert: cheaper than maintaining it row by row */
+	if (err == 0 || err == -EIO) {
+		int ierr = db_exec(b.db, "CREATE UNIQUE INDEX entries_name ON entries"
+					 " (parent, name, version)");
+		if (ierr)
+			err = ierr;
 	}
-	if (rename(tmp, index_path) < 0) {
-		err = -errno;
-		tfs_log(TFS_LOG_ERR, "cannot rename %s to %s: %s", tmp, index_path, strerror(errno));
+	if (b.codec && (err == 0 || err == -EIO))
+		err = build_stream_end(&b, in, cs, fast, err, &st, &ts);
+	else if (!b.codec && !err)
+		st.usize = st.archive_size;
+	if (err)
 		goto out;
-	}
-	st.seconds = now() - b.t0;
+	st.checkpoints = b.nckpt;
+	err = build_meta(&b, &st, fast);
+	err = err ? err : db_exec(b.db, "COMMIT");
 	if (b.show)
 		fprintf(stderr, "\r\033[K");
-	{
-		char a[32], u[32];
-		int lvl = in->quiet ? TFS_LOG_DEBUG : TFS_LOG_INFO;
-		human(a, sizeof(a), (double)st.archive_size);
-		human(u, sizeof(u), (double)st.usize);
-		if (st.single_file)
-			tfs_log(lvl, "indexed %s: one %s file (%s decompressed), %" PRIu64
-				" checkpoints, in %.2f s", b.name, codec->name, u, st.checkpoints, st.seconds);
-		else if (codec)
-			tfs_log(lvl, "indexed %s: %" PRIu64 " members, %s (%s decompressed), %"
-				PRIu64 " checkpoints, in %.2f s", b.name, st.members, a, u,
-				st.checkpoints, st.seconds);
-		else
-			tfs_log(lvl, "indexed %s: %" PRIu64 " members, %s, in %.2f s", b.name,
-				st.members, a, st.seconds);
-	}
+	st.seconds = now() - b.t0;
 	if (stats)
 		*stats = st;
 out:
@@ -1055,38 +826,43 @@ out:
 		fprintf(stderr, "\n");
 	if (b.db) {
 		finalize_all(&b);
-		sqlite3_close(b.db);
+		if (sqlite3_close(b.db) != SQLITE_OK && !err)
+			err = -EIO;
 	}
-	if (err && tmp)
+	if (err)
 		unlink(tmp);
-	free(tmp);
 	pm_free(b.map);
-	src_free(prog);
 	cstream_free(cs);
 	return err;
 }
 
-int idx_build(const char *archive, const char *index_path, const struct idx_build_opts *o,
-	      struct idx_build_stats *stats)
+int idx_build_finish(const char *tmp, const struct idx_input *in, const struct idx_build_opts *o)
 {
-	struct src *file;
-	struct stat sb;
-	int err = src_open_file(archive, &file);
+	sqlite3 *db = NULL;
+	char fp[64], opts[96], *codec;
+	int err = db_open_build(tmp, &db);
 
-	if (err) {
-		tfs_log(TFS_LOG_ERR, "cannot open %s: %s", archive, strerror(-err));
+	if (err)
 		return err;
-	}
-	if (fstat(src_fd(file), &sb) < 0) {
-		err = -errno;
-		src_free(file);
-		return err;
-	}
-	struct idx_input in = {
-		.src = file, .name = archive, .mode = sb.st_mode, .uid = sb.st_uid,
-		.gid = sb.st_gid, .mtime = sb.st_mtim.tv_sec, .mtime_nsec = (uint32_t)sb.st_mtim.tv_nsec,
-	};
-	err = idx_build_from(&in, index_path, o, stats);
-	src_free(file);
+	codec = db_meta_get(db, "codec");
+	err = db_exec(db, "BEGIN");
+	err = err ? err : idx_finish_entries(db);
+	err = err ? err : idx_fingerprint(in->src, fp, sizeof(fp));
+	idx_options_string(codec && strcmp(codec, "none") ? codec : NULL, o, opts, sizeof(opts));
+	err = err ? err : db_meta_set(db, "tarseek_version", TARSEEK_VERSION);
+	err = err ? err : db_meta_set_u64(db, "archive_size", src_size(in->src));
+	err = err ? err : db_meta_set_u64(db, "archive_mtime_ns",
+					  (uint64_t)(in->mtime * 1000000000ll + in->mtime_nsec));
+	err = err ? err : db_meta_set(db, "fingerprint", fp);
+	err = err ? err : db_meta_set(db, "options", opts);
+	err = err ? err : db_exec(db, "COMMIT");
+	err = err ? err : db_meta_set(db, "complete", "1");
+	free(codec);
+	if (sqlite3_close(db) != SQLITE_OK && !err)
+		err = -EIO;
+	if (!err)
+		err = db_seal(tmp);
+	if (err)
+		tfs_log(TFS_LOG_ERR, "cannot finish the index %s: %s", tmp, strerror(-err));
 	return err;
 }

@@ -1,9 +1,13 @@
 /* Building an index: one pass over the archive (decoding it if compressed) that writes
- * every member and every checkpoint into a new SQLite file.
+ * every member, the decoded streams and their checkpoints into a new SQLite file.
  *
- * The file is written under a temporary name in the index's folder with a 'complete'
- * meta row written last, then renamed into place: an interrupted build never leaves
- * something that looks like a good index.
+ * Two steps, so that the nested pass (nested.c: archives inside the archive, -r) can run in
+ * between: idx_build_base writes the members and the streams; idx_build_finish writes what
+ * needs all of them (nlink, the archive's stamp), the 'complete' marker last, and seals the
+ * file.  open.c strings them together under a temporary name and renames the result into
+ * place, so an interrupted build never leaves something that looks like a good index.
+ * Nothing here opens an index for reading: build.c depends on no other index module but tar,
+ * db, pathmap and stamp.
  */
 #ifndef TARSEEK_BUILD_H
 #define TARSEEK_BUILD_H
@@ -42,20 +46,16 @@ struct idx_build_stats {
 	bool damaged;	       /* damage found: the index holds what was readable */
 };
 
-/* Builds the index of archive at index_path.  0, or -errno: -ENOENT/-EACCES (archive),
- * -EINVAL (neither a tar archive nor a compressed file tarseek knows), -EIO (read error,
- * or the archive is damaged before anything could be indexed), -ENOSPC, -ENOMEM.
- * Messages say what went wrong.  stats may be NULL. */
-int idx_build(const char *archive, const char *index_path, const struct idx_build_opts *o,
-	      struct idx_build_stats *stats);
+/* Writes the members, the streams and the checkpoints of in into a new index at tmp (an
+ * existing file there is replaced), without the 'complete' marker.  0, or -errno: -EINVAL
+ * (neither a tar archive nor a compressed file tarseek knows), -EIO (read error, or the
+ * archive is damaged before anything could be indexed), -ENOSPC, -ENOMEM.  Messages say
+ * what went wrong; tmp is removed on error.  stats may be NULL. */
+int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx_build_opts *o,
+		   struct idx_build_stats *stats);
 
-/* As idx_build, for any source. */
-int idx_build_from(const struct idx_input *in, const char *index_path,
-		   const struct idx_build_opts *o, struct idx_build_stats *stats);
-
-/* The options string stored in (and compared with) an index: only the options that shape
- * the index of this kind of archive (codec_name NULL for a plain tar).  Writes into buf. */
-void idx_options_string(const char *codec_name, const struct idx_build_opts *o, char *buf,
-			size_t size);
+/* Completes the index at tmp: nlink, the archive's size, mtime and fingerprint (in's), the
+ * options o, the 'complete' marker, the seal.  0 or -errno (logged). */
+int idx_build_finish(const char *tmp, const struct idx_input *in, const struct idx_build_opts *o);
 
 #endif

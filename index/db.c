@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/endian.h"
+#include "../common/byteio.h"
 #include "../common/log.h"
 
 int db_errno(int rc)
@@ -78,17 +78,21 @@ int db_create_schema(sqlite3 *db)
 		" hdr_off INTEGER NOT NULL, uid INTEGER NOT NULL, gid INTEGER NOT NULL,"
 		" mtime INTEGER NOT NULL, mtime_nsec INTEGER NOT NULL, rdev INTEGER NOT NULL, "
 		"nlink INTEGER NOT NULL,"
-		" link BLOB, uname TEXT, gname TEXT, flags INTEGER NOT NULL);"
+		" link BLOB, uname TEXT, gname TEXT, flags INTEGER NOT NULL, stream INTEGER);"
+		"CREATE TABLE streams (id INTEGER PRIMARY KEY, codec TEXT NOT NULL,"
+		" coff INTEGER NOT NULL, clen INTEGER NOT NULL, usize INTEGER NOT NULL,"
+		" crcs INTEGER NOT NULL);"
 		"CREATE TABLE sparse (id INTEGER NOT NULL, seq INTEGER NOT NULL,"
 		" off INTEGER NOT NULL, len INTEGER NOT NULL, src INTEGER NOT NULL,"
 		" PRIMARY KEY (id, seq)) WITHOUT ROWID;"
 		"CREATE TABLE xattrs (id INTEGER NOT NULL, name BLOB NOT NULL, value BLOB NOT NULL,"
 		" PRIMARY KEY (id, name)) WITHOUT ROWID;"
 		"CREATE TABLE nested (id INTEGER PRIMARY KEY, image BLOB NOT NULL);"
-		"CREATE TABLE checkpoints (idx INTEGER PRIMARY KEY, uoff INTEGER NOT NULL,"
+		"CREATE TABLE checkpoints (id INTEGER PRIMARY KEY, stream INTEGER NOT NULL,"
+		" idx INTEGER NOT NULL, uoff INTEGER NOT NULL,"
 		" ulen INTEGER NOT NULL, coff INTEGER NOT NULL, clen INTEGER NOT NULL,"
 		" extra INTEGER NOT NULL, bits INTEGER NOT NULL, flags INTEGER NOT NULL,"
-		" crcs BLOB, aux BLOB);");
+		" crcs BLOB, aux BLOB, UNIQUE (stream, idx));");
 }
 
 /* file: URI for path, with the characters URIs reserve escaped. */
@@ -346,4 +350,23 @@ int db_check_seal(const char *path)
 	if (be32(head + 68) != IDX_APP_ID || be32(head + 60) != crc)
 		return -ESTALE;
 	return 0;
+}
+
+int db_insert_stream(sqlite3 *db, uint64_t id, const char *codec, uint64_t coff, uint64_t clen,
+		     uint64_t usize, bool crcs)
+{
+	sqlite3_stmt *st;
+	int rc, err = db_prepare(db, "INSERT INTO streams VALUES (?, ?, ?, ?, ?, ?)", &st);
+
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+	sqlite3_bind_text(st, 2, codec, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)coff);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)clen);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)usize);
+	sqlite3_bind_int64(st, 6, crcs);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : db_errno(rc) ? db_errno(rc) : -EIO;
 }

@@ -12,14 +12,20 @@
  *           uid, gid, mtime, mtime_nsec,   -- seconds (any year) and nanoseconds
  *           rdev, nlink,
  *           link BLOB,                     -- symlink target (or hard link path) as stored
- *           uname, gname, flags)           -- IDX_F_* bits
+ *           uname, gname, flags,           -- IDX_F_* bits
+ *           stream)                        -- the data's stream; NULL: data_off is an offset
+ *                                             in the archive file itself
+ *   streams(id INTEGER PRIMARY KEY,        -- decoded streams: a .tar.gz has one (IDX_STREAM)
+ *           codec, coff, clen,             -- codec over archive bytes [coff, coff + clen)
+ *           usize, crcs)                   -- decoded size; 1: checkpoints hold segment CRCs
  *   unique index entries_name(parent, name, version): lookups and readdir in name order
  *   sparse(id, seq, off, len, src)         -- extents of sparse files in offset order; src:
  *                                          where the data is, from the member's data_off
  *   xattrs(id, name BLOB, value BLOB)
  *   nested(id INTEGER PRIMARY KEY, image BLOB) -- the index of a member that is an archive
  *                                          (mounted with -r), a whole SQLite image
- *   checkpoints(idx INTEGER PRIMARY KEY, uoff, ulen, coff, clen, extra, bits, flags,
+ *   checkpoints(stream, idx,               -- (stream, idx) unique; offsets within the stream
+ *               uoff, ulen, coff, clen, extra, bits, flags,
  *               crcs BLOB,                 -- CRC32 of each segment, little-endian u32s
  *               aux BLOB)                  -- codec blob (gzip window), read only on demand
  */
@@ -31,8 +37,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define IDX_FORMAT 3
+#define IDX_FORMAT 4
 #define IDX_ROOT 1
+#define IDX_STREAM 1 /* the one stream of a compressed tar or file */
 
 enum {
 	IDX_F_NESTED = 8,   /* an archive inside the archive: its index is in the nested table */
@@ -64,6 +71,10 @@ int db_open_build(const char *path, sqlite3 **out);
 
 /* meta table access.  get returns a malloc'd string or NULL if absent. */
 int db_meta_set(sqlite3 *db, const char *key, const char *value);
+
+/* Inserts the streams row (id, codec, coff, clen, usize, crcs).  0 or -errno. */
+int db_insert_stream(sqlite3 *db, uint64_t id, const char *codec, uint64_t coff, uint64_t clen,
+		     uint64_t usize, bool crcs);
 int db_meta_set_u64(sqlite3 *db, const char *key, uint64_t value);
 char *db_meta_get(sqlite3 *db, const char *key);
 bool db_meta_get_u64(sqlite3 *db, const char *key, uint64_t *out);

@@ -6,7 +6,32 @@
 #ifndef TARSEEK_TREE_H
 #define TARSEEK_TREE_H
 
-#include "archive.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ARCH_A_NESTED 1 /* a member that is an archive, mounted as a folder (-r) */
+
+/* An entry's attributes, as every tree reports them. */
+struct arch_attr {
+	uint64_t ino;
+	uint32_t flags; /* ARCH_A_* */
+	uint32_t mode;	/* st_mode with type bits */
+	uint32_t nlink;
+	uint64_t uid, gid;
+	uint64_t size;
+	uint64_t rdev;
+	int64_t mtime; /* seconds */
+	uint32_t mtime_nsec;
+	uint64_t blocks; /* 512-byte blocks the data takes (less than size/512 if sparse) */
+};
+
+/* readdir's callback: one entry and its cookie (the next call starts after it).  Returns 0
+ * to go on, 1 to stop (a full reply buffer: that entry is then not consumed), or -errno to
+ * fail the listing (readdir returns it). */
+typedef int (*arch_dirent_fn)(void *opaque, const char *name, size_t len,
+			      const struct arch_attr *attr, uint64_t cookie);
 
 /* One version of a repeated path, oldest first (see tree_ops.versions). */
 typedef int (*tree_version_fn)(void *opaque, const struct arch_attr *attr);

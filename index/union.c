@@ -17,6 +17,7 @@
  * atomic published after the source is in place.
  */
 #include "union.h"
+#include "archive.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -17,7 +17,7 @@
 #include "../common/log.h"
 #include "../common/size.h"
 #include "config.h"
-#include "index.h"
+#include "open.h"
 
 static void usage(FILE *f)
 {

@@ -26,7 +26,7 @@
  *   build-fuzz/tests/fuzz/fuzz_index -max_len=262144 CORPUS_DIR
  */
 #include "archive.h"
-#include "build.h"
+#include "open.h"
 #include "db.h"
 #include "fuzz_common.h"
 #include "tar.h"
@@ -633,7 +633,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cache_free(cache);
 		goto out;
 	}
-	err = arch_open_index(idx_path, data_src, "fuzz.tar", cache, &a);
+	err = arch_open_index(idx_path, NULL, data_src, "fuzz.tar", cache, &a);
 	/* the index the builder just made must open */
 	FZ_ASSERT(err == 0 || err == -ENOMEM);
 	if (err == 0) {

@@ -1,5 +1,5 @@
-/* Index location, validation and rebuilding (see index.h). */
-#include "index.h"
+/* Opening an archive: its index found, checked, built if needed (see open.h). */
+#include "open.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -8,170 +8,131 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "../codecs/codec.h"
 #include "../common/log.h"
 #include "db.h"
+#include "nested.h"
+#include "validate.h"
 
-#define FP_SPAN (1u << 20)
-#define SEAL_CHECK_MAX (64ull << 20)
+#define MEMDB_MAX (4u << 20) /* indexes up to this size are copied into memory */
 
-int idx_fingerprint(struct src *file, char *out, size_t size)
+/* ---- building --------------------------------------------------------------------------- */
+
+static double now(void)
 {
-	uint64_t n = src_size(file);
-	uint8_t *buf = malloc(FP_SPAN);
-	uLong head, tail;
-	ssize_t r;
+	struct timespec t;
 
-	if (!buf)
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void human(char *buf, size_t size, double bytes)
+{
+	const char *u[] = {"B", "KB", "MB", "GB", "TB"};
+	int i = 0;
+
+	while (bytes >= 1000 && i < 4) {
+		bytes /= 1000;
+		i++;
+	}
+	snprintf(buf, size, i ? "%.2f %s" : "%.0f %s", bytes, u[i]);
+}
+
+/* The line that ends every build. */
+static void log_summary(const struct idx_input *in, const struct idx_build_stats *st,
+			double seconds)
+{
+	const char *name = strrchr(in->name, '/') ? strrchr(in->name, '/') + 1 : in->name;
+	int lvl = in->quiet ? TFS_LOG_DEBUG : TFS_LOG_INFO;
+	char *codec = NULL;
+	char a[32], u[32];
+
+	human(a, sizeof(a), (double)st->archive_size);
+	human(u, sizeof(u), (double)st->usize);
+	if (st->single_file) {
+		uint8_t head[512];
+		ssize_t hn = src_pread(in->src, head, sizeof(head), 0);
+		const struct codec *c = hn > 0 ? codec_probe(head, (size_t)hn) : NULL;
+		codec = c ? strdup(c->name) : NULL;
+		tfs_log(lvl, "indexed %s: one %s file (%s decompressed), %" PRIu64
+			" checkpoints, in %.2f s", name, codec ? codec : "?", u, st->checkpoints,
+			seconds);
+	} else if (st->usize != st->archive_size || st->checkpoints) {
+		tfs_log(lvl, "indexed %s: %" PRIu64 " members, %s (%s decompressed), %" PRIu64
+			" checkpoints, in %.2f s", name, st->members, a, u, st->checkpoints, seconds);
+	} else {
+		tfs_log(lvl, "indexed %s: %" PRIu64 " members, %s, in %.2f s", name, st->members, a,
+			seconds);
+	}
+	free(codec);
+}
+
+int idx_build_from(const struct idx_input *in, const char *index_path,
+		   const struct idx_build_opts *o, struct idx_build_stats *stats)
+{
+	struct idx_build_stats st = {0};
+	double t0 = now();
+	char *tmp;
+	int err;
+
+	if (asprintf(&tmp, "%s.tmp.%d", index_path, (int)getpid()) < 0)
 		return -ENOMEM;
-	r = src_pread(file, buf, FP_SPAN, 0);
-	if (r < 0)
-		goto fail;
-	head = crc32(0, buf, (uInt)r);
-	r = src_pread(file, buf, FP_SPAN, n > FP_SPAN ? n - FP_SPAN : 0);
-	if (r < 0)
-		goto fail;
-	tail = crc32(0, buf, (uInt)r);
-	free(buf);
-	snprintf(out, size, "%" PRIu64 ":%08lx:%08lx", n, head, tail);
-	return 0;
-fail:
-	free(buf);
-	return (int)r;
-}
-
-static bool is_sqlite_file(const char *path)
-{
-	char magic[16] = {0};
-	FILE *f = fopen(path, "rb");
-	size_t n;
-
-	if (!f)
-		return false;
-	n = fread(magic, 1, sizeof(magic), f);
-	fclose(f);
-	return n == 16 && memcmp(magic, "SQLite format 3", 16) == 0;
-}
-
-int idx_validate(const char *index_path, const char *archive, const struct idx_build_opts *o,
-		 const char **why)
-{
-	static char reason[160];
-	struct stat ist, ast;
-	sqlite3 *db = NULL;
-	struct src *file = NULL;
-	uint64_t v;
-	char *s = NULL, fp[64], opts[64];
-	uint8_t head[512];
-	int err = -ESTALE;
-
-	*why = "";
-	if (stat(index_path, &ist) < 0)
-		return -errno;
-	if (ist.st_size == 0 || !is_sqlite_file(index_path)) {
-		*why = "not an SQLite file";
-		return -ENOTSUP;
-	}
-	/* someone else's file that we did not build and that others could have changed is not
-	 * trusted: only ours, root's or the archive owner's, and not writable by others */
-	if (stat(archive, &ast) == 0 && ist.st_uid != geteuid() && ist.st_uid != 0 &&
-	    ist.st_uid != ast.st_uid) {
-		snprintf(reason, sizeof(reason), "owned by uid %u, who is neither you, root nor "
-			 "the archive's owner", (unsigned)ist.st_uid);
-		*why = reason;
-		return -EPERM;
-	}
-	if (ist.st_uid != geteuid() && (ist.st_mode & 022)) {
-		*why = "writable by other users";
-		return -EPERM;
-	}
-	if (db_open_ro(index_path, &db) < 0) {
-		*why = "cannot be opened";
-		return -ESTALE;
-	}
-	/* another program's database is never ours to replace: no meta table or no format */
-	{
-		sqlite3_stmt *st;
-		int rc = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'format'", -1, &st,
-					    NULL);
-		if (rc == SQLITE_OK) {
-			rc = sqlite3_step(st);
-			sqlite3_finalize(st);
-		}
-		if (rc == SQLITE_DONE || (rc == SQLITE_ERROR && strstr(sqlite3_errmsg(db), "no such"))) {
-			*why = "an SQLite database of another program";
-			err = -ENOTSUP;
-			goto out;
-		}
-		if (rc != SQLITE_ROW) {
-			*why = "damaged";
-			goto out;
-		}
-	}
-	s = db_meta_get(db, "complete");
-	if (!s || strcmp(s, "1") != 0) {
-		*why = "incomplete (an interrupted build, or damaged)";
-		goto out;
-	}
-	if (!db_meta_get_u64(db, "format", &v) || v != IDX_FORMAT) {
-		*why = "made by another version of tarseek";
-		goto out;
-	}
-	/* every byte, against the checksum sealed into the header (skipped for very large
-	 * indexes, whose pages SQLite still checks for structure) */
-	if ((uint64_t)ist.st_size <= SEAL_CHECK_MAX && db_check_seal(index_path) != 0) {
-		*why = "damaged (its checksum does not match)";
-		goto out;
-	}
-	if (stat(archive, &ast) < 0) {
+	err = idx_build_base(in, tmp, o, &st);
+	if (!err && o->recursion && !st.single_file && st.members)
+		err = idx_nest(tmp, in, o);
+	if (!err)
+		err = idx_build_finish(tmp, in, o);
+	if (!err && rename(tmp, index_path) < 0) {
 		err = -errno;
-		goto out;
+		tfs_log(TFS_LOG_ERR, "cannot rename %s to %s: %s", tmp, index_path, strerror(errno));
 	}
-	if (!db_meta_get_u64(db, "archive_size", &v) || v != (uint64_t)ast.st_size) {
-		*why = "the archive's size changed";
-		goto out;
+	if (err) {
+		unlink(tmp);
+	} else {
+		st.seconds = now() - t0;
+		log_summary(in, &st, st.seconds);
+		if (stats)
+			*stats = st;
 	}
-	if (!db_meta_get_u64(db, "archive_mtime_ns", &v) ||
-	    v != (uint64_t)(ast.st_mtim.tv_sec * 1000000000ll + ast.st_mtim.tv_nsec)) {
-		*why = "the archive was modified (its mtime changed)";
-		goto out;
-	}
-	if (src_open_file(archive, &file) < 0) {
-		*why = "the archive cannot be read";
-		goto out;
-	}
-	ssize_t hn = src_pread(file, head, sizeof(head), 0);
-	const struct codec *c = hn > 0 ? codec_probe(head, (size_t)hn) : NULL;
-	free(s);
-	s = db_meta_get(db, "codec");
-	if (!s || strcmp(s, c ? c->name : "none") != 0) {
-		*why = "the archive's format changed";
-		goto out;
-	}
-	idx_options_string(c ? c->name : NULL, o, opts, sizeof(opts));
-	free(s);
-	s = db_meta_get(db, "options");
-	if (!s || strcmp(s, opts) != 0) {
-		snprintf(reason, sizeof(reason), "built with other options (%s, now %s)", s ? s : "?", opts);
-		*why = reason;
-		goto out;
-	}
-	free(s);
-	s = db_meta_get(db, "fingerprint");
-	if (idx_fingerprint(file, fp, sizeof(fp)) < 0 || !s || strcmp(s, fp) != 0) {
-		*why = "the archive's content changed";
-		goto out;
-	}
-	err = 0;
-out:
-	free(s);
-	src_free(file);
-	sqlite3_close(db);
+	free(tmp);
 	return err;
 }
+
+int idx_build(const char *archive, const char *index_path, const struct idx_build_opts *o,
+	      struct idx_build_stats *stats)
+{
+	struct src *file;
+	struct stat sb;
+	int err = src_open_file(archive, &file);
+
+	if (err) {
+		tfs_log(TFS_LOG_ERR, "cannot open %s: %s", archive, strerror(-err));
+		return err;
+	}
+	if (fstat(src_fd(file), &sb) < 0) {
+		err = -errno;
+		tfs_log(TFS_LOG_ERR, "cannot stat %s: %s", archive, strerror(errno));
+		src_free(file);
+		return err;
+	}
+	struct idx_input in = {
+		.src = file,
+		.name = archive,
+		.mode = sb.st_mode,
+		.uid = sb.st_uid,
+		.gid = sb.st_gid,
+		.mtime = sb.st_mtim.tv_sec,
+		.mtime_nsec = (uint32_t)sb.st_mtim.tv_nsec,
+	};
+	err = idx_build_from(&in, index_path, o, stats);
+	src_free(file);
+	return err;
+}
+
+/* ---- finding ---------------------------------------------------------------------------- */
 
 static uint64_t path_hash(const char *s)
 {
@@ -255,8 +216,8 @@ static char *cache_dir(void)
 static int use_or_build(const char *path, const char *archive, const struct idx_opts *o,
 			bool may_build, bool explicit, bool *built, struct idx_build_stats *stats)
 {
-	const char *why = "";
-	int err = o->recreate ? -ESTALE : idx_validate(path, archive, &o->build, &why);
+	char why[200] = "";
+	int err = o->recreate ? -ESTALE : idx_validate(path, archive, &o->build, why, sizeof(why));
 
 	if (err == 0)
 		return 0;
@@ -395,4 +356,70 @@ out:
 	}
 	*path = p;
 	return 0;
+}
+
+/* ---- opening ---------------------------------------------------------------------------- */
+
+int arch_open(const char *archive, const struct arch_opts *o, struct arch **out)
+{
+	struct idx_build_stats stats = {0};
+	char *path = NULL, *index = NULL, *shown = NULL, *mem = NULL;
+	sqlite3 *keeper = NULL;
+	struct src *file = NULL;
+	struct stat st;
+	bool built = false;
+	int err;
+
+	*out = NULL;
+	/* the daemon changes its working folder when it detaches: keep absolute paths */
+	path = realpath(archive, NULL);
+	if (!path) {
+		err = -errno;
+		tfs_log(TFS_LOG_ERR, "cannot read archive %s: %s", archive, strerror(errno));
+		goto out;
+	}
+	err = idx_prepare(path, &o->idx, &index, &built, &stats);
+	if (err)
+		goto out;
+	shown = realpath(index, NULL);
+	if (!shown) {
+		err = -errno;
+		tfs_log(TFS_LOG_ERR, "cannot find the index %s: %s", index, strerror(errno));
+		goto out;
+	}
+	err = src_open_file(path, &file);
+	if (err) {
+		tfs_log(TFS_LOG_ERR, "cannot open %s: %s", archive, strerror(-err));
+		goto out;
+	}
+	if (stat(shown, &st) == 0 && st.st_size <= MEMDB_MAX) {
+		sqlite3 *db = NULL;
+		err = db_open_ro(shown, &db);
+		if (!err)
+			err = db_to_memdb(db, &mem, &keeper);
+		sqlite3_close(db);
+		if (err) {
+			tfs_log(TFS_LOG_ERR, "cannot load the index %s: %s", shown, strerror(-err));
+			goto out;
+		}
+	}
+	err = arch_open_index(mem ? mem : shown, shown, file, path, o->cache, out);
+	file = NULL; /* the archive's now, also on error */
+	if (err)
+		goto out;
+	arch_keep(*out, keeper);
+	keeper = NULL;
+	if (built)
+		arch_set_built(*out, &stats);
+	if (arch_get_info(*out)->damaged && !built)
+		tfs_log(TFS_LOG_WARNING, "%s is damaged: the mount shows only what was readable",
+			archive);
+out:
+	sqlite3_close(keeper);
+	src_free(file);
+	free(path);
+	free(index);
+	free(shown);
+	free(mem);
+	return err;
 }

@@ -1,0 +1,79 @@
+/* What archive.c (opening an index, streams, reading files) and query.c (the connection pool
+ * and its prepared statements, the tree's queries) share.  Private to those two files.
+ *
+ * Locks (every lock of an opened archive, and the order they may be taken in):
+ *   streams_lock  guards the stream table (a->streams, a->nstreams_open); held while a
+ *                 stream's reader is made, which takes conns_lock (arch_conn_get, to load
+ *                 the checkpoints) and the chunk cache's lock (creader_new).
+ *   conns_lock    guards the free list of connections only (arch_conn_get/put); never held
+ *                 during a query or while another lock is taken.
+ * So: streams_lock -> conns_lock, streams_lock -> cache lock.  Reads through a stream's reader
+ * (reader.c, cache.c) take no lock of the archive's.
+ */
+#ifndef TARSEEK_ARCHIVE_INT_H
+#define TARSEEK_ARCHIVE_INT_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "archive.h"
+
+/* One read-only connection to the index, with its prepared statements. */
+struct conn {
+	sqlite3 *db;
+	sqlite3_stmt *lookup, *getattr, *readdir, *name_of, *readlink, *sparse, *xlist, *xget,
+	    *aux, *file, *versions, *describe, *nested, *stream, *ckpts;
+	struct conn *next;
+};
+
+/* A decoded stream of the archive (a row of the streams table): its codec over a window of
+ * the archive file, and the reader that serves its bytes, made on its first read. */
+struct astream {
+	struct arch *a;
+	uint64_t id;
+	const struct codec *codec;
+	uint64_t coff, clen, usize;
+	bool crcs;		/* its checkpoints carry segment CRCs */
+	struct src *in;		/* the window [coff, coff + clen) of the archive file */
+	struct creader *reader; /* NULL for a stream that decodes to nothing */
+	struct astream *next;	/* in its hash chain */
+};
+
+struct arch {
+	struct arch_info info;
+	char *path, *codec_name;
+	char *index;	   /* what connections open: a file, or "memdb:..." */
+	char *index_shown; /* the index file, for messages */
+	sqlite3 *keeper;   /* keeps an in-memory index alive */
+	struct cache *cache;
+	struct src *file;
+	int fd;
+
+	pthread_mutex_t streams_lock;
+	struct astream **streams; /* hash of the streams read so far; streams_lock */
+	size_t nbuckets, nstreams_open;
+
+	pthread_mutex_t conns_lock;
+	struct conn *free_conns; /* conns_lock */
+};
+
+struct arch_file {
+	struct arch *a;
+	struct astream *st; /* NULL: the data is in the archive file itself */
+	uint64_t data_off, size, stored;
+	struct arch_file_ext {
+		uint64_t off, len, phys;
+	} *ext;
+	size_t next;
+};
+
+/* A connection from the pool (or a new one): 0 and *out, or -errno (-ENOMEM, -EIO when the
+ * index cannot be opened: logged).  arch_conn_put gives it back. */
+int arch_conn_get(struct arch *a, struct conn **out);
+void arch_conn_put(struct arch *a, struct conn *c);
+void arch_conn_free(struct conn *c); /* NULL does nothing */
+
+/* sqlite3_step: 1 a row, 0 done, -EIO (logged). */
+int arch_step(sqlite3_stmt *st);
+
+#endif

@@ -1,0 +1,62 @@
+/* Opening an archive: finding its index, checking it, building it when it is missing or
+ * stale, then opening it (archive.h).  The one way an index is opened for a mount or a tool.
+ *
+ * Where an index lives (first match):
+ *   1. --index-file PATH;
+ *   2. --index-folder DIR: DIR/NAME.HASH.index.sqlite;
+ *   3. ARCHIVE.index.sqlite beside the archive, if it exists and is valid (a prebuilt index
+ *      shared with the archive), or if that folder is writable;
+ *   4. $XDG_CACHE_HOME/tarseek/NAME.HASH.index.sqlite (default ~/.cache/tarseek/),
+ * where HASH is taken from the archive's canonical path.  A location inside the mount point
+ * is never used.  A stale or incomplete index is rebuilt with a message saying why
+ * (validate.h); an index built here is written under a temporary name and renamed into place.
+ *
+ * Layering: open.c uses validate.c, build.c, nested.c and archive.c; none of them calls back.
+ */
+#ifndef TARSEEK_OPEN_H
+#define TARSEEK_OPEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../codecs/cache.h"
+#include "archive.h"
+#include "build.h"
+
+struct idx_opts {
+	const char *index_file;	  /* or NULL */
+	const char *index_folder; /* or NULL */
+	const char *mountpoint;	  /* or NULL */
+	bool recreate;		  /* rebuild even if valid */
+	bool check_only;	  /* never build: a missing or stale index is -ENOENT / -ESTALE */
+	struct idx_build_opts build;
+};
+
+/* Builds the whole index of in at index_path (members and streams, the nested pass when
+ * o->recursion, the stamp, the seal), under a temporary name renamed into place; logs the
+ * summary line.  0, or -errno as idx_build_base.  stats may be NULL. */
+int idx_build_from(const struct idx_input *in, const char *index_path,
+		   const struct idx_build_opts *o, struct idx_build_stats *stats);
+
+/* As idx_build_from for the archive file at archive. */
+int idx_build(const char *archive, const char *index_path, const struct idx_build_opts *o,
+	      struct idx_build_stats *stats);
+
+/* Returns (malloc'd, in *path) a valid index for archive, building it if needed; *built
+ * tells whether it was built now (stats then filled if not NULL).  0 or -errno.  With
+ * check_only, where an index would be built, -ENOENT or -ESTALE instead (logged). */
+int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool *built,
+		struct idx_build_stats *stats);
+
+struct arch_opts {
+	struct idx_opts idx;
+	struct cache *cache; /* shared chunk cache, borrowed; needed for compressed archives */
+};
+
+/* Opens archive: finds or builds its index and opens it.  Indexes up to 4 MiB are copied into
+ * memory (no descriptor per connection: a union of many small archives stays light).  0 or
+ * -errno (-ENOENT, -EACCES, -EINVAL not an archive, -EIO damaged/unreadable, -ENOMEM); the
+ * reason is logged.  *out = NULL on error. */
+int arch_open(const char *archive, const struct arch_opts *o, struct arch **out);
+
+#endif

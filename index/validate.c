@@ -1,0 +1,156 @@
+/* Whether an index still fits its archive (see validate.h). */
+#include "validate.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../codecs/codec.h"
+#include "db.h"
+#include "stamp.h"
+
+#define SEAL_CHECK_MAX (64ull << 20) /* larger indexes are not checksummed at every open */
+
+static bool is_sqlite_file(const char *path)
+{
+	char magic[16] = {0};
+	FILE *f = fopen(path, "rb");
+	size_t n;
+
+	if (!f)
+		return false;
+	n = fread(magic, 1, sizeof(magic), f);
+	fclose(f);
+	return n == 16 && memcmp(magic, "SQLite format 3", 16) == 0;
+}
+
+/* Sets the reason (printf-like) and returns err. */
+__attribute__((format(printf, 4, 5))) static int why_is(char *why, size_t whylen, int err,
+							const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int idx_validate(const char *index_path, const char *archive, const struct idx_build_opts *o,
+		 char *why, size_t whylen)
+{
+	struct stat ist, ast;
+	sqlite3 *db = NULL;
+	struct src *file = NULL;
+	uint64_t v;
+	char *s = NULL, fp[64], opts[64];
+	uint8_t head[512];
+	int err = -ESTALE;
+
+	why[0] = '\0';
+	if (stat(index_path, &ist) < 0)
+		return -errno;
+	if (ist.st_size == 0 || !is_sqlite_file(index_path)) {
+		snprintf(why, whylen, "%s", "not an SQLite file");
+		return -ENOTSUP;
+	}
+	/* someone else's file that we did not build and that others could have changed is not
+	 * trusted: only ours, root's or the archive owner's, and not writable by others */
+	if (stat(archive, &ast) == 0 && ist.st_uid != geteuid() && ist.st_uid != 0 &&
+	    ist.st_uid != ast.st_uid) {
+		return why_is(why, whylen, -EPERM,
+			      "owned by uid %u, who is neither you, root nor the archive's owner",
+			      (unsigned)ist.st_uid);
+	}
+	if (ist.st_uid != geteuid() && (ist.st_mode & 022)) {
+		snprintf(why, whylen, "%s", "writable by other users");
+		return -EPERM;
+	}
+	if (db_open_ro(index_path, &db) < 0) {
+		snprintf(why, whylen, "%s", "cannot be opened");
+		return -ESTALE;
+	}
+	/* another program's database is never ours to replace: no meta table or no format */
+	{
+		sqlite3_stmt *st;
+		int rc = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'format'", -1, &st,
+					    NULL);
+		if (rc == SQLITE_OK) {
+			rc = sqlite3_step(st);
+			sqlite3_finalize(st);
+		}
+		if (rc == SQLITE_DONE || (rc == SQLITE_ERROR && strstr(sqlite3_errmsg(db), "no such"))) {
+			snprintf(why, whylen, "%s", "an SQLite database of another program");
+			err = -ENOTSUP;
+			goto out;
+		}
+		if (rc != SQLITE_ROW) {
+			snprintf(why, whylen, "%s", "damaged");
+			goto out;
+		}
+	}
+	s = db_meta_get(db, "complete");
+	if (!s || strcmp(s, "1") != 0) {
+		snprintf(why, whylen, "%s", "incomplete (an interrupted build, or damaged)");
+		goto out;
+	}
+	if (!db_meta_get_u64(db, "format", &v) || v != IDX_FORMAT) {
+		snprintf(why, whylen, "%s", "made by another version of tarseek");
+		goto out;
+	}
+	/* every byte, against the checksum sealed into the header (skipped for very large
+	 * indexes, whose pages SQLite still checks for structure) */
+	if ((uint64_t)ist.st_size <= SEAL_CHECK_MAX && db_check_seal(index_path) != 0) {
+		snprintf(why, whylen, "%s", "damaged (its checksum does not match)");
+		goto out;
+	}
+	if (stat(archive, &ast) < 0) {
+		err = -errno;
+		goto out;
+	}
+	if (!db_meta_get_u64(db, "archive_size", &v) || v != (uint64_t)ast.st_size) {
+		snprintf(why, whylen, "%s", "the archive's size changed");
+		goto out;
+	}
+	if (!db_meta_get_u64(db, "archive_mtime_ns", &v) ||
+	    v != (uint64_t)(ast.st_mtim.tv_sec * 1000000000ll + ast.st_mtim.tv_nsec)) {
+		snprintf(why, whylen, "%s", "the archive was modified (its mtime changed)");
+		goto out;
+	}
+	if (src_open_file(archive, &file) < 0) {
+		snprintf(why, whylen, "%s", "the archive cannot be read");
+		goto out;
+	}
+	ssize_t hn = src_pread(file, head, sizeof(head), 0);
+	const struct codec *c = hn > 0 ? codec_probe(head, (size_t)hn) : NULL;
+	free(s);
+	s = db_meta_get(db, "codec");
+	if (!s || strcmp(s, c ? c->name : "none") != 0) {
+		snprintf(why, whylen, "%s", "the archive's format changed");
+		goto out;
+	}
+	idx_options_string(c ? c->name : NULL, o, opts, sizeof(opts));
+	free(s);
+	s = db_meta_get(db, "options");
+	if (!s || strcmp(s, opts) != 0) {
+		why_is(why, whylen, 0, "built with other options (%s, now %s)", s ? s : "?", opts);
+		goto out;
+	}
+	free(s);
+	s = db_meta_get(db, "fingerprint");
+	if (idx_fingerprint(file, fp, sizeof(fp)) < 0 || !s || strcmp(s, fp) != 0) {
+		snprintf(why, whylen, "%s", "the archive's content changed");
+		goto out;
+	}
+	err = 0;
+out:
+	free(s);
+	src_free(file);
+	sqlite3_close(db);
+	return err;
+}
