@@ -20,8 +20,8 @@
  * they must agree file by file, and one configuration must agree with itself from run to run.
  * Disagreements and read errors are listed by path and make the exit status 1.
  *
- * The orchestration lives here; statistics, report writers, MD5 and the mount mechanics are in
- * bench_stats.c, bench_report.c, md5.c and bench_mount.c.
+ * The orchestration lives here; statistics, report writers, MD5 (libcrypto's) and the mount
+ * mechanics are in bench_stats.c, bench_report.c, md5.c and bench_mount.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -1335,30 +1335,41 @@ static int digest_inproc(struct bench *b, int rootfd, const char *path, struct o
 {
 	struct md5_ctx ctx;
 	ssize_t n;
+	int ret, saved;
 	int fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 
-	if (fd < 0)
+	if (fd < 0) {
+		saved = errno;
 		goto fail;
+	}
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	md5_init(&ctx);
+	ret = md5_init(&ctx);
+	if (ret) {
+		saved = -ret;
+		goto out_close;
+	}
 	while ((n = read(fd, b->buf, READ_BUF)) != 0) {
 		if (n < 0) {
 			if (errno == EINTR && !bench_interrupted)
 				continue;
-			int saved = errno;
-
-			close(fd);
-			errno = saved;
-			goto fail;
+			saved = errno;
+			md5_final(&ctx, r->bytes);
+			goto out_close;
 		}
 		md5_update(&ctx, b->buf, (size_t)n);
 	}
 	close(fd);
-	md5_final(&ctx, r->bytes);
+	ret = md5_final(&ctx, r->bytes);
+	if (ret) {
+		saved = -ret;
+		goto fail;
+	}
 	r->len = MD5_DIGEST_LEN;
 	return 0;
+out_close:
+	close(fd);
 fail:
-	snprintf(r->error, sizeof(r->error), "%s", strerror(errno));
+	snprintf(r->error, sizeof(r->error), "%s", strerror(saved));
 	return -1;
 }
 
