@@ -46,180 +46,21 @@
 
 #include "config.h"
 #include "log.h"
+#include "bench.h"
 #include "bench_mount.h"
 #include "bench_report.h"
 #include "bench_stats.h"
+#include "bench_ui.h"
+#include "bench_util.h"
 #include "md5.h"
 
 extern char **environ;
 
-enum {
-	EXIT_MISMATCH = 1, /* a digest differs or a read failed */
-	EXIT_USAGE = 2,
-	EXIT_FAILED = 3, /* the benchmark could not run */
-	EXIT_INTERRUPTED = 130,
-};
-
-#define READ_BUF (128 * 1024) /* coreutils' IO_BUFSIZE, what md5sum reads with */
-#define MAX_DIGEST 32	      /* bytes kept of a digest; md5 uses 16 */
-#define MAX_BAD_SHOWN 20      /* failed files listed in the text report */
-
-enum cfg_kind { CFG_DIR, CFG_TARSEEK, CFG_COMMAND };
+#define MAX_BAD_SHOWN 20 /* failed files listed in the text report */
 
 static const char *const kind_name[] = {"directory", "tarseek", "command"};
 
-struct samples {
-	double *v;
-	size_t n, cap;
-};
-
-/* What one configuration read for one file, over all its runs. */
-struct digest {
-	uint8_t state; /* 0: not read yet, 1: digest valid, 2: error (message in error) */
-	uint8_t len;
-	uint8_t bytes[MAX_DIGEST];
-	char *error;
-};
-
-enum metric { M_MD5, M_FIRST, M_SECOND, M_INDEX, M_RSS_FIRST, M_RSS_MD5, NMETRICS };
-
-struct cfg {
-	enum cfg_kind kind;
-	char *name;
-	char *source;	  /* canonical path of the archive or directory */
-	char *command;	  /* --mount-cmd template (CFG_COMMAND) */
-	char *index_path; /* tarseek's --index-file, or a command's {index}; else NULL */
-	char *mountpoint; /* canonical; NULL for CFG_DIR */
-	char *log_path;
-	char **argv; /* the mounter's argv (NULL-terminated), NULL for CFG_DIR */
-	struct bench_mount *mount;
-	int died; /* the daemon of the current mount died (reported) */
-	struct samples m[NMETRICS];
-	struct digest *dig; /* one per file */
-};
-
-struct opts {
-	const char *list;
-	int null;
-	int unquote;
-	size_t sample;
-	uint64_t seed;
-	int seed_set;
-	unsigned runs;
-	unsigned mount_runs;
-	int cold;
-	const char *baseline;
-	const char *tarseek;
-	char **tarseek_opts;
-	size_t ntarseek_opts;
-	int keep_index;
-	const char *index_dir;
-	char **exec_argv; /* --exec split at spaces, NULL if in-process */
-	const char *exec;
-	const char *csv, *json, *svg;
-	double mount_timeout;
-	int quiet, verbose;
-};
-
-struct bench {
-	struct opts o;
-	struct cfg *cfg;
-	size_t ncfg;
-	size_t baseline;
-	char **files;
-	size_t nfiles;
-	struct bench_rng rng;
-	char *tmpdir;
-	char *tarseek; /* resolved daemon path */
-	double t_start;
-	uint8_t *buf; /* READ_BUF bytes */
-	/* progress line on stderr (only when it is a terminal and not --quiet) */
-	int tty;
-	int shown;	/* a progress line is on screen */
-	double last_ui; /* time of its last update */
-	char status[160];
-};
-
-static struct bench *the_bench; /* for the log sink only */
-
 /* ---- small helpers ---- */
-
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (!p) {
-		fputs("tarseek-bench: out of memory\n", stderr);
-		exit(EXIT_FAILED);
-	}
-	return p;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-
-	if (!p) {
-		fputs("tarseek-bench: out of memory\n", stderr);
-		exit(EXIT_FAILED);
-	}
-	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	char *p = xmalloc(strlen(s) + 1);
-
-	return strcpy(p, s);
-}
-
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *xasprintf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	int n;
-
-	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		fputs("tarseek-bench: out of memory\n", stderr);
-		exit(EXIT_FAILED);
-	}
-	return s;
-}
-
-static void samples_add(struct samples *s, double v)
-{
-	if (s->n == s->cap) {
-		s->cap = s->cap ? 2 * s->cap : 8;
-		s->v = realloc(s->v, s->cap * sizeof(*s->v));
-		if (!s->v) {
-			fputs("tarseek-bench: out of memory\n", stderr);
-			exit(EXIT_FAILED);
-		}
-	}
-	s->v[s->n++] = v;
-}
-
-/* Splits s at spaces and tabs into a NULL-terminated argv appended to *v (count in *n). */
-static void split_words(const char *s, char ***v, size_t *n)
-{
-	char *copy = xstrdup(s), *save = NULL;
-
-	for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-		*v = realloc(*v, (*n + 2) * sizeof(**v));
-		if (!*v) {
-			fputs("tarseek-bench: out of memory\n", stderr);
-			exit(EXIT_FAILED);
-		}
-		(*v)[(*n)++] = xstrdup(w);
-		(*v)[*n] = NULL;
-	}
-	free(copy);
-}
 
 static const char *base_name(const char *path)
 {
@@ -241,7 +82,7 @@ static char *base_dup(const char *path)
 
 	while (len > 1 && b[len - 1] == '/')
 		len--;
-	char *s = xmalloc(len + 1);
+	char *s = bench_xmalloc(len + 1);
 
 	memcpy(s, b, len);
 	s[len] = '\0';
@@ -256,7 +97,7 @@ static char *shell_quote(const char *s)
 
 	for (const char *p = s; *p; p++)
 		n += *p == '\'' ? 4 : 1;
-	q = w = xmalloc(n + 1);
+	q = w = bench_xmalloc(n + 1);
 	*w++ = '\'';
 	for (const char *p = s; *p; p++) {
 		if (*p == '\'') {
@@ -272,12 +113,12 @@ static char *shell_quote(const char *s)
 }
 
 /* The mount command with {archive}, {mnt} and {index} replaced by shell-quoted paths. */
-static char *expand_command(const struct cfg *c)
+static char *expand_command(const struct bench_cfg *c)
 {
 	const char *keys[] = {"{archive}", "{mnt}", "{index}"};
 	const char *vals[] = {c->source, c->mountpoint, c->index_path};
 	size_t len = 0, cap = strlen(c->command) + 1;
-	char *out = xmalloc(cap);
+	char *out = bench_xmalloc(cap);
 
 	for (const char *p = c->command; *p;) {
 		const char *add = NULL;
@@ -295,11 +136,7 @@ static char *expand_command(const struct cfg *c)
 		alen = quoted ? strlen(quoted) : 1;
 		if (len + alen + 1 > cap) {
 			cap = 2 * (len + alen + 1);
-			out = realloc(out, cap);
-			if (!out) {
-				fputs("tarseek-bench: out of memory\n", stderr);
-				exit(EXIT_FAILED);
-			}
+			out = bench_xrealloc(out, cap);
 		}
 		memcpy(out + len, add, alen);
 		len += alen;
@@ -309,75 +146,6 @@ static char *expand_command(const struct cfg *c)
 	out[len] = '\0';
 	return out;
 }
-
-/* ---- progress and messages ---- */
-
-static void ui_clear(struct bench *b)
-{
-	if (b->shown) {
-		fputs("\r\033[K", stderr);
-		fflush(stderr);
-		b->shown = 0;
-	}
-}
-
-/* Shows "status  detail  [elapsed]" on the terminal's last line, at most 10 times a second
- * unless force. */
-static void ui_show(struct bench *b, int force, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void ui_show(struct bench *b, int force, const char *fmt, ...)
-{
-	char detail[160];
-	double now;
-	va_list ap;
-
-	if (!b->tty)
-		return;
-	now = bench_now();
-	if (!force && now - b->last_ui < 0.1)
-		return;
-	b->last_ui = now;
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\r\033[K%s  %s  [elapsed %d:%02d]", b->status, detail,
-		(int)(now - b->t_start) / 60, (int)(now - b->t_start) % 60);
-	fflush(stderr);
-	b->shown = 1;
-}
-
-static void set_status(struct bench *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_status(struct bench *b, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(b->status, sizeof(b->status), fmt, ap);
-	va_end(ap);
-	/* Control characters of names must not move the cursor. */
-	for (char *p = b->status; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-}
-
-/* The log sink: takes the progress line away before a message so they never share a line. */
-static void log_sink(int level, const char *msg, void *opaque)
-{
-	static const char *const names[8] = {"",	"",	  "",	  "error",
-					     "warning", "notice", "info", "debug"};
-
-	if (the_bench)
-		ui_clear(the_bench);
-	fprintf(stderr, "tarseek-bench: %s%s%s\n", level <= TFS_LOG_WARNING ? names[level] : "",
-		level <= TFS_LOG_WARNING ? ": " : "", msg);
-	fflush(stderr);
-}
-
-#define err(...) tfs_log(TFS_LOG_ERR, __VA_ARGS__)
-#define warn(...) tfs_log(TFS_LOG_WARNING, __VA_ARGS__)
-#define info(...) tfs_log(TFS_LOG_INFO, __VA_ARGS__)
 
 static void on_signal(int sig)
 {
@@ -496,54 +264,51 @@ static char *canonical(const char *path)
 
 	if (!p) {
 		fprintf(stderr, "tarseek-bench: %s: %s\n", path, strerror(errno));
-		exit(EXIT_USAGE);
+		exit(BENCH_EXIT_USAGE);
 	}
 	return p;
 }
 
-static struct cfg *add_cfg(struct bench *b, enum cfg_kind kind, const char *path, char **name,
-			   const char *command)
+static struct bench_cfg *add_cfg(struct bench *b, enum bench_cfg_kind kind, const char *path,
+				 char **name, const char *command)
 {
-	struct cfg *c;
+	struct bench_cfg *c;
 	struct stat st;
 
-	b->cfg = realloc(b->cfg, (b->ncfg + 1) * sizeof(*b->cfg));
-	if (!b->cfg) {
-		fputs("tarseek-bench: out of memory\n", stderr);
-		exit(EXIT_FAILED);
-	}
+	b->cfg = bench_xrealloc(b->cfg, (b->ncfg + 1) * sizeof(*b->cfg));
 	c = &b->cfg[b->ncfg++];
 	memset(c, 0, sizeof(*c));
 	c->kind = kind;
 	c->source = canonical(path);
-	if (stat(c->source, &st) < 0 || (kind == CFG_DIR && !S_ISDIR(st.st_mode)) ||
-	    (kind == CFG_TARSEEK && S_ISDIR(st.st_mode))) {
+	if (stat(c->source, &st) < 0 || (kind == BENCH_CFG_DIR && !S_ISDIR(st.st_mode)) ||
+	    (kind == BENCH_CFG_TARSEEK && S_ISDIR(st.st_mode))) {
 		fprintf(stderr, "tarseek-bench: %s: %s\n", path,
-			kind == CFG_DIR ? "not a directory" : "is a directory, not an archive");
-		exit(EXIT_USAGE);
+			kind == BENCH_CFG_DIR ? "not a directory"
+					      : "is a directory, not an archive");
+		exit(BENCH_EXIT_USAGE);
 	}
-	c->command = command ? xstrdup(command) : NULL;
+	c->command = command ? bench_xstrdup(command) : NULL;
 	if (*name) {
 		c->name = *name;
 		*name = NULL;
-	} else if (kind == CFG_DIR) {
+	} else if (kind == BENCH_CFG_DIR) {
 		int taken = 0;
 
 		for (size_t i = 0; i + 1 < b->ncfg; i++)
 			taken |= !strcmp(b->cfg[i].name, "extracted");
-		c->name = taken ? base_dup(path) : xstrdup("extracted");
-	} else if (kind == CFG_COMMAND) {
+		c->name = taken ? base_dup(path) : bench_xstrdup("extracted");
+	} else if (kind == BENCH_CFG_COMMAND) {
 		/* "archive (program)": the first word of the command that is not a variable
 		 * assignment or exec/env/sudo. */
 		char **w = NULL, *prog = NULL, *bn = base_dup(path);
 		size_t nw = 0;
 
-		split_words(command, &w, &nw);
+		bench_split_words(command, &w, &nw);
 		for (size_t i = 0; i < nw && !prog; i++)
 			if (!strchr(w[i], '=') && strcmp(w[i], "exec") && strcmp(w[i], "env") &&
 			    strcmp(w[i], "sudo"))
 				prog = w[i];
-		c->name = xasprintf("%s (%s)", bn, prog ? base_name(prog) : "command");
+		c->name = bench_xasprintf("%s (%s)", bn, prog ? base_name(prog) : "command");
 		for (size_t i = 0; i < nw; i++)
 			free(w[i]);
 		free(w);
@@ -613,7 +378,7 @@ struct parse_state {
 
 static int parse_args_in(struct bench *b, int argc, char **argv, struct parse_state *ps)
 {
-	struct opts *o = &b->o;
+	struct bench_opts *o = &b->o;
 	char *end;
 	int c;
 	uint64_t v;
@@ -625,12 +390,12 @@ static int parse_args_in(struct bench *b, int argc, char **argv, struct parse_st
 	while ((c = getopt_long(argc, argv, "-d:l:0s:r:b:qvhV", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 1:
-			add_cfg(b, ps->mount_cmd ? CFG_COMMAND : CFG_TARSEEK, optarg,
+			add_cfg(b, ps->mount_cmd ? BENCH_CFG_COMMAND : BENCH_CFG_TARSEEK, optarg,
 				&ps->pending_name, ps->mount_cmd);
 			ps->mount_cmd_used = 1;
 			break;
 		case 'd':
-			add_cfg(b, CFG_DIR, optarg, &ps->pending_name, NULL);
+			add_cfg(b, BENCH_CFG_DIR, optarg, &ps->pending_name, NULL);
 			break;
 		case OPT_MOUNT_CMD:
 			if (!ps->mount_cmd_used) {
@@ -648,7 +413,7 @@ static int parse_args_in(struct bench *b, int argc, char **argv, struct parse_st
 				return -EINVAL;
 			}
 			free(ps->mount_cmd);
-			ps->mount_cmd = *optarg ? xstrdup(optarg) : NULL;
+			ps->mount_cmd = *optarg ? bench_xstrdup(optarg) : NULL;
 			ps->mount_cmd_used = 0;
 			break;
 		case OPT_NAME:
@@ -659,7 +424,7 @@ static int parse_args_in(struct bench *b, int argc, char **argv, struct parse_st
 						: ": a name cannot be empty");
 				return -EINVAL;
 			}
-			ps->pending_name = xstrdup(optarg);
+			ps->pending_name = bench_xstrdup(optarg);
 			break;
 		case 'l':
 			o->list = optarg;
@@ -707,7 +472,7 @@ static int parse_args_in(struct bench *b, int argc, char **argv, struct parse_st
 			{
 				size_t n = 0;
 
-				split_words(optarg, &o->exec_argv, &n);
+				bench_split_words(optarg, &o->exec_argv, &n);
 				if (!n) {
 					fputs("tarseek-bench: --exec wants a program\n", stderr);
 					return -EINVAL;
@@ -729,7 +494,7 @@ static int parse_args_in(struct bench *b, int argc, char **argv, struct parse_st
 			o->tarseek = optarg;
 			break;
 		case OPT_TARSEEK_OPT:
-			split_words(optarg, &o->tarseek_opts, &o->ntarseek_opts);
+			bench_split_words(optarg, &o->tarseek_opts, &o->ntarseek_opts);
 			break;
 		case OPT_INDEX_DIR:
 			o->index_dir = optarg;
@@ -765,7 +530,7 @@ static int parse_args_in(struct bench *b, int argc, char **argv, struct parse_st
 	}
 	/* After "--", everything is an archive. */
 	for (; optind < argc; optind++) {
-		add_cfg(b, ps->mount_cmd ? CFG_COMMAND : CFG_TARSEEK, argv[optind],
+		add_cfg(b, ps->mount_cmd ? BENCH_CFG_COMMAND : BENCH_CFG_TARSEEK, argv[optind],
 			&ps->pending_name, ps->mount_cmd);
 		ps->mount_cmd_used = 1;
 	}
@@ -797,7 +562,7 @@ static int parse_args(struct bench *b, int argc, char **argv)
 /* Cross-option checks, the baseline, the daemon's path.  0 or -EINVAL (message printed). */
 static int check_args(struct bench *b)
 {
-	struct opts *o = &b->o;
+	struct bench_opts *o = &b->o;
 	int dashes = 0, need_tarseek = 0;
 
 	if (!b->ncfg) {
@@ -822,7 +587,7 @@ static int check_args(struct bench *b)
 				return -EINVAL;
 			}
 		}
-		need_tarseek |= b->cfg[i].kind == CFG_TARSEEK;
+		need_tarseek |= b->cfg[i].kind == BENCH_CFG_TARSEEK;
 	}
 	b->baseline = 0;
 	if (o->baseline) {
@@ -849,25 +614,26 @@ static int check_args(struct bench *b)
 		return -EINVAL;
 	}
 	if (o->keep_index && !o->index_dir)
-		warn("--keep-index without --index-dir: the index files live in a new temporary "
-		     "folder, so every first mount still builds its index");
+		bench_warn(
+		    "--keep-index without --index-dir: the index files live in a new temporary "
+		    "folder, so every first mount still builds its index");
 	if (need_tarseek) {
 		const char *path = o->tarseek ? o->tarseek : getenv("TARSEEK");
 		char self[PATH_MAX];
 		ssize_t n;
 
 		if (path && *path) {
-			b->tarseek = xstrdup(path);
+			b->tarseek = bench_xstrdup(path);
 		} else if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) > 0) {
 			self[n] = '\0';
 			*strrchr(self, '/') = '\0';
-			b->tarseek = xasprintf("%s/../fs/tarseek", self);
+			b->tarseek = bench_xasprintf("%s/../fs/tarseek", self);
 			if (access(b->tarseek, X_OK)) {
 				free(b->tarseek);
-				b->tarseek = xstrdup("tarseek");
+				b->tarseek = bench_xstrdup("tarseek");
 			}
 		} else {
-			b->tarseek = xstrdup("tarseek");
+			b->tarseek = bench_xstrdup("tarseek");
 		}
 		if (strchr(b->tarseek, '/') ? access(b->tarseek, X_OK) != 0 : 0) {
 			fprintf(stderr,
@@ -879,11 +645,12 @@ static int check_args(struct bench *b)
 		if (!strchr(b->tarseek, '/')) {
 			/* Look it up now rather than fail at the first mount. */
 			const char *p = getenv("PATH");
-			char *copy = xstrdup(p ? p : "/usr/bin:/bin"), *save = NULL, *found = NULL;
+			char *copy = bench_xstrdup(p ? p : "/usr/bin:/bin"), *save = NULL,
+			     *found = NULL;
 
 			for (char *d = strtok_r(copy, ":", &save); d && !found;
 			     d = strtok_r(NULL, ":", &save)) {
-				char *cand = xasprintf("%s/%s", d, b->tarseek);
+				char *cand = bench_xasprintf("%s/%s", d, b->tarseek);
 
 				if (!access(cand, X_OK))
 					found = cand;
@@ -967,13 +734,9 @@ static void add_file(struct bench *b, const char *path, size_t *cap)
 		return;
 	if (b->nfiles == *cap) {
 		*cap = *cap ? 2 * *cap : 1024;
-		b->files = realloc(b->files, *cap * sizeof(*b->files));
-		if (!b->files) {
-			fputs("tarseek-bench: out of memory\n", stderr);
-			exit(EXIT_FAILED);
-		}
+		b->files = bench_xrealloc(b->files, *cap * sizeof(*b->files));
 	}
-	b->files[b->nfiles++] = xstrdup(path);
+	b->files[b->nfiles++] = bench_xstrdup(path);
 }
 
 static int load_list(struct bench *b)
@@ -1040,7 +803,7 @@ static void walk_dir(struct walk *w, int dirfd, const char *rel)
 		}
 		if (type != DT_REG && type != DT_DIR)
 			continue;
-		path = *rel ? xasprintf("%s/%s", rel, e->d_name) : xstrdup(e->d_name);
+		path = *rel ? bench_xasprintf("%s/%s", rel, e->d_name) : bench_xstrdup(e->d_name);
 		if (type == DT_DIR) {
 			int fd = openat(dirfd, e->d_name,
 					O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -1054,11 +817,7 @@ static void walk_dir(struct walk *w, int dirfd, const char *rel)
 		}
 		if (w->n == w->cap) {
 			w->cap = w->cap ? 2 * w->cap : 4096;
-			w->paths = realloc(w->paths, w->cap * sizeof(*w->paths));
-			if (!w->paths) {
-				fputs("tarseek-bench: out of memory\n", stderr);
-				exit(EXIT_FAILED);
-			}
+			w->paths = bench_xrealloc(w->paths, w->cap * sizeof(*w->paths));
 		}
 		w->paths[w->n++] = path;
 	}
@@ -1080,28 +839,26 @@ static int sample_tree(struct bench *b, const char *root)
 	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0) {
-		err("cannot read %s: %s", root, strerror(errno));
+		bench_err("cannot read %s: %s", root, strerror(errno));
 		return -errno;
 	}
 	walk_dir(&w, fd, "");
 	if (w.errors)
-		warn("%zu entries of %s could not be read while drawing the sample", w.errors,
-		     root);
+		bench_warn("%zu entries of %s could not be read while drawing the sample", w.errors,
+			   root);
 	if (!w.n) {
-		err("%s holds no regular files to sample", root);
+		bench_err("%s holds no regular files to sample", root);
 		free(w.paths);
 		return -ENOENT;
 	}
 	qsort(w.paths, w.n, sizeof(*w.paths), cmp_str);
-	pick = xmalloc((b->o.sample < w.n ? b->o.sample : w.n) * sizeof(*pick));
+	pick = bench_xmalloc((b->o.sample < w.n ? b->o.sample : w.n) * sizeof(*pick));
 	got = bench_sample(&b->rng, w.n, b->o.sample, pick);
-	if (got < 0) {
-		fputs("tarseek-bench: out of memory\n", stderr);
-		exit(EXIT_FAILED);
-	}
+	if (got < 0)
+		bench_oom();
 	if ((size_t)got < b->o.sample)
-		warn("--sample %zu: the tree has only %zu regular files; taking them all",
-		     b->o.sample, w.n);
+		bench_warn("--sample %zu: the tree has only %zu regular files; taking them all",
+			   b->o.sample, w.n);
 	for (long i = 0; i < got; i++)
 		add_file(b, w.paths[pick[i]], &cap);
 	for (size_t i = 0; i < w.n; i++)
@@ -1115,7 +872,7 @@ static int sample_tree(struct bench *b, const char *root)
 
 static char *sanitize(const char *name)
 {
-	char *s = xstrdup(name);
+	char *s = bench_xstrdup(name);
 
 	for (char *p = s; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
@@ -1127,11 +884,11 @@ static char *sanitize(const char *name)
 static int setup_tmp(struct bench *b)
 {
 	const char *t = getenv("TMPDIR");
-	char *tmpl = xasprintf("%s/tarseek-bench.XXXXXX", t && *t ? t : "/tmp"), *canon;
+	char *tmpl = bench_xasprintf("%s/tarseek-bench.XXXXXX", t && *t ? t : "/tmp"), *canon;
 	char *index_dir;
 
 	if (!mkdtemp(tmpl)) {
-		err("cannot create a temporary folder %s: %s", tmpl, strerror(errno));
+		bench_err("cannot create a temporary folder %s: %s", tmpl, strerror(errno));
 		free(tmpl);
 		return -errno;
 	}
@@ -1142,39 +899,39 @@ static int setup_tmp(struct bench *b)
 	b->tmpdir = canon;
 	if (b->o.index_dir) {
 		if (mkdir(b->o.index_dir, 0755) < 0 && errno != EEXIST) {
-			err("--index-dir %s: %s", b->o.index_dir, strerror(errno));
+			bench_err("--index-dir %s: %s", b->o.index_dir, strerror(errno));
 			return -errno;
 		}
 		index_dir = realpath(b->o.index_dir, NULL);
 		if (!index_dir) {
-			err("--index-dir %s: %s", b->o.index_dir, strerror(errno));
+			bench_err("--index-dir %s: %s", b->o.index_dir, strerror(errno));
 			return -errno;
 		}
 	} else {
-		index_dir = xstrdup(b->tmpdir);
+		index_dir = bench_xstrdup(b->tmpdir);
 	}
 	for (size_t i = 0; i < b->ncfg; i++) {
-		struct cfg *c = &b->cfg[i];
+		struct bench_cfg *c = &b->cfg[i];
 		char *safe;
 
-		if (c->kind == CFG_DIR)
+		if (c->kind == BENCH_CFG_DIR)
 			continue;
-		c->mountpoint = xasprintf("%s/mnt-%zu", b->tmpdir, i);
+		c->mountpoint = bench_xasprintf("%s/mnt-%zu", b->tmpdir, i);
 		if (mkdir(c->mountpoint, 0755) < 0) {
-			err("cannot create %s: %s", c->mountpoint, strerror(errno));
+			bench_err("cannot create %s: %s", c->mountpoint, strerror(errno));
 			free(index_dir);
 			return -errno;
 		}
-		c->log_path = xasprintf("%s/mounter-%zu.log", b->tmpdir, i);
+		c->log_path = bench_xasprintf("%s/mounter-%zu.log", b->tmpdir, i);
 		safe = sanitize(c->name);
-		if (c->kind == CFG_TARSEEK || strstr(c->command, "{index}")) {
-			c->index_path = xasprintf("%s/%s.index.sqlite", index_dir, safe);
+		if (c->kind == BENCH_CFG_TARSEEK || strstr(c->command, "{index}")) {
+			c->index_path = bench_xasprintf("%s/%s.index.sqlite", index_dir, safe);
 			for (size_t j = 0; j < i; j++) {
 				if (b->cfg[j].index_path &&
 				    !strcmp(b->cfg[j].index_path, c->index_path)) {
 					free(c->index_path);
-					c->index_path =
-					    xasprintf("%s/%s-%zu.index.sqlite", index_dir, safe, i);
+					c->index_path = bench_xasprintf("%s/%s-%zu.index.sqlite",
+									index_dir, safe, i);
 					break;
 				}
 			}
@@ -1183,20 +940,20 @@ static int setup_tmp(struct bench *b)
 
 		size_t n = 0;
 
-		if (c->kind == CFG_TARSEEK) {
-			c->argv = xcalloc(b->o.ntarseek_opts + 8, sizeof(*c->argv));
-			c->argv[n++] = xstrdup(b->tarseek);
-			c->argv[n++] = xstrdup("-f");
-			c->argv[n++] = xstrdup("--index-file");
-			c->argv[n++] = xstrdup(c->index_path);
+		if (c->kind == BENCH_CFG_TARSEEK) {
+			c->argv = bench_xcalloc(b->o.ntarseek_opts + 8, sizeof(*c->argv));
+			c->argv[n++] = bench_xstrdup(b->tarseek);
+			c->argv[n++] = bench_xstrdup("-f");
+			c->argv[n++] = bench_xstrdup("--index-file");
+			c->argv[n++] = bench_xstrdup(c->index_path);
 			for (size_t k = 0; k < b->o.ntarseek_opts; k++)
-				c->argv[n++] = xstrdup(b->o.tarseek_opts[k]);
-			c->argv[n++] = xstrdup(c->source);
-			c->argv[n++] = xstrdup(c->mountpoint);
+				c->argv[n++] = bench_xstrdup(b->o.tarseek_opts[k]);
+			c->argv[n++] = bench_xstrdup(c->source);
+			c->argv[n++] = bench_xstrdup(c->mountpoint);
 		} else {
-			c->argv = xcalloc(4, sizeof(*c->argv));
-			c->argv[n++] = xstrdup("sh");
-			c->argv[n++] = xstrdup("-c");
+			c->argv = bench_xcalloc(4, sizeof(*c->argv));
+			c->argv[n++] = bench_xstrdup("sh");
+			c->argv[n++] = bench_xstrdup("-c");
 			c->argv[n++] = expand_command(c);
 		}
 	}
@@ -1210,10 +967,10 @@ static void remove_index(const char *path)
 	static const char *const suffix[] = {"", "-journal", "-wal", "-shm"};
 
 	for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
-		char *p = xasprintf("%s%s", path, suffix[i]);
+		char *p = bench_xasprintf("%s%s", path, suffix[i]);
 
 		if (unlink(p) < 0 && errno != ENOENT)
-			warn("cannot remove %s: %s", p, strerror(errno));
+			bench_warn("cannot remove %s: %s", p, strerror(errno));
 		free(p);
 	}
 }
@@ -1223,21 +980,22 @@ static void cleanup_tmp(struct bench *b)
 	if (!b->tmpdir)
 		return;
 	for (size_t i = 0; i < b->ncfg; i++) {
-		struct cfg *c = &b->cfg[i];
+		struct bench_cfg *c = &b->cfg[i];
 
 		if (c->mount) {
 			bench_mount_stop(c->mount);
 			c->mount = NULL;
 		}
 		if (c->mountpoint && rmdir(c->mountpoint) < 0 && errno != ENOENT)
-			warn("cannot remove %s: %s", c->mountpoint, strerror(errno));
+			bench_warn("cannot remove %s: %s", c->mountpoint, strerror(errno));
 		if (c->log_path)
 			unlink(c->log_path);
 		if (c->index_path && !b->o.index_dir)
 			remove_index(c->index_path);
 	}
 	if (rmdir(b->tmpdir) < 0)
-		warn("cannot remove %s: %s (left for you to look at)", b->tmpdir, strerror(errno));
+		bench_warn("cannot remove %s: %s (left for you to look at)", b->tmpdir,
+			   strerror(errno));
 }
 
 struct wait_ui {
@@ -1249,11 +1007,11 @@ static void mount_progress(void *opaque, double waited)
 {
 	struct wait_ui *u = opaque;
 
-	ui_show(u->b, 0, "%s %.1f s", u->what, waited);
+	bench_ui_show(&u->b->ui, 0, "%s %.1f s", u->what, waited);
 }
 
 /* Mounts c; adds the mount time to samples `m` (if not NULL). 0 or -errno (logged). */
-static int do_mount(struct bench *b, struct cfg *c, struct samples *m, const char *what)
+static int do_mount(struct bench *b, struct bench_cfg *c, struct bench_samples *m, const char *what)
 {
 	struct wait_ui u = {b, what};
 	struct bench_mount_spec spec = {
@@ -1262,39 +1020,39 @@ static int do_mount(struct bench *b, struct cfg *c, struct samples *m, const cha
 	    .mountpoint = c->mountpoint,
 	    .log_path = c->log_path,
 	    .timeout = b->o.mount_timeout,
-	    .may_exit = c->kind == CFG_COMMAND,
+	    .may_exit = c->kind == BENCH_CFG_COMMAND,
 	    .progress = mount_progress,
 	    .opaque = &u,
 	};
 	double t;
 	int ret;
 
-	ui_show(b, 1, "%s", what);
+	bench_ui_show(&b->ui, 1, "%s", what);
 	ret = bench_mount_start(&spec, &c->mount, &t);
 	if (ret)
 		return ret;
 	c->died = 0;
 	if (m)
-		samples_add(m, t);
+		bench_samples_add(m, t);
 	if (b->o.verbose)
-		info("%s: %s: %.3f s", c->name, what, t);
+		bench_info("%s: %s: %.3f s", c->name, what, t);
 	return 0;
 }
 
 /* Reads VmHWM into `rss` (if the mounter still runs), then unmounts. */
-static void do_unmount(struct bench *b, struct cfg *c, struct samples *rss)
+static void do_unmount(struct bench *b, struct bench_cfg *c, struct bench_samples *rss)
 {
 	long kib = bench_mount_peak_rss(c->mount);
 
 	if (rss && kib > 0)
-		samples_add(rss, (double)kib / 1024);
+		bench_samples_add(rss, (double)kib / 1024);
 	bench_mount_stop(c->mount);
 	c->mount = NULL;
 }
 
-static const char *root_of(const struct cfg *c)
+static const char *root_of(const struct bench_cfg *c)
 {
-	return c->kind == CFG_DIR ? c->source : c->mountpoint;
+	return c->kind == BENCH_CFG_DIR ? c->source : c->mountpoint;
 }
 
 /* Reads a file whole so the page cache holds it (warm first mounts start alike). */
@@ -1306,7 +1064,7 @@ static void prime_file(struct bench *b, const char *path)
 	if (fd < 0)
 		return;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-		while (read(fd, b->buf, READ_BUF) > 0 && !bench_interrupted)
+		while (read(fd, b->buf, BENCH_READ_BUF) > 0 && !bench_interrupted)
 			;
 	close(fd);
 }
@@ -1316,7 +1074,8 @@ static int drop_caches(void)
 	int ret = bench_drop_caches();
 
 	if (ret)
-		err("--cold: cannot drop the page cache (/proc/sys/vm/drop_caches): %s; run as "
+		bench_err(
+		    "--cold: cannot drop the page cache (/proc/sys/vm/drop_caches): %s; run as "
 		    "root, with /proc/sys writable (in a container: privileged), or leave out "
 		    "--cold",
 		    strerror(-ret));
@@ -1326,7 +1085,7 @@ static int drop_caches(void)
 /* ---- the md5 pass ---- */
 
 struct one {
-	uint8_t bytes[MAX_DIGEST];
+	uint8_t bytes[BENCH_MAX_DIGEST];
 	size_t len;
 	char error[256];
 };
@@ -1348,7 +1107,7 @@ static int digest_inproc(struct bench *b, int rootfd, const char *path, struct o
 		saved = -ret;
 		goto out_close;
 	}
-	while ((n = read(fd, b->buf, READ_BUF)) != 0) {
+	while ((n = read(fd, b->buf, BENCH_READ_BUF)) != 0) {
 		if (n < 0) {
 			if (errno == EINTR && !bench_interrupted)
 				continue;
@@ -1389,7 +1148,7 @@ static int hexval(int ch)
 static int digest_exec(struct bench *b, int rootfd, const char *path, struct one *r)
 {
 	posix_spawn_file_actions_t fa;
-	char out[512], *rel = xasprintf("./%s", path), **argv;
+	char out[512], *rel = bench_xasprintf("./%s", path), **argv;
 	size_t nargs = 0, len = 0, k = 0;
 	int pipefd[2], status, ret = -1;
 	ssize_t n;
@@ -1397,7 +1156,7 @@ static int digest_exec(struct bench *b, int rootfd, const char *path, struct one
 
 	while (b->o.exec_argv[nargs])
 		nargs++;
-	argv = xcalloc(nargs + 2, sizeof(*argv));
+	argv = bench_xcalloc(nargs + 2, sizeof(*argv));
 	memcpy(argv, b->o.exec_argv, nargs * sizeof(*argv));
 	argv[nargs] = rel;
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
@@ -1450,7 +1209,7 @@ static int digest_exec(struct bench *b, int rootfd, const char *path, struct one
 	}
 	const char *p = out + (out[0] == '\\');
 
-	for (; hexval(p[0]) >= 0 && hexval(p[1]) >= 0 && k < MAX_DIGEST; p += 2)
+	for (; hexval(p[0]) >= 0 && hexval(p[1]) >= 0 && k < BENCH_MAX_DIGEST; p += 2)
 		r->bytes[k++] = (uint8_t)(hexval(p[0]) << 4 | hexval(p[1]));
 	if (k < 4 || (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\0')) {
 		snprintf(r->error, sizeof(r->error), "%s printed no digest", argv[0]);
@@ -1464,9 +1223,9 @@ out:
 	return ret;
 }
 
-static void record(struct digest *d, int ok, const struct one *r)
+static void record(struct bench_digest *d, int ok, const struct one *r)
 {
-	char a[2 * MAX_DIGEST + 1], x[2 * MAX_DIGEST + 1];
+	char a[2 * BENCH_MAX_DIGEST + 1], x[2 * BENCH_MAX_DIGEST + 1];
 
 	switch (d->state) {
 	case 0:
@@ -1476,18 +1235,20 @@ static void record(struct digest *d, int ok, const struct one *r)
 			memcpy(d->bytes, r->bytes, r->len);
 		} else {
 			d->state = 2;
-			d->error = xstrdup(r->error);
+			d->error = bench_xstrdup(r->error);
 		}
 		break;
 	case 1:
 		if (!ok) {
 			d->state = 2;
-			d->error = xasprintf("%s (in a later run; earlier runs read it)", r->error);
+			d->error =
+			    bench_xasprintf("%s (in a later run; earlier runs read it)", r->error);
 		} else if (r->len != d->len || memcmp(r->bytes, d->bytes, r->len)) {
 			md5_hex(d->bytes, d->len, a);
 			md5_hex(r->bytes, r->len, x);
 			d->state = 2;
-			d->error = xasprintf("the digest changed between runs: %s, later %s", a, x);
+			d->error =
+			    bench_xasprintf("the digest changed between runs: %s, later %s", a, x);
 		}
 		break;
 	default:
@@ -1497,7 +1258,7 @@ static void record(struct digest *d, int ok, const struct one *r)
 
 /* One pass over all files of the list through c; returns its wall time, or NAN if it was
  * interrupted. */
-static double run_pass(struct bench *b, struct cfg *c, const char *label)
+static double run_pass(struct bench *b, struct bench_cfg *c, const char *label)
 {
 	const char *root = root_of(c);
 	size_t errors = 0, first_error = 0;
@@ -1506,7 +1267,7 @@ static double run_pass(struct bench *b, struct cfg *c, const char *label)
 	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (rootfd < 0) {
-		err("%s: cannot open %s: %s", c->name, root, strerror(errno));
+		bench_err("%s: cannot open %s: %s", c->name, root, strerror(errno));
 		for (size_t i = 0; i < b->nfiles; i++) {
 			snprintf(r.error, sizeof(r.error), "cannot open the root %s: %s", root,
 				 strerror(errno));
@@ -1514,7 +1275,7 @@ static double run_pass(struct bench *b, struct cfg *c, const char *label)
 		}
 		return NAN;
 	}
-	ui_show(b, 1, "%s", label);
+	bench_ui_show(&b->ui, 1, "%s", label);
 	t0 = bench_now();
 	for (size_t i = 0; i < b->nfiles; i++) {
 		int ok;
@@ -1527,19 +1288,20 @@ static double run_pass(struct bench *b, struct cfg *c, const char *label)
 		if (!ok && !errors++)
 			first_error = i;
 		record(&c->dig[i], ok, &r);
-		ui_show(b, 0, "%s  %zu/%zu files  %.1f s", label, i + 1, b->nfiles,
-			bench_now() - t0);
+		bench_ui_show(&b->ui, 0, "%s  %zu/%zu files  %.1f s", label, i + 1, b->nfiles,
+			      bench_now() - t0);
 	}
 	t = bench_now() - t0;
 	close(rootfd);
 	if (bench_interrupted)
 		return NAN;
 	if (errors) {
-		warn("%s: %s: %zu of %zu files could not be read; the first: %s: %s", c->name,
-		     label, errors, b->nfiles, b->files[first_error], c->dig[first_error].error);
+		bench_warn("%s: %s: %zu of %zu files could not be read; the first: %s: %s", c->name,
+			   label, errors, b->nfiles, b->files[first_error],
+			   c->dig[first_error].error);
 	}
 	if (b->o.verbose)
-		info("%s: %s: %.3f s", c->name, label, t);
+		bench_info("%s: %s: %.3f s", c->name, label, t);
 	return t;
 }
 
@@ -1550,7 +1312,7 @@ static size_t count_mounted(const struct bench *b)
 	size_t n = 0;
 
 	for (size_t i = 0; i < b->ncfg; i++)
-		n += b->cfg[i].kind != CFG_DIR;
+		n += b->cfg[i].kind != BENCH_CFG_DIR;
 	return n;
 }
 
@@ -1562,7 +1324,7 @@ static off_t file_size(const char *path)
 	if (stat(path, &st) < 0)
 		return -1;
 	total = st.st_size;
-	char *wal = xasprintf("%s-wal", path);
+	char *wal = bench_xasprintf("%s-wal", path);
 
 	if (stat(wal, &st) == 0)
 		total += st.st_size;
@@ -1579,50 +1341,51 @@ static int phase_first_mounts(struct bench *b)
 
 	if (!nm)
 		return 0;
-	map = xmalloc(nm * sizeof(*map));
+	map = bench_xmalloc(nm * sizeof(*map));
 	for (size_t i = 0, k = 0; i < b->ncfg; i++)
-		if (b->cfg[i].kind != CFG_DIR)
+		if (b->cfg[i].kind != BENCH_CFG_DIR)
 			map[k++] = i;
 	ret = bench_schedule(&b->rng, nm, b->o.mount_runs, &order);
 	if (ret)
 		goto out;
 	total = nm * b->o.mount_runs;
 	for (size_t s = 0; s < total && !bench_interrupted; s++) {
-		struct cfg *c = &b->cfg[map[order[s]]];
+		struct bench_cfg *c = &b->cfg[map[order[s]]];
 		char what[64];
 
-		set_status(b, "[first mount %zu/%zu] %s", s + 1, total, c->name);
+		bench_ui_status(&b->ui, "[first mount %zu/%zu] %s", s + 1, total, c->name);
 		if (b->o.cold) {
 			ret = drop_caches();
 			if (ret)
 				goto out;
 		} else if (s < nm) {
-			ui_show(b, 1, "reading the archive into the page cache");
+			bench_ui_show(&b->ui, 1, "reading the archive into the page cache");
 			prime_file(b, c->source);
 		}
 		if (c->index_path && !b->o.keep_index)
 			remove_index(c->index_path);
 		snprintf(what, sizeof(what), "first mount (%s)",
 			 c->index_path && !b->o.keep_index ? "building the index" : "mounting");
-		ret = do_mount(b, c, &c->m[M_FIRST], what);
+		ret = do_mount(b, c, &c->m[BENCH_M_FIRST], what);
 		if (ret)
 			goto out;
-		if (c->kind == CFG_COMMAND) {
+		if (c->kind == BENCH_CFG_COMMAND) {
 			/* Give a command that mounts and returns the time to return, so that
 			 * it is not mistaken for one that stays in the foreground. */
 			struct timespec settle = {0, 200 * 1000 * 1000};
 
 			nanosleep(&settle, NULL);
 		}
-		do_unmount(b, c, &c->m[M_RSS_FIRST]);
+		do_unmount(b, c, &c->m[BENCH_M_RSS_FIRST]);
 		if (c->index_path) {
 			off_t size = file_size(c->index_path);
 
 			if (size >= 0)
-				samples_add(&c->m[M_INDEX], (double)size / (1024.0 * 1024.0));
+				bench_samples_add(&c->m[BENCH_M_INDEX],
+						  (double)size / (1024.0 * 1024.0));
 			else if (s < nm)
-				warn("%s: no index at %s after the first mount", c->name,
-				     c->index_path);
+				bench_warn("%s: no index at %s after the first mount", c->name,
+					   c->index_path);
 		}
 	}
 	if (bench_interrupted)
@@ -1635,16 +1398,16 @@ out:
 
 static int phase_sample(struct bench *b)
 {
-	struct cfg *c = &b->cfg[b->baseline];
+	struct bench_cfg *c = &b->cfg[b->baseline];
 	int ret;
 
-	set_status(b, "[sample] %s", c->name);
-	if (c->kind == CFG_DIR)
+	bench_ui_status(&b->ui, "[sample] %s", c->name);
+	if (c->kind == BENCH_CFG_DIR)
 		return sample_tree(b, c->source);
 	ret = do_mount(b, c, NULL, "mounting to draw the sample");
 	if (ret)
 		return ret;
-	ui_show(b, 1, "listing the tree");
+	bench_ui_show(&b->ui, 1, "listing the tree");
 	ret = sample_tree(b, c->mountpoint);
 	do_unmount(b, c, NULL);
 	return ret;
@@ -1662,11 +1425,11 @@ static int phase_md5(struct bench *b)
 	if (!b->o.cold) {
 		/* Warm: one mount each, one untimed pass each, then the timed runs. */
 		for (size_t i = 0; i < b->ncfg && !bench_interrupted; i++) {
-			struct cfg *c = &b->cfg[i];
+			struct bench_cfg *c = &b->cfg[i];
 
-			set_status(b, "[warm-up %zu/%zu] %s", i + 1, b->ncfg, c->name);
-			if (c->kind != CFG_DIR) {
-				ret = do_mount(b, c, &c->m[M_SECOND], "second mount");
+			bench_ui_status(&b->ui, "[warm-up %zu/%zu] %s", i + 1, b->ncfg, c->name);
+			if (c->kind != BENCH_CFG_DIR) {
+				ret = do_mount(b, c, &c->m[BENCH_M_SECOND], "second mount");
 				if (ret)
 					goto out;
 			}
@@ -1674,36 +1437,36 @@ static int phase_md5(struct bench *b)
 		}
 	}
 	for (size_t s = 0; s < total && !bench_interrupted; s++) {
-		struct cfg *c = &b->cfg[order[s]];
+		struct bench_cfg *c = &b->cfg[order[s]];
 		double t;
 
-		set_status(b, "[run %zu/%zu] %s", s + 1, total, c->name);
-		snprintf(label, sizeof(label), "run %zu of %u", c->m[M_MD5].n + 1, b->o.runs);
+		bench_ui_status(&b->ui, "[run %zu/%zu] %s", s + 1, total, c->name);
+		snprintf(label, sizeof(label), "run %zu of %u", c->m[BENCH_M_MD5].n + 1, b->o.runs);
 		if (b->o.cold) {
 			ret = drop_caches();
 			if (ret)
 				goto out;
-			if (c->kind != CFG_DIR) {
-				ret = do_mount(b, c, &c->m[M_SECOND], "second mount");
+			if (c->kind != BENCH_CFG_DIR) {
+				ret = do_mount(b, c, &c->m[BENCH_M_SECOND], "second mount");
 				if (ret)
 					goto out;
 			}
 		}
 		t = run_pass(b, c, label);
 		if (!isnan(t))
-			samples_add(&c->m[M_MD5], t);
-		if (c->mount && c->kind == CFG_TARSEEK && !c->died &&
+			bench_samples_add(&c->m[BENCH_M_MD5], t);
+		if (c->mount && c->kind == BENCH_CFG_TARSEEK && !c->died &&
 		    !bench_mount_alive(c->mount)) {
-			err("%s: the daemon died during %s", c->name, label);
+			bench_err("%s: the daemon died during %s", c->name, label);
 			bench_log_tail(TFS_LOG_ERR, c->log_path);
 			c->died = 1; /* its reads fail from now on; say it once */
 		}
 		if (b->o.cold && c->mount)
-			do_unmount(b, c, &c->m[M_RSS_MD5]);
+			do_unmount(b, c, &c->m[BENCH_M_RSS_MD5]);
 	}
 	for (size_t i = 0; i < b->ncfg; i++)
 		if (b->cfg[i].mount)
-			do_unmount(b, &b->cfg[i], &b->cfg[i].m[M_RSS_MD5]);
+			do_unmount(b, &b->cfg[i], &b->cfg[i].m[BENCH_M_RSS_MD5]);
 	ret = bench_interrupted ? -EINTR : 0;
 out:
 	free(order);
@@ -1723,11 +1486,7 @@ static void check_add(struct check_list *l, const char *path, const char *config
 {
 	if (l->n == l->cap) {
 		l->cap = l->cap ? 2 * l->cap : 64;
-		l->v = realloc(l->v, l->cap * sizeof(*l->v));
-		if (!l->v) {
-			fputs("tarseek-bench: out of memory\n", stderr);
-			exit(EXIT_FAILED);
-		}
+		l->v = bench_xrealloc(l->v, l->cap * sizeof(*l->v));
 	}
 	l->v[l->n++] = (struct bench_check){path, config, digest, error};
 }
@@ -1735,11 +1494,11 @@ static void check_add(struct check_list *l, const char *path, const char *config
 static void check_digests(struct bench *b, struct check_list *l)
 {
 	for (size_t i = 0; i < b->nfiles; i++) {
-		const struct digest *ref = NULL;
+		const struct bench_digest *ref = NULL;
 		int bad = 0;
 
 		for (size_t k = 0; k < b->ncfg; k++) {
-			const struct digest *d = &b->cfg[k].dig[i];
+			const struct bench_digest *d = &b->cfg[k].dig[i];
 
 			if (d->state != 1) {
 				bad = 1;
@@ -1753,11 +1512,11 @@ static void check_digests(struct bench *b, struct check_list *l)
 			continue;
 		l->nbad++;
 		for (size_t k = 0; k < b->ncfg; k++) {
-			const struct digest *d = &b->cfg[k].dig[i];
+			const struct bench_digest *d = &b->cfg[k].dig[i];
 			char *hex = NULL;
 
 			if (d->state == 1) {
-				hex = xmalloc(2 * d->len + 1);
+				hex = bench_xmalloc(2 * d->len + 1);
 				md5_hex(d->bytes, d->len, hex);
 			}
 			check_add(l, b->files[i], b->cfg[k].name, hex,
@@ -1776,7 +1535,7 @@ static FILE *open_out(const char *path)
 		return stdout;
 	f = fopen(path, "we");
 	if (!f)
-		err("cannot write %s: %s", path, strerror(errno));
+		bench_err("cannot write %s: %s", path, strerror(errno));
 	return f;
 }
 
@@ -1785,7 +1544,7 @@ static int close_out(FILE *f, const char *path, int ret)
 	if (f != stdout && fclose(f) && !ret)
 		ret = -EIO;
 	if (ret)
-		err("writing %s failed", path);
+		bench_err("writing %s failed", path);
 	return ret;
 }
 
@@ -1794,35 +1553,36 @@ static int write_reports(struct bench *b, struct check_list *l)
 	static const struct {
 		const char *id, *unit;
 		int precision;
-	} meta[NMETRICS] = {
-	    [M_MD5] = {"md5", "s", 3},
-	    [M_FIRST] = {"first_mount", "s", 3},
-	    [M_SECOND] = {"second_mount", "s", 3},
-	    [M_INDEX] = {"index_size", "MiB", 2},
-	    [M_RSS_FIRST] = {"peak_rss_first_mount", "MiB", 1},
-	    [M_RSS_MD5] = {"peak_rss_md5", "MiB", 1},
+	} meta[BENCH_NMETRICS] = {
+	    [BENCH_M_MD5] = {"md5", "s", 3},
+	    [BENCH_M_FIRST] = {"first_mount", "s", 3},
+	    [BENCH_M_SECOND] = {"second_mount", "s", 3},
+	    [BENCH_M_INDEX] = {"index_size", "MiB", 2},
+	    [BENCH_M_RSS_FIRST] = {"peak_rss_first_mount", "MiB", 1},
+	    [BENCH_M_RSS_MD5] = {"peak_rss_md5", "MiB", 1},
 	};
-	char titles[NMETRICS][160], when[128], host[64] = "";
-	struct bench_table tables[NMETRICS];
-	struct bench_config_info *cinfo = xcalloc(b->ncfg, sizeof(*cinfo));
+	char titles[BENCH_NMETRICS][160], when[128], host[64] = "";
+	struct bench_table tables[BENCH_NMETRICS];
+	struct bench_config_info *cinfo = bench_xcalloc(b->ncfg, sizeof(*cinfo));
 	struct bench_report r = {0};
 	size_t ntables = 0;
 	FILE *text = stdout, *f;
 	time_t now = time(NULL);
 	int ret = 0;
 
-	snprintf(titles[M_MD5], sizeof(titles[0]), "%s workload, %zu files, %s page cache",
+	snprintf(titles[BENCH_M_MD5], sizeof(titles[0]), "%s workload, %zu files, %s page cache",
 		 b->o.exec ? b->o.exec_argv[0] : "md5", b->nfiles, b->o.cold ? "cold" : "warm");
-	snprintf(titles[M_FIRST], sizeof(titles[0]), "first mount, %s",
+	snprintf(titles[BENCH_M_FIRST], sizeof(titles[0]), "first mount, %s",
 		 b->o.keep_index ? "existing index kept" : "index built from scratch");
-	snprintf(titles[M_SECOND], sizeof(titles[0]), "second mount, index present%s",
+	snprintf(titles[BENCH_M_SECOND], sizeof(titles[0]), "second mount, index present%s",
 		 b->o.cold ? ", cold page cache" : "");
-	snprintf(titles[M_INDEX], sizeof(titles[0]), "index size on disk");
-	snprintf(titles[M_RSS_FIRST], sizeof(titles[0]), "peak RSS of the mounter, first mount");
-	snprintf(titles[M_RSS_MD5], sizeof(titles[0]), "peak RSS of the mounter, %s workload",
+	snprintf(titles[BENCH_M_INDEX], sizeof(titles[0]), "index size on disk");
+	snprintf(titles[BENCH_M_RSS_FIRST], sizeof(titles[0]),
+		 "peak RSS of the mounter, first mount");
+	snprintf(titles[BENCH_M_RSS_MD5], sizeof(titles[0]), "peak RSS of the mounter, %s workload",
 		 b->o.exec ? b->o.exec_argv[0] : "md5");
 
-	for (int m = 0; m < NMETRICS; m++) {
+	for (int m = 0; m < BENCH_NMETRICS; m++) {
 		struct bench_table *t = &tables[ntables];
 		size_t with_data = 0;
 
@@ -1831,7 +1591,7 @@ static int write_reports(struct bench *b, struct check_list *l)
 					  .unit = meta[m].unit,
 					  .precision = meta[m].precision,
 					  .n = b->ncfg};
-		t->results = xcalloc(b->ncfg, sizeof(*t->results));
+		t->results = bench_xcalloc(b->ncfg, sizeof(*t->results));
 		for (size_t i = 0; i < b->ncfg; i++) {
 			t->results[i].name = b->cfg[i].name;
 			t->results[i].samples = b->cfg[i].m[m].v;
@@ -1842,10 +1602,8 @@ static int write_reports(struct bench *b, struct check_list *l)
 			free(t->results);
 			continue;
 		}
-		if (bench_table_compute(t, b->baseline)) {
-			fputs("tarseek-bench: out of memory\n", stderr);
-			exit(EXIT_FAILED);
-		}
+		if (bench_table_compute(t, b->baseline))
+			bench_oom();
 		ntables++;
 	}
 	for (size_t i = 0; i < b->ncfg; i++)
@@ -1882,7 +1640,7 @@ static int write_reports(struct bench *b, struct check_list *l)
 	if ((b->o.csv && !strcmp(b->o.csv, "-")) || (b->o.json && !strcmp(b->o.json, "-")) ||
 	    (b->o.svg && !strcmp(b->o.svg, "-")))
 		text = stderr;
-	ui_clear(b);
+	bench_ui_clear(&b->ui);
 	ret = bench_report_text(text, &r, MAX_BAD_SHOWN);
 	if (b->o.csv && (f = open_out(b->o.csv)))
 		ret = close_out(f, b->o.csv, bench_report_csv(f, &r)) ?: ret;
@@ -1903,8 +1661,8 @@ static int write_reports(struct bench *b, struct check_list *l)
 		ret = -EIO;
 	}
 	if (l->nbad)
-		err("%s check failed for %zu of %zu files (listed in the report)",
-		    b->o.exec ? b->o.exec_argv[0] : "md5", l->nbad, b->nfiles);
+		bench_err("%s check failed for %zu of %zu files (listed in the report)",
+			  b->o.exec ? b->o.exec_argv[0] : "md5", l->nbad, b->nfiles);
 	for (size_t t = 0; t < ntables; t++)
 		free(tables[t].results);
 	free(cinfo);
@@ -1917,9 +1675,9 @@ static void free_bench(struct bench *b, struct check_list *l)
 		free((char *)l->v[i].digest);
 	free(l->v);
 	for (size_t i = 0; i < b->ncfg; i++) {
-		struct cfg *c = &b->cfg[i];
+		struct bench_cfg *c = &b->cfg[i];
 
-		for (int m = 0; m < NMETRICS; m++)
+		for (int m = 0; m < BENCH_NMETRICS; m++)
 			free(c->m[m].v);
 		if (c->dig)
 			for (size_t k = 0; k < b->nfiles; k++)
@@ -1958,10 +1716,9 @@ int main(int argc, char **argv)
 	int status = 0, ret;
 
 	tfs_log_set_prog("tarseek-bench");
-	tfs_log_set_sink(log_sink, NULL);
-	the_bench = b;
+	bench_ui_log_to(&b->ui);
 	if (parse_args(b, argc, argv) || check_args(b)) {
-		status = EXIT_USAGE;
+		status = BENCH_EXIT_USAGE;
 		goto out_free;
 	}
 	if (!b->o.seed_set) {
@@ -1970,22 +1727,21 @@ int main(int argc, char **argv)
 		b->o.seed %= 1000000000; /* short enough to retype */
 	}
 	bench_rng_seed(&b->rng, b->o.seed);
-	b->tty = !b->o.quiet && isatty(STDERR_FILENO);
-	b->buf = xmalloc(READ_BUF);
-	b->t_start = bench_now();
+	b->buf = bench_xmalloc(BENCH_READ_BUF);
+	bench_ui_start(&b->ui, b->o.quiet);
 	if (b->o.cold && drop_caches()) {
-		status = EXIT_USAGE;
+		status = BENCH_EXIT_USAGE;
 		goto out_free;
 	}
 	if (b->o.list && load_list(b)) {
-		status = EXIT_USAGE;
+		status = BENCH_EXIT_USAGE;
 		goto out_free;
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	info("seed %" PRIu64 " (--seed %" PRIu64 " repeats the order%s)", b->o.seed, b->o.seed,
-	     b->o.sample ? " and the sample" : "");
+	bench_info("seed %" PRIu64 " (--seed %" PRIu64 " repeats the order%s)", b->o.seed,
+		   b->o.seed, b->o.sample ? " and the sample" : "");
 
 	ret = setup_tmp(b);
 	if (!ret)
@@ -1994,28 +1750,28 @@ int main(int argc, char **argv)
 		ret = phase_sample(b);
 	if (!ret) {
 		for (size_t i = 0; i < b->ncfg; i++)
-			b->cfg[i].dig = xcalloc(b->nfiles, sizeof(*b->cfg[i].dig));
+			b->cfg[i].dig = bench_xcalloc(b->nfiles, sizeof(*b->cfg[i].dig));
 		ret = phase_md5(b);
 	}
-	ui_clear(b);
+	bench_ui_clear(&b->ui);
 	if (ret == -EINTR || bench_interrupted) {
-		err("interrupted; unmounting");
-		status = EXIT_INTERRUPTED;
+		bench_err("interrupted; unmounting");
+		status = BENCH_EXIT_INTERRUPTED;
 		goto out_tmp;
 	}
 	if (ret) {
-		status = EXIT_FAILED;
+		status = BENCH_EXIT_FAILED;
 		goto out_tmp;
 	}
 	check_digests(b, &checks);
 	if (write_reports(b, &checks))
-		status = EXIT_FAILED;
+		status = BENCH_EXIT_FAILED;
 	else if (checks.nbad)
-		status = EXIT_MISMATCH;
+		status = BENCH_EXIT_MISMATCH;
 out_tmp:
 	cleanup_tmp(b);
 out_free:
-	ui_clear(b);
+	bench_ui_clear(&b->ui);
 	free_bench(b, &checks);
 	return status;
 }
