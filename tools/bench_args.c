@@ -270,168 +270,228 @@ struct parse_state {
 	int mount_cmd_used; /* the last --mount-cmd has been applied to an archive */
 };
 
-static int parse_args_in(struct bench *b, int argc, char **argv, struct parse_state *ps)
+/* What an option group's function returns for an option of another group. */
+#define NOT_MINE 1
+
+/* An ARCHIVE: a configuration with the --name and --mount-cmd in force. */
+static void take_archive(struct bench *b, struct parse_state *ps, const char *path)
+{
+	add_cfg(b, ps->mount_cmd ? BENCH_CFG_COMMAND : BENCH_CFG_TARSEEK, path, &ps->pending_name,
+		ps->mount_cmd);
+	ps->mount_cmd_used = 1;
+}
+
+static int set_mount_cmd(struct parse_state *ps, const char *arg)
+{
+	if (!ps->mount_cmd_used) {
+		fprintf(stderr, "tarseek-bench: --mount-cmd '%s' is followed by no archive\n",
+			ps->mount_cmd ? ps->mount_cmd : "");
+		return -EINVAL;
+	}
+	if (*arg && !strstr(arg, "{mnt}")) {
+		fprintf(stderr,
+			"tarseek-bench: --mount-cmd '%s' has no {mnt}: where should it mount?\n",
+			arg);
+		return -EINVAL;
+	}
+	free(ps->mount_cmd);
+	ps->mount_cmd = *arg ? bench_xstrdup(arg) : NULL;
+	ps->mount_cmd_used = 0;
+	return 0;
+}
+
+static int set_name(struct parse_state *ps, const char *arg)
+{
+	if (ps->pending_name || !*arg) {
+		fprintf(stderr, "tarseek-bench: --name %s%s\n", arg,
+			*arg ? " follows another --name; each names the archive or --dir after it"
+			     : ": a name cannot be empty");
+		return -EINVAL;
+	}
+	ps->pending_name = bench_xstrdup(arg);
+	return 0;
+}
+
+static int set_exec(struct bench_opts *o, const char *arg)
+{
+	size_t n = 0;
+
+	o->exec = arg;
+	bench_split_words(arg, &o->exec_argv, &n);
+	if (!n) {
+		fputs("tarseek-bench: --exec wants a program\n", stderr);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_mount_timeout(struct bench_opts *o, const char *arg)
+{
+	char *end;
+
+	errno = 0;
+	o->mount_timeout = strtod(arg, &end);
+	if (errno || *end || !(o->mount_timeout > 0)) {
+		fprintf(stderr, "tarseek-bench: --mount-timeout wants seconds, not '%s'\n", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The option groups of --help, one function each: 0 (taken), -EINVAL (message printed) or
+ * NOT_MINE. */
+
+/* ARCHIVE (option 1), --dir, --mount-cmd, --name: the configurations. */
+static int opt_configs(struct bench *b, struct parse_state *ps, int c, const char *arg)
+{
+	switch (c) {
+	case 1:
+		take_archive(b, ps, arg);
+		return 0;
+	case 'd':
+		add_cfg(b, BENCH_CFG_DIR, arg, &ps->pending_name, NULL);
+		return 0;
+	case OPT_MOUNT_CMD:
+		return set_mount_cmd(ps, arg);
+	case OPT_NAME:
+		return set_name(ps, arg);
+	}
+	return NOT_MINE;
+}
+
+/* --list, --null, --unquote, --sample: the files. */
+static int opt_files(struct bench *b, struct parse_state *ps, int c, const char *arg)
 {
 	struct bench_opts *o = &b->o;
-	char *end;
-	int c;
 	uint64_t v;
 
-	o->runs = 5;
-	o->mount_runs = 1;
-	o->mount_timeout = 600;
-	opterr = 1;
-	while ((c = getopt_long(argc, argv, "-d:l:0s:r:b:qvhV", long_opts, NULL)) != -1) {
-		switch (c) {
-		case 1:
-			add_cfg(b, ps->mount_cmd ? BENCH_CFG_COMMAND : BENCH_CFG_TARSEEK, optarg,
-				&ps->pending_name, ps->mount_cmd);
-			ps->mount_cmd_used = 1;
-			break;
-		case 'd':
-			add_cfg(b, BENCH_CFG_DIR, optarg, &ps->pending_name, NULL);
-			break;
-		case OPT_MOUNT_CMD:
-			if (!ps->mount_cmd_used) {
-				fprintf(stderr,
-					"tarseek-bench: --mount-cmd '%s' is followed by no "
-					"archive\n",
-					ps->mount_cmd ? ps->mount_cmd : "");
-				return -EINVAL;
-			}
-			if (*optarg && !strstr(optarg, "{mnt}")) {
-				fprintf(stderr,
-					"tarseek-bench: --mount-cmd '%s' has no {mnt}: where "
-					"should it mount?\n",
-					optarg);
-				return -EINVAL;
-			}
-			free(ps->mount_cmd);
-			ps->mount_cmd = *optarg ? bench_xstrdup(optarg) : NULL;
-			ps->mount_cmd_used = 0;
-			break;
-		case OPT_NAME:
-			if (ps->pending_name || !*optarg) {
-				fprintf(stderr, "tarseek-bench: --name %s%s\n", optarg,
-					*optarg ? " follows another --name; each names the archive "
-						  "or --dir after it"
-						: ": a name cannot be empty");
-				return -EINVAL;
-			}
-			ps->pending_name = bench_xstrdup(optarg);
-			break;
-		case 'l':
-			o->list = optarg;
-			break;
-		case '0':
-			o->null = 1;
-			break;
-		case OPT_UNQUOTE:
-			o->unquote = 1;
-			break;
-		case 's':
-			if (parse_count("--sample", optarg, 100000000, &v))
-				return -EINVAL;
-			o->sample = v;
-			break;
-		case 'r':
-			if (parse_count("--runs", optarg, 100000, &v))
-				return -EINVAL;
-			o->runs = (unsigned)v;
-			break;
-		case OPT_MOUNT_RUNS:
-			if (parse_count("--mount-runs", optarg, 100000, &v))
-				return -EINVAL;
-			o->mount_runs = (unsigned)v;
-			break;
-		case OPT_COLD:
-			o->cold = 1;
-			break;
-		case OPT_WARM:
-			o->cold = 0;
-			break;
-		case OPT_SEED:
-			if (parse_u64(optarg, &o->seed)) {
-				fprintf(stderr, "tarseek-bench: --seed wants a number, not '%s'\n",
-					optarg);
-				return -EINVAL;
-			}
-			o->seed_set = 1;
-			break;
-		case 'b':
-			o->baseline = optarg;
-			break;
-		case OPT_EXEC:
-			o->exec = optarg;
-			{
-				size_t n = 0;
+	switch (c) {
+	case 'l':
+		o->list = arg;
+		return 0;
+	case '0':
+		o->null = 1;
+		return 0;
+	case OPT_UNQUOTE:
+		o->unquote = 1;
+		return 0;
+	case 's':
+		if (parse_count("--sample", arg, 100000000, &v))
+			return -EINVAL;
+		o->sample = v;
+		return 0;
+	}
+	return NOT_MINE;
+}
 
-				bench_split_words(optarg, &o->exec_argv, &n);
-				if (!n) {
-					fputs("tarseek-bench: --exec wants a program\n", stderr);
-					return -EINVAL;
-				}
-			}
-			break;
-		case OPT_MOUNT_TIMEOUT:
-			errno = 0;
-			o->mount_timeout = strtod(optarg, &end);
-			if (errno || *end || !(o->mount_timeout > 0)) {
-				fprintf(stderr,
-					"tarseek-bench: --mount-timeout wants seconds, not "
-					"'%s'\n",
-					optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_TARSEEK:
-			o->tarseek = optarg;
-			break;
-		case OPT_TARSEEK_OPT:
-			bench_split_words(optarg, &o->tarseek_opts, &o->ntarseek_opts);
-			break;
-		case OPT_INDEX_DIR:
-			o->index_dir = optarg;
-			break;
-		case OPT_KEEP_INDEX:
-			o->keep_index = 1;
-			break;
-		case OPT_CSV:
-			o->csv = optarg;
-			break;
-		case OPT_JSON:
-			o->json = optarg;
-			break;
-		case OPT_SVG:
-			o->svg = optarg;
-			break;
-		case 'q':
-			o->quiet = 1;
-			break;
-		case 'v':
-			o->verbose = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'V':
-			printf("tarseek-bench %s\n", TARSEEK_VERSION);
-			exit(0);
-		default:
-			fputs("Try 'tarseek-bench --help'.\n", stderr);
+/* --runs, --cold, --warm, --seed, --baseline, --exec, --mount-runs, --mount-timeout. */
+static int opt_runs(struct bench *b, struct parse_state *ps, int c, const char *arg)
+{
+	struct bench_opts *o = &b->o;
+	uint64_t v;
+
+	switch (c) {
+	case 'r':
+		if (parse_count("--runs", arg, 100000, &v))
+			return -EINVAL;
+		o->runs = (unsigned)v;
+		return 0;
+	case OPT_COLD:
+		o->cold = 1;
+		return 0;
+	case OPT_WARM:
+		o->cold = 0;
+		return 0;
+	case OPT_SEED:
+		if (parse_u64(arg, &o->seed)) {
+			fprintf(stderr, "tarseek-bench: --seed wants a number, not '%s'\n", arg);
 			return -EINVAL;
 		}
+		o->seed_set = 1;
+		return 0;
+	case 'b':
+		o->baseline = arg;
+		return 0;
+	case OPT_EXEC:
+		return set_exec(o, arg);
+	case OPT_MOUNT_RUNS:
+		if (parse_count("--mount-runs", arg, 100000, &v))
+			return -EINVAL;
+		o->mount_runs = (unsigned)v;
+		return 0;
+	case OPT_MOUNT_TIMEOUT:
+		return set_mount_timeout(o, arg);
 	}
-	/* After "--", everything is an archive. */
-	for (; optind < argc; optind++) {
-		add_cfg(b, ps->mount_cmd ? BENCH_CFG_COMMAND : BENCH_CFG_TARSEEK, argv[optind],
-			&ps->pending_name, ps->mount_cmd);
-		ps->mount_cmd_used = 1;
+	return NOT_MINE;
+}
+
+/* --tarseek, --tarseek-opt, --index-dir, --keep-index: the tarseek daemon. */
+static int opt_daemon(struct bench *b, struct parse_state *ps, int c, const char *arg)
+{
+	struct bench_opts *o = &b->o;
+
+	switch (c) {
+	case OPT_TARSEEK:
+		o->tarseek = arg;
+		return 0;
+	case OPT_TARSEEK_OPT:
+		bench_split_words(arg, &o->tarseek_opts, &o->ntarseek_opts);
+		return 0;
+	case OPT_INDEX_DIR:
+		o->index_dir = arg;
+		return 0;
+	case OPT_KEEP_INDEX:
+		o->keep_index = 1;
+		return 0;
 	}
+	return NOT_MINE;
+}
+
+/* --csv, --json, --svg, --quiet, --verbose, --help, --version: the output. */
+static int opt_output(struct bench *b, struct parse_state *ps, int c, const char *arg)
+{
+	struct bench_opts *o = &b->o;
+
+	switch (c) {
+	case OPT_CSV:
+		o->csv = arg;
+		return 0;
+	case OPT_JSON:
+		o->json = arg;
+		return 0;
+	case OPT_SVG:
+		o->svg = arg;
+		return 0;
+	case 'q':
+		o->quiet = 1;
+		return 0;
+	case 'v':
+		o->verbose = 1;
+		return 0;
+	case 'h':
+		usage(stdout);
+		exit(0);
+	case 'V':
+		printf("tarseek-bench %s\n", TARSEEK_VERSION);
+		exit(0);
+	}
+	return NOT_MINE;
+}
+
+static int (*const opt_groups[])(struct bench *b, struct parse_state *ps, int c,
+				 const char *arg) = {opt_configs, opt_files, opt_runs, opt_daemon,
+						     opt_output};
+
+/* After the options: what follows "--" is archives; no --mount-cmd or --name may be left
+ * without a configuration. */
+static int parse_rest(struct bench *b, int argc, char **argv, struct parse_state *ps)
+{
+	for (; optind < argc; optind++)
+		take_archive(b, ps, argv[optind]);
 	if (!ps->mount_cmd_used) {
 		fprintf(stderr,
-			"tarseek-bench: --mount-cmd '%s' is followed by no archive (it "
-			"applies to the archives after it)\n",
+			"tarseek-bench: --mount-cmd '%s' is followed by no archive (it applies to "
+			"the archives after it)\n",
 			ps->mount_cmd ? ps->mount_cmd : "");
 		return -EINVAL;
 	}
@@ -443,6 +503,29 @@ static int parse_args_in(struct bench *b, int argc, char **argv, struct parse_st
 	return 0;
 }
 
+static int parse_args_in(struct bench *b, int argc, char **argv, struct parse_state *ps)
+{
+	int c, ret;
+
+	b->o.runs = 5;
+	b->o.mount_runs = 1;
+	b->o.mount_timeout = 600;
+	opterr = 1;
+	while ((c = getopt_long(argc, argv, "-d:l:0s:r:b:qvhV", long_opts, NULL)) != -1) {
+		ret = NOT_MINE;
+		for (size_t g = 0; ret == NOT_MINE && g < sizeof(opt_groups) / sizeof(*opt_groups);
+		     g++)
+			ret = opt_groups[g](b, ps, c, optarg);
+		if (ret == NOT_MINE) {
+			fputs("Try 'tarseek-bench --help'.\n", stderr);
+			return -EINVAL;
+		}
+		if (ret)
+			return ret;
+	}
+	return parse_rest(b, argc, argv, ps);
+}
+
 int bench_args_parse(struct bench *b, int argc, char **argv)
 {
 	struct parse_state ps = {.mount_cmd_used = 1};
@@ -451,6 +534,71 @@ int bench_args_parse(struct bench *b, int argc, char **argv)
 	free(ps.pending_name);
 	free(ps.mount_cmd);
 	return ret;
+}
+
+/* The first DIR/name that is executable, for DIR in $PATH (default /usr/bin:/bin); malloc'd,
+ * NULL if there is none. */
+static char *find_on_path(const char *name)
+{
+	const char *p = getenv("PATH");
+	char *copy = bench_xstrdup(p ? p : "/usr/bin:/bin"), *save = NULL, *found = NULL;
+
+	for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+		char *cand = bench_xasprintf("%s/%s", d, name);
+
+		if (!access(cand, X_OK))
+			found = cand;
+		else
+			free(cand);
+	}
+	free(copy);
+	return found;
+}
+
+/* b->tarseek: --tarseek, else $TARSEEK, else fs/tarseek of the build this program belongs to,
+ * else tarseek on PATH.  0 or -EINVAL (message printed). */
+static int find_tarseek(struct bench *b)
+{
+	const char *path = b->o.tarseek ? b->o.tarseek : getenv("TARSEEK");
+	char self[PATH_MAX], *found;
+	ssize_t n;
+
+	if (path && *path) {
+		b->tarseek = bench_xstrdup(path);
+	} else if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) > 0) {
+		self[n] = '\0';
+		*strrchr(self, '/') = '\0';
+		b->tarseek = bench_xasprintf("%s/../fs/tarseek", self);
+		if (access(b->tarseek, X_OK)) {
+			free(b->tarseek);
+			b->tarseek = bench_xstrdup("tarseek");
+		}
+	} else {
+		b->tarseek = bench_xstrdup("tarseek");
+	}
+	if (strchr(b->tarseek, '/')) {
+		if (access(b->tarseek, X_OK) == 0)
+			return 0;
+		fprintf(stderr,
+			"tarseek-bench: the tarseek daemon %s: %s (give --tarseek PATH or set "
+			"TARSEEK)\n",
+			b->tarseek, strerror(errno));
+		return -EINVAL;
+	}
+	/* Look it up now rather than fail at the first mount. */
+	found = find_on_path(b->tarseek);
+	if (!found) {
+		if (path && *path)
+			fprintf(stderr, "tarseek-bench: %s is not on PATH\n", path);
+		else
+			fputs("tarseek-bench: no tarseek daemon beside this program nor on PATH: "
+			      "give --tarseek PATH or set TARSEEK\n",
+			      stderr);
+		return -EINVAL;
+	}
+	free(b->tarseek);
+	b->tarseek = found;
+	return 0;
 }
 
 int bench_args_check(struct bench *b)
@@ -510,60 +658,5 @@ int bench_args_check(struct bench *b)
 		bench_warn(
 		    "--keep-index without --index-dir: the index files live in a new temporary "
 		    "folder, so every first mount still builds its index");
-	if (need_tarseek) {
-		const char *path = o->tarseek ? o->tarseek : getenv("TARSEEK");
-		char self[PATH_MAX];
-		ssize_t n;
-
-		if (path && *path) {
-			b->tarseek = bench_xstrdup(path);
-		} else if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) > 0) {
-			self[n] = '\0';
-			*strrchr(self, '/') = '\0';
-			b->tarseek = bench_xasprintf("%s/../fs/tarseek", self);
-			if (access(b->tarseek, X_OK)) {
-				free(b->tarseek);
-				b->tarseek = bench_xstrdup("tarseek");
-			}
-		} else {
-			b->tarseek = bench_xstrdup("tarseek");
-		}
-		if (strchr(b->tarseek, '/') ? access(b->tarseek, X_OK) != 0 : 0) {
-			fprintf(stderr,
-				"tarseek-bench: the tarseek daemon %s: %s (give --tarseek "
-				"PATH or set TARSEEK)\n",
-				b->tarseek, strerror(errno));
-			return -EINVAL;
-		}
-		if (!strchr(b->tarseek, '/')) {
-			/* Look it up now rather than fail at the first mount. */
-			const char *p = getenv("PATH");
-			char *copy = bench_xstrdup(p ? p : "/usr/bin:/bin"), *save = NULL,
-			     *found = NULL;
-
-			for (char *d = strtok_r(copy, ":", &save); d && !found;
-			     d = strtok_r(NULL, ":", &save)) {
-				char *cand = bench_xasprintf("%s/%s", d, b->tarseek);
-
-				if (!access(cand, X_OK))
-					found = cand;
-				else
-					free(cand);
-			}
-			free(copy);
-			if (!found) {
-				if (path && *path)
-					fprintf(stderr, "tarseek-bench: %s is not on PATH\n", path);
-				else
-					fputs(
-					    "tarseek-bench: no tarseek daemon beside this program "
-					    "nor on PATH: give --tarseek PATH or set TARSEEK\n",
-					    stderr);
-				return -EINVAL;
-			}
-			free(b->tarseek);
-			b->tarseek = found;
-		}
-	}
-	return 0;
+	return need_tarseek ? find_tarseek(b) : 0;
 }
