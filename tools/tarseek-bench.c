@@ -20,19 +20,24 @@
  * they must agree file by file, and one configuration must agree with itself from run to run.
  * Disagreements and read errors are listed by path and make the exit status 1.
  *
- * The orchestration lives here; statistics, report writers, MD5 (libcrypto's) and the mount
- * mechanics are in bench_stats.c, bench_report.c, md5.c and bench_mount.c.
+ * The orchestration lives here: the phases (first mounts, the sample, the md5 runs), the check
+ * across configurations, the reports.  The other parts, each with a header stating its
+ * contract:
+ *   bench.h          the state they all work on (struct bench)
+ *   bench_args.c     the command line
+ *   bench_list.c     the file list: --list, -0, --unquote, --sample
+ *   bench_cfg.c      the temporary folder, the mounters' command lines, mounting, unmounting
+ *   bench_digest.c   one pass over the files: md5 in-process or --exec, recorded per file
+ *   bench_ui.c       the progress line and the log sink
+ *   bench_util.c     allocation that exits on failure, sample lists, word splitting
+ *   bench_stats.c, bench_report.c, bench_mount.c, md5.c: statistics and run order, report
+ *                    writers, mount mechanics, MD5 (libcrypto's)
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <math.h>
 #include <signal.h>
-#include <spawn.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +45,6 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
