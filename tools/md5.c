@@ -1,7 +1,7 @@
 /* MD5 through libcrypto's EVP interface (see md5.h for why libcrypto).  EVP_md5() is
- * OpenSSL's built-in implementation (assembly on x86-64), fetched from the default provider;
- * the per-file cost of a context (allocation, fetch) is a few hundred nanoseconds, far below
- * what reading a file through a mount costs.
+ * OpenSSL's own implementation, fetched from the default provider; the per-file cost of a
+ * context (allocation, fetch) is a few hundred nanoseconds, far below what reading a file
+ * through a mount costs.
  */
 #include "md5.h"
 
