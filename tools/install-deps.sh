@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(
   build-essential meson ninja-build pkg-config
   libfuse3-dev fuse3 libsqlite3-dev zlib1g-dev liblzma-dev libbz2-dev libzstd-dev libxxhash-dev liblzo2-dev
+  libssl-dev
   python3 python3-pytest
   tar gzip pigz bzip2 xz-utils pixz zstd lzop libarchive-tools attr e2fsprogs sqlite3
   clang libclang-rt-14-dev

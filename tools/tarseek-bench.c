@@ -20,19 +20,24 @@
  * they must agree file by file, and one configuration must agree with itself from run to run.
  * Disagreements and read errors are listed by path and make the exit status 1.
  *
- * The orchestration lives here; statistics, report writers, MD5 and the mount mechanics are in
- * bench_stats.c, bench_report.c, md5.c and bench_mount.c.
+ * The orchestration lives here: the phases (first mounts, the sample, the md5 runs), the check
+ * across configurations, the reports.  The other parts, each with a header stating its
+ * contract:
+ *   bench.h          the state they all work on (struct bench)
+ *   bench_args.c     the command line
+ *   bench_list.c     the file list: --list, -0, --unquote, --sample
+ *   bench_cfg.c      the temporary folder, the mounters' command lines, mounting, unmounting
+ *   bench_digest.c   one pass over the files: md5 in-process or --exec, recorded per file
+ *   bench_ui.c       the progress line and the log sink
+ *   bench_util.c     allocation that exits on failure, sample lists, word splitting
+ *   bench_stats.c, bench_report.c, bench_mount.c, md5.c: statistics and run order, report
+ *                    writers, mount mechanics, MD5 (libcrypto's)
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <math.h>
 #include <signal.h>
-#include <spawn.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,1262 +45,33 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "log.h"
+#include "bench.h"
+#include "bench_args.h"
+#include "bench_cfg.h"
+#include "bench_digest.h"
+#include "bench_list.h"
 #include "bench_mount.h"
 #include "bench_report.h"
 #include "bench_stats.h"
+#include "bench_ui.h"
+#include "bench_util.h"
 #include "md5.h"
 
-extern char **environ;
-
-enum {
-	EXIT_MISMATCH = 1, /* a digest differs or a read failed */
-	EXIT_USAGE = 2,
-	EXIT_FAILED = 3, /* the benchmark could not run */
-	EXIT_INTERRUPTED = 130,
-};
-
-#define READ_BUF (128 * 1024) /* coreutils' IO_BUFSIZE, what md5sum reads with */
-#define MAX_DIGEST 32	      /* bytes kept of a digest; md5 uses 16 */
-#define MAX_BAD_SHOWN 20      /* failed files listed in the text report */
-
-enum cfg_kind { CFG_DIR, CFG_TARSEEK, CFG_COMMAND };
+#define MAX_BAD_SHOWN 20 /* failed files listed in the text report */
 
 static const char *const kind_name[] = {"directory", "tarseek", "command"};
-
-struct samples {
-	double *v;
-	size_t n, cap;
-};
-
-/* What one configuration read for one file, over all its runs. */
-struct digest {
-	uint8_t state; /* 0: not read yet, 1: digest valid, 2: error (message in error) */
-	uint8_t len;
-	uint8_t bytes[MAX_DIGEST];
-	char *error;
-};
-
-enum metric { M_MD5, M_FIRST, M_SECOND, M_INDEX, M_RSS_FIRST, M_RSS_MD5, NMETRICS };
-
-struct cfg {
-	enum cfg_kind kind;
-	char *name;
-	char *source;	  /* canonical path of the archive or directory */
-	char *command;	  /* --mount-cmd template (CFG_COMMAND) */
-	char *index_path; /* tarseek's --index-file, or a command's {index}; else NULL */
-	char *mountpoint; /* canonical; NULL for CFG_DIR */
-	char *log_path;
-	char **argv; /* the mounter's argv (NULL-terminated), NULL for CFG_DIR */
-	struct bench_mount *mount;
-	int died; /* the daemon of the current mount died (reported) */
-	struct samples m[NMETRICS];
-	struct digest *dig; /* one per file */
-};
-
-struct opts {
-	const char *list;
-	int null;
-	int unquote;
-	size_t sample;
-	uint64_t seed;
-	int seed_set;
-	unsigned runs;
-	unsigned mount_runs;
-	int cold;
-	const char *baseline;
-	const char *tarseek;
-	char **tarseek_opts;
-	size_t ntarseek_opts;
-	int keep_index;
-	const char *index_dir;
-	char **exec_argv; /* --exec split at spaces, NULL if in-process */
-	const char *exec;
-	const char *csv, *json, *svg;
-	double mount_timeout;
-	int quiet, verbose;
-};
-
-struct bench {
-	struct opts o;
-	struct cfg *cfg;
-	size_t ncfg;
-	size_t baseline;
-	char **files;
-	size_t nfiles;
-	struct bench_rng rng;
-	char *tmpdir;
-	char *tarseek; /* resolved daemon path */
-	double t_start;
-	uint8_t *buf; /* READ_BUF bytes */
-	/* progress line on stderr (only when it is a terminal and not --quiet) */
-	int tty;
-	int shown;	/* a progress line is on screen */
-	double last_ui; /* time of its last update */
-	char status[160];
-};
-
-static struct bench *the_bench; /* for the log sink only */
-
-/* ---- small helpers ---- */
-
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (!p) {
-		fputs("tarseek-bench: out of memory\n", stderr);
-		exit(EXIT_FAILED);
-	}
-	return p;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-
-	if (!p) {
-		fputs("tarseek-bench: out of memory\n", stderr);
-		exit(EXIT_FAILED);
-	}
-	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	char *p = xmalloc(strlen(s) + 1);
-
-	return strcpy(p, s);
-}
-
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *xasprintf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	int n;
-
-	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		fputs("tarseek-bench: out of memory\n", stderr);
-		exit(EXIT_FAILED);
-	}
-	return s;
-}
-
-static void samples_add(struct samples *s, double v)
-{
-	if (s->n == s->cap) {
-		s->cap = s->cap ? 2 * s->cap : 8;
-		s->v = realloc(s->v, s->cap * sizeof(*s->v));
-		if (!s->v) {
-			fputs("tarseek-bench: out of memory\n", stderr);
-			exit(EXIT_FAILED);
-		}
-	}
-	s->v[s->n++] = v;
-}
-
-/* Splits s at spaces and tabs into a NULL-terminated argv appended to *v (count in *n). */
-static void split_words(const char *s, char ***v, size_t *n)
-{
-	char *copy = xstrdup(s), *save = NULL;
-
-	for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-		*v = realloc(*v, (*n + 2) * sizeof(**v));
-		if (!*v) {
-			fputs("tarseek-bench: out of memory\n", stderr);
-			exit(EXIT_FAILED);
-		}
-		(*v)[(*n)++] = xstrdup(w);
-		(*v)[*n] = NULL;
-	}
-	free(copy);
-}
-
-static const char *base_name(const char *path)
-{
-	size_t len = strlen(path);
-	const char *p;
-
-	while (len > 1 && path[len - 1] == '/')
-		len--;
-	for (p = path + len; p > path && p[-1] != '/'; p--)
-		;
-	return p;
-}
-
-/* The base name without trailing slashes, malloc'd. */
-static char *base_dup(const char *path)
-{
-	const char *b = base_name(path);
-	size_t len = strlen(b);
-
-	while (len > 1 && b[len - 1] == '/')
-		len--;
-	char *s = xmalloc(len + 1);
-
-	memcpy(s, b, len);
-	s[len] = '\0';
-	return s;
-}
-
-/* 'it'\''s' for sh. */
-static char *shell_quote(const char *s)
-{
-	size_t n = 2;
-	char *q, *w;
-
-	for (const char *p = s; *p; p++)
-		n += *p == '\'' ? 4 : 1;
-	q = w = xmalloc(n + 1);
-	*w++ = '\'';
-	for (const char *p = s; *p; p++) {
-		if (*p == '\'') {
-			memcpy(w, "'\\''", 4);
-			w += 4;
-		} else {
-			*w++ = *p;
-		}
-	}
-	*w++ = '\'';
-	*w = '\0';
-	return q;
-}
-
-/* The mount command with {archive}, {mnt} and {index} replaced by shell-quoted paths. */
-static char *expand_command(const struct cfg *c)
-{
-	const char *keys[] = {"{archive}", "{mnt}", "{index}"};
-	const char *vals[] = {c->source, c->mountpoint, c->index_path};
-	size_t len = 0, cap = strlen(c->command) + 1;
-	char *out = xmalloc(cap);
-
-	for (const char *p = c->command; *p;) {
-		const char *add = NULL;
-		char *quoted = NULL;
-		size_t alen, klen = 0;
-
-		for (int k = 0; k < 3; k++) {
-			if (vals[k] && !strncmp(p, keys[k], strlen(keys[k]))) {
-				quoted = shell_quote(vals[k]);
-				klen = strlen(keys[k]);
-				break;
-			}
-		}
-		add = quoted ? quoted : p;
-		alen = quoted ? strlen(quoted) : 1;
-		if (len + alen + 1 > cap) {
-			cap = 2 * (len + alen + 1);
-			out = realloc(out, cap);
-			if (!out) {
-				fputs("tarseek-bench: out of memory\n", stderr);
-				exit(EXIT_FAILED);
-			}
-		}
-		memcpy(out + len, add, alen);
-		len += alen;
-		p += quoted ? klen : 1;
-		free(quoted);
-	}
-	out[len] = '\0';
-	return out;
-}
-
-/* ---- progress and messages ---- */
-
-static void ui_clear(struct bench *b)
-{
-	if (b->shown) {
-		fputs("\r\033[K", stderr);
-		fflush(stderr);
-		b->shown = 0;
-	}
-}
-
-/* Shows "status  detail  [elapsed]" on the terminal's last line, at most 10 times a second
- * unless force. */
-static void ui_show(struct bench *b, int force, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void ui_show(struct bench *b, int force, const char *fmt, ...)
-{
-	char detail[160];
-	double now;
-	va_list ap;
-
-	if (!b->tty)
-		return;
-	now = bench_now();
-	if (!force && now - b->last_ui < 0.1)
-		return;
-	b->last_ui = now;
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\r\033[K%s  %s  [elapsed %d:%02d]", b->status, detail,
-		(int)(now - b->t_start) / 60, (int)(now - b->t_start) % 60);
-	fflush(stderr);
-	b->shown = 1;
-}
-
-static void set_status(struct bench *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_status(struct bench *b, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(b->status, sizeof(b->status), fmt, ap);
-	va_end(ap);
-	/* Control characters of names must not move the cursor. */
-	for (char *p = b->status; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-}
-
-/* The log sink: takes the progress line away before a message so they never share a line. */
-static void log_sink(int level, const char *msg, void *opaque)
-{
-	static const char *const names[8] = {"",	"",	  "",	  "error",
-					     "warning", "notice", "info", "debug"};
-
-	if (the_bench)
-		ui_clear(the_bench);
-	fprintf(stderr, "tarseek-bench: %s%s%s\n", level <= TFS_LOG_WARNING ? names[level] : "",
-		level <= TFS_LOG_WARNING ? ": " : "", msg);
-	fflush(stderr);
-}
-
-#define err(...) tfs_log(TFS_LOG_ERR, __VA_ARGS__)
-#define warn(...) tfs_log(TFS_LOG_WARNING, __VA_ARGS__)
-#define info(...) tfs_log(TFS_LOG_INFO, __VA_ARGS__)
 
 static void on_signal(int sig)
 {
 	bench_interrupted = 1;
 }
 
-/* ---- options ---- */
-
-static void usage(FILE *f)
-{
-	fputs(
-	    "Usage: tarseek-bench [OPTION]... (--list FILE | --sample N) CONFIGURATION...\n"
-	    "\n"
-	    "Times md5 of files read whole through mounts of archives, the workload of the\n"
-	    "published archive-mounter comparisons, and reports the first mount (index built),\n"
-	    "the second mount (index present), the index size and the mounter's peak RSS.\n"
-	    "Every configuration runs --runs times; the runs of all configurations are\n"
-	    "interleaved in a random, non-consecutive order (seeded; the seed is printed).\n"
-	    "Every digest is checked: all configurations must read the same bytes.\n"
-	    "\n"
-	    "Configurations, in command-line order (the first is the baseline):\n"
-	    "  ARCHIVE               mounted with the tarseek daemon; named by its file name\n"
-	    "  -d, --dir PATH        an extracted tree, read in place: the physical baseline;\n"
-	    "                        named \"extracted\" (a second --dir: its directory's name)\n"
-	    "      --mount-cmd CMD   mount the ARCHIVEs that follow with CMD instead of tarseek:\n"
-	    "                        sh -c CMD with {archive}, {mnt} and {index} replaced by\n"
-	    "                        shell-quoted paths, unmounted with fusermount3 -u (or\n"
-	    "                        umount); named \"ARCHIVE (PROGRAM)\"; --mount-cmd ''\n"
-	    "                        goes back to tarseek.  Put {index} where the tool takes\n"
-	    "                        its index file, so the first mount builds it afresh.\n"
-	    "      --name NAME       the name of the next configuration\n"
-	    "\n"
-	    "Files:\n"
-	    "  -l, --list FILE       paths relative to the archive's root, one a line, as for\n"
-	    "                        tar --files-from (spaces and odd characters are fine)\n"
-	    "  -0, --null            the list's entries end with NUL instead of newline\n"
-	    "      --unquote         undo backslash escapes in the list (\\n \\t \\\\ \\ooo), as\n"
-	    "                        in the names `tar -t` prints\n"
-	    "  -s, --sample N        no list: draw N regular files at random from the\n"
-	    "                        baseline's tree (use --seed to draw the same ones again)\n"
-	    "\n"
-	    "Runs:\n"
-	    "  -r, --runs N          md5 runs per configuration (default 5)\n"
-	    "      --cold            before every run: sync, drop the page cache (writes 3 to\n"
-	    "                        /proc/sys/vm/drop_caches: root only) and mount afresh\n"
-	    "      --warm            (default) one mount per configuration for all its runs,\n"
-	    "                        after one untimed pass that fills the caches\n"
-	    "      --seed S          seed of the run order and of --sample (default: random)\n"
-	    "  -b, --baseline NAME   the configuration timesBaseline divides by\n"
-	    "      --exec PROG       run `PROG ./PATH` in the mount for every file, as the\n"
-	    "                        published workload runs md5sum (--exec md5sum), and take\n"
-	    "                        the digest from its output; default: md5 in this process,\n"
-	    "                        reading each file whole in 128 KiB read()s as md5sum does\n"
-	    "      --mount-runs N    first mounts per configuration (default 1)\n"
-	    "      --mount-timeout S seconds a mount may take to come up (default 600)\n"
-	    "\n"
-	    "The tarseek daemon:\n"
-	    "      --tarseek PATH    the daemon (default: $TARSEEK, else fs/tarseek of the\n"
-	    "                        build this program belongs to, else tarseek on PATH)\n"
-	    "      --tarseek-opt OPT more daemon options, split at spaces (repeatable), e.g.\n"
-	    "                        --tarseek-opt '--cache-size 512M'\n"
-	    "      --index-dir DIR   where index files go (default: a temporary folder that\n"
-	    "                        is removed at exit)\n"
-	    "      --keep-index      keep an existing index for the first mount (with\n"
-	    "                        --index-dir; otherwise each first mount builds it anew)\n"
-	    "\n"
-	    "Output (the tables always go to stdout, or to stderr when a FILE is '-'):\n"
-	    "      --csv FILE        one line per metric and configuration\n"
-	    "      --json FILE       everything: samples, files, failed checks\n"
-	    "      --svg FILE        bar chart of the md5 workload, mean with sd error bars\n"
-	    "  -q, --quiet           no progress line on the terminal\n"
-	    "  -v, --verbose         one line per run on stderr\n"
-	    "  -h, --help            this text\n"
-	    "  -V, --version         the version\n"
-	    "\n"
-	    "Cold runs: a daemon's own cache of decoded data would make every run after the\n"
-	    "first one warm, so with --cold each md5 run of a mounted configuration starts a\n"
-	    "new mount right after the page cache is dropped; that mount (index present) is\n"
-	    "timed as a second mount, then the md5 pass is timed, then the daemon's peak RSS\n"
-	    "is read and it is unmounted.  The first mount of every configuration is timed\n"
-	    "before all md5 runs, with its index removed first.\n"
-	    "\n"
-	    "Exit status: 0 all digests agree; 1 a digest differs between configurations or\n"
-	    "runs, or a read failed (every such path is listed); 2 usage error (or --cold not\n"
-	    "permitted); 3 the benchmark could not run (a mount failed); 130 interrupted.\n",
-	    f);
-}
-
-static int parse_u64(const char *s, uint64_t *v)
-{
-	char *end;
-
-	if (!*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	*v = strtoull(s, &end, 0);
-	if (errno || *end)
-		return -EINVAL;
-	return 0;
-}
-
-static int parse_count(const char *opt, const char *s, uint64_t max, uint64_t *v)
-{
-	if (parse_u64(s, v) || *v < 1 || *v > max) {
-		fprintf(stderr,
-			"tarseek-bench: %s wants a whole number from 1 to %" PRIu64 ", not '%s'\n",
-			opt, max, s);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static char *canonical(const char *path)
-{
-	char *p = realpath(path, NULL);
-
-	if (!p) {
-		fprintf(stderr, "tarseek-bench: %s: %s\n", path, strerror(errno));
-		exit(EXIT_USAGE);
-	}
-	return p;
-}
-
-static struct cfg *add_cfg(struct bench *b, enum cfg_kind kind, const char *path, char **name,
-			   const char *command)
-{
-	struct cfg *c;
-	struct stat st;
-
-	b->cfg = realloc(b->cfg, (b->ncfg + 1) * sizeof(*b->cfg));
-	if (!b->cfg) {
-		fputs("tarseek-bench: out of memory\n", stderr);
-		exit(EXIT_FAILED);
-	}
-	c = &b->cfg[b->ncfg++];
-	memset(c, 0, sizeof(*c));
-	c->kind = kind;
-	c->source = canonical(path);
-	if (stat(c->source, &st) < 0 || (kind == CFG_DIR && !S_ISDIR(st.st_mode)) ||
-	    (kind == CFG_TARSEEK && S_ISDIR(st.st_mode))) {
-		fprintf(stderr, "tarseek-bench: %s: %s\n", path,
-			kind == CFG_DIR ? "not a directory" : "is a directory, not an archive");
-		exit(EXIT_USAGE);
-	}
-	c->command = command ? xstrdup(command) : NULL;
-	if (*name) {
-		c->name = *name;
-		*name = NULL;
-	} else if (kind == CFG_DIR) {
-		int taken = 0;
-
-		for (size_t i = 0; i + 1 < b->ncfg; i++)
-			taken |= !strcmp(b->cfg[i].name, "extracted");
-		c->name = taken ? base_dup(path) : xstrdup("extracted");
-	} else if (kind == CFG_COMMAND) {
-		/* "archive (program)": the first word of the command that is not a variable
-		 * assignment or exec/env/sudo. */
-		char **w = NULL, *prog = NULL, *bn = base_dup(path);
-		size_t nw = 0;
-
-		split_words(command, &w, &nw);
-		for (size_t i = 0; i < nw && !prog; i++)
-			if (!strchr(w[i], '=') && strcmp(w[i], "exec") && strcmp(w[i], "env") &&
-			    strcmp(w[i], "sudo"))
-				prog = w[i];
-		c->name = xasprintf("%s (%s)", bn, prog ? base_name(prog) : "command");
-		for (size_t i = 0; i < nw; i++)
-			free(w[i]);
-		free(w);
-		free(bn);
-	} else {
-		c->name = base_dup(path);
-	}
-	return c;
-}
-
-enum {
-	OPT_MOUNT_CMD = 256,
-	OPT_NAME,
-	OPT_UNQUOTE,
-	OPT_COLD,
-	OPT_WARM,
-	OPT_SEED,
-	OPT_EXEC,
-	OPT_MOUNT_RUNS,
-	OPT_MOUNT_TIMEOUT,
-	OPT_TARSEEK,
-	OPT_TARSEEK_OPT,
-	OPT_INDEX_DIR,
-	OPT_KEEP_INDEX,
-	OPT_CSV,
-	OPT_JSON,
-	OPT_SVG,
-};
-
-static const struct option long_opts[] = {
-    {"dir", required_argument, NULL, 'd'},
-    {"mount-cmd", required_argument, NULL, OPT_MOUNT_CMD},
-    {"name", required_argument, NULL, OPT_NAME},
-    {"list", required_argument, NULL, 'l'},
-    {"null", no_argument, NULL, '0'},
-    {"unquote", no_argument, NULL, OPT_UNQUOTE},
-    {"sample", required_argument, NULL, 's'},
-    {"runs", required_argument, NULL, 'r'},
-    {"cold", no_argument, NULL, OPT_COLD},
-    {"warm", no_argument, NULL, OPT_WARM},
-    {"seed", required_argument, NULL, OPT_SEED},
-    {"baseline", required_argument, NULL, 'b'},
-    {"exec", required_argument, NULL, OPT_EXEC},
-    {"mount-runs", required_argument, NULL, OPT_MOUNT_RUNS},
-    {"mount-timeout", required_argument, NULL, OPT_MOUNT_TIMEOUT},
-    {"tarseek", required_argument, NULL, OPT_TARSEEK},
-    {"tarseek-opt", required_argument, NULL, OPT_TARSEEK_OPT},
-    {"index-dir", required_argument, NULL, OPT_INDEX_DIR},
-    {"keep-index", no_argument, NULL, OPT_KEEP_INDEX},
-    {"csv", required_argument, NULL, OPT_CSV},
-    {"json", required_argument, NULL, OPT_JSON},
-    {"svg", required_argument, NULL, OPT_SVG},
-    {"quiet", no_argument, NULL, 'q'},
-    {"verbose", no_argument, NULL, 'v'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0},
-};
-
-/* Options are taken in order ('-' in optstring: every ARCHIVE comes back as option 1), because
- * --name and --mount-cmd apply to the configurations that follow them. */
-struct parse_state {
-	char *pending_name; /* --name waiting for its configuration */
-	char *mount_cmd;    /* --mount-cmd in force, NULL: tarseek */
-	int mount_cmd_used; /* the last --mount-cmd has been applied to an archive */
-};
-
-static int parse_args_in(struct bench *b, int argc, char **argv, struct parse_state *ps)
-{
-	struct opts *o = &b->o;
-	char *end;
-	int c;
-	uint64_t v;
-
-	o->runs = 5;
-	o->mount_runs = 1;
-	o->mount_timeout = 600;
-	opterr = 1;
-	while ((c = getopt_long(argc, argv, "-d:l:0s:r:b:qvhV", long_opts, NULL)) != -1) {
-		switch (c) {
-		case 1:
-			add_cfg(b, ps->mount_cmd ? CFG_COMMAND : CFG_TARSEEK, optarg,
-				&ps->pending_name, ps->mount_cmd);
-			ps->mount_cmd_used = 1;
-			break;
-		case 'd':
-			add_cfg(b, CFG_DIR, optarg, &ps->pending_name, NULL);
-			break;
-		case OPT_MOUNT_CMD:
-			if (!ps->mount_cmd_used) {
-				fprintf(stderr,
-					"tarseek-bench: --mount-cmd '%s' is followed by no "
-					"archive\n",
-					ps->mount_cmd ? ps->mount_cmd : "");
-				return -EINVAL;
-			}
-			if (*optarg && !strstr(optarg, "{mnt}")) {
-				fprintf(stderr,
-					"tarseek-bench: --mount-cmd '%s' has no {mnt}: where "
-					"should it mount?\n",
-					optarg);
-				return -EINVAL;
-			}
-			free(ps->mount_cmd);
-			ps->mount_cmd = *optarg ? xstrdup(optarg) : NULL;
-			ps->mount_cmd_used = 0;
-			break;
-		case OPT_NAME:
-			if (ps->pending_name || !*optarg) {
-				fprintf(stderr, "tarseek-bench: --name %s%s\n", optarg,
-					*optarg ? " follows another --name; each names the archive "
-						  "or --dir after it"
-						: ": a name cannot be empty");
-				return -EINVAL;
-			}
-			ps->pending_name = xstrdup(optarg);
-			break;
-		case 'l':
-			o->list = optarg;
-			break;
-		case '0':
-			o->null = 1;
-			break;
-		case OPT_UNQUOTE:
-			o->unquote = 1;
-			break;
-		case 's':
-			if (parse_count("--sample", optarg, 100000000, &v))
-				return -EINVAL;
-			o->sample = v;
-			break;
-		case 'r':
-			if (parse_count("--runs", optarg, 100000, &v))
-				return -EINVAL;
-			o->runs = (unsigned)v;
-			break;
-		case OPT_MOUNT_RUNS:
-			if (parse_count("--mount-runs", optarg, 100000, &v))
-				return -EINVAL;
-			o->mount_runs = (unsigned)v;
-			break;
-		case OPT_COLD:
-			o->cold = 1;
-			break;
-		case OPT_WARM:
-			o->cold = 0;
-			break;
-		case OPT_SEED:
-			if (parse_u64(optarg, &o->seed)) {
-				fprintf(stderr, "tarseek-bench: --seed wants a number, not '%s'\n",
-					optarg);
-				return -EINVAL;
-			}
-			o->seed_set = 1;
-			break;
-		case 'b':
-			o->baseline = optarg;
-			break;
-		case OPT_EXEC:
-			o->exec = optarg;
-			{
-				size_t n = 0;
-
-				split_words(optarg, &o->exec_argv, &n);
-				if (!n) {
-					fputs("tarseek-bench: --exec wants a program\n", stderr);
-					return -EINVAL;
-				}
-			}
-			break;
-		case OPT_MOUNT_TIMEOUT:
-			errno = 0;
-			o->mount_timeout = strtod(optarg, &end);
-			if (errno || *end || !(o->mount_timeout > 0)) {
-				fprintf(stderr,
-					"tarseek-bench: --mount-timeout wants seconds, not "
-					"'%s'\n",
-					optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_TARSEEK:
-			o->tarseek = optarg;
-			break;
-		case OPT_TARSEEK_OPT:
-			split_words(optarg, &o->tarseek_opts, &o->ntarseek_opts);
-			break;
-		case OPT_INDEX_DIR:
-			o->index_dir = optarg;
-			break;
-		case OPT_KEEP_INDEX:
-			o->keep_index = 1;
-			break;
-		case OPT_CSV:
-			o->csv = optarg;
-			break;
-		case OPT_JSON:
-			o->json = optarg;
-			break;
-		case OPT_SVG:
-			o->svg = optarg;
-			break;
-		case 'q':
-			o->quiet = 1;
-			break;
-		case 'v':
-			o->verbose = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'V':
-			printf("tarseek-bench %s\n", TARSEEK_VERSION);
-			exit(0);
-		default:
-			fputs("Try 'tarseek-bench --help'.\n", stderr);
-			return -EINVAL;
-		}
-	}
-	/* After "--", everything is an archive. */
-	for (; optind < argc; optind++) {
-		add_cfg(b, ps->mount_cmd ? CFG_COMMAND : CFG_TARSEEK, argv[optind],
-			&ps->pending_name, ps->mount_cmd);
-		ps->mount_cmd_used = 1;
-	}
-	if (!ps->mount_cmd_used) {
-		fprintf(stderr,
-			"tarseek-bench: --mount-cmd '%s' is followed by no archive (it "
-			"applies to the archives after it)\n",
-			ps->mount_cmd ? ps->mount_cmd : "");
-		return -EINVAL;
-	}
-	if (ps->pending_name) {
-		fprintf(stderr, "tarseek-bench: --name %s is followed by no archive or --dir\n",
-			ps->pending_name);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int parse_args(struct bench *b, int argc, char **argv)
-{
-	struct parse_state ps = {.mount_cmd_used = 1};
-	int ret = parse_args_in(b, argc, argv, &ps);
-
-	free(ps.pending_name);
-	free(ps.mount_cmd);
-	return ret;
-}
-
-/* Cross-option checks, the baseline, the daemon's path.  0 or -EINVAL (message printed). */
-static int check_args(struct bench *b)
-{
-	struct opts *o = &b->o;
-	int dashes = 0, need_tarseek = 0;
-
-	if (!b->ncfg) {
-		fputs("tarseek-bench: nothing to measure: give archives and/or --dir PATH\n"
-		      "Try 'tarseek-bench --help'.\n",
-		      stderr);
-		return -EINVAL;
-	}
-	if (!o->list == !o->sample) {
-		fputs(o->list ? "tarseek-bench: --list and --sample exclude each other\n"
-			      : "tarseek-bench: which files? give --list FILE or --sample N\n",
-		      stderr);
-		return -EINVAL;
-	}
-	for (size_t i = 0; i < b->ncfg; i++) {
-		for (size_t j = 0; j < i; j++) {
-			if (!strcmp(b->cfg[i].name, b->cfg[j].name)) {
-				fprintf(stderr,
-					"tarseek-bench: two configurations are named '%s' (%s and "
-					"%s); tell them apart with --name\n",
-					b->cfg[i].name, b->cfg[j].source, b->cfg[i].source);
-				return -EINVAL;
-			}
-		}
-		need_tarseek |= b->cfg[i].kind == CFG_TARSEEK;
-	}
-	b->baseline = 0;
-	if (o->baseline) {
-		size_t i;
-
-		for (i = 0; i < b->ncfg && strcmp(b->cfg[i].name, o->baseline); i++)
-			;
-		if (i == b->ncfg) {
-			fprintf(stderr,
-				"tarseek-bench: --baseline %s: no such configuration; the "
-				"names are:\n",
-				o->baseline);
-			for (i = 0; i < b->ncfg; i++)
-				fprintf(stderr, "  %s\n", b->cfg[i].name);
-			return -EINVAL;
-		}
-		b->baseline = i;
-	}
-	dashes = (o->csv && !strcmp(o->csv, "-")) + (o->json && !strcmp(o->json, "-")) +
-		 (o->svg && !strcmp(o->svg, "-"));
-	if (dashes > 1) {
-		fputs("tarseek-bench: only one of --csv, --json and --svg can write to stdout\n",
-		      stderr);
-		return -EINVAL;
-	}
-	if (o->keep_index && !o->index_dir)
-		warn("--keep-index without --index-dir: the index files live in a new temporary "
-		     "folder, so every first mount still builds its index");
-	if (need_tarseek) {
-		const char *path = o->tarseek ? o->tarseek : getenv("TARSEEK");
-		char self[PATH_MAX];
-		ssize_t n;
-
-		if (path && *path) {
-			b->tarseek = xstrdup(path);
-		} else if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) > 0) {
-			self[n] = '\0';
-			*strrchr(self, '/') = '\0';
-			b->tarseek = xasprintf("%s/../fs/tarseek", self);
-			if (access(b->tarseek, X_OK)) {
-				free(b->tarseek);
-				b->tarseek = xstrdup("tarseek");
-			}
-		} else {
-			b->tarseek = xstrdup("tarseek");
-		}
-		if (strchr(b->tarseek, '/') ? access(b->tarseek, X_OK) != 0 : 0) {
-			fprintf(stderr,
-				"tarseek-bench: the tarseek daemon %s: %s (give --tarseek "
-				"PATH or set TARSEEK)\n",
-				b->tarseek, strerror(errno));
-			return -EINVAL;
-		}
-		if (!strchr(b->tarseek, '/')) {
-			/* Look it up now rather than fail at the first mount. */
-			const char *p = getenv("PATH");
-			char *copy = xstrdup(p ? p : "/usr/bin:/bin"), *save = NULL, *found = NULL;
-
-			for (char *d = strtok_r(copy, ":", &save); d && !found;
-			     d = strtok_r(NULL, ":", &save)) {
-				char *cand = xasprintf("%s/%s", d, b->tarseek);
-
-				if (!access(cand, X_OK))
-					found = cand;
-				else
-					free(cand);
-			}
-			free(copy);
-			if (!found) {
-				if (path && *path)
-					fprintf(stderr, "tarseek-bench: %s is not on PATH\n", path);
-				else
-					fputs(
-					    "tarseek-bench: no tarseek daemon beside this program "
-					    "nor on PATH: give --tarseek PATH or set TARSEEK\n",
-					    stderr);
-				return -EINVAL;
-			}
-			free(b->tarseek);
-			b->tarseek = found;
-		}
-	}
-	return 0;
-}
-
-/* ---- the file list ---- */
-
-/* GNU tar's unquoting of a name read with --unquote: \\ \n \t \r \a \b \f \v \ooo. */
-static void unquote(char *s)
-{
-	char *w = s;
-
-	for (char *r = s; *r; r++) {
-		if (*r != '\\' || !r[1]) {
-			*w++ = *r;
-			continue;
-		}
-		r++;
-		switch (*r) {
-		case 'n':
-			*w++ = '\n';
-			break;
-		case 't':
-			*w++ = '\t';
-			break;
-		case 'r':
-			*w++ = '\r';
-			break;
-		case 'a':
-			*w++ = '\a';
-			break;
-		case 'b':
-			*w++ = '\b';
-			break;
-		case 'f':
-			*w++ = '\f';
-			break;
-		case 'v':
-			*w++ = '\v';
-			break;
-		default:
-			if (*r >= '0' && *r <= '7') {
-				int v = 0;
-
-				for (int i = 0; i < 3 && *r >= '0' && *r <= '7'; i++, r++)
-					v = v * 8 + (*r - '0');
-				r--;
-				*w++ = (char)v;
-			} else {
-				*w++ = *r; /* \\ and any other escaped character */
-			}
-		}
-	}
-	*w = '\0';
-}
-
-static void add_file(struct bench *b, const char *path, size_t *cap)
-{
-	while (*path == '/')
-		path++; /* names are relative to the root, as tar strips leading slashes */
-	if (!*path)
-		return;
-	if (b->nfiles == *cap) {
-		*cap = *cap ? 2 * *cap : 1024;
-		b->files = realloc(b->files, *cap * sizeof(*b->files));
-		if (!b->files) {
-			fputs("tarseek-bench: out of memory\n", stderr);
-			exit(EXIT_FAILED);
-		}
-	}
-	b->files[b->nfiles++] = xstrdup(path);
-}
-
-static int load_list(struct bench *b)
-{
-	char sep = b->o.null ? '\0' : '\n';
-	FILE *f = strcmp(b->o.list, "-") ? fopen(b->o.list, "re") : stdin;
-	char *line = NULL;
-	size_t len = 0, cap = 0;
-	ssize_t n;
-
-	if (!f) {
-		fprintf(stderr, "tarseek-bench: --list %s: %s\n", b->o.list, strerror(errno));
-		return -errno;
-	}
-	while ((n = getdelim(&line, &len, sep, f)) > 0) {
-		if (line[n - 1] == sep)
-			line[n - 1] = '\0';
-		if (b->o.unquote)
-			unquote(line);
-		add_file(b, line, &cap);
-	}
-	free(line);
-	if (f != stdin)
-		fclose(f);
-	if (!b->nfiles) {
-		fprintf(stderr, "tarseek-bench: --list %s names no files\n", b->o.list);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-struct walk {
-	char **paths;
-	size_t n, cap;
-	size_t errors;
-};
-
-/* Collects the regular files under dirfd (path prefix `rel`, "" at the root).  Symbolic
- * links are not followed: a link to a file is not a member file of its own. */
-static void walk_dir(struct walk *w, int dirfd, const char *rel)
-{
-	DIR *d = fdopendir(dirfd);
-	struct dirent *e;
-
-	if (!d) {
-		close(dirfd);
-		w->errors++;
-		return;
-	}
-	while ((e = readdir(d))) {
-		unsigned char type = e->d_type;
-		char *path;
-
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (type == DT_UNKNOWN) {
-			struct stat st;
-
-			if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-				w->errors++;
-				continue;
-			}
-			type = S_ISREG(st.st_mode) ? DT_REG : S_ISDIR(st.st_mode) ? DT_DIR : DT_LNK;
-		}
-		if (type != DT_REG && type != DT_DIR)
-			continue;
-		path = *rel ? xasprintf("%s/%s", rel, e->d_name) : xstrdup(e->d_name);
-		if (type == DT_DIR) {
-			int fd = openat(dirfd, e->d_name,
-					O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-			if (fd < 0)
-				w->errors++;
-			else
-				walk_dir(w, fd, path);
-			free(path);
-			continue;
-		}
-		if (w->n == w->cap) {
-			w->cap = w->cap ? 2 * w->cap : 4096;
-			w->paths = realloc(w->paths, w->cap * sizeof(*w->paths));
-			if (!w->paths) {
-				fputs("tarseek-bench: out of memory\n", stderr);
-				exit(EXIT_FAILED);
-			}
-		}
-		w->paths[w->n++] = path;
-	}
-	closedir(d);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Draws --sample files from the tree at root: sorted first, so the same seed draws the same
- * files from any mount of the same tree whatever order its directories list in. */
-static int sample_tree(struct bench *b, const char *root)
-{
-	struct walk w = {0};
-	size_t *pick, cap = 0;
-	long got;
-	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0) {
-		err("cannot read %s: %s", root, strerror(errno));
-		return -errno;
-	}
-	walk_dir(&w, fd, "");
-	if (w.errors)
-		warn("%zu entries of %s could not be read while drawing the sample", w.errors,
-		     root);
-	if (!w.n) {
-		err("%s holds no regular files to sample", root);
-		free(w.paths);
-		return -ENOENT;
-	}
-	qsort(w.paths, w.n, sizeof(*w.paths), cmp_str);
-	pick = xmalloc((b->o.sample < w.n ? b->o.sample : w.n) * sizeof(*pick));
-	got = bench_sample(&b->rng, w.n, b->o.sample, pick);
-	if (got < 0) {
-		fputs("tarseek-bench: out of memory\n", stderr);
-		exit(EXIT_FAILED);
-	}
-	if ((size_t)got < b->o.sample)
-		warn("--sample %zu: the tree has only %zu regular files; taking them all",
-		     b->o.sample, w.n);
-	for (long i = 0; i < got; i++)
-		add_file(b, w.paths[pick[i]], &cap);
-	for (size_t i = 0; i < w.n; i++)
-		free(w.paths[i]);
-	free(w.paths);
-	free(pick);
-	return 0;
-}
-
-/* ---- the temporary folder and the mounters ---- */
-
-static char *sanitize(const char *name)
-{
-	char *s = xstrdup(name);
-
-	for (char *p = s; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' || *p == '_'))
-			*p = '_';
-	return s;
-}
-
-static int setup_tmp(struct bench *b)
-{
-	const char *t = getenv("TMPDIR");
-	char *tmpl = xasprintf("%s/tarseek-bench.XXXXXX", t && *t ? t : "/tmp"), *canon;
-	char *index_dir;
-
-	if (!mkdtemp(tmpl)) {
-		err("cannot create a temporary folder %s: %s", tmpl, strerror(errno));
-		free(tmpl);
-		return -errno;
-	}
-	canon = realpath(tmpl, NULL);
-	free(tmpl);
-	if (!canon)
-		return -errno;
-	b->tmpdir = canon;
-	if (b->o.index_dir) {
-		if (mkdir(b->o.index_dir, 0755) < 0 && errno != EEXIST) {
-			err("--index-dir %s: %s", b->o.index_dir, strerror(errno));
-			return -errno;
-		}
-		index_dir = realpath(b->o.index_dir, NULL);
-		if (!index_dir) {
-			err("--index-dir %s: %s", b->o.index_dir, strerror(errno));
-			return -errno;
-		}
-	} else {
-		index_dir = xstrdup(b->tmpdir);
-	}
-	for (size_t i = 0; i < b->ncfg; i++) {
-		struct cfg *c = &b->cfg[i];
-		char *safe;
-
-		if (c->kind == CFG_DIR)
-			continue;
-		c->mountpoint = xasprintf("%s/mnt-%zu", b->tmpdir, i);
-		if (mkdir(c->mountpoint, 0755) < 0) {
-			err("cannot create %s: %s", c->mountpoint, strerror(errno));
-			free(index_dir);
-			return -errno;
-		}
-		c->log_path = xasprintf("%s/mounter-%zu.log", b->tmpdir, i);
-		safe = sanitize(c->name);
-		if (c->kind == CFG_TARSEEK || strstr(c->command, "{index}")) {
-			c->index_path = xasprintf("%s/%s.index.sqlite", index_dir, safe);
-			for (size_t j = 0; j < i; j++) {
-				if (b->cfg[j].index_path &&
-				    !strcmp(b->cfg[j].index_path, c->index_path)) {
-					free(c->index_path);
-					c->index_path =
-					    xasprintf("%s/%s-%zu.index.sqlite", index_dir, safe, i);
-					break;
-				}
-			}
-		}
-		free(safe);
-
-		size_t n = 0;
-
-		if (c->kind == CFG_TARSEEK) {
-			c->argv = xcalloc(b->o.ntarseek_opts + 8, sizeof(*c->argv));
-			c->argv[n++] = xstrdup(b->tarseek);
-			c->argv[n++] = xstrdup("-f");
-			c->argv[n++] = xstrdup("--index-file");
-			c->argv[n++] = xstrdup(c->index_path);
-			for (size_t k = 0; k < b->o.ntarseek_opts; k++)
-				c->argv[n++] = xstrdup(b->o.tarseek_opts[k]);
-			c->argv[n++] = xstrdup(c->source);
-			c->argv[n++] = xstrdup(c->mountpoint);
-		} else {
-			c->argv = xcalloc(4, sizeof(*c->argv));
-			c->argv[n++] = xstrdup("sh");
-			c->argv[n++] = xstrdup("-c");
-			c->argv[n++] = expand_command(c);
-		}
-	}
-	free(index_dir);
-	return 0;
-}
-
-/* Removes an index and the journal files SQLite may leave beside it. */
-static void remove_index(const char *path)
-{
-	static const char *const suffix[] = {"", "-journal", "-wal", "-shm"};
-
-	for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
-		char *p = xasprintf("%s%s", path, suffix[i]);
-
-		if (unlink(p) < 0 && errno != ENOENT)
-			warn("cannot remove %s: %s", p, strerror(errno));
-		free(p);
-	}
-}
-
-static void cleanup_tmp(struct bench *b)
-{
-	if (!b->tmpdir)
-		return;
-	for (size_t i = 0; i < b->ncfg; i++) {
-		struct cfg *c = &b->cfg[i];
-
-		if (c->mount) {
-			bench_mount_stop(c->mount);
-			c->mount = NULL;
-		}
-		if (c->mountpoint && rmdir(c->mountpoint) < 0 && errno != ENOENT)
-			warn("cannot remove %s: %s", c->mountpoint, strerror(errno));
-		if (c->log_path)
-			unlink(c->log_path);
-		if (c->index_path && !b->o.index_dir)
-			remove_index(c->index_path);
-	}
-	if (rmdir(b->tmpdir) < 0)
-		warn("cannot remove %s: %s (left for you to look at)", b->tmpdir, strerror(errno));
-}
-
-struct wait_ui {
-	struct bench *b;
-	const char *what;
-};
-
-static void mount_progress(void *opaque, double waited)
-{
-	struct wait_ui *u = opaque;
-
-	ui_show(u->b, 0, "%s %.1f s", u->what, waited);
-}
-
-/* Mounts c; adds the mount time to samples `m` (if not NULL). 0 or -errno (logged). */
-static int do_mount(struct bench *b, struct cfg *c, struct samples *m, const char *what)
-{
-	struct wait_ui u = {b, what};
-	struct bench_mount_spec spec = {
-	    .name = c->name,
-	    .argv = c->argv,
-	    .mountpoint = c->mountpoint,
-	    .log_path = c->log_path,
-	    .timeout = b->o.mount_timeout,
-	    .may_exit = c->kind == CFG_COMMAND,
-	    .progress = mount_progress,
-	    .opaque = &u,
-	};
-	double t;
-	int ret;
-
-	ui_show(b, 1, "%s", what);
-	ret = bench_mount_start(&spec, &c->mount, &t);
-	if (ret)
-		return ret;
-	c->died = 0;
-	if (m)
-		samples_add(m, t);
-	if (b->o.verbose)
-		info("%s: %s: %.3f s", c->name, what, t);
-	return 0;
-}
-
-/* Reads VmHWM into `rss` (if the mounter still runs), then unmounts. */
-static void do_unmount(struct bench *b, struct cfg *c, struct samples *rss)
-{
-	long kib = bench_mount_peak_rss(c->mount);
-
-	if (rss && kib > 0)
-		samples_add(rss, (double)kib / 1024);
-	bench_mount_stop(c->mount);
-	c->mount = NULL;
-}
-
-static const char *root_of(const struct cfg *c)
-{
-	return c->kind == CFG_DIR ? c->source : c->mountpoint;
-}
+/* ---- the phases ---- */
 
 /* Reads a file whole so the page cache holds it (warm first mounts start alike). */
 static void prime_file(struct bench *b, const char *path)
@@ -1306,7 +82,7 @@ static void prime_file(struct bench *b, const char *path)
 	if (fd < 0)
 		return;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-		while (read(fd, b->buf, READ_BUF) > 0 && !bench_interrupted)
+		while (read(fd, b->buf, BENCH_READ_BUF) > 0 && !bench_interrupted)
 			;
 	close(fd);
 }
@@ -1316,230 +92,20 @@ static int drop_caches(void)
 	int ret = bench_drop_caches();
 
 	if (ret)
-		err("--cold: cannot drop the page cache (/proc/sys/vm/drop_caches): %s; run as "
+		bench_err(
+		    "--cold: cannot drop the page cache (/proc/sys/vm/drop_caches): %s; run as "
 		    "root, with /proc/sys writable (in a container: privileged), or leave out "
 		    "--cold",
 		    strerror(-ret));
 	return ret;
 }
 
-/* ---- the md5 pass ---- */
-
-struct one {
-	uint8_t bytes[MAX_DIGEST];
-	size_t len;
-	char error[256];
-};
-
-static int digest_inproc(struct bench *b, int rootfd, const char *path, struct one *r)
-{
-	struct md5_ctx ctx;
-	ssize_t n;
-	int fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-
-	if (fd < 0)
-		goto fail;
-	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	md5_init(&ctx);
-	while ((n = read(fd, b->buf, READ_BUF)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR && !bench_interrupted)
-				continue;
-			int saved = errno;
-
-			close(fd);
-			errno = saved;
-			goto fail;
-		}
-		md5_update(&ctx, b->buf, (size_t)n);
-	}
-	close(fd);
-	md5_final(&ctx, r->bytes);
-	r->len = MD5_DIGEST_LEN;
-	return 0;
-fail:
-	snprintf(r->error, sizeof(r->error), "%s", strerror(errno));
-	return -1;
-}
-
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
-/* Runs `exec... ./path` with the mount as its working directory and parses "HEX  name" (a
- * leading backslash, md5sum's mark for an escaped name, is skipped). */
-static int digest_exec(struct bench *b, int rootfd, const char *path, struct one *r)
-{
-	posix_spawn_file_actions_t fa;
-	char out[512], *rel = xasprintf("./%s", path), **argv;
-	size_t nargs = 0, len = 0, k = 0;
-	int pipefd[2], status, ret = -1;
-	ssize_t n;
-	pid_t pid;
-
-	while (b->o.exec_argv[nargs])
-		nargs++;
-	argv = xcalloc(nargs + 2, sizeof(*argv));
-	memcpy(argv, b->o.exec_argv, nargs * sizeof(*argv));
-	argv[nargs] = rel;
-	if (pipe2(pipefd, O_CLOEXEC) < 0) {
-		snprintf(r->error, sizeof(r->error), "pipe: %s", strerror(errno));
-		goto out;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addfchdir_np(&fa, rootfd);
-	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
-	posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDERR_FILENO);
-	ret = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(pipefd[1]);
-	if (ret) {
-		close(pipefd[0]);
-		snprintf(r->error, sizeof(r->error), "cannot run %s: %s", argv[0], strerror(ret));
-		ret = -1;
-		goto out;
-	}
-	while ((n = read(pipefd[0], out + len, sizeof(out) - 1 - len)) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			break;
-		len += (size_t)n;
-		if (len == sizeof(out) - 1) {
-			char sink[4096];
-
-			while (read(pipefd[0], sink, sizeof(sink)) > 0)
-				; /* the rest of a chatty output */
-			break;
-		}
-	}
-	out[len] = '\0';
-	close(pipefd[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	ret = -1;
-	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		char *nl = strchr(out, '\n');
-
-		if (nl)
-			*nl = '\0';
-		snprintf(r->error, sizeof(r->error), "%s failed (%s %d)%s%.160s", argv[0],
-			 WIFEXITED(status) ? "exit status" : "signal",
-			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
-			 *out ? ": " : "", out);
-		goto out;
-	}
-	const char *p = out + (out[0] == '\\');
-
-	for (; hexval(p[0]) >= 0 && hexval(p[1]) >= 0 && k < MAX_DIGEST; p += 2)
-		r->bytes[k++] = (uint8_t)(hexval(p[0]) << 4 | hexval(p[1]));
-	if (k < 4 || (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\0')) {
-		snprintf(r->error, sizeof(r->error), "%s printed no digest", argv[0]);
-		goto out;
-	}
-	r->len = k;
-	ret = 0;
-out:
-	free(argv);
-	free(rel);
-	return ret;
-}
-
-static void record(struct digest *d, int ok, const struct one *r)
-{
-	char a[2 * MAX_DIGEST + 1], x[2 * MAX_DIGEST + 1];
-
-	switch (d->state) {
-	case 0:
-		if (ok) {
-			d->state = 1;
-			d->len = (uint8_t)r->len;
-			memcpy(d->bytes, r->bytes, r->len);
-		} else {
-			d->state = 2;
-			d->error = xstrdup(r->error);
-		}
-		break;
-	case 1:
-		if (!ok) {
-			d->state = 2;
-			d->error = xasprintf("%s (in a later run; earlier runs read it)", r->error);
-		} else if (r->len != d->len || memcmp(r->bytes, d->bytes, r->len)) {
-			md5_hex(d->bytes, d->len, a);
-			md5_hex(r->bytes, r->len, x);
-			d->state = 2;
-			d->error = xasprintf("the digest changed between runs: %s, later %s", a, x);
-		}
-		break;
-	default:
-		break; /* keep the first error */
-	}
-}
-
-/* One pass over all files of the list through c; returns its wall time, or NAN if it was
- * interrupted. */
-static double run_pass(struct bench *b, struct cfg *c, const char *label)
-{
-	const char *root = root_of(c);
-	size_t errors = 0, first_error = 0;
-	struct one r;
-	double t0, t;
-	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (rootfd < 0) {
-		err("%s: cannot open %s: %s", c->name, root, strerror(errno));
-		for (size_t i = 0; i < b->nfiles; i++) {
-			snprintf(r.error, sizeof(r.error), "cannot open the root %s: %s", root,
-				 strerror(errno));
-			record(&c->dig[i], 0, &r);
-		}
-		return NAN;
-	}
-	ui_show(b, 1, "%s", label);
-	t0 = bench_now();
-	for (size_t i = 0; i < b->nfiles; i++) {
-		int ok;
-
-		r.error[0] = '\0';
-		ok = (b->o.exec_argv ? digest_exec(b, rootfd, b->files[i], &r)
-				     : digest_inproc(b, rootfd, b->files[i], &r)) == 0;
-		if (bench_interrupted)
-			break;
-		if (!ok && !errors++)
-			first_error = i;
-		record(&c->dig[i], ok, &r);
-		ui_show(b, 0, "%s  %zu/%zu files  %.1f s", label, i + 1, b->nfiles,
-			bench_now() - t0);
-	}
-	t = bench_now() - t0;
-	close(rootfd);
-	if (bench_interrupted)
-		return NAN;
-	if (errors) {
-		warn("%s: %s: %zu of %zu files could not be read; the first: %s: %s", c->name,
-		     label, errors, b->nfiles, b->files[first_error], c->dig[first_error].error);
-	}
-	if (b->o.verbose)
-		info("%s: %s: %.3f s", c->name, label, t);
-	return t;
-}
-
-/* ---- the phases ---- */
-
 static size_t count_mounted(const struct bench *b)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < b->ncfg; i++)
-		n += b->cfg[i].kind != CFG_DIR;
+		n += b->cfg[i].kind != BENCH_CFG_DIR;
 	return n;
 }
 
@@ -1551,7 +117,7 @@ static off_t file_size(const char *path)
 	if (stat(path, &st) < 0)
 		return -1;
 	total = st.st_size;
-	char *wal = xasprintf("%s-wal", path);
+	char *wal = bench_xasprintf("%s-wal", path);
 
 	if (stat(wal, &st) == 0)
 		total += st.st_size;
@@ -1568,50 +134,51 @@ static int phase_first_mounts(struct bench *b)
 
 	if (!nm)
 		return 0;
-	map = xmalloc(nm * sizeof(*map));
+	map = bench_xmalloc(nm * sizeof(*map));
 	for (size_t i = 0, k = 0; i < b->ncfg; i++)
-		if (b->cfg[i].kind != CFG_DIR)
+		if (b->cfg[i].kind != BENCH_CFG_DIR)
 			map[k++] = i;
 	ret = bench_schedule(&b->rng, nm, b->o.mount_runs, &order);
 	if (ret)
 		goto out;
 	total = nm * b->o.mount_runs;
 	for (size_t s = 0; s < total && !bench_interrupted; s++) {
-		struct cfg *c = &b->cfg[map[order[s]]];
+		struct bench_cfg *c = &b->cfg[map[order[s]]];
 		char what[64];
 
-		set_status(b, "[first mount %zu/%zu] %s", s + 1, total, c->name);
+		bench_ui_status(&b->ui, "[first mount %zu/%zu] %s", s + 1, total, c->name);
 		if (b->o.cold) {
 			ret = drop_caches();
 			if (ret)
 				goto out;
 		} else if (s < nm) {
-			ui_show(b, 1, "reading the archive into the page cache");
+			bench_ui_show(&b->ui, 1, "reading the archive into the page cache");
 			prime_file(b, c->source);
 		}
 		if (c->index_path && !b->o.keep_index)
-			remove_index(c->index_path);
+			bench_cfg_remove_index(c->index_path);
 		snprintf(what, sizeof(what), "first mount (%s)",
 			 c->index_path && !b->o.keep_index ? "building the index" : "mounting");
-		ret = do_mount(b, c, &c->m[M_FIRST], what);
+		ret = bench_cfg_mount(b, c, &c->m[BENCH_M_FIRST], what);
 		if (ret)
 			goto out;
-		if (c->kind == CFG_COMMAND) {
+		if (c->kind == BENCH_CFG_COMMAND) {
 			/* Give a command that mounts and returns the time to return, so that
 			 * it is not mistaken for one that stays in the foreground. */
 			struct timespec settle = {0, 200 * 1000 * 1000};
 
 			nanosleep(&settle, NULL);
 		}
-		do_unmount(b, c, &c->m[M_RSS_FIRST]);
+		bench_cfg_unmount(b, c, &c->m[BENCH_M_RSS_FIRST]);
 		if (c->index_path) {
 			off_t size = file_size(c->index_path);
 
 			if (size >= 0)
-				samples_add(&c->m[M_INDEX], (double)size / (1024.0 * 1024.0));
+				bench_samples_add(&c->m[BENCH_M_INDEX],
+						  (double)size / (1024.0 * 1024.0));
 			else if (s < nm)
-				warn("%s: no index at %s after the first mount", c->name,
-				     c->index_path);
+				bench_warn("%s: no index at %s after the first mount", c->name,
+					   c->index_path);
 		}
 	}
 	if (bench_interrupted)
@@ -1624,18 +191,18 @@ out:
 
 static int phase_sample(struct bench *b)
 {
-	struct cfg *c = &b->cfg[b->baseline];
+	struct bench_cfg *c = &b->cfg[b->baseline];
 	int ret;
 
-	set_status(b, "[sample] %s", c->name);
-	if (c->kind == CFG_DIR)
-		return sample_tree(b, c->source);
-	ret = do_mount(b, c, NULL, "mounting to draw the sample");
+	bench_ui_status(&b->ui, "[sample] %s", c->name);
+	if (c->kind == BENCH_CFG_DIR)
+		return bench_list_sample(b, c->source);
+	ret = bench_cfg_mount(b, c, NULL, "mounting to draw the sample");
 	if (ret)
 		return ret;
-	ui_show(b, 1, "listing the tree");
-	ret = sample_tree(b, c->mountpoint);
-	do_unmount(b, c, NULL);
+	bench_ui_show(&b->ui, 1, "listing the tree");
+	ret = bench_list_sample(b, c->mountpoint);
+	bench_cfg_unmount(b, c, NULL);
 	return ret;
 }
 
@@ -1651,48 +218,48 @@ static int phase_md5(struct bench *b)
 	if (!b->o.cold) {
 		/* Warm: one mount each, one untimed pass each, then the timed runs. */
 		for (size_t i = 0; i < b->ncfg && !bench_interrupted; i++) {
-			struct cfg *c = &b->cfg[i];
+			struct bench_cfg *c = &b->cfg[i];
 
-			set_status(b, "[warm-up %zu/%zu] %s", i + 1, b->ncfg, c->name);
-			if (c->kind != CFG_DIR) {
-				ret = do_mount(b, c, &c->m[M_SECOND], "second mount");
+			bench_ui_status(&b->ui, "[warm-up %zu/%zu] %s", i + 1, b->ncfg, c->name);
+			if (c->kind != BENCH_CFG_DIR) {
+				ret = bench_cfg_mount(b, c, &c->m[BENCH_M_SECOND], "second mount");
 				if (ret)
 					goto out;
 			}
-			run_pass(b, c, "untimed pass");
+			bench_digest_pass(b, c, "untimed pass");
 		}
 	}
 	for (size_t s = 0; s < total && !bench_interrupted; s++) {
-		struct cfg *c = &b->cfg[order[s]];
+		struct bench_cfg *c = &b->cfg[order[s]];
 		double t;
 
-		set_status(b, "[run %zu/%zu] %s", s + 1, total, c->name);
-		snprintf(label, sizeof(label), "run %zu of %u", c->m[M_MD5].n + 1, b->o.runs);
+		bench_ui_status(&b->ui, "[run %zu/%zu] %s", s + 1, total, c->name);
+		snprintf(label, sizeof(label), "run %zu of %u", c->m[BENCH_M_MD5].n + 1, b->o.runs);
 		if (b->o.cold) {
 			ret = drop_caches();
 			if (ret)
 				goto out;
-			if (c->kind != CFG_DIR) {
-				ret = do_mount(b, c, &c->m[M_SECOND], "second mount");
+			if (c->kind != BENCH_CFG_DIR) {
+				ret = bench_cfg_mount(b, c, &c->m[BENCH_M_SECOND], "second mount");
 				if (ret)
 					goto out;
 			}
 		}
-		t = run_pass(b, c, label);
+		t = bench_digest_pass(b, c, label);
 		if (!isnan(t))
-			samples_add(&c->m[M_MD5], t);
-		if (c->mount && c->kind == CFG_TARSEEK && !c->died &&
+			bench_samples_add(&c->m[BENCH_M_MD5], t);
+		if (c->mount && c->kind == BENCH_CFG_TARSEEK && !c->died &&
 		    !bench_mount_alive(c->mount)) {
-			err("%s: the daemon died during %s", c->name, label);
+			bench_err("%s: the daemon died during %s", c->name, label);
 			bench_log_tail(TFS_LOG_ERR, c->log_path);
 			c->died = 1; /* its reads fail from now on; say it once */
 		}
 		if (b->o.cold && c->mount)
-			do_unmount(b, c, &c->m[M_RSS_MD5]);
+			bench_cfg_unmount(b, c, &c->m[BENCH_M_RSS_MD5]);
 	}
 	for (size_t i = 0; i < b->ncfg; i++)
 		if (b->cfg[i].mount)
-			do_unmount(b, &b->cfg[i], &b->cfg[i].m[M_RSS_MD5]);
+			bench_cfg_unmount(b, &b->cfg[i], &b->cfg[i].m[BENCH_M_RSS_MD5]);
 	ret = bench_interrupted ? -EINTR : 0;
 out:
 	free(order);
@@ -1712,11 +279,7 @@ static void check_add(struct check_list *l, const char *path, const char *config
 {
 	if (l->n == l->cap) {
 		l->cap = l->cap ? 2 * l->cap : 64;
-		l->v = realloc(l->v, l->cap * sizeof(*l->v));
-		if (!l->v) {
-			fputs("tarseek-bench: out of memory\n", stderr);
-			exit(EXIT_FAILED);
-		}
+		l->v = bench_xrealloc(l->v, l->cap * sizeof(*l->v));
 	}
 	l->v[l->n++] = (struct bench_check){path, config, digest, error};
 }
@@ -1724,11 +287,11 @@ static void check_add(struct check_list *l, const char *path, const char *config
 static void check_digests(struct bench *b, struct check_list *l)
 {
 	for (size_t i = 0; i < b->nfiles; i++) {
-		const struct digest *ref = NULL;
+		const struct bench_digest *ref = NULL;
 		int bad = 0;
 
 		for (size_t k = 0; k < b->ncfg; k++) {
-			const struct digest *d = &b->cfg[k].dig[i];
+			const struct bench_digest *d = &b->cfg[k].dig[i];
 
 			if (d->state != 1) {
 				bad = 1;
@@ -1742,11 +305,11 @@ static void check_digests(struct bench *b, struct check_list *l)
 			continue;
 		l->nbad++;
 		for (size_t k = 0; k < b->ncfg; k++) {
-			const struct digest *d = &b->cfg[k].dig[i];
+			const struct bench_digest *d = &b->cfg[k].dig[i];
 			char *hex = NULL;
 
 			if (d->state == 1) {
-				hex = xmalloc(2 * d->len + 1);
+				hex = bench_xmalloc(2 * d->len + 1);
 				md5_hex(d->bytes, d->len, hex);
 			}
 			check_add(l, b->files[i], b->cfg[k].name, hex,
@@ -1765,7 +328,7 @@ static FILE *open_out(const char *path)
 		return stdout;
 	f = fopen(path, "we");
 	if (!f)
-		err("cannot write %s: %s", path, strerror(errno));
+		bench_err("cannot write %s: %s", path, strerror(errno));
 	return f;
 }
 
@@ -1774,7 +337,7 @@ static int close_out(FILE *f, const char *path, int ret)
 	if (f != stdout && fclose(f) && !ret)
 		ret = -EIO;
 	if (ret)
-		err("writing %s failed", path);
+		bench_err("writing %s failed", path);
 	return ret;
 }
 
@@ -1783,35 +346,36 @@ static int write_reports(struct bench *b, struct check_list *l)
 	static const struct {
 		const char *id, *unit;
 		int precision;
-	} meta[NMETRICS] = {
-	    [M_MD5] = {"md5", "s", 3},
-	    [M_FIRST] = {"first_mount", "s", 3},
-	    [M_SECOND] = {"second_mount", "s", 3},
-	    [M_INDEX] = {"index_size", "MiB", 2},
-	    [M_RSS_FIRST] = {"peak_rss_first_mount", "MiB", 1},
-	    [M_RSS_MD5] = {"peak_rss_md5", "MiB", 1},
+	} meta[BENCH_NMETRICS] = {
+	    [BENCH_M_MD5] = {"md5", "s", 3},
+	    [BENCH_M_FIRST] = {"first_mount", "s", 3},
+	    [BENCH_M_SECOND] = {"second_mount", "s", 3},
+	    [BENCH_M_INDEX] = {"index_size", "MiB", 2},
+	    [BENCH_M_RSS_FIRST] = {"peak_rss_first_mount", "MiB", 1},
+	    [BENCH_M_RSS_MD5] = {"peak_rss_md5", "MiB", 1},
 	};
-	char titles[NMETRICS][160], when[128], host[64] = "";
-	struct bench_table tables[NMETRICS];
-	struct bench_config_info *cinfo = xcalloc(b->ncfg, sizeof(*cinfo));
+	char titles[BENCH_NMETRICS][160], when[128], host[64] = "";
+	struct bench_table tables[BENCH_NMETRICS];
+	struct bench_config_info *cinfo = bench_xcalloc(b->ncfg, sizeof(*cinfo));
 	struct bench_report r = {0};
 	size_t ntables = 0;
 	FILE *text = stdout, *f;
 	time_t now = time(NULL);
 	int ret = 0;
 
-	snprintf(titles[M_MD5], sizeof(titles[0]), "%s workload, %zu files, %s page cache",
+	snprintf(titles[BENCH_M_MD5], sizeof(titles[0]), "%s workload, %zu files, %s page cache",
 		 b->o.exec ? b->o.exec_argv[0] : "md5", b->nfiles, b->o.cold ? "cold" : "warm");
-	snprintf(titles[M_FIRST], sizeof(titles[0]), "first mount, %s",
+	snprintf(titles[BENCH_M_FIRST], sizeof(titles[0]), "first mount, %s",
 		 b->o.keep_index ? "existing index kept" : "index built from scratch");
-	snprintf(titles[M_SECOND], sizeof(titles[0]), "second mount, index present%s",
+	snprintf(titles[BENCH_M_SECOND], sizeof(titles[0]), "second mount, index present%s",
 		 b->o.cold ? ", cold page cache" : "");
-	snprintf(titles[M_INDEX], sizeof(titles[0]), "index size on disk");
-	snprintf(titles[M_RSS_FIRST], sizeof(titles[0]), "peak RSS of the mounter, first mount");
-	snprintf(titles[M_RSS_MD5], sizeof(titles[0]), "peak RSS of the mounter, %s workload",
+	snprintf(titles[BENCH_M_INDEX], sizeof(titles[0]), "index size on disk");
+	snprintf(titles[BENCH_M_RSS_FIRST], sizeof(titles[0]),
+		 "peak RSS of the mounter, first mount");
+	snprintf(titles[BENCH_M_RSS_MD5], sizeof(titles[0]), "peak RSS of the mounter, %s workload",
 		 b->o.exec ? b->o.exec_argv[0] : "md5");
 
-	for (int m = 0; m < NMETRICS; m++) {
+	for (int m = 0; m < BENCH_NMETRICS; m++) {
 		struct bench_table *t = &tables[ntables];
 		size_t with_data = 0;
 
@@ -1820,7 +384,7 @@ static int write_reports(struct bench *b, struct check_list *l)
 					  .unit = meta[m].unit,
 					  .precision = meta[m].precision,
 					  .n = b->ncfg};
-		t->results = xcalloc(b->ncfg, sizeof(*t->results));
+		t->results = bench_xcalloc(b->ncfg, sizeof(*t->results));
 		for (size_t i = 0; i < b->ncfg; i++) {
 			t->results[i].name = b->cfg[i].name;
 			t->results[i].samples = b->cfg[i].m[m].v;
@@ -1831,10 +395,8 @@ static int write_reports(struct bench *b, struct check_list *l)
 			free(t->results);
 			continue;
 		}
-		if (bench_table_compute(t, b->baseline)) {
-			fputs("tarseek-bench: out of memory\n", stderr);
-			exit(EXIT_FAILED);
-		}
+		if (bench_table_compute(t, b->baseline))
+			bench_oom();
 		ntables++;
 	}
 	for (size_t i = 0; i < b->ncfg; i++)
@@ -1871,7 +433,7 @@ static int write_reports(struct bench *b, struct check_list *l)
 	if ((b->o.csv && !strcmp(b->o.csv, "-")) || (b->o.json && !strcmp(b->o.json, "-")) ||
 	    (b->o.svg && !strcmp(b->o.svg, "-")))
 		text = stderr;
-	ui_clear(b);
+	bench_ui_clear(&b->ui);
 	ret = bench_report_text(text, &r, MAX_BAD_SHOWN);
 	if (b->o.csv && (f = open_out(b->o.csv)))
 		ret = close_out(f, b->o.csv, bench_report_csv(f, &r)) ?: ret;
@@ -1892,8 +454,8 @@ static int write_reports(struct bench *b, struct check_list *l)
 		ret = -EIO;
 	}
 	if (l->nbad)
-		err("%s check failed for %zu of %zu files (listed in the report)",
-		    b->o.exec ? b->o.exec_argv[0] : "md5", l->nbad, b->nfiles);
+		bench_err("%s check failed for %zu of %zu files (listed in the report)",
+			  b->o.exec ? b->o.exec_argv[0] : "md5", l->nbad, b->nfiles);
 	for (size_t t = 0; t < ntables; t++)
 		free(tables[t].results);
 	free(cinfo);
@@ -1906,9 +468,9 @@ static void free_bench(struct bench *b, struct check_list *l)
 		free((char *)l->v[i].digest);
 	free(l->v);
 	for (size_t i = 0; i < b->ncfg; i++) {
-		struct cfg *c = &b->cfg[i];
+		struct bench_cfg *c = &b->cfg[i];
 
-		for (int m = 0; m < NMETRICS; m++)
+		for (int m = 0; m < BENCH_NMETRICS; m++)
 			free(c->m[m].v);
 		if (c->dig)
 			for (size_t k = 0; k < b->nfiles; k++)
@@ -1947,10 +509,9 @@ int main(int argc, char **argv)
 	int status = 0, ret;
 
 	tfs_log_set_prog("tarseek-bench");
-	tfs_log_set_sink(log_sink, NULL);
-	the_bench = b;
-	if (parse_args(b, argc, argv) || check_args(b)) {
-		status = EXIT_USAGE;
+	bench_ui_log_to(&b->ui);
+	if (bench_args_parse(b, argc, argv) || bench_args_check(b)) {
+		status = BENCH_EXIT_USAGE;
 		goto out_free;
 	}
 	if (!b->o.seed_set) {
@@ -1959,52 +520,51 @@ int main(int argc, char **argv)
 		b->o.seed %= 1000000000; /* short enough to retype */
 	}
 	bench_rng_seed(&b->rng, b->o.seed);
-	b->tty = !b->o.quiet && isatty(STDERR_FILENO);
-	b->buf = xmalloc(READ_BUF);
-	b->t_start = bench_now();
+	b->buf = bench_xmalloc(BENCH_READ_BUF);
+	bench_ui_start(&b->ui, b->o.quiet);
 	if (b->o.cold && drop_caches()) {
-		status = EXIT_USAGE;
+		status = BENCH_EXIT_USAGE;
 		goto out_free;
 	}
-	if (b->o.list && load_list(b)) {
-		status = EXIT_USAGE;
+	if (b->o.list && bench_list_load(b)) {
+		status = BENCH_EXIT_USAGE;
 		goto out_free;
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	info("seed %" PRIu64 " (--seed %" PRIu64 " repeats the order%s)", b->o.seed, b->o.seed,
-	     b->o.sample ? " and the sample" : "");
+	bench_info("seed %" PRIu64 " (--seed %" PRIu64 " repeats the order%s)", b->o.seed,
+		   b->o.seed, b->o.sample ? " and the sample" : "");
 
-	ret = setup_tmp(b);
+	ret = bench_cfg_setup(b);
 	if (!ret)
 		ret = phase_first_mounts(b);
 	if (!ret && b->o.sample)
 		ret = phase_sample(b);
 	if (!ret) {
 		for (size_t i = 0; i < b->ncfg; i++)
-			b->cfg[i].dig = xcalloc(b->nfiles, sizeof(*b->cfg[i].dig));
+			b->cfg[i].dig = bench_xcalloc(b->nfiles, sizeof(*b->cfg[i].dig));
 		ret = phase_md5(b);
 	}
-	ui_clear(b);
+	bench_ui_clear(&b->ui);
 	if (ret == -EINTR || bench_interrupted) {
-		err("interrupted; unmounting");
-		status = EXIT_INTERRUPTED;
+		bench_err("interrupted; unmounting");
+		status = BENCH_EXIT_INTERRUPTED;
 		goto out_tmp;
 	}
 	if (ret) {
-		status = EXIT_FAILED;
+		status = BENCH_EXIT_FAILED;
 		goto out_tmp;
 	}
 	check_digests(b, &checks);
 	if (write_reports(b, &checks))
-		status = EXIT_FAILED;
+		status = BENCH_EXIT_FAILED;
 	else if (checks.nbad)
-		status = EXIT_MISMATCH;
+		status = BENCH_EXIT_MISMATCH;
 out_tmp:
-	cleanup_tmp(b);
+	bench_cfg_cleanup(b);
 out_free:
-	ui_clear(b);
+	bench_ui_clear(&b->ui);
 	free_bench(b, &checks);
 	return status;
 }

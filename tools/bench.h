@@ -1,0 +1,108 @@
+/* The state of one tarseek-bench run, shared by the files of the program: the options, the
+ * configurations with their samples and digests, the file list.
+ *
+ * One struct bench lives in main() for the whole run and owns everything reachable from it:
+ * every pointer below is malloc'd (or, for the const char * options, points into argv) and is
+ * freed once, by free_bench() in tarseek-bench.c.  The modules fill it in order: bench_args
+ * (o, cfg), bench_list (files), bench_cfg (tmpdir, each cfg's paths, argv and mount),
+ * bench_digest (each cfg's dig); the phases in tarseek-bench.c add the samples.
+ * Single-threaded: nothing here is locked.
+ */
+#ifndef TARSEEK_BENCH_H
+#define TARSEEK_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench_stats.h"
+#include "bench_ui.h"
+
+/* Exit statuses (tarseek-bench --help lists them). */
+enum {
+	BENCH_EXIT_MISMATCH = 1, /* a digest differs or a read failed */
+	BENCH_EXIT_USAGE = 2,
+	BENCH_EXIT_FAILED = 3, /* the benchmark could not run */
+	BENCH_EXIT_INTERRUPTED = 130,
+};
+
+#define BENCH_READ_BUF (128 * 1024) /* coreutils' IO_BUFSIZE, what md5sum reads with */
+#define BENCH_MAX_DIGEST 32	    /* bytes kept of a digest; md5 uses 16 */
+
+enum bench_cfg_kind { BENCH_CFG_DIR, BENCH_CFG_TARSEEK, BENCH_CFG_COMMAND };
+
+struct bench_samples {
+	double *v;
+	size_t n, cap;
+};
+
+/* What one configuration read for one file, over all its runs. */
+struct bench_digest {
+	uint8_t state; /* 0: not read yet, 1: digest valid, 2: error (message in error) */
+	uint8_t len;
+	uint8_t bytes[BENCH_MAX_DIGEST];
+	char *error;
+};
+
+enum bench_metric {
+	BENCH_M_MD5,
+	BENCH_M_FIRST,
+	BENCH_M_SECOND,
+	BENCH_M_INDEX,
+	BENCH_M_RSS_FIRST,
+	BENCH_M_RSS_MD5,
+	BENCH_NMETRICS
+};
+
+struct bench_cfg {
+	enum bench_cfg_kind kind;
+	char *name;
+	char *source;	  /* canonical path of the archive or directory */
+	char *command;	  /* --mount-cmd template (BENCH_CFG_COMMAND) */
+	char *index_path; /* tarseek's --index-file, or a command's {index}; else NULL */
+	char *mountpoint; /* canonical; NULL for BENCH_CFG_DIR */
+	char *log_path;
+	char **argv; /* the mounter's argv (NULL-terminated), NULL for BENCH_CFG_DIR */
+	struct bench_mount *mount;
+	int died; /* the daemon of the current mount died (reported) */
+	struct bench_samples m[BENCH_NMETRICS];
+	struct bench_digest *dig; /* one per file */
+};
+
+struct bench_opts {
+	const char *list;
+	int null;
+	int unquote;
+	size_t sample;
+	uint64_t seed;
+	int seed_set;
+	unsigned runs;
+	unsigned mount_runs;
+	int cold;
+	const char *baseline;
+	const char *tarseek;
+	char **tarseek_opts;
+	size_t ntarseek_opts;
+	int keep_index;
+	const char *index_dir;
+	char **exec_argv; /* --exec split at spaces, NULL if in-process */
+	const char *exec;
+	const char *csv, *json, *svg;
+	double mount_timeout;
+	int quiet, verbose;
+};
+
+struct bench {
+	struct bench_opts o;
+	struct bench_cfg *cfg;
+	size_t ncfg;
+	size_t baseline;
+	char **files;
+	size_t nfiles;
+	struct bench_rng rng;
+	char *tmpdir;
+	char *tarseek; /* resolved daemon path */
+	uint8_t *buf;  /* BENCH_READ_BUF bytes */
+	struct bench_ui ui;
+};
+
+#endif

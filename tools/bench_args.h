@@ -1,0 +1,28 @@
+/* tarseek-bench's command line: the options into b->o, the configurations into b->cfg.
+ *
+ * Options are taken in the order given, because --name and --mount-cmd apply to the
+ * configurations after them; every ARCHIVE and --dir becomes a configuration at once (its path
+ * made canonical, its name chosen: --name, else "extracted" or the file name, or "ARCHIVE
+ * (PROGRAM)" for a --mount-cmd).  bench_args_check() then checks what only the whole command
+ * line can tell, picks the baseline and finds the tarseek daemon.
+ *
+ * Both return 0 or -EINVAL after printing "tarseek-bench: ..." on stderr (the caller exits
+ * with BENCH_EXIT_USAGE).  Some paths do not return: --help and --version print and exit(0),
+ * an ARCHIVE or --dir that does not exist or is of the wrong kind exits with
+ * BENCH_EXIT_USAGE.  What they store in b is owned by b (see bench.h); strings of b->o that
+ * are not lists point into argv.
+ */
+#ifndef TARSEEK_BENCH_ARGS_H
+#define TARSEEK_BENCH_ARGS_H
+
+struct bench;
+
+/* Parses argv into b->o (defaults first) and b->cfg. */
+int bench_args_parse(struct bench *b, int argc, char **argv);
+
+/* Cross-option checks, the baseline (b->baseline), the daemon's path (b->tarseek) when a
+ * configuration needs it: --tarseek, else $TARSEEK, else fs/tarseek beside this program's
+ * build, else tarseek on PATH. */
+int bench_args_check(struct bench *b);
+
+#endif
