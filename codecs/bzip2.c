@@ -103,13 +103,13 @@
 
 /* Bits [bit, bit + n) of p, most significant first, n <= 48.  Reads the 8 bytes from
  * p + bit / 8, which must be readable. */
-static inline uint64_t get_bits(const uint8_t *p, uint64_t bit, unsigned n)
+static inline uint64_t bz_get_bits(const uint8_t *p, uint64_t bit, unsigned n)
 {
 	return (be64(p + bit / 8) << (bit % 8)) >> (64 - n);
 }
 
 /* ORs the n low bits of v into p at bit offset bit (the bits there must be 0). */
-static void put_bits(uint8_t *p, uint64_t bit, uint64_t v, unsigned n)
+static void bz_put_bits(uint8_t *p, uint64_t bit, uint64_t v, unsigned n)
 {
 	for (unsigned k = 0; k < n; k++, bit++)
 		if ((v >> (n - 1 - k)) & 1)
@@ -145,9 +145,9 @@ static size_t bz_build(uint8_t *buf, unsigned shift, uint64_t nbits, unsigned le
 	if (nbits % 8)
 		p[nout - 1] &= (uint8_t)(0xff << (8 - nbits % 8));
 	memset(p + nout, 0, BZ_TRAILER);
-	*crc = (uint32_t)get_bits(p, 48, 32);
-	put_bits(p, nbits, BZ_MAGIC_EOS, 48);
-	put_bits(p, nbits + 48, *crc, 32);
+	*crc = (uint32_t)bz_get_bits(p, 48, 32);
+	bz_put_bits(p, nbits, BZ_MAGIC_EOS, 48);
+	bz_put_bits(p, nbits + 48, *crc, 32);
 	memcpy(buf, "BZh", 3);
 	buf[3] = (uint8_t)('0' + level);
 	return 4 + (size_t)((nbits + 80 + 7) / 8);
@@ -347,12 +347,12 @@ struct bz_scan {
 	unsigned nthr;
 };
 
-static struct bz_scan *to_scan(struct codec_scan *cs)
+static struct bz_scan *bz_to_scan(struct codec_scan *cs)
 {
 	return (struct bz_scan *)cs;
 }
 
-static void pairs_init(uint8_t *bm)
+static void bz_pairs_init(uint8_t *bm)
 {
 	static const uint64_t magics[2] = {BZ_MAGIC_BLOCK, BZ_MAGIC_EOS};
 
@@ -372,12 +372,12 @@ static void pairs_init(uint8_t *bm)
 	}
 }
 
-static uint8_t *win_at(struct bz_scan *s, uint64_t byte)
+static uint8_t *bz_win_at(struct bz_scan *s, uint64_t byte)
 {
 	return s->win + (byte - s->off);
 }
 
-static void job_run(struct bz_item *it)
+static void bz_job_run(struct bz_item *it)
 {
 	if (it->nbits < 80) {
 		it->rc = -EIO;
@@ -405,7 +405,7 @@ static void *bz_worker(void *arg)
 			s->qtail = NULL;
 		it->state = JOB_RUNNING;
 		pthread_mutex_unlock(&s->lock);
-		job_run(it);
+		bz_job_run(it);
 		pthread_mutex_lock(&s->lock);
 		it->state = JOB_DONE;
 		pthread_cond_broadcast(&s->done_cv);
@@ -415,7 +415,7 @@ static void *bz_worker(void *arg)
 }
 
 /* Hands a closed candidate block to the workers with a copy of its bytes. */
-static void dispatch(struct bz_scan *s, struct bz_item *it)
+static void bz_dispatch(struct bz_scan *s, struct bz_item *it)
 {
 	uint64_t first = it->bit / 8;
 	size_t nraw = (size_t)((it->end + 7) / 8 - first);
@@ -431,7 +431,7 @@ static void dispatch(struct bz_scan *s, struct bz_item *it)
 		it->state = JOB_DONE;
 		return;
 	}
-	memcpy(it->in + 4, win_at(s, first), nraw);
+	memcpy(it->in + 4, bz_win_at(s, first), nraw);
 	pthread_mutex_lock(&s->lock);
 	it->state = JOB_QUEUED;
 	it->qnext = NULL;
@@ -444,7 +444,7 @@ static void dispatch(struct bz_scan *s, struct bz_item *it)
 	pthread_mutex_unlock(&s->lock);
 }
 
-static void close_item(struct bz_scan *s, struct bz_item *it, uint64_t end)
+static void bz_close_item(struct bz_scan *s, struct bz_item *it, uint64_t end)
 {
 	it->closed = true;
 	if (end - it->bit > bz_max_block_bits(9)) {
@@ -453,11 +453,11 @@ static void close_item(struct bz_scan *s, struct bz_item *it, uint64_t end)
 	}
 	it->end = end;
 	if (!it->eos && s->threads > 1)
-		dispatch(s, it);
+		bz_dispatch(s, it);
 }
 
 /* Records a magic found at bit (in increasing order). */
-static int add_item(struct bz_scan *s, uint64_t bit, bool eos)
+static int bz_add_item(struct bz_scan *s, uint64_t bit, bool eos)
 {
 	struct bz_item *it = calloc(1, sizeof(*it));
 
@@ -468,12 +468,12 @@ static int add_item(struct bz_scan *s, uint64_t bit, bool eos)
 	s->nitems++;
 	/* a block magic right after "BZh" + level: a stream header, for speculative decodes */
 	if (!eos && bit % 8 == 0 && bit / 8 >= s->off + 4) {
-		const uint8_t *h = win_at(s, bit / 8 - 4);
+		const uint8_t *h = bz_win_at(s, bit / 8 - 4);
 		if (memcmp(h, "BZh", 3) == 0 && h[3] >= '1' && h[3] <= '9')
 			s->flevel = h[3] - '0';
 	}
 	if (s->tail) {
-		close_item(s, s->tail, bit);
+		bz_close_item(s, s->tail, bit);
 		s->tail->next = it;
 	} else {
 		s->head = it;
@@ -483,9 +483,9 @@ static int add_item(struct bz_scan *s, uint64_t bit, bool eos)
 }
 
 /* Exact check of the magics starting in byte b. */
-static int check_at(struct bz_scan *s, uint64_t b)
+static int bz_check_at(struct bz_scan *s, uint64_t b)
 {
-	uint64_t w = be64(win_at(s, b));
+	uint64_t w = be64(bz_win_at(s, b));
 
 	for (unsigned sh = 0; sh < 8; sh++) {
 		uint64_t v = (w << sh) >> 16;
@@ -494,7 +494,7 @@ static int check_at(struct bz_scan *s, uint64_t b)
 		uint64_t bit = b * 8 + sh;
 		if (bit + 48 > (s->off + s->len) * 8) /* matched the zero padding at the end */
 			return 0;
-		return add_item(s, bit, v == BZ_MAGIC_EOS); /* magics are >= 45 bits apart */
+		return bz_add_item(s, bit, v == BZ_MAGIC_EOS); /* magics are >= 45 bits apart */
 	}
 	return 0;
 }
@@ -502,7 +502,7 @@ static int check_at(struct bz_scan *s, uint64_t b)
 /* Looks up the pairs at even offsets below limit, checking exactly around each hit; stops
  * early once BZ_STEP_ITEMS magics were found, so that a file full of magics is paced like any
  * other. */
-static int search(struct bz_scan *s, uint64_t limit)
+static int bz_search(struct bz_scan *s, uint64_t limit)
 {
 	const uint8_t *bm = s->pairs;
 	uint64_t i = s->srch, nitems = s->nitems;
@@ -510,7 +510,7 @@ static int search(struct bz_scan *s, uint64_t limit)
 
 	for (; i < limit; i += 2) {
 		uint16_t v;
-		memcpy(&v, win_at(s, i), 2);
+		memcpy(&v, bz_win_at(s, i), 2);
 		if (!(bm[v >> 3] & (1u << (v & 7))))
 			continue;
 		/* a pair at i is whole bytes 0..4 of a magic starting in bytes i-4..i */
@@ -518,7 +518,7 @@ static int search(struct bz_scan *s, uint64_t limit)
 		if (b < s->nub)
 			b = s->nub;
 		for (; b <= i && !rc; b++)
-			rc = check_at(s, b);
+			rc = bz_check_at(s, b);
 		if (rc)
 			break;
 		s->nub = i + 1;
@@ -533,7 +533,7 @@ static int search(struct bz_scan *s, uint64_t limit)
 
 /* Appends the next piece of the file to the window, first dropping what nobody needs any
  * more: bytes before the first item, the walk's position and the search. */
-static int read_more(struct bz_scan *s)
+static int bz_read_more(struct bz_scan *s)
 {
 	uint64_t keep;
 	ssize_t n;
@@ -575,7 +575,7 @@ static int read_more(struct bz_scan *s)
 /* Advances the search: over the unsearched part of the window, or else over the next piece of
  * the file.  0 or -errno (a read error, logged, or -ENOMEM; then fdone).  Does nothing once
  * fdone; when it sets fdone, the last item is closed. */
-static int finder_step(struct bz_scan *s)
+static int bz_finder_step(struct bz_scan *s)
 {
 	uint64_t end, limit;
 	int rc;
@@ -588,13 +588,13 @@ static int finder_step(struct bz_scan *s)
 		limit = s->eof ? end : end >= 7 ? end - 7 : 0;
 		if (s->srch < limit || s->eof || pass)
 			break;
-		rc = read_more(s);
+		rc = bz_read_more(s);
 		if (rc) {
 			s->fdone = true;
 			return rc;
 		}
 	}
-	rc = search(s, limit);
+	rc = bz_search(s, limit);
 	if (rc) {
 		s->fdone = true;
 		return rc;
@@ -617,17 +617,17 @@ static int finder_step(struct bz_scan *s)
 }
 
 /* Makes the window hold the file up to byte upto, unless the file ends first. */
-static int need_bytes(struct bz_scan *s, uint64_t upto)
+static int bz_need_bytes(struct bz_scan *s, uint64_t upto)
 {
 	while (s->off + s->len < upto && !s->fdone) {
-		int rc = finder_step(s);
+		int rc = bz_finder_step(s);
 		if (rc)
 			return rc;
 	}
 	return 0;
 }
 
-static void item_free(struct bz_item *it)
+static void bz_item_free(struct bz_item *it)
 {
 	free(it->in);
 	bz_out_free(&it->out);
@@ -635,7 +635,7 @@ static void item_free(struct bz_item *it)
 }
 
 /* Removes the first item; waits for its decode if a worker is running it. */
-static void item_drop(struct bz_scan *s)
+static void bz_item_drop(struct bz_scan *s)
 {
 	struct bz_item *it = s->head;
 
@@ -659,14 +659,14 @@ static void item_drop(struct bz_scan *s)
 			pthread_cond_wait(&s->done_cv, &s->lock);
 		pthread_mutex_unlock(&s->lock);
 	}
-	item_free(it);
+	bz_item_free(it);
 }
 
 /* Keeps the workers busy: finds candidates until maxq are in flight. */
-static int fill(struct bz_scan *s)
+static int bz_fill(struct bz_scan *s)
 {
 	while (s->threads > 1 && s->inflight < s->maxq && !s->fdone) {
-		int rc = finder_step(s);
+		int rc = bz_finder_step(s);
 		if (rc)
 			return rc;
 	}
@@ -674,25 +674,25 @@ static int fill(struct bz_scan *s)
 }
 
 /* Decodes [start, end) of the file (in the window) as a block of the current stream. */
-static int decode_inline(struct bz_scan *s, uint64_t start, uint64_t end, struct bz_out *out,
+static int bz_decode_inline(struct bz_scan *s, uint64_t start, uint64_t end, struct bz_out *out,
 			 uint32_t *crc)
 {
-	return bz_decode_raw(win_at(s, start / 8), (unsigned)(start % 8), end - start, s->level,
+	return bz_decode_raw(bz_win_at(s, start / 8), (unsigned)(start % 8), end - start, s->level,
 			     out, crc);
 }
 
 /* The decode of the candidate it, made by a worker or now. */
-static int item_result(struct bz_scan *s, struct bz_item *it)
+static int bz_item_result(struct bz_scan *s, struct bz_item *it)
 {
 	int rc;
 
 	if (!it->dispatched)
-		return decode_inline(s, it->bit, it->end, &it->out, &it->crc);
+		return bz_decode_inline(s, it->bit, it->end, &it->out, &it->crc);
 	pthread_mutex_lock(&s->lock);
 	while (it->state != JOB_DONE) {
 		if (s->inflight < s->maxq && !s->fdone) {
 			pthread_mutex_unlock(&s->lock);
-			rc = finder_step(s);
+			rc = bz_finder_step(s);
 			if (rc)
 				return rc;
 			pthread_mutex_lock(&s->lock);
@@ -703,14 +703,14 @@ static int item_result(struct bz_scan *s, struct bz_item *it)
 	pthread_mutex_unlock(&s->lock);
 	if (it->level != s->level) { /* decoded with a mispredicted level: redo */
 		bz_out_free(&it->out);
-		return decode_inline(s, it->bit, it->end, &it->out, &it->crc);
+		return bz_decode_inline(s, it->bit, it->end, &it->out, &it->crc);
 	}
 	return it->rc;
 }
 
 /* The block at the head item is good and ends at end: emits its checkpoint and makes its bytes
  * the next to deliver.  Takes out. */
-static int accept(struct bz_scan *s, uint64_t end, struct bz_out *out, uint32_t crc)
+static int bz_accept(struct bz_scan *s, uint64_t end, struct bz_out *out, uint32_t crc)
 {
 	struct bz_item *it = s->head;
 	struct codec_ckpt ck = {
@@ -737,21 +737,21 @@ static int accept(struct bz_scan *s, uint64_t end, struct bz_out *out, uint32_t 
 	s->rpos = 0;
 	s->uoff += s->cur.len;
 	s->pos = end;
-	item_drop(s);
+	bz_item_drop(s);
 	return 0;
 }
 
 /* Feeds the block starting at bit start to z, from its byte *fed up to byte upto (bytes of the
  * block's bits realigned to start at bit 0).  1 as soon as output appears (the decoder has
  * read the block's last code), 0 if none yet, -EIO if the data do not decode, -ENOMEM. */
-static int feed(struct bz_scan *s, bz_stream *z, uint64_t start, uint64_t *fed, uint64_t upto)
+static int bz_feed(struct bz_scan *s, bz_stream *z, uint64_t start, uint64_t *fed, uint64_t upto)
 {
 	uint8_t buf[4096], out[4096];
 	unsigned sh = (unsigned)(start % 8);
 
 	while (*fed < upto) {
 		size_t n = upto - *fed < sizeof(buf) ? (size_t)(upto - *fed) : sizeof(buf);
-		const uint8_t *p = win_at(s, start / 8 + *fed);
+		const uint8_t *p = bz_win_at(s, start / 8 + *fed);
 		for (size_t i = 0; i < n; i++)
 			buf[i] = sh ? (uint8_t)(p[i] << sh | p[i + 1] >> (8 - sh)) : p[i];
 		z->next_in = (char *)buf;
@@ -771,21 +771,21 @@ static int feed(struct bz_scan *s, bz_stream *z, uint64_t start, uint64_t *fed, 
 }
 
 /* Tries [start, end) as the head block; 1 if accepted, 0 if it does not decode, -errno. */
-static int try_end(struct bz_scan *s, uint64_t start, uint64_t end)
+static int bz_try_end(struct bz_scan *s, uint64_t start, uint64_t end)
 {
 	struct bz_out out = {0};
 	uint32_t crc;
-	int rc = decode_inline(s, start, end, &out, &crc);
+	int rc = bz_decode_inline(s, start, end, &out, &crc);
 
 	if (rc == -EIO)
 		return 0;
 	if (rc)
 		return rc;
-	rc = accept(s, end, &out, crc);
+	rc = bz_accept(s, end, &out, crc);
 	return rc ? rc : 1;
 }
 
-static void log_block(const char *what, uint64_t bit)
+static void bz_log_block(const char *what, uint64_t bit)
 {
 	tfs_log(TFS_LOG_ERR, "bzip2: %s at byte %" PRIu64 " bit %u (bit offset %" PRIu64 ")", what,
 		bit / 8, (unsigned)(bit % 8), bit);
@@ -793,7 +793,7 @@ static void log_block(const char *what, uint64_t bit)
 
 /* The candidate at the head did not decode: find where its block really ends (see the
  * opening comment), or report the damage. */
-static int resolve(struct bz_scan *s)
+static int bz_resolve(struct bz_scan *s)
 {
 	struct bz_item *it = s->head, *c = it;
 	uint64_t start = it->bit, first_end = it->end, fed = 0;
@@ -818,26 +818,26 @@ static int resolve(struct bz_scan *s)
 	}
 	for (;;) {
 		while (!c->closed) {
-			rc = finder_step(s);
+			rc = bz_finder_step(s);
 			if (rc)
 				goto out;
 		}
 		if (c->at_eof) {
-			log_block("truncated file: no end-of-stream marker after the block", start);
+			bz_log_block("truncated file: no end-of-stream marker after the block", start);
 			rc = -EIO;
 			goto out;
 		}
 		if (c->overlong || c->end - start > maxb) {
-			log_block("corrupt block (no end within the largest block size)", start);
+			bz_log_block("corrupt block (no end within the largest block size)", start);
 			rc = -EIO;
 			goto out;
 		}
 		/* through the byte holding the candidate's first bit */
-		rc = feed(s, &z, start, &fed, (c->end - start + 7) / 8);
+		rc = bz_feed(s, &z, start, &fed, (c->end - start + 7) / 8);
 		if (rc < 0)
 			break;
 		if (rc > 0) { /* the block ends at c->end, and nowhere else */
-			rc = c->end == first_end ? 0 : try_end(s, start, c->end);
+			rc = c->end == first_end ? 0 : bz_try_end(s, start, c->end);
 			if (rc == 0)
 				rc = -EIO;
 			break;
@@ -845,7 +845,7 @@ static int resolve(struct bz_scan *s)
 		c = c->next; /* no output yet: the block goes on */
 	}
 	if (rc == -EIO)
-		log_block("corrupt block (data error or CRC mismatch)", start);
+		bz_log_block("corrupt block (data error or CRC mismatch)", start);
 	if (rc > 0)
 		rc = 0;
 out:
@@ -853,53 +853,53 @@ out:
 	return rc;
 }
 
-static int take_block(struct bz_scan *s)
+static int bz_take_block(struct bz_scan *s)
 {
 	struct bz_item *it = s->head;
 	int rc;
 
 	while (!it->closed) {
-		rc = finder_step(s);
+		rc = bz_finder_step(s);
 		if (rc)
 			return rc;
 	}
 	if (it->at_eof) {
-		log_block("truncated file: it ends inside the block", it->bit);
+		bz_log_block("truncated file: it ends inside the block", it->bit);
 		return -EIO;
 	}
 	if (it->overlong || it->end - it->bit > bz_max_block_bits(s->level)) {
-		log_block("corrupt block (no end within the largest block size)", it->bit);
+		bz_log_block("corrupt block (no end within the largest block size)", it->bit);
 		return -EIO;
 	}
-	rc = fill(s);
+	rc = bz_fill(s);
 	if (rc)
 		return rc;
-	rc = item_result(s, it);
+	rc = bz_item_result(s, it);
 	if (rc == 0) {
 		struct bz_out out = it->out;
 		memset(&it->out, 0, sizeof(it->out));
-		return accept(s, it->end, &out, it->crc);
+		return bz_accept(s, it->end, &out, it->crc);
 	}
 	if (rc != -EIO)
 		return rc;
-	return resolve(s);
+	return bz_resolve(s);
 }
 
-static int take_eos(struct bz_scan *s)
+static int bz_take_eos(struct bz_scan *s)
 {
 	uint64_t m = s->head->bit, p = (m + 80 + 7) / 8, have;
 	uint32_t stored;
 	int rc;
 
-	rc = need_bytes(s, p + 4);
+	rc = bz_need_bytes(s, p + 4);
 	if (rc)
 		return rc;
 	have = s->off + s->len;
 	if (have < p) {
-		log_block("truncated file: it ends inside the end-of-stream marker", m);
+		bz_log_block("truncated file: it ends inside the end-of-stream marker", m);
 		return -EIO;
 	}
-	stored = (uint32_t)get_bits(win_at(s, m / 8), m % 8 + 48, 32);
+	stored = (uint32_t)bz_get_bits(bz_win_at(s, m / 8), m % 8 + 48, 32);
 	if (stored != s->combined) {
 		tfs_log(TFS_LOG_ERR,
 			"bzip2: stream CRC mismatch in the stream at byte %" PRIu64
@@ -909,13 +909,13 @@ static int take_eos(struct bz_scan *s)
 		return -EIO;
 	}
 	if (have >= p + 4) {
-		const uint8_t *h = win_at(s, p);
+		const uint8_t *h = bz_win_at(s, p);
 		if (memcmp(h, "BZh", 3) == 0 && h[3] >= '1' && h[3] <= '9') {
 			s->level = h[3] - '0';
 			s->combined = 0;
 			s->cstart = p;
 			s->pos = (p + 4) * 8;
-			item_drop(s);
+			bz_item_drop(s);
 			return 0;
 		}
 	}
@@ -926,15 +926,15 @@ static int take_eos(struct bz_scan *s)
 		tfs_log(TFS_LOG_NOTICE, "%s", note);
 	}
 	s->pos = p * 8;
-	item_drop(s);
+	bz_item_drop(s);
 	s->done = true;
 	return 0;
 }
 
-static int take_header(struct bz_scan *s)
+static int bz_take_header(struct bz_scan *s)
 {
 	const uint8_t *h;
-	int rc = need_bytes(s, 4);
+	int rc = bz_need_bytes(s, 4);
 
 	if (rc)
 		return rc;
@@ -942,7 +942,7 @@ static int take_header(struct bz_scan *s)
 		tfs_log(TFS_LOG_ERR, "bzip2: empty file");
 		return -EIO;
 	}
-	h = win_at(s, 0);
+	h = bz_win_at(s, 0);
 	if (s->len < 4 || memcmp(h, "BZh", 3) != 0 || h[3] < '1' || h[3] > '9') {
 		tfs_log(TFS_LOG_ERR, "bzip2: no bzip2 stream header at byte 0");
 		return -EIO;
@@ -954,35 +954,35 @@ static int take_header(struct bz_scan *s)
 }
 
 /* Processes the next magic: accepts a block into s->cur, or ends a stream. */
-static int advance(struct bz_scan *s)
+static int bz_advance(struct bz_scan *s)
 {
 	int rc;
 
 	if (!s->started) {
-		rc = take_header(s);
+		rc = bz_take_header(s);
 		if (rc)
 			return rc;
 	}
 	for (;;) {
 		while (s->head && s->head->bit < s->pos)
-			item_drop(s); /* chance magics inside a block or a stream trailer */
+			bz_item_drop(s); /* chance magics inside a block or a stream trailer */
 		if (s->head || s->fdone)
 			break;
-		rc = finder_step(s);
+		rc = bz_finder_step(s);
 		if (rc)
 			return rc;
 	}
 	if (!s->head || s->head->bit != s->pos) {
 		if (!s->head && s->eof && s->off + s->len <= s->pos / 8 + 6)
-			log_block("truncated file: no block or end-of-stream marker", s->pos);
+			bz_log_block("truncated file: no block or end-of-stream marker", s->pos);
 		else
-			log_block("corrupt stream: no block or end-of-stream marker", s->pos);
+			bz_log_block("corrupt stream: no block or end-of-stream marker", s->pos);
 		return -EIO;
 	}
-	return s->head->eos ? take_eos(s) : take_block(s);
+	return s->head->eos ? bz_take_eos(s) : bz_take_block(s);
 }
 
-static size_t deliver(struct bz_scan *s, uint8_t *buf, size_t len)
+static size_t bz_deliver(struct bz_scan *s, uint8_t *buf, size_t len)
 {
 	size_t n = 0;
 
@@ -1018,7 +1018,7 @@ static bool bz_probe(const uint8_t *head, size_t len)
 
 static void bz_scan_free(struct codec_scan *cs)
 {
-	struct bz_scan *s = to_scan(cs);
+	struct bz_scan *s = bz_to_scan(cs);
 
 	if (!s)
 		return;
@@ -1031,7 +1031,7 @@ static void bz_scan_free(struct codec_scan *cs)
 	while (s->head) {
 		struct bz_item *it = s->head;
 		s->head = it->next;
-		item_free(it);
+		bz_item_free(it);
 	}
 	bz_out_free(&s->cur);
 	free(s->thr);
@@ -1058,7 +1058,7 @@ static int bz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 	if (sink)
 		s->sink = *sink;
 	s->flevel = 9;
-	pairs_init(s->pairs);
+	bz_pairs_init(s->pairs);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->work_cv, NULL);
 	pthread_cond_init(&s->done_cv, NULL);
@@ -1091,7 +1091,7 @@ static int bz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 
 static ssize_t bz_scan_read(struct codec_scan *cs, void *buf, size_t len)
 {
-	struct bz_scan *s = to_scan(cs);
+	struct bz_scan *s = bz_to_scan(cs);
 
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
@@ -1100,12 +1100,12 @@ static ssize_t bz_scan_read(struct codec_scan *cs, void *buf, size_t len)
 			return s->err;
 		if (len == 0)
 			return 0;
-		size_t n = deliver(s, buf, len);
+		size_t n = bz_deliver(s, buf, len);
 		if (n)
 			return (ssize_t)n;
 		if (s->done)
 			return 0;
-		int rc = advance(s);
+		int rc = bz_advance(s);
 		if (rc) {
 			s->err = rc < 0 ? rc : -EIO;
 			return s->err;
@@ -1115,7 +1115,7 @@ static ssize_t bz_scan_read(struct codec_scan *cs, void *buf, size_t len)
 
 static uint64_t bz_scan_verified(struct codec_scan *cs)
 {
-	return to_scan(cs)->uoff;
+	return bz_to_scan(cs)->uoff;
 }
 
 /* ---- the decoder ----------------------------------------------------------------------------- */
@@ -1214,11 +1214,11 @@ static int bz_dec_new(struct src *in, const struct codec_ckpt *ck, const void *a
 	rc = src_pread_full(in, d->stream + 4, nraw, ck->coff);
 	if (rc) {
 		if (rc == -EIO)
-			log_block("truncated file: it ends inside the block", bit);
+			bz_log_block("truncated file: it ends inside the block", bit);
 		goto fail;
 	}
-	if (get_bits(d->stream + 4, shift, 48) != BZ_MAGIC_BLOCK) {
-		log_block("no block magic where the index says a block starts", bit);
+	if (bz_get_bits(d->stream + 4, shift, 48) != BZ_MAGIC_BLOCK) {
+		bz_log_block("no block magic where the index says a block starts", bit);
 		rc = -EIO;
 		goto fail;
 	}
@@ -1264,7 +1264,7 @@ static ssize_t bz_dec_read(struct codec_dec *cd, void *buf, size_t len)
 		return (ssize_t)got;
 	d->err = rc == BZ_OK || rc == BZ_STREAM_END ? -EIO : bz_err(rc);
 	if (d->err == -EIO)
-		log_block("corrupt block (data error or CRC mismatch)", d->bit);
+		bz_log_block("corrupt block (data error or CRC mismatch)", d->bit);
 	bz_dec_release(d);
 	return d->err;
 }

@@ -11,9 +11,9 @@
  * (cache_try_reserve) or decoded into scratch and dropped.  A decoder that cannot continue
  * past a chunk end (block codecs return 0 there) is replaced by one at the next checkpoint.
  *
- * Locks: pool_lock guards the pool, the stats and the count of background jobs; it is never
- * held while decoding or while calling into the cache.  bg.lock guards the background queue;
- * the two are never held together.
+ * Locks: pool_lock guards the pool, the stats and the background jobs of this reader; it is
+ * never held while decoding, while calling into the cache or into the worker pool (whose own
+ * lock is taken alone).
  */
 #include "reader.h"
 
@@ -27,11 +27,12 @@
 
 #include "../common/log.h"
 #include "segment.h"
+#include "workers.h"
 
 #define DEFAULT_MAX_DECODERS 4
 #define POOL_MEMORY_LIMIT (40ull << 20) /* idle + busy decoders; xz -6: 4 of them */
 
-struct live {
+struct rd_live {
 	struct codec_dec *dec;
 	uint64_t pos;	/* decoded offset of its next byte (a segment boundary) */
 	size_t chunk;	/* the chunk pos is in */
@@ -52,6 +53,7 @@ struct creader {
 	int (*load_aux)(void *opaque, size_t idx, void **aux, size_t *len);
 	void *aux_opaque;
 	struct cache *cache;
+	struct workers *workers; /* decoding ahead, or NULL */
 	uint64_t stream;
 	unsigned max_decoders;
 
@@ -64,7 +66,7 @@ struct creader {
 	struct bg_job *bg_list;	 /* those jobs (acquire() may wait for one's decoder) */
 	unsigned live, live_max; /* decoders that exist (idle or decoding), and the limit */
 	bool live_max_known;	 /* live_max was set from a decoder's memory */
-	struct live *pool;
+	struct rd_live *pool;
 	size_t npool;
 	uint64_t clock;
 	struct creader_stats stats;
@@ -95,6 +97,7 @@ int creader_new(const struct creader_params *p, struct creader **out)
 	r->load_aux = p->load_aux;
 	r->aux_opaque = p->aux_opaque;
 	r->cache = p->cache;
+	r->workers = p->workers;
 	r->max_decoders = p->max_decoders ? p->max_decoders : DEFAULT_MAX_DECODERS;
 	r->ck = malloc(r->n * sizeof(*r->ck));
 	r->seg_base = malloc((r->n + 1) * sizeof(*r->seg_base));
@@ -178,7 +181,7 @@ static void dec_release(struct creader *r, struct codec_dec *d)
 	pthread_mutex_unlock(&r->pool_lock);
 }
 
-static int start_decoder(struct creader *r, size_t i, struct live *l);
+static int start_decoder(struct creader *r, size_t i, struct rd_live *l);
 static bool bg_will_pass(struct creader *r, size_t i, uint64_t target);
 
 /* A decoder for the segment at target in chunk i: the idle one closest before it in the
@@ -188,7 +191,7 @@ static bool bg_will_pass(struct creader *r, size_t i, uint64_t target);
  * once (idle or decoding), whatever the number of threads: past that, an idle one is
  * evicted, or the caller waits for one to be returned (decoders never wait while held, so
  * one comes). */
-static int acquire(struct creader *r, size_t i, uint64_t target, struct live *out)
+static int acquire(struct creader *r, size_t i, uint64_t target, struct rd_live *out)
 {
 	struct codec_dec *evict = NULL;
 	bool waited = false;
@@ -198,7 +201,7 @@ static int acquire(struct creader *r, size_t i, uint64_t target, struct live *ou
 	for (;;) {
 		size_t best = SIZE_MAX;
 		for (size_t j = 0; j < r->npool; j++) {
-			struct live *l = &r->pool[j];
+			struct rd_live *l = &r->pool[j];
 			if (l->pos > target || l->pos < r->ck[i].uoff)
 				continue;
 			if (best == SIZE_MAX || l->pos > r->pool[best].pos)
@@ -243,7 +246,7 @@ static int acquire(struct creader *r, size_t i, uint64_t target, struct live *ou
 }
 
 /* Returns a decoder to the pool, evicting the least recently used beyond the limits. */
-static void pool_put(struct creader *r, struct live *l)
+static void pool_put(struct creader *r, struct rd_live *l)
 {
 	struct codec_dec *drop[2] = {NULL, NULL};
 	size_t ndrop = 0;
@@ -271,7 +274,7 @@ static void pool_put(struct creader *r, struct live *l)
 		r->codec->dec_free(drop[k]);
 }
 
-static int start_decoder(struct creader *r, size_t i, struct live *l)
+static int start_decoder(struct creader *r, size_t i, struct rd_live *l)
 {
 	void *aux = NULL;
 	size_t auxlen = 0;
@@ -308,7 +311,7 @@ static int start_decoder(struct creader *r, size_t i, struct live *l)
 }
 
 /* Decodes the next segment of l (which starts at l->pos, in chunk l->chunk) into dst. */
-static int decode_segment(struct creader *r, struct live *l, uint8_t *dst, uint64_t len)
+static int decode_segment(struct creader *r, struct rd_live *l, uint8_t *dst, uint64_t len)
 {
 	uint64_t done = 0;
 	size_t i = l->chunk;
@@ -348,7 +351,7 @@ static int decode_segment(struct creader *r, struct live *l, uint8_t *dst, uint6
  * the segment's reservation; the buffer is then returned in *outb (referenced; the caller
  * publishes it).  Else it is decoded into *scratch (allocated on first use) and dropped.  On
  * error nothing is published or abandoned here.  *key is the segment's cache key. */
-static int step_segment(struct creader *r, struct live *l, bool mine, uint8_t **scratch,
+static int step_segment(struct creader *r, struct rd_live *l, bool mine, uint8_t **scratch,
 			struct cache_buf **outb, struct cache_key *key)
 {
 	size_t j = l->chunk;
@@ -398,29 +401,21 @@ static int step_segment(struct creader *r, struct live *l, bool mine, uint8_t **
  * or a chunk small against the memory budget). */
 
 #define BG_AHEAD (64ull << 20)
-#define BG_MAX_THREADS 4
 
 struct bg_job {
 	struct creader *r;
-	struct live l;
+	struct rd_live l;
 	uint64_t start;	    /* l.pos when submitted */
 	uint64_t end;	    /* decode up to here */
 	uint64_t first_seg; /* global number of the segment at l.pos */
 	size_t nsegs;
 	bool *mine; /* per segment from l.pos: reserved by the job */
-	struct bg_job *next;  /* in the queue */
 	struct bg_job *rnext; /* in r->bg_list */
 };
 
-static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct bg_job *head, *tail; /* queued jobs */
-	unsigned threads, queued;
-} bg = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0};
-
-static void bg_run(struct bg_job *job)
+static void bg_run(void *arg)
 {
+	struct bg_job *job = arg;
 	struct creader *r = job->r;
 	uint8_t *scratch = NULL;
 	size_t i = 0;
@@ -465,50 +460,18 @@ static void bg_run(struct bg_job *job)
 	free(job);
 }
 
-static void *bg_worker(void *arg)
-{
-	for (;;) {
-		pthread_mutex_lock(&bg.lock);
-		while (!bg.head)
-			pthread_cond_wait(&bg.cond, &bg.lock);
-		struct bg_job *job = bg.head;
-		bg.head = job->next;
-		if (!bg.head)
-			bg.tail = NULL;
-		bg.queued--;
-		pthread_mutex_unlock(&bg.lock);
-		bg_run(job);
-	}
-	return NULL;
-}
-
 /* Hands l (positioned after a read's segment) to a background thread to decode the rest of
  * its chunk; true if taken, else the caller keeps l. */
-static bool bg_submit(struct creader *r, struct live *l)
+static bool bg_submit(struct creader *r, struct rd_live *l)
 {
 	uint64_t chunk_end = r->ck[l->chunk].uoff + r->ck[l->chunk].ulen, end = chunk_end;
 	struct bg_job *job;
 
 	if (end > l->pos + BG_AHEAD)
 		end = l->pos + BG_AHEAD;
-	if (l->pos >= end || (end - l->pos) * 4 > cache_room(r->cache) || atomic_load(&r->closing))
+	if (!r->workers || l->pos >= end || (end - l->pos) * 4 > cache_room(r->cache) ||
+	    atomic_load(&r->closing))
 		return false;
-	pthread_mutex_lock(&bg.lock);
-	if (bg.threads == 0) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		unsigned want = n < 1 ? 1 : (n > BG_MAX_THREADS ? BG_MAX_THREADS : (unsigned)n);
-		for (unsigned t = 0; t < want; t++) {
-			pthread_t th;
-			if (pthread_create(&th, NULL, bg_worker, NULL) == 0) {
-				pthread_detach(th);
-				bg.threads++;
-			}
-		}
-	}
-	bool busy = bg.threads == 0 || bg.queued >= bg.threads;
-	pthread_mutex_unlock(&bg.lock);
-	if (busy)
-		return false; /* decoding ahead must never pile up */
 	job = calloc(1, sizeof(*job));
 	if (!job)
 		return false;
@@ -536,16 +499,26 @@ static bool bg_submit(struct creader *r, struct live *l)
 	job->rnext = r->bg_list;
 	r->bg_list = job;
 	pthread_mutex_unlock(&r->pool_lock);
-	pthread_mutex_lock(&bg.lock);
-	if (bg.tail)
-		bg.tail->next = job;
-	else
-		bg.head = job;
-	bg.tail = job;
-	bg.queued++;
-	pthread_cond_signal(&bg.cond);
-	pthread_mutex_unlock(&bg.lock);
-	return true;
+	if (workers_try_run(r->workers, bg_run, job))
+		return true;
+	/* every thread busy: decoding ahead must never pile up */
+	pthread_mutex_lock(&r->pool_lock);
+	r->bg_jobs--;
+	for (struct bg_job **p = &r->bg_list; *p; p = &(*p)->rnext)
+		if (*p == job) {
+			*p = job->rnext;
+			break;
+		}
+	pthread_cond_broadcast(&r->dec_cond);
+	pthread_mutex_unlock(&r->pool_lock);
+	for (size_t i = 0; i < job->nsegs; i++) {
+		struct cache_key key = {r->stream, job->first_seg + i};
+		if (job->mine[i])
+			cache_abandon(r->cache, &key);
+	}
+	free(job->mine);
+	free(job);
+	return false;
 }
 
 /* True if a background job of r started within chunk i (or later) and ends at or before
@@ -560,10 +533,10 @@ static bool bg_will_pass(struct creader *r, size_t i, uint64_t target)
 
 /* Decodes segment k of chunk i, publishing what it passes; returns the target's buffer
  * (referenced) in *out.  The caller holds the reservation of the target. */
-static int fill(struct creader *r, size_t i, uint64_t k, struct cache_buf **out)
+static int rd_fill(struct creader *r, size_t i, uint64_t k, struct cache_buf **out)
 {
 	uint64_t target = r->ck[i].uoff + (k << SEG_SHIFT);
-	struct live l = {0};
+	struct rd_live l = {0};
 	uint8_t *scratch = NULL;
 	int err = 0;
 
@@ -625,7 +598,7 @@ ssize_t creader_read(struct creader *r, void *buf, size_t len, uint64_t off)
 		int err;
 
 		if (cache_get(r->cache, &key, &b) == 1) {
-			err = fill(r, i, k, &b);
+			err = rd_fill(r, i, k, &b);
 			if (err) {
 				/* the whole request fails: over FUSE a short read would look like
 				 * the end of the file */

@@ -32,6 +32,7 @@ struct creader_params {
 	int (*load_aux)(void *opaque, size_t idx, void **aux, size_t *len);
 	void *aux_opaque;
 	struct cache *cache;		  /* shared; borrowed */
+	struct workers *workers;	  /* threads for decoding ahead (borrowed), or NULL: none */
 	unsigned max_decoders;		  /* idle decoders kept (0: a default) */
 };
 

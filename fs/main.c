@@ -29,12 +29,14 @@
 #include "config.h"
 #include "dirtree.h"
 #include "open.h"
+#include "workers.h"
 #include "tfs.h"
 
 #define DEFAULT_CACHE_MIB 256
 #define DEFAULT_DISK_CACHE_GIB 4
 #define DEFAULT_GZIP_SPACING_MIB 4
 #define MAX_RECURSION 32
+#define AHEAD_THREADS 4 /* threads decoding ahead, at most (and at most one per core) */
 
 struct options {
 	bool foreground, debug, single_thread, quiet, recreate, no_union, strip_ext, ignore_zeros;
@@ -449,16 +451,158 @@ static int set_exit_signals(struct fuse_session *se, bool on)
 	return sigaction(SIGPIPE, &sa, NULL);
 }
 
+/* The sources exist and make sense, the mount point is usable (o->mountpoint becomes its
+ * absolute path, *mnt_abs to free) and holds none of them.  0, or -1 (said why). */
+static int check_paths(struct options *o, char **mnt_abs)
+{
+	for (int i = 0; i < o->nsources; i++) {
+		struct stat st;
+		if (stat(o->sources[i], &st) < 0) {
+			fprintf(stderr, "tarseek: archive %s: %s\n", o->sources[i], strerror(errno));
+			return -1;
+		}
+		if (S_ISDIR(st.st_mode) && o->nsources == 1 && !o->no_union) {
+			fprintf(stderr, "tarseek: %s is a directory, not an archive (a folder can join "
+				"archives in a union mount)\n", o->sources[i]);
+			return -1;
+		}
+	}
+	if (check_mountpoint(o->mountpoint) < 0)
+		return -1;
+	/* an absolute mount point: libfuse unmounts by this path at exit, after the daemon has
+	 * changed to / (fuse_daemonize does, in the foreground too) */
+	*mnt_abs = realpath(o->mountpoint, NULL);
+	if (!*mnt_abs) {
+		fprintf(stderr, "tarseek: %s: %s\n", o->mountpoint, strerror(errno));
+		return -1;
+	}
+	o->mountpoint = *mnt_abs;
+	for (int i = 0; i < o->nsources; i++) {
+		if (path_inside(o->sources[i], o->mountpoint)) {
+			fprintf(stderr, "tarseek: %s is inside the mount point %s: the mount would hide "
+				"it (and read itself)\n", o->sources[i], o->mountpoint);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The chunk cache (with its disk tier) and the decoding-ahead threads the sources share. */
+static int make_env(const struct options *o, struct arch_env *env)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int err;
+
+	env->cache = cache_new(o->cache_size);
+	env->workers = workers_new(ncpu < 1 ? 1 : ncpu > AHEAD_THREADS ? AHEAD_THREADS : (unsigned)ncpu);
+	if (!env->cache || !env->workers) {
+		fprintf(stderr, "tarseek: out of memory\n");
+		return -1;
+	}
+	if (o->disk_cache_size) {
+		const char *dir = o->disk_cache_dir;
+		if (!dir)
+			dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
+		err = cache_set_disk(env->cache, dir, o->disk_cache_size);
+		if (err && o->disk_cache_dir) {
+			fprintf(stderr, "tarseek: --disk-cache-dir %s: %s\n", dir, strerror(-err));
+			return -1;
+		}
+		if (err)
+			tfs_log(TFS_LOG_WARNING, "no disk cache in %s (%s): decoded data is kept in "
+				"memory only", dir, strerror(-err));
+	}
+	return 0;
+}
+
+/* The FUSE arguments: read-only, named after the (last) source, plus the user's -o options.
+ * 0 or -ENOMEM. */
+static int fuse_args_for(struct options *o, const char *argv0, struct fuse_args *args)
+{
+	const char *base = strrchr(o->sources[o->nsources - 1], '/');
+	char *esc = NULL, *fsname = NULL;
+	int n;
+
+	if (fuse_opt_add_arg(args, argv0) < 0 || fuse_opt_add_arg(args, "-o") < 0 ||
+	    fuse_opt_add_arg(args, "ro,subtype=tarseek") < 0)
+		return -ENOMEM;
+	if (o->debug && fuse_opt_add_arg(args, "-d") < 0)
+		return -ENOMEM;
+	base = base ? base + 1 : o->sources[o->nsources - 1];
+	if (fuse_opt_add_opt_escaped(&esc, base) < 0)
+		return -ENOMEM;
+	n = asprintf(&fsname, "fsname=tarseek:%s", esc);
+	free(esc);
+	if (n < 0)
+		return -ENOMEM;
+	n = fuse_opt_add_arg(args, "-o") < 0 || fuse_opt_add_arg(args, fsname) < 0;
+	free(fsname);
+	if (n)
+		return -ENOMEM;
+	if (has_opt(o->fuse_opts, "allow_other") && !has_opt(o->fuse_opts, "default_permissions") &&
+	    add_fuse_opt(o, "default_permissions") < 0)
+		return -ENOMEM;
+	if (o->fuse_opts &&
+	    (fuse_opt_add_arg(args, "-o") < 0 || fuse_opt_add_arg(args, o->fuse_opts) < 0))
+		return -ENOMEM;
+	return 0;
+}
+
+/* Mounts, detaches unless -f, and serves until unmounted or signalled.  The exit status. */
+static int serve(const struct options *o, struct fuse_args *args, struct tfs *t)
+{
+	struct fuse_session *se = fuse_session_new(args, &tfs_ops, sizeof(tfs_ops), t);
+	struct fuse_loop_config *loop = NULL;
+	int ret = 1;
+
+	if (!se) {
+		fprintf(stderr, "tarseek: cannot start FUSE (bad -o option?)\n");
+		return 1;
+	}
+	if (set_exit_signals(se, true) != 0)
+		goto out_session;
+	if (fuse_session_mount(se, o->mountpoint) != 0) {
+		fprintf(stderr, "tarseek: cannot mount on %s (is /dev/fuse usable? is fusermount3 "
+			"installed?)\n", o->mountpoint);
+		goto out_signals;
+	}
+	if (fuse_daemonize(o->foreground) != 0)
+		goto out_unmount;
+	sig_main_thread = pthread_self(); /* the thread that runs the loop, after the fork */
+	if (!o->foreground) {
+		openlog("tarseek", LOG_PID, LOG_DAEMON);
+		tfs_log_set_sink(syslog_sink, NULL);
+	}
+	if (o->single_thread) {
+		ret = fuse_session_loop(se);
+	} else {
+		loop = fuse_loop_cfg_create();
+		if (!loop)
+			goto out_unmount;
+		fuse_loop_cfg_set_clone_fd(loop, 0);
+		fuse_loop_cfg_set_idle_threads(loop, 10);
+		ret = fuse_session_loop_mt(se, loop);
+	}
+	/* the loop returns the signal that ended it: that is a clean unmount too */
+	ret = (ret == 0 || sig_caught || ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ? 0 : 1;
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	set_exit_signals(se, false);
+out_session:
+	fuse_session_destroy(se);
+	fuse_loop_cfg_destroy(loop);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = {0};
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	struct fuse_session *se = NULL;
-	struct fuse_loop_config *loop = NULL;
-	struct cache *cache = NULL;
+	struct arch_env env = {0};
 	struct tfs t = {.timeout = 86400};
-	char *fsname = NULL, *mnt_abs = NULL;
-	int ret = 1, err;
+	char *mnt_abs = NULL;
+	int ret = 1;
 
 	tfs_log_set_prog("tarseek");
 	/* Decoded segments are 1 MiB buffers made by one thread and freed by another (eviction):
@@ -477,143 +621,33 @@ int main(int argc, char **argv)
 	else if (o.quiet)
 		tfs_log_level = TFS_LOG_WARNING;
 	t.debug = o.debug;
-
-	for (int i = 0; i < o.nsources; i++) {
-		struct stat st;
-		if (stat(o.sources[i], &st) < 0) {
-			fprintf(stderr, "tarseek: archive %s: %s\n", o.sources[i], strerror(errno));
-			goto out;
-		}
-		if (S_ISDIR(st.st_mode) && o.nsources == 1 && !o.no_union) {
-			fprintf(stderr, "tarseek: %s is a directory, not an archive (a folder can join "
-				"archives in a union mount)\n", o.sources[i]);
-			goto out;
-		}
-	}
-	if (check_mountpoint(o.mountpoint) < 0)
+	if (check_paths(&o, &mnt_abs) < 0)
 		goto out;
-	/* an absolute mount point: libfuse unmounts by this path at exit, after the daemon has
-	 * changed to / (fuse_daemonize does, in the foreground too) */
-	mnt_abs = realpath(o.mountpoint, NULL);
-	if (!mnt_abs) {
-		fprintf(stderr, "tarseek: %s: %s\n", o.mountpoint, strerror(errno));
-		goto out;
-	}
-	o.mountpoint = mnt_abs;
-	for (int i = 0; i < o.nsources; i++) {
-		if (path_inside(o.sources[i], o.mountpoint)) {
-			fprintf(stderr, "tarseek: %s is inside the mount point %s: the mount would hide "
-				"it (and read itself)\n", o.sources[i], o.mountpoint);
-			goto out;
-		}
-	}
 	raise_fd_limit();
-
-	cache = cache_new(o.cache_size);
-	if (!cache) {
-		fprintf(stderr, "tarseek: out of memory\n");
+	if (make_env(&o, &env) < 0)
 		goto out;
-	}
-	if (o.disk_cache_size) {
-		const char *dir = o.disk_cache_dir;
-		if (!dir)
-			dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
-		err = cache_set_disk(cache, dir, o.disk_cache_size);
-		if (err && o.disk_cache_dir) {
-			fprintf(stderr, "tarseek: --disk-cache-dir %s: %s\n", dir, strerror(-err));
-			goto out;
-		}
-		if (err)
-			tfs_log(TFS_LOG_WARNING, "no disk cache in %s (%s): decoded data is kept in "
-				"memory only", dir, strerror(-err));
-	}
 	struct arch_opts ao = {
 		.idx = {.index_file = o.index_file, .index_folder = o.index_folder,
 			.mountpoint = o.mountpoint, .recreate = o.recreate,
 			.build = {.gzip_spacing = o.gzip_spacing, .threads = o.threads,
 				  .progress = !o.quiet, .recursion = o.recursion,
 				  .strip_ext = o.strip_ext, .ignore_zeros = o.ignore_zeros}},
-		.cache = cache,
+		.env = env,
 	};
 	if (un_new(o.no_union, &t.un) < 0)
 		goto nomem;
-	for (int i = 0; i < o.nsources; i++) {
-		err = add_source(t.un, o.sources[i], &ao);
-		if (err)
+	for (int i = 0; i < o.nsources; i++)
+		if (add_source(t.un, o.sources[i], &ao))
 			goto out; /* the reason was logged */
-	}
-
-	/* FUSE arguments: read-only, named after the archive, plus the user's -o options */
-	if (fuse_opt_add_arg(&args, argv[0]) < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
-	    fuse_opt_add_arg(&args, "ro,subtype=tarseek") < 0)
+	if (fuse_args_for(&o, argv[0], &args) < 0)
 		goto nomem;
-	if (o.debug && fuse_opt_add_arg(&args, "-d") < 0)
-		goto nomem;
-	{
-		const char *base = strrchr(o.sources[o.nsources - 1], '/');
-		char *esc = NULL;
-		base = base ? base + 1 : o.sources[o.nsources - 1];
-		if (fuse_opt_add_opt_escaped(&esc, base) < 0)
-			goto nomem;
-		int n = asprintf(&fsname, "fsname=tarseek:%s", esc);
-		free(esc);
-		if (n < 0) {
-			fsname = NULL;
-			goto nomem;
-		}
-		if (fuse_opt_add_arg(&args, "-o") < 0 || fuse_opt_add_arg(&args, fsname) < 0)
-			goto nomem;
-	}
-	if (has_opt(o.fuse_opts, "allow_other") && !has_opt(o.fuse_opts, "default_permissions") &&
-	    add_fuse_opt(&o, "default_permissions") < 0)
-		goto nomem;
-	if (o.fuse_opts && (fuse_opt_add_arg(&args, "-o") < 0 ||
-			    fuse_opt_add_arg(&args, o.fuse_opts) < 0))
-		goto nomem;
-
-	se = fuse_session_new(&args, &tfs_ops, sizeof(tfs_ops), &t);
-	if (!se) {
-		fprintf(stderr, "tarseek: cannot start FUSE (bad -o option?)\n");
-		goto out;
-	}
-	if (set_exit_signals(se, true) != 0)
-		goto out_session;
-	if (fuse_session_mount(se, o.mountpoint) != 0) {
-		fprintf(stderr, "tarseek: cannot mount on %s (is /dev/fuse usable? is fusermount3 "
-			"installed?)\n", o.mountpoint);
-		goto out_signals;
-	}
-	if (fuse_daemonize(o.foreground) != 0)
-		goto out_unmount;
-	sig_main_thread = pthread_self(); /* the thread that runs the loop, after the fork */
-	if (!o.foreground) {
-		openlog("tarseek", LOG_PID, LOG_DAEMON);
-		tfs_log_set_sink(syslog_sink, NULL);
-	}
-	if (o.single_thread) {
-		ret = fuse_session_loop(se);
-	} else {
-		loop = fuse_loop_cfg_create();
-		if (!loop)
-			goto out_unmount;
-		fuse_loop_cfg_set_clone_fd(loop, 0);
-		fuse_loop_cfg_set_idle_threads(loop, 10);
-		ret = fuse_session_loop_mt(se, loop);
-	}
-	/* the loop returns the signal that ended it: that is a clean unmount too */
-	ret = (ret == 0 || sig_caught || ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ? 0 : 1;
-out_unmount:
-	fuse_session_unmount(se);
-out_signals:
-	set_exit_signals(se, false);
-out_session:
-	fuse_session_destroy(se);
+	ret = serve(&o, &args, &t);
 out:
-	fuse_loop_cfg_destroy(loop);
 	fuse_opt_free_args(&args);
+	/* the sources first: their readers end their decoding ahead before the threads go */
 	un_free(t.un);
-	cache_free(cache);
-	free(fsname);
+	workers_free(env.workers);
+	cache_free(env.cache);
 	free(mnt_abs);
 	free(o.fuse_opts);
 	return ret;

@@ -25,9 +25,10 @@ static struct tfs *tfs_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* The one place a -errno becomes a FUSE error reply. */
 static void reply_err(fuse_req_t req, int err)
 {
-	fuse_reply_err(req, err < 0 ? -err : err);
+	fuse_reply_err(req, -err);
 }
 
 static void to_stat(const struct arch_attr *a, struct stat *st)
@@ -199,7 +200,7 @@ static int dir_entry(void *opaque, const char *name, size_t len, const struct ar
 	} else {
 		char *p = realloc(d->long_name, len + 1);
 		if (!p)
-			return 1;
+			return -ENOMEM; /* an error reply, never a listing cut short */
 		d->long_name = p;
 		memcpy(p, name, len);
 		p[len] = '\0';
@@ -222,7 +223,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 	}
 	d.buf = malloc(size);
 	if (!d.buf) {
-		reply_err(req, ENOMEM);
+		reply_err(req, -ENOMEM);
 		return;
 	}
 	if (off == 0 && !dir_add(&d, ".", &self, 1))
@@ -264,7 +265,7 @@ static void tfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int err;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-		reply_err(req, EROFS);
+		reply_err(req, -EROFS);
 		return;
 	}
 	err = un_open(t->un, ino, &f);
@@ -299,7 +300,7 @@ static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	char *buf = malloc(size ? size : 1);
 	if (!buf) {
-		reply_err(req, ENOMEM);
+		reply_err(req, -ENOMEM);
 		return;
 	}
 	ssize_t r = un_read(f, buf, size, (uint64_t)off);
@@ -342,7 +343,7 @@ static void tfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 	if (size) {
 		buf = malloc(size);
 		if (!buf) {
-			reply_err(req, ENOMEM);
+			reply_err(req, -ENOMEM);
 			return;
 		}
 	}
@@ -365,7 +366,7 @@ static void tfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	if (size) {
 		buf = malloc(size);
 		if (!buf) {
-			reply_err(req, ENOMEM);
+			reply_err(req, -ENOMEM);
 			return;
 		}
 	}
@@ -384,61 +385,61 @@ static void tfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static void tfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			struct fuse_file_info *fi)
 {
-	reply_err(req, EROFS);
+	reply_err(req, -EROFS);
 }
 
 static void tfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
-	reply_err(req, EROFS);
+	reply_err(req, -EROFS);
 }
 
 static void tfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	reply_err(req, EROFS);
+	reply_err(req, -EROFS);
 }
 
 static void tfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	reply_err(req, EROFS);
+	reply_err(req, -EROFS);
 }
 
 static void tfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
-	reply_err(req, EROFS);
+	reply_err(req, -EROFS);
 }
 
 static void tfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		       const char *newname, unsigned int flags)
 {
-	reply_err(req, EROFS);
+	reply_err(req, -EROFS);
 }
 
 static void tfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
-	reply_err(req, EROFS);
+	reply_err(req, -EROFS);
 }
 
 static void tfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		      struct fuse_file_info *fi)
 {
-	reply_err(req, EROFS);
+	reply_err(req, -EROFS);
 }
 
 static void tfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		       struct fuse_file_info *fi)
 {
-	reply_err(req, EROFS);
+	reply_err(req, -EROFS);
 }
 
 static void tfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			 size_t size, int flags)
 {
-	reply_err(req, EROFS);
+	reply_err(req, -EROFS);
 }
 
 static void tfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	reply_err(req, EROFS);
+	reply_err(req, -EROFS);
 }
 
 const struct fuse_lowlevel_ops tfs_ops = {

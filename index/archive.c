@@ -126,7 +126,8 @@ static int stream_reader(struct astream *st, struct conn *c)
 		.usize = st->usize,
 		.load_aux = load_aux,
 		.aux_opaque = st,
-		.cache = a->cache,
+		.cache = a->env.cache,
+		.workers = a->env.workers,
 	};
 	err = creader_new(&p, &st->reader);
 	if (err == -EINVAL)
@@ -158,7 +159,7 @@ static int stream_make(struct arch *a, uint64_t id, struct astream **out)
 	int r, err;
 
 	*out = NULL;
-	if (!a->cache) {
+	if (!a->env.cache) {
 		tfs_log(TFS_LOG_ERR, "internal error: no chunk cache for a compressed archive");
 		return -EINVAL;
 	}
@@ -277,7 +278,7 @@ static struct arch *arch_alloc(void)
 }
 
 /* Reads the index's meta; a->index, a->file, a->path are set. */
-static int open_index(struct arch *a, struct cache *cache)
+static int open_index(struct arch *a, const struct arch_env *env)
 {
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st;
@@ -289,7 +290,7 @@ static int open_index(struct arch *a, struct cache *cache)
 		tfs_log(TFS_LOG_ERR, "cannot open index %s: %s", a->index_shown, strerror(-err));
 		return err;
 	}
-	a->cache = cache;
+	a->env = *env;
 	a->codec_name = db_meta_get(db, "codec");
 	s = db_meta_get(db, "kind");
 	a->info.single_file = s && strcmp(s, "single") == 0;
@@ -316,7 +317,7 @@ static int open_index(struct arch *a, struct cache *cache)
 }
 
 int arch_open_index(const char *index, const char *shown, struct src *data, const char *name,
-		    struct cache *cache, struct arch **out)
+		    const struct arch_env *env, struct arch **out)
 {
 	struct arch *a = arch_alloc();
 	int err;
@@ -335,7 +336,7 @@ int arch_open_index(const char *index, const char *shown, struct src *data, cons
 		arch_close(a);
 		return -ENOMEM;
 	}
-	err = open_index(a, cache);
+	err = open_index(a, env);
 	if (err) {
 		arch_close(a);
 		return err;
@@ -651,7 +652,7 @@ int arch_nested(struct arch *a, uint64_t ino, struct arch **out)
 		err = -ENOMEM;
 	}
 	if (!err) {
-		err = arch_open_index(mem, NULL, data, name, a->cache, out);
+		err = arch_open_index(mem, NULL, data, name, &a->env, out);
 		if (!err) {
 			arch_keep(*out, keeper);
 			keeper = NULL;

@@ -28,6 +28,15 @@
 
 struct arch;
 struct arch_file;
+struct workers;
+
+/* What the archives of a mount share: the chunk cache (needed for compressed archives) and the
+ * threads that decode ahead (NULL: no decoding ahead).  Borrowed: they outlive every archive
+ * opened with them. */
+struct arch_env {
+	struct cache *cache;
+	struct workers *workers;
+};
 
 struct arch_info {
 	const char *path;     /* the archive */
@@ -49,7 +58,7 @@ struct arch_info {
  * (arch_open after validating it, the nested pass, nested archives).  0 or -errno (logged);
  * *out = NULL on error. */
 int arch_open_index(const char *index, const char *shown, struct src *data, const char *name,
-		    struct cache *cache, struct arch **out);
+		    const struct arch_env *env, struct arch **out);
 
 /* Keeps keeper (the connection that holds an in-memory index alive) until arch_close. */
 void arch_keep(struct arch *a, sqlite3 *keeper);

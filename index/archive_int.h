@@ -45,7 +45,7 @@ struct arch {
 	char *index;	   /* what connections open: a file, or "memdb:..." */
 	char *index_shown; /* the index file, for messages */
 	sqlite3 *keeper;   /* keeps an in-memory index alive */
-	struct cache *cache;
+	struct arch_env env;
 	struct src *file;
 	int fd;
 

@@ -272,8 +272,11 @@ static int dt_readdir(void *t, uint64_t dir, uint64_t after, arch_dirent_fn fn, 
 			err = e;
 			break;
 		}
-		if (fn(opaque, names[i], strlen(names[i]), &a, i + 1))
+		int stop = fn(opaque, names[i], strlen(names[i]), &a, i + 1);
+		if (stop) {
+			err = stop < 0 ? stop : 0;
 			break;
+		}
 	}
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);

@@ -161,7 +161,8 @@ static int collect(const char *tmp, const struct idx_input *in, const struct idx
 		cache_free(cache);
 		return -ENOMEM;
 	}
-	err = arch_open_index(tmp, NULL, data, in->name, cache, &outer);
+	struct arch_env env = {.cache = cache}; /* members are read in order: no decoding ahead */
+	err = arch_open_index(tmp, NULL, data, in->name, &env, &outer);
 	err = err ? err : db_open_ro(tmp, &db);
 	if (err)
 		goto out;

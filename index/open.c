@@ -403,7 +403,7 @@ int arch_open(const char *archive, const struct arch_opts *o, struct arch **out)
 			goto out;
 		}
 	}
-	err = arch_open_index(mem ? mem : shown, shown, file, path, o->cache, out);
+	err = arch_open_index(mem ? mem : shown, shown, file, path, &o->env, out);
 	file = NULL; /* the archive's now, also on error */
 	if (err)
 		goto out;

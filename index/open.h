@@ -50,7 +50,7 @@ int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool
 
 struct arch_opts {
 	struct idx_opts idx;
-	struct cache *cache; /* shared chunk cache, borrowed; needed for compressed archives */
+	struct arch_env env;
 };
 
 /* Opens archive: finds or builds its index and opens it.  Indexes up to 4 MiB are copied into

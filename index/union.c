@@ -13,8 +13,23 @@
  * opened (all of its sources' listings, merged by name and sorted), so readdir offsets are
  * positions in a list that does not change under the reader.
  *
- * Locks: lock guards the node table's growth and the hash; the number of sources is an
- * atomic published after the source is in place.
+ * Locks: lock guards the node table's growth, the hash and the open handles; nested_lock the
+ * map of archives opened inside sources (-r).  The number of sources is an atomic published
+ * after the source is in place.
+ *
+ * Lock order of the whole daemon (every lock there is, and the order in which one may be
+ * taken while another is held; a lock not listed under another is never held with it):
+ *
+ *   union.c     nested_lock  ->  union.c lock        (adding a nested archive as a source)
+ *   archive.c   streams_lock ->  archive.c conns_lock, cache.c lock   (making a stream's
+ *                                reader: its checkpoints from SQLite, its cache stream id)
+ *   taken alone: union.c lock, archive.c conns_lock, cache.c lock (its disk writer runs
+ *   outside it), reader.c pool_lock (never held while decoding or calling the cache or the
+ *   workers), workers.c lock, dirtree.c lock; while indexing: pipeline.c lock, gzip.c and
+ *   bzip2.c scan locks (one scan's own, with no other lock held).
+ *
+ * No lock is held while a FUSE request waits for a decode: readers wait on the cache's
+ * reservations (cache.h) and on the reader's decoder pool, each under its own lock only.
  */
 #include "union.h"
 #include "archive.h"
@@ -413,43 +428,60 @@ int un_add(struct un *u, const struct tree_ops *ops, void *t, const char *name)
 	return add_source(u, ops, t, name, true, &idx);
 }
 
+/* The source already opened for member ino of s, if any (nested_lock held). */
+static bool nested_find(const struct source *s, uint64_t ino, unsigned *ns)
+{
+	for (size_t i = 0; i < s->nnested; i++)
+		if (s->nested[i].local == ino) {
+			*ns = s->nested[i].src;
+			return true;
+		}
+	return false;
+}
+
 /* An entry of source *src that is an archive mounted as a folder (-r) becomes the root of
- * that archive, opened (once) as a source of its own. */
+ * that archive, opened (once) as a source of its own.  The archive is opened without
+ * nested_lock (arch_nested reads the index and may take the archive's and the cache's
+ * locks); two threads may both open it, and the one that comes second closes its copy. */
 static int resolve_nested(struct un *u, unsigned *src, struct arch_attr *a)
 {
 	struct source *s = u->src[*src];
+	struct arch *na = NULL;
 	unsigned ns = 0;
-	bool found = false;
+	bool found;
 	int err = 0;
 
 	if (!(a->flags & ARCH_A_NESTED) || s->ops != &tree_archive_ops)
 		return 0;
 	pthread_mutex_lock(&u->nested_lock);
-	for (size_t i = 0; i < s->nnested && !found; i++)
-		if (s->nested[i].local == a->ino) {
-			ns = s->nested[i].src;
-			found = true;
-		}
+	found = nested_find(s, a->ino, &ns);
+	pthread_mutex_unlock(&u->nested_lock);
 	if (!found) {
-		struct arch *na;
-		struct nmap *m = realloc(s->nested, (s->nnested + 1) * sizeof(*m));
-		if (!m) {
-			err = -ENOMEM;
-			goto out;
-		}
-		s->nested = m;
 		err = arch_nested(s->t, a->ino, &na);
 		if (err)
-			goto out;
-		err = add_source(u, &tree_archive_ops, na, arch_get_info(na)->path, false, &ns);
+			return err;
+		/* held across add_source, which takes lock: the lock order is nested_lock, then
+		 * lock (see the top of this file) */
+		pthread_mutex_lock(&u->nested_lock);
+		found = nested_find(s, a->ino, &ns);
+		if (!found) {
+			struct nmap *m = realloc(s->nested, (s->nnested + 1) * sizeof(*m));
+			err = m ? 0 : -ENOMEM;
+			if (m)
+				s->nested = m;
+			if (!err)
+				err = add_source(u, &tree_archive_ops, na, arch_get_info(na)->path,
+						 false, &ns);
+			if (!err) {
+				s->nested[s->nnested++] = (struct nmap){a->ino, ns};
+				na = NULL; /* the union's now */
+			}
+		}
+		pthread_mutex_unlock(&u->nested_lock);
+		arch_close(na); /* another thread's copy won, or adding it failed */
 		if (err)
-			goto out;
-		s->nested[s->nnested++] = (struct nmap){a->ino, ns};
+			return err;
 	}
-out:
-	pthread_mutex_unlock(&u->nested_lock);
-	if (err)
-		return err;
 	s = u->src[ns];
 	err = s->ops->getattr(s->t, s->ops->root, a);
 	if (!err)
@@ -1128,7 +1160,7 @@ static int pass_entry(void *opaque, const char *name, size_t len, const struct a
 
 	p->err = resolve_nested(p->u, &src, &b);
 	if (p->err)
-		return 1;
+		return p->err < 0 ? p->err : -EIO;
 	from_source(src, &b);
 	return p->fn(p->opaque, name, len, &b, cookie);
 }
@@ -1140,9 +1172,11 @@ int un_readdir(struct un *u, struct un_dir *d, uint64_t after, arch_dirent_fn fn
 		int err = d->s->ops->readdir(d->s->t, d->local, after, pass_entry, &p);
 		return err ? err : p.err;
 	}
-	for (size_t i = after; i < d->n; i++)
-		if (fn(opaque, d->e[i].name, d->e[i].len, &d->e[i].attr, i + 1))
-			break;
+	for (size_t i = after; i < d->n; i++) {
+		int stop = fn(opaque, d->e[i].name, d->e[i].len, &d->e[i].attr, i + 1);
+		if (stop)
+			return stop < 0 ? stop : 0;
+	}
 	return 0;
 }
 

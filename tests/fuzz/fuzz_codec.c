@@ -252,7 +252,7 @@ static void try_reader(const uint8_t *data, size_t size, struct run *r, bool wit
 	struct creader_params p = {
 		.codec = &THE_CODEC, .in = in, .ckpts = NULL, .nckpts = r->n,
 		.crcs = with_crcs ? (r->crcs ? r->crcs : none) : NULL, .usize = usize,
-		.load_aux = load_aux, .aux_opaque = r, .cache = cache,
+		.load_aux = load_aux, .aux_opaque = r, .cache = cache, .workers = fz_workers(),
 		.max_decoders = 1 + (unsigned)fz_rng_below(rng, 3),
 	};
 	struct codec_ckpt *cks = malloc((r->n ? r->n : 1) * sizeof(*cks));

@@ -18,6 +18,7 @@
 #include "codec.h"
 #include "log.h"
 #include "source.h"
+#include "workers.h"
 
 #define FZ_ASSERT(cond)                                                                            \
 	do {                                                                                       \
@@ -28,6 +29,16 @@
 	} while (0)
 
 /* Logging off unless FUZZ_VERBOSE is set (messages cost time and flood the fuzzer's output). */
+/* The threads that decode ahead, as a mount has them: made once, kept for the process. */
+static inline struct workers *fz_workers(void)
+{
+	static struct workers *w;
+
+	if (!w)
+		w = workers_new(2);
+	return w;
+}
+
 static inline void fz_init_log(void)
 {
 	static int done;

@@ -633,7 +633,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cache_free(cache);
 		goto out;
 	}
-	err = arch_open_index(idx_path, NULL, data_src, "fuzz.tar", cache, &a);
+	err = arch_open_index(idx_path, NULL, data_src, "fuzz.tar", &(struct arch_env){cache, NULL},
+			      &a);
 	/* the index the builder just made must open */
 	FZ_ASSERT(err == 0 || err == -ENOMEM);
 	if (err == 0) {

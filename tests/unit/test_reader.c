@@ -14,6 +14,7 @@
 #include "reader.h"
 #include "segment.h"
 #include "stream.h"
+#include "workers.h"
 #include "testutil.h"
 
 /* ---- the fake codec ---- */
@@ -31,6 +32,7 @@ struct codec_dec {
 };
 
 static bool stop_at_chunk_end;
+static struct workers *ahead; /* the threads decoding ahead, as a mount has them */
 static uint64_t scan_fail_at = UINT64_MAX;
 
 /* A gate: a decoder about to produce the byte at gate.at waits until the test opens the gate, so a
@@ -243,7 +245,7 @@ static struct creader *make_reader(const uint8_t *data, size_t size, struct stor
 	*in = src_from_mem(data, size);
 	struct creader_params p = {
 		.codec = &fake, .in = *in, .ckpts = st->ck, .nckpts = st->n, .crcs = st->crcs,
-		.usize = usize, .load_aux = load_aux, .cache = cache,
+		.usize = usize, .load_aux = load_aux, .cache = cache, .workers = ahead,
 	};
 	CHECK_EQ(creader_new(&p, &r), 0);
 	return r;
@@ -582,6 +584,7 @@ int main(void)
 	uint8_t *data = malloc(size);
 
 	tu_fill(data, size, 42, 0);
+	ahead = workers_new(4);
 	test_cache();
 	run_case(data, size, 3u << 20, false);		/* 3 MiB chunks: 3 segments each */
 	run_case(data, size, 3u << 20, true);
@@ -594,5 +597,6 @@ int main(void)
 	test_disk_tier(data, size);
 	test_wait_for_ahead();
 	free(data);
+	workers_free(ahead);
 	return tu_exit();
 }
