@@ -6,70 +6,24 @@
  * reservations are waited for on one condition variable, broadcast on publish and abandon --
  * waits are rare (two readers wanting the same segment at the same moment) and short.
  *
- * The disk tier is a ring log in an unlinked file: writes go at the head, in order; a FIFO of
- * the slots in write order tells which ones the next write overwrites (at a wrap, the slots
- * left past the old head go too).  Publishing queues the buffer for a writer thread (at most
- * WQ_MAX bytes queued; past that the publisher waits), which claims the slot under the lock,
- * writes and checksums outside it, then maps the slot: the decoders never wait for the page
- * cache, and no reader waits behind a write.  A miss looks in the queue too.  Reads happen
- * outside the lock and check the slot's CRC, so a read racing with a write that reused its
- * bytes is a miss, never wrong data.
+ * The disk tier (cache_disk.c) works under the same lock: a miss in RAM asks it, a publish
+ * queues the buffer for it.
  *
  * Locks: cache.lock only; no other lock is taken while holding it.
  */
 #include "cache.h"
+#include "cache_int.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <zlib.h>
 
 #include "../common/hash.h"
-#include "../common/log.h"
 
 struct entry {
 	struct cache_key key;
 	struct cache_buf *buf; /* NULL while reserved */
 	struct entry *hnext;   /* hash chain */
 	struct entry *prev, *next; /* LRU list (published only); head = most recent */
-};
-
-struct dslot {
-	struct cache_key key;
-	uint64_t off;
-	uint32_t len, crc;
-	bool dead;	     /* out of the map (failed its CRC, or superseded); still in the FIFO */
-	struct dslot *hnext; /* map chain */
-	struct dslot *qnext; /* FIFO, oldest first */
-};
-
-struct wjob { /* a buffer waiting for the writer */
-	struct cache_key key;
-	struct cache_buf *buf; /* referenced */
-	struct wjob *next;
-};
-
-#define WQ_MAX (16u << 20) /* bytes queued for the writer */
-
-struct disk {
-	int fd;
-	uint64_t size, head, used;
-	struct dslot **table;
-	size_t nbuckets, n;
-	struct dslot *qhead, *qtail;
-	uint64_t hits, writes;
-	/* the writer thread and its queue */
-	pthread_t writer;
-	pthread_cond_t wwork, wspace; /* queued work or stop; room in the queue */
-	struct wjob *whead, *wtail;
-	struct wjob *inflight; /* the job the writer is writing (out of the queue) */
-	uint64_t wbytes;
-	bool started; /* the writer exists (made on the first write, so after a fork) */
-	bool stop;    /* cache_free, or no writer could be made: nothing more is queued */
 };
 
 struct cache {
@@ -82,7 +36,7 @@ struct cache {
 	uint64_t bytes, budget;
 	uint64_t next_stream;
 	uint64_t hits, misses, evictions;
-	struct disk *disk; /* NULL: no disk tier */
+	struct cdisk *disk; /* NULL: no disk tier */
 };
 
 /* Bytes a published buffer is charged: its data plus bookkeeping. */
@@ -237,242 +191,16 @@ static void remove_entry(struct cache *c, struct entry *e)
 	free(e);
 }
 
-/* ---- the disk tier (lock held) ---- */
-
-static size_t dbucket(const struct disk *d, const struct cache_key *k)
-{
-	return (size_t)(hash_pair(k->stream, k->seg) & (d->nbuckets - 1));
-}
-
-static struct dslot *dfind(struct disk *d, const struct cache_key *k)
-{
-	for (struct dslot *s = d->table[dbucket(d, k)]; s; s = s->hnext)
-		if (s->key.stream == k->stream && s->key.seg == k->seg)
-			return s;
-	return NULL;
-}
-
-/* Takes a slot out of the map (it stays in the FIFO until its bytes are reused). */
-static void dunmap(struct disk *d, struct dslot *s)
-{
-	struct dslot **p = &d->table[dbucket(d, &s->key)];
-
-	if (s->dead)
-		return;
-	while (*p && *p != s)
-		p = &(*p)->hnext;
-	if (*p)
-		*p = s->hnext;
-	s->dead = true;
-	d->n--;
-}
-
-/* Frees the oldest slot. */
-static void dpop(struct disk *d)
-{
-	struct dslot *s = d->qhead;
-
-	d->qhead = s->qnext;
-	if (!d->qhead)
-		d->qtail = NULL;
-	dunmap(d, s);
-	d->used -= s->len;
-	free(s);
-}
-
-static void dmap_grow(struct disk *d)
-{
-	size_t n = d->nbuckets * 2;
-	struct dslot **t = calloc(n, sizeof(*t));
-
-	if (!t)
-		return;
-	for (size_t i = 0; i < d->nbuckets; i++)
-		for (struct dslot *s = d->table[i], *next; s; s = next) {
-			next = s->hnext;
-			size_t b = (size_t)(hash_pair(s->key.stream, s->key.seg) & (n - 1));
-			s->hnext = t[b];
-			t[b] = s;
-		}
-	free(d->table);
-	d->table = t;
-	d->nbuckets = n;
-}
-
-/* Claims the ring bytes for a copy of b (lock held): the oldest slots it overlaps go.  The
- * slot joins the FIFO now, out of the map (dead) until its bytes are written. */
-static struct dslot *dclaim(struct disk *d, const struct cache_key *k, const struct cache_buf *b)
-{
-	struct dslot *s;
-
-	if (b->len == 0 || b->len > d->size / 4)
-		return NULL;
-	if (d->head + b->len > d->size) { /* wrap: what is left past the head goes */
-		while (d->qhead && d->qhead->off >= d->head)
-			dpop(d);
-		d->head = 0;
-	}
-	while (d->qhead && d->qhead->off >= d->head && d->qhead->off < d->head + b->len)
-		dpop(d);
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return NULL;
-	s->key = *k;
-	s->off = d->head;
-	s->len = (uint32_t)b->len;
-	s->dead = true;
-	d->head += b->len;
-	d->used += b->len;
-	if (d->qtail)
-		d->qtail->qnext = s;
-	else
-		d->qhead = s;
-	d->qtail = s;
-	return s;
-}
-
-/* Maps a written slot (lock held), replacing an older copy of its key. */
-static void dcommit(struct disk *d, struct dslot *s)
-{
-	struct dslot *old = dfind(d, &s->key);
-
-	if (old)
-		dunmap(d, old);
-	if (d->n >= d->nbuckets)
-		dmap_grow(d);
-	size_t bk = dbucket(d, &s->key);
-	s->dead = false;
-	s->hnext = d->table[bk];
-	d->table[bk] = s;
-	d->n++;
-	d->writes++;
-}
-
-/* The writer: takes queued buffers in order and writes them into the ring.  Only this thread
- * claims slots and pops the FIFO, so a slot being written is never reused meanwhile. */
-static void *disk_writer(void *arg)
-{
-	struct cache *c = arg;
-	struct disk *d = c->disk;
-
-	pthread_mutex_lock(&c->lock);
-	for (;;) {
-		while (!d->whead && !d->stop)
-			pthread_cond_wait(&d->wwork, &c->lock);
-		if (!d->whead)
-			break; /* stop, and nothing left */
-		struct wjob *j = d->whead;
-		d->whead = j->next;
-		if (!d->whead)
-			d->wtail = NULL;
-		d->inflight = j;
-		struct dslot *slot = dclaim(d, &j->key, j->buf);
-		uint64_t off = slot ? slot->off : 0;
-		pthread_mutex_unlock(&c->lock);
-		bool ok = slot && pwrite(d->fd, j->buf->data, j->buf->len, (off_t)off) ==
-					  (ssize_t)j->buf->len;
-		uint32_t crc = ok ? (uint32_t)crc32(0, j->buf->data, (uInt)j->buf->len) : 0;
-		pthread_mutex_lock(&c->lock);
-		if (ok) { /* else: disk full or failing; the slot stays dead, the tier stops helping */
-			slot->crc = crc;
-			dcommit(d, slot);
-		}
-		d->wbytes -= j->buf->len;
-		d->inflight = NULL;
-		pthread_cond_broadcast(&d->wspace);
-		cache_buf_put(j->buf);
-		free(j);
-	}
-	pthread_mutex_unlock(&c->lock);
-	return NULL;
-}
-
-/* Queues b for the disk (lock held); waits while the queue is full. */
-static void dqueue(struct cache *c, const struct cache_key *k, struct cache_buf *b)
-{
-	struct disk *d = c->disk;
-	struct wjob *j;
-
-	if (b->len == 0 || b->len > d->size / 4 || d->stop)
-		return;
-	if (!d->started) {
-		int err = pthread_create(&d->writer, NULL, disk_writer, c);
-		if (err) {
-			tfs_log(TFS_LOG_WARNING, "disk cache: no writer thread: %s; going on without",
-				strerror(err));
-			d->stop = true;
-			return;
-		}
-		d->started = true;
-	}
-	while (d->wbytes && d->wbytes + b->len > WQ_MAX && !d->stop)
-		pthread_cond_wait(&d->wspace, &c->lock);
-	j = malloc(sizeof(*j));
-	if (!j)
-		return;
-	cache_buf_ref(b);
-	j->key = *k;
-	j->buf = b;
-	j->next = NULL;
-	if (d->wtail)
-		d->wtail->next = j;
-	else
-		d->whead = j;
-	d->wtail = j;
-	d->wbytes += b->len;
-	pthread_cond_signal(&d->wwork);
-}
-
-/* A queued buffer for k, referenced, or NULL (lock held). */
-static struct cache_buf *dqueued(struct disk *d, const struct cache_key *k)
-{
-	struct wjob *j = d->inflight;
-
-	if (!j || j->key.stream != k->stream || j->key.seg != k->seg)
-		for (j = d->whead; j; j = j->next)
-			if (j->key.stream == k->stream && j->key.seg == k->seg)
-				break;
-	if (!j)
-		return NULL;
-	cache_buf_ref(j->buf);
-	return j->buf;
-}
-
 int cache_set_disk(struct cache *c, const char *dir, uint64_t size)
 {
-	struct disk *d;
-	int fd;
+	struct cdisk *d;
+	int err;
 
 	if (size == 0)
 		return 0;
-	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd < 0) { /* no O_TMPFILE here: a named file, unlinked at once */
-		char *tmpl;
-		if (asprintf(&tmpl, "%s/tarseek-cache-XXXXXX", dir) < 0)
-			return -ENOMEM;
-		fd = mkostemp(tmpl, O_CLOEXEC);
-		if (fd >= 0)
-			unlink(tmpl);
-		free(tmpl);
-		if (fd < 0)
-			return -errno;
-	}
-	d = calloc(1, sizeof(*d));
-	if (d) {
-		d->nbuckets = 1024;
-		d->table = calloc(d->nbuckets, sizeof(*d->table));
-	}
-	if (!d || !d->table) {
-		if (d)
-			free(d->table);
-		free(d);
-		close(fd);
-		return -ENOMEM;
-	}
-	d->fd = fd;
-	d->size = size;
-	pthread_cond_init(&d->wwork, NULL);
-	pthread_cond_init(&d->wspace, NULL);
+	err = cdisk_new(dir, size, &c->lock, &d);
+	if (err)
+		return err;
 	pthread_mutex_lock(&c->lock);
 	c->disk = d;
 	pthread_mutex_unlock(&c->lock);
@@ -505,41 +233,16 @@ int cache_get(struct cache *c, const struct cache_key *k, struct cache_buf **out
 	/* Out of memory for the entry: the caller decodes anyway; publish/abandon of an
 	 * unknown key are no-ops. */
 	e = reserve(c, k);
-	struct cache_buf *qb = e && c->disk ? dqueued(c->disk, k) : NULL;
-	if (qb) { /* still on its way to the disk */
-		publish_locked(c, e, qb);
-		c->disk->hits++;
+	struct cache_buf *b = e && c->disk ? cdisk_get(c->disk, k) : NULL;
+	if (b) {
+		e = find(c, k, NULL); /* the lock may have been let go meanwhile */
+		if (e && !e->buf)
+			publish_locked(c, e, b);
 		c->hits++;
 		pthread_cond_broadcast(&c->filled);
 		pthread_mutex_unlock(&c->lock);
-		*out = qb;
+		*out = b;
 		return 0;
-	}
-	struct dslot *ds = c->disk ? dfind(c->disk, k) : NULL;
-	if (e && ds) {
-		uint64_t off = ds->off;
-		uint32_t len = ds->len, crc = ds->crc;
-		int fd = c->disk->fd;
-		pthread_mutex_unlock(&c->lock);
-		struct cache_buf *b = cache_buf_new(len);
-		bool ok = b && pread(fd, b->data, len, (off_t)off) == (ssize_t)len &&
-			  (uint32_t)crc32(0, b->data, len) == crc;
-		pthread_mutex_lock(&c->lock);
-		if (ok) {
-			e = find(c, k, NULL);
-			if (e && !e->buf)
-				publish_locked(c, e, b);
-			c->disk->hits++;
-			c->hits++;
-			pthread_cond_broadcast(&c->filled);
-			pthread_mutex_unlock(&c->lock);
-			*out = b;
-			return 0;
-		}
-		cache_buf_put(b);
-		ds = dfind(c->disk, k); /* reused meanwhile, or bad: forget it */
-		if (ds)
-			dunmap(c->disk, ds);
 	}
 	c->misses++;
 	pthread_mutex_unlock(&c->lock);
@@ -592,7 +295,7 @@ void cache_publish(struct cache *c, const struct cache_key *k, struct cache_buf 
 		publish_locked(c, e, b);
 	pthread_cond_broadcast(&c->filled);
 	if (fresh && c->disk)
-		dqueue(c, k, b); /* may wait for room: the entry is served meanwhile */
+		cdisk_queue(c->disk, k, b); /* may wait for room: the entry is served meanwhile */
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -614,25 +317,8 @@ void cache_drop_stream(struct cache *c, uint64_t stream)
 		if (e->key.stream == stream)
 			remove_entry(c, e);
 	}
-	if (c->disk) { /* stream ids are never reused, but keep the map small */
-		for (struct dslot *s = c->disk->qhead; s; s = s->qnext)
-			if (s->key.stream == stream)
-				dunmap(c->disk, s);
-		for (struct wjob **p = &c->disk->whead, *j; (j = *p);) {
-			if (j->key.stream != stream) {
-				c->disk->wtail = j;
-				p = &j->next;
-				continue;
-			}
-			*p = j->next;
-			c->disk->wbytes -= j->buf->len;
-			cache_buf_put(j->buf);
-			free(j);
-		}
-		if (!c->disk->whead)
-			c->disk->wtail = NULL;
-		pthread_cond_broadcast(&c->disk->wspace);
-	}
+	if (c->disk)
+		cdisk_drop_stream(c->disk, stream);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -645,17 +331,16 @@ void cache_get_stats(struct cache *c, struct cache_stats *out)
 	out->bytes = c->bytes;
 	out->entries = c->nentries;
 	out->budget = c->budget;
-	out->disk_hits = c->disk ? c->disk->hits : 0;
-	out->disk_writes = c->disk ? c->disk->writes : 0;
-	out->disk_bytes = c->disk ? c->disk->used : 0;
-	out->disk_size = c->disk ? c->disk->size : 0;
+	out->disk_hits = out->disk_writes = out->disk_bytes = out->disk_size = 0;
+	if (c->disk)
+		cdisk_stats(c->disk, out);
 	pthread_mutex_unlock(&c->lock);
 }
 
 uint64_t cache_room(struct cache *c)
 {
 	pthread_mutex_lock(&c->lock);
-	uint64_t room = c->disk ? c->disk->size : c->budget;
+	uint64_t room = c->disk ? cdisk_size(c->disk) : c->budget;
 	pthread_mutex_unlock(&c->lock);
 	return room;
 }
@@ -664,24 +349,7 @@ void cache_free(struct cache *c)
 {
 	if (!c)
 		return;
-	if (c->disk) { /* the writer first: it uses the lock and the buffers */
-		pthread_mutex_lock(&c->lock);
-		c->disk->stop = true;
-		for (struct wjob *j = c->disk->whead, *next; j; j = next) { /* not written */
-			next = j->next;
-			c->disk->wbytes -= j->buf->len;
-			cache_buf_put(j->buf);
-			free(j);
-		}
-		c->disk->whead = c->disk->wtail = NULL;
-		pthread_cond_broadcast(&c->disk->wwork);
-		pthread_cond_broadcast(&c->disk->wspace);
-		pthread_mutex_unlock(&c->lock);
-		if (c->disk->started)
-			pthread_join(c->disk->writer, NULL);
-		pthread_cond_destroy(&c->disk->wwork);
-		pthread_cond_destroy(&c->disk->wspace);
-	}
+	cdisk_free(c->disk); /* the writer first: it uses the lock and the buffers */
 	for (size_t i = 0; i < c->nbuckets; i++) {
 		struct entry *e = c->table[i], *next;
 		for (; e; e = next) {
@@ -691,13 +359,6 @@ void cache_free(struct cache *c)
 		}
 	}
 	free(c->table);
-	if (c->disk) {
-		while (c->disk->qhead)
-			dpop(c->disk);
-		close(c->disk->fd);
-		free(c->disk->table);
-		free(c->disk);
-	}
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->filled);
 	free(c);
