@@ -212,7 +212,8 @@ static int sink_ckpt(void *opaque, uint64_t idx, const struct codec_ckpt *ck, co
 	if (auxlen && auxlen <= sizeof(e->aux))
 		memcpy(e->aux, aux, auxlen);
 	e->crcs = malloc((ncrcs + 1) * sizeof(*crcs));
-	memcpy(e->crcs, crcs, ncrcs * sizeof(*crcs));
+	if (ncrcs) /* an empty chunk may come with crcs NULL */
+		memcpy(e->crcs, crcs, ncrcs * sizeof(*crcs));
 	return idx == sunk.fail_idx ? sunk.fail_err : 0;
 }
 
