@@ -330,22 +330,41 @@ static int parse(struct src *fwd, const uint8_t *data, size_t size, enum read_ho
 	return err;
 }
 
+static const struct codec_opts opts = {.spacing = 1u << 20, .threads = 1};
+
+/* A stream over data[0, size) with codec c, the fake set up as cfg says; the sink's records and
+ * the fake's log are cleared first.  The test ends if the stream cannot start. */
+static struct cstream *open_stream(const struct codec *c, const uint8_t *data, size_t size,
+				   struct src **in)
+{
+	struct cstream *cs;
+	int err;
+
+	reset();
+	*in = src_from_mem(data, size);
+	err = *in ? cstream_new(c, *in, &opts, &sink, &cs) : -ENOMEM;
+	if (err) {
+		fprintf(stderr, "cstream_new: %s\n", strerror(-err));
+		exit(1);
+	}
+	return cs;
+}
+
+static void close_stream(struct cstream *cs, struct src *in)
+{
+	cstream_free(cs);
+	src_free(in);
+	CHECK_EQ(seen.live, 0); /* the scan was freed */
+}
+
 /* Indexes data with the fake codec as cfg says: the parser's reads, then cstream_finish. */
 static int index_data(const struct codec *c, const uint8_t *data, size_t size, enum read_how how,
 		      uint64_t *usize)
 {
-	struct src *in = src_from_mem(data, size);
-	struct codec_opts o = {.spacing = 1u << 20, .threads = 1};
-	struct cstream *cs;
+	struct src *in;
+	struct cstream *cs = open_stream(c, data, size, &in);
 	int err, perr;
 
-	reset();
-	err = cstream_new(c, in, &o, &sink, &cs);
-	CHECK_EQ(err, 0);
-	if (err) {
-		src_free(in);
-		return err;
-	}
 	CHECK_EQ(src_size(cstream_src(cs)), SRC_SIZE_UNKNOWN);
 	perr = parse(cstream_src(cs), data, size, how);
 	*usize = 12345;
@@ -356,9 +375,7 @@ static int index_data(const struct codec *c, const uint8_t *data, size_t size, e
 		CHECK_EQ(*usize, 0);
 	else
 		CHECK_EQ(cstream_pos(cs), *usize);
-	cstream_free(cs);
-	src_free(in);
-	CHECK_EQ(seen.live, 0);
+	close_stream(cs, in);
 	return err;
 }
 
@@ -440,15 +457,12 @@ static void test_forward(void)
 	static const size_t pieces[] = {0, 4096, 300000};
 
 	for (size_t p = 0; p < 3; p++) {
-		struct src *in = src_from_mem(test_data, SIZE);
-		struct codec_opts o = {.spacing = 1u << 20, .threads = 1};
-		struct cstream *cs;
+		struct src *in;
 		uint64_t usize;
 
-		reset();
 		fake_config(ck, 3);
 		cfg.piece = pieces[p];
-		CHECK_EQ(cstream_new(&fake, in, &o, &sink, &cs), 0);
+		struct cstream *cs = open_stream(&fake, test_data, SIZE, &in);
 		struct src *fwd = cstream_src(cs);
 		CHECK_EQ(rd(fwd, 0, 512), 512);
 		CHECK_EQ(rd(fwd, 0, 100), 100);
@@ -470,8 +484,7 @@ static void test_forward(void)
 		check_all(test_data, usize); /* skipped bytes were checksummed too */
 		CHECK_EQ(cstream_verified(cs), SIZE);
 		CHECK(cstream_name(cs) && strcmp(cstream_name(cs), "fake-name") == 0);
-		cstream_free(cs);
-		src_free(in);
+		close_stream(cs, in);
 	}
 }
 
@@ -523,17 +536,14 @@ static void test_sink_error(void)
 	uint64_t usize;
 
 	for (int how = READ_NONE; how <= READ_LARGE; how++) {
-		struct src *in = src_from_mem(test_data, SIZE);
-		struct codec_opts o = {.spacing = 1u << 20, .threads = 1};
-		struct cstream *cs;
+		struct src *in;
 		uint8_t buf[512];
 
-		reset();
 		fake_config(ck, 6);
 		cfg.piece = 100000;
+		struct cstream *cs = open_stream(&fake, test_data, SIZE, &in);
 		sunk.fail_idx = 2;
 		sunk.fail_err = -ENOSPC;
-		CHECK_EQ(cstream_new(&fake, in, &o, &sink, &cs), 0);
 		CHECK_EQ(parse(cstream_src(cs), test_data, SIZE, how), how == READ_NONE ? 0 : -ENOSPC);
 		/* a skip to the end decodes through checkpoint 3 as well */
 		CHECK_EQ(src_pread(cstream_src(cs), buf, sizeof(buf), SIZE - 512), -ENOSPC);
@@ -548,25 +558,20 @@ static void test_sink_error(void)
 		/* what was decoded stopped at the refill that reached checkpoint 3 */
 		CHECK(cstream_pos(cs) >= ck[3] && cstream_pos(cs) <= ck[3] + 100000);
 		check_index(test_data, ck[3], (const size_t[]){0, 1, 2}, 3);
-		cstream_free(cs);
-		src_free(in);
+		close_stream(cs, in);
 	}
 
 	/* the last checkpoint is stored by cstream_finish: its error is finish's */
+	struct src *in;
 	fake_config(ck, 2);
-	reset();
-	struct src *in = src_from_mem(test_data, 1500000);
-	struct codec_opts o = {.spacing = 1u << 20, .threads = 1};
-	struct cstream *cs;
-	CHECK_EQ(cstream_new(&fake, in, &o, &sink, &cs), 0);
+	struct cstream *cs = open_stream(&fake, test_data, 1500000, &in);
 	sunk.fail_idx = 1;
 	sunk.fail_err = -EIO;
 	CHECK_EQ(parse(cstream_src(cs), test_data, 1500000, READ_HEADERS), 0);
 	CHECK_EQ(cstream_finish(cs, &usize), -EIO);
 	CHECK_EQ(usize, 0);
 	CHECK_EQ(sunk.n, 2);
-	cstream_free(cs);
-	src_free(in);
+	close_stream(cs, in);
 }
 
 /* A codec's errors: scan_new failing, data before the first checkpoint, checkpoints out of
@@ -577,15 +582,14 @@ static void test_codec_errors(void)
 	static const uint64_t back[] = {0, 2u << 20, 1u << 20};
 	static const uint64_t ck[] = {0, 1u << 20, 3u << 20};
 	struct src *in = src_from_mem(test_data, SIZE);
-	struct codec_opts o = {.spacing = 1u << 20, .threads = 1};
-	struct cstream *cs = (struct cstream *)in;
+	struct cstream *cs = (struct cstream *)in; /* must be cleared */
 	int level = tfs_log_level;
 	unsigned long logged;
 	uint64_t usize;
 
 	fake_config(ck, 3);
 	cfg.new_err = -ENOMEM;
-	CHECK_EQ(cstream_new(&fake, in, &o, &sink, &cs), -ENOMEM);
+	CHECK_EQ(cstream_new(&fake, in, &opts, &sink, &cs), -ENOMEM);
 	CHECK(cs == NULL);
 	cstream_free(NULL);
 	src_free(in);
@@ -613,16 +617,13 @@ static void test_codec_errors(void)
 
 	/* a codec without scan_name and scan_verified */
 	fake_config(ck, 3);
-	in = src_from_mem(test_data, SIZE);
-	reset();
-	CHECK_EQ(cstream_new(&bare, in, &o, &sink, &cs), 0);
+	cs = open_stream(&bare, test_data, SIZE, &in);
 	CHECK(cstream_name(cs) == NULL);
 	CHECK_EQ(cstream_verified(cs), 0);
 	CHECK_EQ(cstream_finish(cs, &usize), 0);
 	CHECK_EQ(usize, SIZE);
 	check_all(test_data, SIZE);
-	cstream_free(cs);
-	src_free(in);
+	close_stream(cs, in);
 }
 
 /* Where a salvage may cut the chunk at U that the error fell in: at a whole segment or at the
@@ -649,17 +650,14 @@ static void salvage_case(uint64_t fail_at, uint64_t limit, enum read_how how)
 {
 	static const uint64_t ck[] = {0, 4u << 20, 8u << 20};
 	size_t size = (12u << 20) + 777;
-	struct src *in = src_from_mem(test_data, size);
-	struct codec_opts o = {.spacing = 1u << 20, .threads = 1};
-	struct cstream *cs;
+	struct src *in;
 	uint64_t usize = 1;
 
-	reset();
 	fake_config(ck, 3);
 	cfg.piece = 100000;
 	cfg.member = 2411724; /* 2.3 MiB: verified at 2.3, 4.6, 6.9, 9.2 MiB */
 	cfg.fail_at = fail_at;
-	CHECK_EQ(cstream_new(&fake, in, &o, &sink, &cs), 0);
+	struct cstream *cs = open_stream(&fake, test_data, size, &in);
 	int err = parse(cstream_src(cs), test_data, size, how);
 	CHECK_EQ(err, how == READ_NONE ? 0 : -EIO);
 	CHECK_EQ(cstream_finish(cs, &usize), -EIO);
@@ -688,8 +686,7 @@ static void salvage_case(uint64_t fail_at, uint64_t limit, enum read_how how)
 		CHECK(usize <= limit); /* at or before limit ... */
 	else if (limit < U)
 		CHECK_EQ(usize, U); /* ... unless checkpoints past it were stored already */
-	cstream_free(cs);
-	src_free(in);
+	close_stream(cs, in);
 }
 
 static void test_salvage(void)
@@ -732,25 +729,21 @@ static void test_salvage(void)
 static void known_issue_salvage_after_sink_error(void)
 {
 	static const uint64_t ck[] = {0, 1000000, 2000000, 3000000, 4000000, 5000000};
-	struct src *in = src_from_mem(test_data, SIZE);
-	struct codec_opts o = {.spacing = 1u << 20, .threads = 1};
-	struct cstream *cs;
+	struct src *in;
 	uint64_t usize;
 
-	reset();
 	fake_config(ck, 6);
 	cfg.piece = 100000;
+	struct cstream *cs = open_stream(&fake, test_data, SIZE, &in);
 	sunk.fail_idx = 2;
 	sunk.fail_err = -EIO; /* the store of checkpoint 2 failed */
-	CHECK_EQ(cstream_new(&fake, in, &o, &sink, &cs), 0);
 	CHECK_EQ(parse(cstream_src(cs), test_data, SIZE, READ_HEADERS), -EIO);
 	CHECK_EQ(cstream_finish(cs, &usize), -EIO); /* as index/build.c sees it: damage */
 	int err = cstream_salvage(cs, cstream_verified(cs), &usize);
 	fprintf(stderr, "known issue: salvage after a sink error: %d, usize %llu (stored up to %llu)\n",
 		err, (unsigned long long)usize, (unsigned long long)ck[2]);
 	CHECK(err != 0 || usize <= ck[2]); /* never past what the sink stored */
-	cstream_free(cs);
-	src_free(in);
+	close_stream(cs, in);
 }
 
 int main(void)
