@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 int tu_failures;
@@ -156,4 +157,55 @@ uint8_t *tu_read_file(const char *path, size_t *len)
 	if (buf)
 		*len = (size_t)n;
 	return buf;
+}
+
+static void watchdog_fired(int sig)
+{
+	static const char msg[] = "watchdog: the test ran too long (a call blocked?)\n";
+
+	(void)sig;
+	if (write(2, msg, sizeof(msg) - 1) < 0) {
+		/* nothing else to say it with */
+	}
+	_exit(1);
+}
+
+void tu_watchdog(unsigned seconds)
+{
+	signal(SIGALRM, watchdog_fired);
+	alarm(seconds);
+}
+
+double tu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void tu_wait_step(double since, const char *file, int line, const char *what)
+{
+	if (tu_now() - since > TU_WAIT_SECONDS) {
+		fprintf(stderr, "%s:%d: still not true after %d s: %s\n", file, line,
+			TU_WAIT_SECONDS, what);
+		fflush(stderr);
+		_exit(1); /* other threads may be blocked for good: no exit handlers */
+	}
+	usleep(200);
+}
+
+char tu_thread_state(pid_t tid)
+{
+	char path[64], line[512];
+	FILE *f;
+	char *p;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	p = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL; /* "tid (comm) S ..." */
+	fclose(f);
+	return p && p[1] == ' ' ? p[2] : 0;
 }

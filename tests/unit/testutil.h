@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
 
 extern int tu_failures;
 
@@ -43,5 +44,33 @@ void tu_fill(uint8_t *buf, size_t len, uint32_t seed, int text);
 
 /* Reads a whole file (malloc'd), or NULL. */
 uint8_t *tu_read_file(const char *path, size_t *len);
+
+/* Waiting for other threads: TU_WAIT(cond) polls the expression cond until it holds.  If it
+ * still does not after TU_WAIT_SECONDS, the test fails at once (file:line and the condition
+ * on stderr, exit status 1): a wait for what another thread does, never a guess at how long
+ * it takes, and a deadlock fails the test instead of hanging it. */
+#define TU_WAIT_SECONDS 30
+#define TU_WAIT(cond)                                                                              \
+	do {                                                                                       \
+		double _tu_since = tu_now();                                                       \
+		while (!(cond))                                                                    \
+			tu_wait_step(_tu_since, __FILE__, __LINE__, #cond);                        \
+	} while (0)
+
+/* Ends the test (exit status 1, with a message) if it still runs after seconds: for a call
+ * that blocks when it should not, where no TU_WAIT can help. */
+void tu_watchdog(unsigned seconds);
+
+/* Seconds on a monotonic clock. */
+double tu_now(void);
+
+/* One step of TU_WAIT: sleeps a fraction of a millisecond, or ends the test past the deadline. */
+void tu_wait_step(double since, const char *file, int line, const char *what);
+
+/* The scheduler state of thread tid of this process, from /proc/self/task/<tid>/stat: 'R'
+ * running, 'S' asleep (blocked in a futex, a read, ...), 'D', ...; 0 if it cannot be read
+ * (the thread has exited).  With the thread's own progress counter it tells that a thread is
+ * blocked inside a call rather than not there yet. */
+char tu_thread_state(pid_t tid);
 
 #endif
