@@ -56,7 +56,7 @@ struct cache_buf {
 
 struct cache_stats {
 	uint64_t hits, misses, evictions;
-	uint64_t bytes, entries; /* now */
+	uint64_t bytes, entries; /* now; entries counts reservations too */
 	uint64_t budget;
 	uint64_t disk_hits, disk_writes; /* the disk tier */
 	uint64_t disk_bytes, disk_size;	 /* in use now; capacity (0: no disk tier) */

@@ -53,6 +53,7 @@ struct cdisk {
 	pthread_cond_t wwork, wspace; /* queued work or stop; room in the queue */
 	struct wjob *whead, *wtail;
 	struct wjob *inflight; /* the job the writer is writing (out of the queue) */
+	bool inflight_dropped; /* its stream was dropped meanwhile: neither served nor mapped */
 	uint64_t wbytes;
 	pthread_mutex_t *lock; /* the cache's */
 	bool started; /* the writer exists (made on the first write, so after a fork) */
@@ -185,6 +186,7 @@ static void *disk_writer(void *arg)
 		if (!d->whead)
 			d->wtail = NULL;
 		d->inflight = j;
+		d->inflight_dropped = false;
 		struct dslot *slot = dclaim(d, &j->key, j->buf);
 		uint64_t off = slot ? slot->off : 0;
 		pthread_mutex_unlock(d->lock);
@@ -192,7 +194,7 @@ static void *disk_writer(void *arg)
 					  (ssize_t)j->buf->len;
 		uint32_t crc = ok ? (uint32_t)crc32(0, j->buf->data, (uInt)j->buf->len) : 0;
 		pthread_mutex_lock(d->lock);
-		if (ok) { /* else: disk full or failing; the slot stays dead, the tier stops helping */
+		if (ok && !d->inflight_dropped) { /* else (disk full or failing): the slot stays dead */
 			slot->crc = crc;
 			dcommit(d, slot);
 		}
@@ -243,7 +245,7 @@ void cdisk_queue(struct cdisk *d, const struct cache_key *k, struct cache_buf *b
 /* A queued buffer for k, referenced, or NULL (lock held). */
 static struct cache_buf *dqueued(struct cdisk *d, const struct cache_key *k)
 {
-	struct wjob *j = d->inflight;
+	struct wjob *j = d->inflight_dropped ? NULL : d->inflight;
 
 	if (!j || j->key.stream != k->stream || j->key.seg != k->seg)
 		for (j = d->whead; j; j = j->next)
@@ -288,6 +290,8 @@ struct cache_buf *cdisk_get(struct cdisk *d, const struct cache_key *k)
 void cdisk_drop_stream(struct cdisk *d, uint64_t stream)
 {
 	/* stream ids are never reused, but keep the map small */
+	if (d->inflight && d->inflight->key.stream == stream)
+		d->inflight_dropped = true;
 	for (struct dslot *s = d->qhead; s; s = s->qnext)
 		if (s->key.stream == stream)
 			dunmap(d, s);

@@ -36,6 +36,7 @@ struct cstream {
 	struct codec_sink ck_sink; /* ours, handed to the codec; lives as long as the scan */
 	struct src *src; /* the forward-only view */
 	int err;	 /* first error, sticky */
+	int sink_err;	 /* the first error the sink returned: no salvage after it */
 
 	uint8_t *buf;		  /* decoded bytes [buf_off, buf_off + buf_len) */
 	size_t buf_len, buf_pos;  /* buf_pos: next unread byte in buf */
@@ -134,9 +135,12 @@ static int finish_chunk(struct cstream *s, uint64_t end)
 		tfs_log(TFS_LOG_ERR, "segment count mismatch (internal error)");
 		err = -EIO;
 	}
-	if (!err)
+	if (!err) {
 		err = s->sink->checkpoint(s->sink->opaque, s->nckpt, &s->cur.ck, s->cur.aux, s->cur.auxlen,
 					  s->crcs, s->ncrcs);
+		if (err && !s->sink_err)
+			s->sink_err = err;
+	}
 	s->nckpt++;
 	free(s->cur.aux);
 	s->cur.aux = NULL;
@@ -353,6 +357,8 @@ int cstream_salvage(struct cstream *s, uint64_t limit, uint64_t *usize)
 	int err;
 
 	*usize = 0;
+	if (s->sink_err) /* what the index holds is not what was decoded: nothing to keep */
+		return s->sink_err;
 	if (limit > s->acct)
 		limit = s->acct;
 	if (!s->have_cur)

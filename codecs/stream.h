@@ -5,11 +5,12 @@
  * blob and its segment CRCs -- to a sink (the index builder, which stores it).
  *
  * The forward-only source: a read after the current position decodes and discards the bytes
- * in between (they are still checksummed); a read before it returns -ESPIPE, except that
- * the first 512 KiB stay readable until more is read (so the builder can probe the head and
- * then parse from offset 0).  Reads
- * are served from an internal buffer refilled with large scan_read calls, so the parser's
- * 512-byte header reads cost a memcpy each.
+ * in between (they are still checksummed); a read before what the internal buffer holds
+ * returns -ESPIPE.  The first 512 KiB stay readable until more is read (so the builder can
+ * probe the head and then parse from offset 0); past that, what is behind the position is
+ * readable only while it is still buffered, which callers must not count on.  Reads are
+ * served from that buffer, refilled with large scan_read calls, so the parser's 512-byte
+ * header reads cost a memcpy each.
  *
  * Not thread-safe: one thread drives the stream (the codec may run its own workers).
  */
@@ -43,7 +44,10 @@ int cstream_finish(struct cstream *s, uint64_t *usize);
 
 /* After a decode error: ends the checkpoint list at the last point at or before limit (the
  * codec's verified offset) that the stored segment CRCs can cover, emits that last
- * checkpoint, and sets *usize to the decoded bytes the index keeps.  0 or -errno. */
+ * checkpoint, and sets *usize to the decoded bytes the index keeps.  When limit lies before
+ * the current chunk, that chunk cannot be cut and *usize is where it starts, which may be past
+ * limit (the caller trusts only min(*usize, limit)).  After the sink failed, nothing the
+ * index holds can be trusted: returns the sink's error.  0 or -errno. */
 int cstream_salvage(struct cstream *s, uint64_t limit, uint64_t *usize);
 
 /* Decoded bytes so far. */

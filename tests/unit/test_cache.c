@@ -1156,13 +1156,9 @@ static void test_free_busy(void)
 	CHECK_EQ(atomic_load(&io.nwrites) - writes, 1); /* the queued ones were not written */
 }
 
-/* Known issue, not run by default (TARSEEK_KNOWN_ISSUES=1 runs it, and it fails): the write in
- * progress when cache_drop_stream() runs is not dropped.  A get of that segment of the dropped
- * stream is served from it (dqueued() looks at d->inflight), and once written its slot is
- * mapped (dcommit()) although the stream is gone.  Harmless as the daemon uses it (stream ids
- * are never reused; a stream is dropped when its archive is closed), but not what cache.h
- * says: "Drops every published entry of a stream". */
-static void known_issue_drop_in_flight(void)
+/* The write in progress when cache_drop_stream() runs is dropped too: not served while it is
+ * written, not mapped once written. */
+static void test_drop_in_flight(void)
 {
 	struct cache *c = disk_only(1u << 20);
 	uint64_t s1 = cache_new_stream_id(c);
@@ -1173,10 +1169,10 @@ static void known_issue_drop_in_flight(void)
 	b = publish(c, &k, 5000, true);
 	TU_WAIT(atomic_load(&io.writes_held) == 1);
 	cache_drop_stream(c, s1);
-	EXPECT_MISS(c, &k); /* fails: served from the write in progress */
+	EXPECT_MISS(c, &k); /* not served from the write in progress */
 	io_gate(&io.hold_writes, false);
 	TU_WAIT(refs(b) == 1);
-	EXPECT_MISS(c, &k); /* fails: the slot was mapped after the drop */
+	EXPECT_MISS(c, &k); /* its slot is not mapped after the drop */
 	cache_buf_put(b);
 	cache_free(c);
 }
@@ -1205,7 +1201,6 @@ int main(void)
 	test_disk_drop_stream();
 	test_free_busy();
 	test_stress(true);
-	if (getenv("TARSEEK_KNOWN_ISSUES"))
-		known_issue_drop_in_flight();
+	test_drop_in_flight();
 	return tu_exit();
 }

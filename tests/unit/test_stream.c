@@ -720,13 +720,10 @@ static void test_salvage(void)
 	CHECK_EQ(sunk.n, 0);
 }
 
-/* Known issue, not run by default (TARSEEK_KNOWN_ISSUES=1 runs it, and it fails): the caller
- * cannot tell a sink error from a decode error, and cstream_salvage does not refuse after a
- * sink error.  index/build.c salvages whenever cstream_finish returns -EIO, and its sink
- * returns -EIO for most SQLite errors (index/db.c: SQLITE_IOERR, _CORRUPT, _BUSY, ...).  Then
- * cstream_salvage returns 0 with *usize at the end of the chunk whose checkpoint the sink
- * failed to store: an index whose decoded size covers a chunk it has no checkpoint for. */
-static void known_issue_salvage_after_sink_error(void)
+/* After the sink failed (index/build.c cannot tell its -EIO from a decode error, and salvages
+ * on -EIO), cstream_salvage refuses with the sink's error: the index would otherwise cover a
+ * chunk whose checkpoint was never stored. */
+static void test_salvage_after_sink_error(void)
 {
 	static const uint64_t ck[] = {0, 1000000, 2000000, 3000000, 4000000, 5000000};
 	struct src *in;
@@ -740,9 +737,8 @@ static void known_issue_salvage_after_sink_error(void)
 	CHECK_EQ(parse(cstream_src(cs), test_data, SIZE, READ_HEADERS), -EIO);
 	CHECK_EQ(cstream_finish(cs, &usize), -EIO); /* as index/build.c sees it: damage */
 	int err = cstream_salvage(cs, cstream_verified(cs), &usize);
-	fprintf(stderr, "known issue: salvage after a sink error: %d, usize %llu (stored up to %llu)\n",
-		err, (unsigned long long)usize, (unsigned long long)ck[2]);
-	CHECK(err != 0 || usize <= ck[2]); /* never past what the sink stored */
+	CHECK_EQ(err, -EIO);
+	CHECK_EQ(usize, 0);
 	close_stream(cs, in);
 }
 
@@ -758,8 +754,7 @@ int main(void)
 	test_sink_error();
 	test_codec_errors();
 	test_salvage();
-	if (getenv("TARSEEK_KNOWN_ISSUES"))
-		known_issue_salvage_after_sink_error();
+	test_salvage_after_sink_error();
 	reset();
 	free(test_data);
 	return tu_exit();
