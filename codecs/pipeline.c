@@ -327,6 +327,13 @@ void pl_free(struct pipeline *p)
 	free(p);
 }
 
+size_t pl_job_cap(size_t budget, size_t depth, size_t min, size_t max)
+{
+	size_t cap = budget / depth / PL_CHUNK * PL_CHUNK;
+
+	return cap < min ? min : cap > max ? max : cap;
+}
+
 int pl_new(const struct pl_params *prm, struct pipeline **out)
 {
 	struct pipeline *p;

@@ -87,6 +87,10 @@ struct pl_params {
 	size_t job_cap;		       /* decoded bytes one job may queue, >= PL_CHUNK */
 };
 
+/* The job_cap for depth jobs sharing budget decoded bytes: budget / depth in whole chunks,
+ * clamped to [min, max]. */
+size_t pl_job_cap(size_t budget, size_t depth, size_t min, size_t max);
+
 /* Starts the workers.  0 or -errno (-ENOMEM); *out = NULL on error. */
 int pl_new(const struct pl_params *p, struct pipeline **out);
 

@@ -899,11 +899,7 @@ static int xz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 			goto fail;
 	}
 	depth = s->nworkers + 1;
-	job_cap = XZ_BUDGET / depth / PL_CHUNK * PL_CHUNK;
-	if (job_cap < XZ_JOB_CAP_MIN)
-		job_cap = XZ_JOB_CAP_MIN;
-	if (job_cap > XZ_JOB_CAP_MAX)
-		job_cap = XZ_JOB_CAP_MAX;
+	job_cap = pl_job_cap(XZ_BUDGET, depth, XZ_JOB_CAP_MIN, XZ_JOB_CAP_MAX);
 	struct pl_params prm = {.ops = &xz_pl_ops,
 				.ctx = s,
 				.sink = &s->sink,

@@ -340,11 +340,7 @@ static int zs_scan_new(struct src *in, const struct codec_opts *opts, const stru
 			goto fail;
 	}
 	depth = s->nworkers + 1;
-	job_cap = ZS_BUDGET / depth / PL_CHUNK * PL_CHUNK;
-	if (job_cap < ZS_JOB_CAP_MIN)
-		job_cap = ZS_JOB_CAP_MIN;
-	if (job_cap > ZS_JOB_CAP_MAX)
-		job_cap = ZS_JOB_CAP_MAX;
+	job_cap = pl_job_cap(ZS_BUDGET, depth, ZS_JOB_CAP_MIN, ZS_JOB_CAP_MAX);
 	struct pl_params prm = {.ops = &zs_pl_ops,
 				.ctx = s,
 				.name = "zstd",

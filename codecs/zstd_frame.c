@@ -210,6 +210,16 @@ truncated:
 				fd->number, fd->coff);
 }
 
+/* Up to 8 bytes at l->pos into b: how many, or -errno (failed, with its message). */
+static ssize_t zs_loc_peek(struct zs_loc *l, uint8_t b[8])
+{
+	ssize_t n = src_pread(l->in, b, 8, l->pos);
+
+	if (n < 0)
+		return zs_loc_fail(l, (int)n, "zstd: read error at offset %" PRIu64, l->pos);
+	return n;
+}
+
 /* The next frame from the seek table. */
 static int zs_loc_table(struct zs_loc *l, struct zs_fdesc *fd)
 {
@@ -218,11 +228,10 @@ static int zs_loc_table(struct zs_loc *l, struct zs_fdesc *fd)
 	while (l->tix < t->n) {
 		uint32_t csize = zs_tab_csize(t, l->tix), dsize = zs_tab_dsize(t, l->tix);
 		uint8_t b[8];
-		ssize_t n = src_pread(l->in, b, sizeof(b), l->pos);
+		ssize_t n = zs_loc_peek(l, b);
 
 		if (n < 0)
-			return zs_loc_fail(l, (int)n, "zstd: read error at offset %" PRIu64,
-					   l->pos);
+			return (int)n;
 		if (n >= 4 && le32(b) == ZS_MAGIC) {
 			fd->number = ++l->nframes;
 			fd->coff = l->pos;
@@ -298,11 +307,10 @@ int zs_loc_next(struct zs_loc *l, bool blocks, struct zs_fdesc *fd)
 		return zs_loc_table(l, fd);
 	for (;;) {
 		uint8_t b[8];
-		ssize_t n = src_pread(l->in, b, sizeof(b), l->pos);
+		ssize_t n = zs_loc_peek(l, b);
 
 		if (n < 0)
-			return zs_loc_fail(l, (int)n, "zstd: read error at offset %" PRIu64,
-					   l->pos);
+			return (int)n;
 		if (n >= 4 && le32(b) == ZS_MAGIC) {
 			fd->number = ++l->nframes;
 			fd->coff = l->pos;

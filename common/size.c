@@ -2,6 +2,7 @@
 #include "size.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
 
@@ -41,4 +42,16 @@ bool parse_size(const char *s, uint64_t *out)
 		return false;
 	*out = (uint64_t)v;
 	return true;
+}
+
+void format_size(char *buf, size_t size, double bytes)
+{
+	static const char *const unit[] = {"B", "KB", "MB", "GB", "TB"};
+	int i = 0;
+
+	while (bytes >= 1000 && i < 4) {
+		bytes /= 1000;
+		i++;
+	}
+	snprintf(buf, size, i ? "%.2f %s" : "%.0f %s", bytes, unit[i]);
 }

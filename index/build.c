@@ -32,7 +32,9 @@
 #include "../codecs/codec.h"
 #include "../codecs/stream.h"
 #include "../common/byteio.h"
+#include "../common/clock.h"
 #include "../common/log.h"
+#include "../common/size.h"
 #include "db.h"
 #include "pathmap.h"
 #include "stamp.h"
@@ -64,29 +66,9 @@ struct builder {
 	uint32_t mtime_nsec;
 };
 
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static void human(char *buf, size_t size, double bytes)
-{
-	const char *u[] = {"B", "KB", "MB", "GB", "TB"};
-	int i = 0;
-
-	while (bytes >= 1000 && i < 4) {
-		bytes /= 1000;
-		i++;
-	}
-	snprintf(buf, size, i ? "%.2f %s" : "%.0f %s", bytes, u[i]);
-}
-
 static void progress(struct builder *b, bool force)
 {
-	double t = now();
+	double t = mono_now();
 	char pos[32], size[32];
 
 	if (!b->show || (!force && t - b->last < 1.0))
@@ -97,8 +79,8 @@ static void progress(struct builder *b, bool force)
 		at = b->file_size;
 	double el = t - b->t0, rate = el > 0 ? at / el : 0;
 	double left = rate > 0 ? (b->file_size - at) / rate : 0;
-	human(pos, sizeof(pos), (double)at);
-	human(size, sizeof(size), (double)b->file_size);
+	format_size(pos, sizeof(pos), (double)at);
+	format_size(size, sizeof(size), (double)b->file_size);
 	fprintf(stderr, "\r\033[Kindexing %s: %s / %s (%.0f%%), %.1f MB/s, %.0f s left, %" PRIu64 " members",
 		b->name, pos, size, b->file_size ? 100.0 * at / b->file_size : 100.0, rate / 1e6, left,
 		b->members);
@@ -314,6 +296,24 @@ static int add_extras(struct builder *b, uint64_t id, const struct tar_entry *e)
 	return err;
 }
 
+/* A directory seen again (or "./"): its newer metadata on the same inode, children kept. */
+static int update_dir(struct builder *b, uint64_t id, const struct row *r, const struct tar_entry *e)
+{
+	sqlite3_stmt *st = b->upd_dir;
+	int err;
+
+	sqlite3_bind_int64(st, 1, r->mode);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)r->uid);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)r->gid);
+	sqlite3_bind_int64(st, 4, r->mtime);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)r->hdr_off);
+	sqlite3_bind_int64(st, 6, r->flags);
+	sqlite3_bind_int64(st, 7, (sqlite3_int64)id);
+	sqlite3_bind_int64(st, 8, r->mtime_nsec);
+	err = step_done(st);
+	return err ? err : add_extras(b, id, e);
+}
+
 static int on_entry(void *opaque, const struct tar_entry *e)
 {
 	struct builder *b = opaque;
@@ -353,18 +353,7 @@ static int on_entry(void *opaque, const struct tar_entry *e)
 
 	if (nc == 0) { /* "./" or "/": the root itself */
 		if (e->type == TAR_DIR) {
-			sqlite3_stmt *st = b->upd_dir;
-			sqlite3_bind_int64(st, 1, r.mode);
-			sqlite3_bind_int64(st, 2, (sqlite3_int64)r.uid);
-			sqlite3_bind_int64(st, 3, (sqlite3_int64)r.gid);
-			sqlite3_bind_int64(st, 4, r.mtime);
-			sqlite3_bind_int64(st, 8, r.mtime_nsec);
-			sqlite3_bind_int64(st, 5, (sqlite3_int64)r.hdr_off);
-			sqlite3_bind_int64(st, 6, r.flags);
-			sqlite3_bind_int64(st, 7, IDX_ROOT);
-			err = step_done(st);
-			if (!err)
-				err = add_extras(b, IDX_ROOT, e);
+			err = update_dir(b, IDX_ROOT, &r, e);
 		} else {
 			tfs_log(TFS_LOG_WARNING, "member at offset %" PRIu64 " has no usable name ('%s'): skipped",
 				e->hdr_off, (const char *)e->path);
@@ -406,19 +395,7 @@ static int on_entry(void *opaque, const struct tar_entry *e)
 	}
 
 	if (n && S_ISDIR(n->mode) && e->type == TAR_DIR) {
-		/* the same directory again: newer metadata, same inode, children stay */
-		sqlite3_stmt *st = b->upd_dir;
-		sqlite3_bind_int64(st, 1, r.mode);
-		sqlite3_bind_int64(st, 2, (sqlite3_int64)r.uid);
-		sqlite3_bind_int64(st, 3, (sqlite3_int64)r.gid);
-		sqlite3_bind_int64(st, 4, r.mtime);
-		sqlite3_bind_int64(st, 8, r.mtime_nsec);
-		sqlite3_bind_int64(st, 5, (sqlite3_int64)r.hdr_off);
-		sqlite3_bind_int64(st, 6, r.flags);
-		sqlite3_bind_int64(st, 7, (sqlite3_int64)n->id);
-		err = step_done(st);
-		if (!err)
-			err = add_extras(b, n->id, e);
+		err = update_dir(b, n->id, &r, e); /* the same directory again */
 		goto out;
 	}
 	if (n) {
@@ -767,7 +744,7 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 	bool fast = false; /* indexed by index_blocks: no segment CRCs */
 	int err;
 
-	b.t0 = b.last = now();
+	b.t0 = b.last = mono_now();
 	b.file = in->src;
 	b.file_size = st.archive_size = src_size(in->src);
 	b.name = strrchr(in->name, '/') ? strrchr(in->name, '/') + 1 : in->name;
@@ -818,7 +795,7 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 	err = err ? err : db_exec(b.db, "COMMIT");
 	if (b.show)
 		fprintf(stderr, "\r\033[K");
-	st.seconds = now() - b.t0;
+	st.seconds = mono_now() - b.t0;
 	if (stats)
 		*stats = st;
 out:

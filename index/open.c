@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "../codecs/codec.h"
+#include "../common/clock.h"
 #include "../common/log.h"
+#include "../common/size.h"
 #include "db.h"
 #include "nested.h"
 #include "validate.h"
@@ -20,26 +22,6 @@
 #define MEMDB_MAX (4u << 20) /* indexes up to this size are copied into memory */
 
 /* ---- building --------------------------------------------------------------------------- */
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static void human(char *buf, size_t size, double bytes)
-{
-	const char *u[] = {"B", "KB", "MB", "GB", "TB"};
-	int i = 0;
-
-	while (bytes >= 1000 && i < 4) {
-		bytes /= 1000;
-		i++;
-	}
-	snprintf(buf, size, i ? "%.2f %s" : "%.0f %s", bytes, u[i]);
-}
 
 /* The line that ends every build. */
 static void log_summary(const struct idx_input *in, const struct idx_build_stats *st,
@@ -50,8 +32,8 @@ static void log_summary(const struct idx_input *in, const struct idx_build_stats
 	char *codec = NULL;
 	char a[32], u[32];
 
-	human(a, sizeof(a), (double)st->archive_size);
-	human(u, sizeof(u), (double)st->usize);
+	format_size(a, sizeof(a), (double)st->archive_size);
+	format_size(u, sizeof(u), (double)st->usize);
 	if (st->single_file) {
 		uint8_t head[512];
 		ssize_t hn = src_pread(in->src, head, sizeof(head), 0);
@@ -74,7 +56,7 @@ int idx_build_from(const struct idx_input *in, const char *index_path,
 		   const struct idx_build_opts *o, struct idx_build_stats *stats)
 {
 	struct idx_build_stats st = {0};
-	double t0 = now();
+	double t0 = mono_now();
 	char *tmp;
 	int err;
 
@@ -92,7 +74,7 @@ int idx_build_from(const struct idx_input *in, const char *index_path,
 	if (err) {
 		unlink(tmp);
 	} else {
-		st.seconds = now() - t0;
+		st.seconds = mono_now() - t0;
 		log_summary(in, &st, st.seconds);
 		if (stats)
 			*stats = st;

@@ -22,6 +22,7 @@
 #include "bench_mount.h"
 #include "bench_ui.h"
 #include "bench_util.h"
+#include "clock.h"
 #include "md5.h"
 
 extern char **environ;
@@ -216,7 +217,7 @@ double bench_digest_pass(struct bench *b, struct bench_cfg *c, const char *label
 		return NAN;
 	}
 	bench_ui_show(&b->ui, 1, "%s", label);
-	t0 = bench_now();
+	t0 = mono_now();
 	for (size_t i = 0; i < b->nfiles; i++) {
 		int ok;
 
@@ -229,9 +230,9 @@ double bench_digest_pass(struct bench *b, struct bench_cfg *c, const char *label
 			first_error = i;
 		record(&c->dig[i], ok, &r);
 		bench_ui_show(&b->ui, 0, "%s  %zu/%zu files  %.1f s", label, i + 1, b->nfiles,
-			      bench_now() - t0);
+			      mono_now() - t0);
 	}
-	t = bench_now() - t0;
+	t = mono_now() - t0;
 	close(rootfd);
 	if (bench_interrupted)
 		return NAN;

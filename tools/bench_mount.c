@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include "clock.h"
 #include "log.h"
 
 volatile sig_atomic_t bench_interrupted;
@@ -39,14 +40,6 @@ struct bench_mount {
 	int exited;		      /* pid has been reaped; status is valid */
 	int status;
 };
-
-double bench_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void sleep_ms(int ms)
 {
@@ -293,10 +286,10 @@ static void describe_status(int status, char *buf, size_t len)
 /* Waits up to `seconds` for the mounter to exit; returns 1 if it did. */
 static int wait_exit(struct bench_mount *m, double seconds)
 {
-	double until = bench_now() + seconds;
+	double until = mono_now() + seconds;
 
 	while (!reap(m, 0)) {
-		if (bench_now() > until)
+		if (mono_now() > until)
 			return 0;
 		sleep_ms(5);
 	}
@@ -364,7 +357,7 @@ int bench_mount_start(const struct bench_mount_spec *spec, struct bench_mount **
 		goto fail_close;
 	}
 
-	t0 = bench_now();
+	t0 = mono_now();
 	m->pid = spawn(spec->argv, spec->log_path, 1, 1);
 	if (m->pid < 0) {
 		ret = m->pid;
@@ -390,8 +383,8 @@ int bench_mount_start(const struct bench_mount_spec *spec, struct bench_mount **
 		if (ret)
 			break;
 		if (spec->progress)
-			spec->progress(spec->opaque, bench_now() - t0);
-		if (bench_now() - t0 > spec->timeout) {
+			spec->progress(spec->opaque, mono_now() - t0);
+		if (mono_now() - t0 > spec->timeout) {
 			tfs_log(
 			    TFS_LOG_ERR,
 			    "%s: no mount on %s after %.0f s (raise --mount-timeout if building "
@@ -409,7 +402,7 @@ int bench_mount_start(const struct bench_mount_spec *spec, struct bench_mount **
 			spec->mountpoint, strerror(errno));
 		goto fail_kill;
 	}
-	*seconds = bench_now() - t0;
+	*seconds = mono_now() - t0;
 	close(pfd.fd);
 	*out = m;
 	return 0;
@@ -542,13 +535,13 @@ long bench_mount_peak_rss(struct bench_mount *m)
 /* Waits up to `seconds` for the mounter's whole process group to end; 1 if it did. */
 static int wait_group(struct bench_mount *m, double seconds)
 {
-	double until = bench_now() + seconds;
+	double until = mono_now() + seconds;
 
 	for (;;) {
 		reap(m, 0);
 		if (scan_group(m->pid, 0, NULL) <= 0)
 			return 1;
-		if (bench_now() > until)
+		if (mono_now() > until)
 			return 0;
 		sleep_ms(10);
 	}

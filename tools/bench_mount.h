@@ -67,7 +67,6 @@ int bench_is_mountpoint(const char *path);
 void bench_log_tail(int level, const char *log_path);
 
 /* Monotonic clock in seconds. */
-double bench_now(void);
 
 /* sync(), then writes 3 to /proc/sys/vm/drop_caches (page cache, dentries and inodes).
  * Returns 0 or -errno (-EACCES, -EPERM, -EROFS when not permitted: not root, or a container

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bench_mount.h"
+#include "clock.h"
 
 /* The log sink: takes the progress line away before a message so they never share a line. */
 static void log_sink(int level, const char *msg, void *opaque)
@@ -30,7 +31,7 @@ void bench_ui_log_to(struct bench_ui *ui)
 void bench_ui_start(struct bench_ui *ui, int quiet)
 {
 	ui->tty = !quiet && isatty(STDERR_FILENO);
-	ui->t_start = bench_now();
+	ui->t_start = mono_now();
 }
 
 void bench_ui_clear(struct bench_ui *ui)
@@ -50,7 +51,7 @@ void bench_ui_show(struct bench_ui *ui, int force, const char *fmt, ...)
 
 	if (!ui->tty)
 		return;
-	now = bench_now();
+	now = mono_now();
 	if (!force && now - ui->last_ui < 0.1)
 		return;
 	ui->last_ui = now;

@@ -21,7 +21,7 @@
 struct bench_ui {
 	int tty;	/* the line is shown: stderr is a terminal and not --quiet */
 	int shown;	/* a progress line is on screen */
-	double t_start; /* bench_now() at bench_ui_start() */
+	double t_start; /* mono_now() at bench_ui_start() */
 	double last_ui; /* time of the line's last update */
 	char status[160];
 };

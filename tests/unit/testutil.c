@@ -176,17 +176,9 @@ void tu_watchdog(unsigned seconds)
 	alarm(seconds);
 }
 
-double tu_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 void tu_wait_step(double since, const char *file, int line, const char *what)
 {
-	if (tu_now() - since > TU_WAIT_SECONDS) {
+	if (mono_now() - since > TU_WAIT_SECONDS) {
 		fprintf(stderr, "%s:%d: still not true after %d s: %s\n", file, line,
 			TU_WAIT_SECONDS, what);
 		fflush(stderr);

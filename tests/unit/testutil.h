@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <sys/types.h>
 
+#include "../../common/clock.h"
+
 extern int tu_failures;
 
 #define CHECK(cond)                                                                                \
@@ -52,7 +54,7 @@ uint8_t *tu_read_file(const char *path, size_t *len);
 #define TU_WAIT_SECONDS 30
 #define TU_WAIT(cond)                                                                              \
 	do {                                                                                       \
-		double _tu_since = tu_now();                                                       \
+		double _tu_since = mono_now();                                                       \
 		while (!(cond))                                                                    \
 			tu_wait_step(_tu_since, __FILE__, __LINE__, #cond);                        \
 	} while (0)
@@ -62,7 +64,6 @@ uint8_t *tu_read_file(const char *path, size_t *len);
 void tu_watchdog(unsigned seconds);
 
 /* Seconds on a monotonic clock. */
-double tu_now(void);
 
 /* One step of TU_WAIT: sleeps a fraction of a millisecond, or ends the test past the deadline. */
 void tu_wait_step(double since, const char *file, int line, const char *what);
