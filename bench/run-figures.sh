@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Produces the figures of the closing notes on the benchmark corpus (shared/bench/
-# make-corpus.sh): mount times, index sizes, RSS and the md5 workload of every archive next
+# Produces the figures of the closing notes on the benchmark corpus (bench/make-corpus.sh):
+# mount times, index sizes, RSS and the md5 workload of every archive next
 # to the extracted tree and the reference decompressors, each comparison in one run.
 #   bench/run-figures.sh [CORPUS] [OUT]        (root: drops the page cache for cold runs)
 # Defaults: /var/tmp/tarseek-corpus and /var/tmp/tarseek-figures.  Takes ~30-40 minutes.
