@@ -425,17 +425,22 @@ out:
 	return err;
 }
 
-static int on_ckpt(void *opaque, uint64_t idx, const struct codec_ckpt *ck, const void *aux,
-		   size_t auxlen, const uint32_t *crcs, uint64_t ncrcs)
+/* One checkpoint row; with_crcs: its ncrcs segment CRCs stored as little-endian u32s (else
+ * the column stays NULL). */
+static int store_ckpt(struct builder *b, uint64_t idx, const struct codec_ckpt *ck,
+		      const void *aux, size_t auxlen, bool with_crcs, const uint32_t *crcs,
+		      uint64_t ncrcs)
 {
-	struct builder *b = opaque;
 	sqlite3_stmt *st = b->ins_ckpt;
-	uint8_t *le = malloc(ncrcs * 4 + 1);
+	uint8_t *le = NULL;
 
-	if (!le)
-		return -ENOMEM;
-	for (uint64_t i = 0; i < ncrcs; i++)
-		put_le32(le + 4 * i, crcs[i]);
+	if (with_crcs) {
+		le = malloc(ncrcs * 4 + 1);
+		if (!le)
+			return -ENOMEM;
+		for (uint64_t i = 0; i < ncrcs; i++)
+			put_le32(le + 4 * i, crcs[i]);
+	}
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)idx);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)ck->uoff);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)ck->ulen);
@@ -444,7 +449,8 @@ static int on_ckpt(void *opaque, uint64_t idx, const struct codec_ckpt *ck, cons
 	sqlite3_bind_int64(st, 6, (sqlite3_int64)ck->extra);
 	sqlite3_bind_int64(st, 7, ck->bits);
 	sqlite3_bind_int64(st, 8, ck->flags);
-	sqlite3_bind_blob(st, 9, le, (int)(ncrcs * 4), SQLITE_TRANSIENT);
+	if (le)
+		sqlite3_bind_blob(st, 9, le, (int)(ncrcs * 4), SQLITE_TRANSIENT);
 	if (auxlen)
 		sqlite3_bind_blob(st, 10, aux, (int)auxlen, SQLITE_STATIC);
 	free(le);
@@ -452,24 +458,18 @@ static int on_ckpt(void *opaque, uint64_t idx, const struct codec_ckpt *ck, cons
 	return step_done(st);
 }
 
+static int on_ckpt(void *opaque, uint64_t idx, const struct codec_ckpt *ck, const void *aux,
+		   size_t auxlen, const uint32_t *crcs, uint64_t ncrcs)
+{
+	return store_ckpt(opaque, idx, ck, aux, auxlen, true, crcs, ncrcs);
+}
+
 /* Checkpoints from a codec's index_blocks: no segment CRCs (the codec checks every block). */
 static int on_direct_ckpt(void *opaque, const struct codec_ckpt *ck, const void *aux, size_t auxlen)
 {
 	struct builder *b = opaque;
-	sqlite3_stmt *st = b->ins_ckpt;
 
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)b->nckpt);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)ck->uoff);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)ck->ulen);
-	sqlite3_bind_int64(st, 4, (sqlite3_int64)ck->coff);
-	sqlite3_bind_int64(st, 5, (sqlite3_int64)ck->clen);
-	sqlite3_bind_int64(st, 6, (sqlite3_int64)ck->extra);
-	sqlite3_bind_int64(st, 7, ck->bits);
-	sqlite3_bind_int64(st, 8, ck->flags);
-	if (auxlen)
-		sqlite3_bind_blob(st, 10, aux, (int)auxlen, SQLITE_STATIC);
-	b->nckpt++;
-	return step_done(st);
+	return store_ckpt(b, b->nckpt, ck, aux, auxlen, false, NULL, 0);
 }
 
 /* A single compressed file indexed from its block metadata, without decoding.  1 if done,
