@@ -30,6 +30,7 @@
 #include "dirtree.h"
 #include "open.h"
 #include "workers.h"
+#include "handles.h"
 #include "tfs.h"
 
 #define DEFAULT_CACHE_MIB 256
@@ -37,6 +38,7 @@
 #define DEFAULT_GZIP_SPACING_MIB 4
 #define MAX_RECURSION 32
 #define AHEAD_THREADS 4 /* threads decoding ahead, at most (and at most one per core) */
+#define TFS_HANDLES 4096 /* idle files and folders kept open by inode (no open mode) */
 
 struct options {
 	bool foreground, debug, single_thread, quiet, recreate, no_union, strip_ext, ignore_zeros;
@@ -634,8 +636,9 @@ int main(int argc, char **argv)
 				  .strip_ext = o.strip_ext, .ignore_zeros = o.ignore_zeros}},
 		.env = env,
 	};
-	if (un_new(o.no_union, &t.un) < 0)
+	if (un_new(o.no_union, &t.un) < 0 || !(t.handles = th_new(t.un, TFS_HANDLES)))
 		goto nomem;
+	t.kernel_opens = getenv("TARSEEK_KERNEL_OPENS") && *getenv("TARSEEK_KERNEL_OPENS") == '1';
 	for (int i = 0; i < o.nsources; i++)
 		if (add_source(t.un, o.sources[i], &ao))
 			goto out; /* the reason was logged */
@@ -644,7 +647,9 @@ int main(int argc, char **argv)
 	ret = serve(&o, &args, &t);
 out:
 	fuse_opt_free_args(&args);
-	/* the sources first: their readers end their decoding ahead before the threads go */
+	/* the handles and sources first: their readers end their decoding ahead before the
+	 * threads go */
+	th_free(t.handles);
 	un_free(t.un);
 	workers_free(env.workers);
 	cache_free(env.cache);

@@ -3,19 +3,33 @@
  * The filesystem is read-only and never changes while mounted, so entries and attributes
  * are cached by the kernel for a long time (tfs.timeout), files are opened with keep_cache,
  * and directories with cache_readdir.  Inode numbers are the index's entry ids; there is
- * nothing to forget.  A read of a plain tar member is replied to with the archive's file
- * descriptor and offset (fuse_reply_data), so libfuse can splice it without copying; other
- * reads go through the union (union.h) to the source holding the file.  Replies with -errno flip the sign in reply_err() only.
+ * nothing to forget.
+ *
+ * Requests per file: where the kernel can do without them (FUSE "no open" and "no opendir"),
+ * open and opendir reply ENOSYS once, and the kernel then sends no OPEN, FLUSH or RELEASE
+ * (OPENDIR, RELEASEDIR) at all: reading a small file whose entry is known costs one READ, or
+ * none once its pages are cached.  Reads then come with the inode only, and the handles are
+ * kept by inode (handles.h).  FLUSH is answered ENOSYS, so the kernel stops sending it too.
+ * Every request is counted and timed (tfs_counts); the root's user.tarseek.requests
+ * attribute shows the counts.
+ *
+ * A read of a plain tar member is replied to with the archive's file descriptor and offset
+ * (fuse_reply_data), so libfuse can splice it without copying; other reads go through the
+ * union (union.h) to the source holding the file.  Replies with -errno flip the sign in
+ * reply_err() only.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 
 #include "../common/log.h"
+#include "handles.h"
 #include "tfs.h"
 
 #define BLKSIZE (128 * 1024)
@@ -30,6 +44,72 @@ static void reply_err(fuse_req_t req, int err)
 {
 	fuse_reply_err(req, -err);
 }
+
+/* ---- counting requests ---- */
+
+static const char *const op_names[TFS_OP_COUNT] = {
+    [TFS_OP_LOOKUP] = "lookup",	    [TFS_OP_FORGET] = "forget",
+    [TFS_OP_GETATTR] = "getattr",   [TFS_OP_READLINK] = "readlink",
+    [TFS_OP_OPEN] = "open",	    [TFS_OP_READ] = "read",
+    [TFS_OP_FLUSH] = "flush",	    [TFS_OP_RELEASE] = "release",
+    [TFS_OP_OPENDIR] = "opendir",   [TFS_OP_READDIR] = "readdir",
+    [TFS_OP_READDIRPLUS] = "readdirplus", [TFS_OP_RELEASEDIR] = "releasedir",
+    [TFS_OP_STATFS] = "statfs",	    [TFS_OP_GETXATTR] = "getxattr",
+    [TFS_OP_LISTXATTR] = "listxattr", [TFS_OP_REFUSED] = "refused",
+};
+
+struct req_clock {
+	struct tfs *t;
+	enum tfs_op op;
+	struct timespec t0;
+};
+
+static struct req_clock req_begin(struct tfs *t, enum tfs_op op)
+{
+	struct req_clock c = {t, op, {0, 0}};
+
+	clock_gettime(CLOCK_MONOTONIC, &c.t0);
+	return c;
+}
+
+/* Runs when the handler returns (cleanup attribute), after its reply. */
+static void req_end(struct req_clock *c)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	uint64_t ns = (uint64_t)(t1.tv_sec - c->t0.tv_sec) * 1000000000u +
+		      (uint64_t)(t1.tv_nsec - c->t0.tv_nsec);
+	atomic_fetch_add_explicit(&c->t->counts.n[c->op], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->t->counts.ns[c->op], ns, memory_order_relaxed);
+}
+
+/* Counts and times the request being handled, as the handler's first statement. */
+#define REQ(req, op)                                                                        \
+	struct req_clock _req_clock __attribute__((cleanup(req_end))) =                     \
+	    req_begin(fuse_req_userdata(req), op)
+
+/* "NAME COUNT MICROSECONDS" per kind of request seen, into buf: the length (as getxattr). */
+static ssize_t format_counts(struct tfs *t, char *buf, size_t size)
+{
+	char text[TFS_OP_COUNT * 64];
+	size_t len = 0;
+
+	for (int op = 0; op < TFS_OP_COUNT; op++) {
+		uint64_t n = atomic_load(&t->counts.n[op]), ns = atomic_load(&t->counts.ns[op]);
+		if (n)
+			len += (size_t)snprintf(text + len, sizeof(text) - len, "%s %llu %llu\n",
+						op_names[op], (unsigned long long)n,
+						(unsigned long long)(ns / 1000));
+	}
+	if (size && len > size)
+		return -ERANGE;
+	if (size)
+		memcpy(buf, text, len);
+	return (ssize_t)len;
+}
+
+/* ---- replies ---- */
 
 static void to_stat(const struct arch_attr *a, struct stat *st)
 {
@@ -60,6 +140,9 @@ static void tfs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
+	struct tfs *t = userdata;
+	t->no_open = !t->kernel_opens && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT);
+	t->no_opendir = !t->kernel_opens && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
 }
 
 static void entry_param(struct tfs *t, const struct arch_attr *a, struct fuse_entry_param *e)
@@ -74,6 +157,7 @@ static void entry_param(struct tfs *t, const struct arch_attr *a, struct fuse_en
 
 static void tfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	REQ(req, TFS_OP_LOOKUP);
 	struct tfs *t = tfs_of(req);
 	struct arch_attr a;
 	struct fuse_entry_param e;
@@ -98,6 +182,7 @@ static void tfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void tfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	REQ(req, TFS_OP_GETATTR);
 	struct tfs *t = tfs_of(req);
 	struct arch_attr a;
 	struct stat st;
@@ -113,6 +198,7 @@ static void tfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 
 static void tfs_readlink(fuse_req_t req, fuse_ino_t ino)
 {
+	REQ(req, TFS_OP_READLINK);
 	struct tfs *t = tfs_of(req);
 	size_t size = PATH_MAX, len = 0;
 	char *buf = NULL;
@@ -141,10 +227,16 @@ static void tfs_readlink(fuse_req_t req, fuse_ino_t ino)
 
 static void tfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	REQ(req, TFS_OP_OPENDIR);
 	struct tfs *t = tfs_of(req);
 	struct un_dir *d;
-	int err = un_opendir(t->un, ino, &d);
+	int err;
 
+	if (t->no_opendir) { /* from now on the kernel opens directories itself */
+		reply_err(req, -ENOSYS);
+		return;
+	}
+	err = un_opendir(t->un, ino, &d);
 	if (err) {
 		reply_err(req, err);
 		return;
@@ -210,19 +302,24 @@ static int dir_entry(void *opaque, const char *name, size_t len, const struct ar
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus,
-		       struct un_dir *dir)
+		       struct fuse_file_info *fi)
 {
 	struct tfs *t = tfs_of(req);
 	struct dir_fill d = {.req = req, .t = t, .size = size, .plus = plus};
+	struct un_dir *dir = (struct un_dir *)(uintptr_t)fi->fh;
+	struct th_ref *ref = NULL;
 	struct arch_attr self;
 	int err = un_getattr(t->un, ino, &self);
 
+	if (!err && !dir) /* no opendir: the listing by inode, made anew when it starts over */
+		err = th_dir(t->handles, ino, off == 0, &dir, &ref);
 	if (err) {
 		reply_err(req, err);
 		return;
 	}
 	d.buf = malloc(size);
 	if (!d.buf) {
+		th_put(t->handles, ref);
 		reply_err(req, -ENOMEM);
 		return;
 	}
@@ -236,6 +333,7 @@ done:
 		reply_err(req, err);
 	else
 		fuse_reply_buf(req, d.buf, d.pos);
+	th_put(t->handles, ref);
 	free(d.buf);
 	free(d.long_name);
 }
@@ -243,29 +341,37 @@ done:
 static void tfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			struct fuse_file_info *fi)
 {
-	do_readdir(req, ino, size, off, false, (struct un_dir *)(uintptr_t)fi->fh);
+	REQ(req, TFS_OP_READDIR);
+	do_readdir(req, ino, size, off, false, fi);
 }
 
 static void tfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			    struct fuse_file_info *fi)
 {
-	do_readdir(req, ino, size, off, true, (struct un_dir *)(uintptr_t)fi->fh);
+	REQ(req, TFS_OP_READDIRPLUS);
+	do_readdir(req, ino, size, off, true, fi);
 }
 
 static void tfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	REQ(req, TFS_OP_RELEASEDIR);
 	un_closedir((struct un_dir *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
 static void tfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	REQ(req, TFS_OP_OPEN);
 	struct tfs *t = tfs_of(req);
 	struct un_file *f;
 	int err;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
 		reply_err(req, -EROFS);
+		return;
+	}
+	if (t->no_open) { /* from now on the kernel opens files itself: no open, no release */
+		reply_err(req, -ENOSYS);
 		return;
 	}
 	err = un_open(t->un, ino, &f);
@@ -275,6 +381,7 @@ static void tfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->keep_cache = 1;
+	fi->noflush = 1;
 	if (fuse_reply_open(req, fi) == -ENOENT) /* the open was interrupted */
 		un_close(f);
 }
@@ -282,28 +389,40 @@ static void tfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
+	REQ(req, TFS_OP_READ);
 	struct tfs *t = tfs_of(req);
 	struct un_file *f = (struct un_file *)(uintptr_t)fi->fh;
+	struct th_ref *ref = NULL;
 	int fd;
 	uint64_t fd_off;
-	size_t n = un_direct(f, (uint64_t)off, size, &fd, &fd_off);
 
 	if (t->debug)
 		tfs_log(TFS_LOG_DEBUG, "read(%lu, %zu @ %lld)", (unsigned long)ino, size, (long long)off);
+	if (!f) { /* no open: the file by inode */
+		int err = th_file(t->handles, ino, &f, &ref);
+		if (err) {
+			reply_err(req, err);
+			return;
+		}
+	}
+	size_t n = un_direct(f, (uint64_t)off, size, &fd, &fd_off);
 	if (n) {
 		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(n);
 		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 		bv.buf[0].fd = fd;
 		bv.buf[0].pos = (off_t)fd_off;
 		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+		th_put(t->handles, ref);
 		return;
 	}
 	char *buf = malloc(size ? size : 1);
 	if (!buf) {
+		th_put(t->handles, ref);
 		reply_err(req, -ENOMEM);
 		return;
 	}
 	ssize_t r = un_read(f, buf, size, (uint64_t)off);
+	th_put(t->handles, ref);
 	if (r < 0)
 		reply_err(req, (int)r);
 	else
@@ -311,14 +430,36 @@ static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
+/* Nothing to flush on a read-only file system: ENOSYS, and the kernel stops asking. */
+static void tfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	REQ(req, TFS_OP_FLUSH);
+	reply_err(req, -ENOSYS);
+}
+
 static void tfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	REQ(req, TFS_OP_RELEASE);
 	un_close((struct un_file *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
+/* Inode numbers are the index's: nothing to forget, only to count. */
+static void tfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	REQ(req, TFS_OP_FORGET);
+	fuse_reply_none(req);
+}
+
+static void tfs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	REQ(req, TFS_OP_FORGET);
+	fuse_reply_none(req);
+}
+
 static void tfs_statfs(fuse_req_t req, fuse_ino_t ino)
 {
+	REQ(req, TFS_OP_STATFS);
 	struct tfs *t = tfs_of(req);
 	struct statvfs sv;
 	uint64_t entries, bytes;
@@ -336,6 +477,7 @@ static void tfs_statfs(fuse_req_t req, fuse_ino_t ino)
 
 static void tfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+	REQ(req, TFS_OP_GETXATTR);
 	struct tfs *t = tfs_of(req);
 	char *buf = NULL;
 	ssize_t n;
@@ -347,7 +489,10 @@ static void tfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 			return;
 		}
 	}
-	n = un_getxattr(t->un, ino, name, buf, size);
+	if (ino == FUSE_ROOT_ID && strcmp(name, "user.tarseek.requests") == 0)
+		n = format_counts(t, buf, size);
+	else
+		n = un_getxattr(t->un, ino, name, buf, size);
 	if (n < 0)
 		reply_err(req, (int)n);
 	else if (size == 0)
@@ -359,6 +504,7 @@ static void tfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 
 static void tfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
+	REQ(req, TFS_OP_LISTXATTR);
 	struct tfs *t = tfs_of(req);
 	char *buf = NULL;
 	ssize_t n;
@@ -385,60 +531,71 @@ static void tfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static void tfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			struct fuse_file_info *fi)
 {
+	REQ(req, TFS_OP_REFUSED);
 	reply_err(req, -EROFS);
 }
 
 static void tfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
+	REQ(req, TFS_OP_REFUSED);
 	reply_err(req, -EROFS);
 }
 
 static void tfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
+	REQ(req, TFS_OP_REFUSED);
 	reply_err(req, -EROFS);
 }
 
 static void tfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	REQ(req, TFS_OP_REFUSED);
 	reply_err(req, -EROFS);
 }
 
 static void tfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
+	REQ(req, TFS_OP_REFUSED);
 	reply_err(req, -EROFS);
 }
 
 static void tfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		       const char *newname, unsigned int flags)
 {
+	REQ(req, TFS_OP_REFUSED);
 	reply_err(req, -EROFS);
 }
 
 static void tfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
+	REQ(req, TFS_OP_REFUSED);
 	reply_err(req, -EROFS);
 }
 
 static void tfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		      struct fuse_file_info *fi)
 {
+	REQ(req, TFS_OP_REFUSED);
 	reply_err(req, -EROFS);
 }
 
 static void tfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		       struct fuse_file_info *fi)
 {
+	REQ(req, TFS_OP_REFUSED);
 	reply_err(req, -EROFS);
 }
 
 static void tfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			 size_t size, int flags)
 {
+	REQ(req, TFS_OP_REFUSED);
 	reply_err(req, -EROFS);
 }
 
 static void tfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
+	REQ(req, TFS_OP_REFUSED);
 	reply_err(req, -EROFS);
 }
 
@@ -453,7 +610,10 @@ const struct fuse_lowlevel_ops tfs_ops = {
 	.releasedir = tfs_releasedir,
 	.open = tfs_open,
 	.read = tfs_read,
+	.flush = tfs_flush,
 	.release = tfs_release,
+	.forget = tfs_forget,
+	.forget_multi = tfs_forget_multi,
 	.statfs = tfs_statfs,
 	.getxattr = tfs_getxattr,
 	.listxattr = tfs_listxattr,

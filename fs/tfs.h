@@ -7,12 +7,47 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 #include "union.h"
+
+struct th;
+
+/* The kinds of request counted (user.tarseek.requests on the root). */
+enum tfs_op {
+	TFS_OP_LOOKUP,
+	TFS_OP_FORGET,
+	TFS_OP_GETATTR,
+	TFS_OP_READLINK,
+	TFS_OP_OPEN,
+	TFS_OP_READ,
+	TFS_OP_FLUSH,
+	TFS_OP_RELEASE,
+	TFS_OP_OPENDIR,
+	TFS_OP_READDIR,
+	TFS_OP_READDIRPLUS,
+	TFS_OP_RELEASEDIR,
+	TFS_OP_STATFS,
+	TFS_OP_GETXATTR,
+	TFS_OP_LISTXATTR,
+	TFS_OP_REFUSED, /* everything that would write */
+	TFS_OP_COUNT
+};
+
+struct tfs_counts {
+	atomic_uint_fast64_t n[TFS_OP_COUNT];  /* requests handled */
+	atomic_uint_fast64_t ns[TFS_OP_COUNT]; /* time in the handlers, reply included */
+};
 
 struct tfs {
 	struct un *un;	     /* the mounted tree: one or more sources */
+	struct th *handles;  /* open files and directories by inode (no open / no opendir) */
 	double timeout;	     /* entry and attribute timeout, seconds (the archive never changes) */
 	bool debug;	     /* per-request traces */
+	bool kernel_opens;   /* TARSEEK_KERNEL_OPENS=1: do not ask for no open (tests) */
+	bool no_open, no_opendir; /* set at init: the kernel opens files/folders without us */
+	struct tfs_counts counts;
 };
 
 extern const struct fuse_lowlevel_ops tfs_ops;
