@@ -179,8 +179,12 @@ static struct snap snap_of(const char *path)
 	if (stat(path, &st) < 0)
 		return s;
 	data = tu_read_file(path, &len);
-	s = (struct snap){.ok = data != NULL, .dev = st.st_dev, .ino = st.st_ino,
-			  .mtim = st.st_mtim, .ctim = st.st_ctim, .size = st.st_size,
+	s = (struct snap){.ok = data != NULL,
+			  .dev = st.st_dev,
+			  .ino = st.st_ino,
+			  .mtim = st.st_mtim,
+			  .ctim = st.st_ctim,
+			  .size = st.st_size,
 			  .crc = crc32(0, data, (uInt)len)};
 	free(data);
 	return s;
@@ -261,7 +265,7 @@ static void log_sink(int level, const char *msg, void *opaque)
 	int n = snprintf(log_text + log_len, sizeof(log_text) - log_len, "%d %s\n", level, msg);
 	if (n > 0)
 		log_len = log_len + (size_t)n < sizeof(log_text) ? log_len + (size_t)n
-								  : sizeof(log_text) - 1;
+								 : sizeof(log_text) - 1;
 	pthread_mutex_unlock(&log_lock);
 	fprintf(stderr, "    log %d: %s\n", level, msg);
 }
@@ -344,7 +348,7 @@ static void tar_add(struct buf *b, const struct member *m)
 	h[156] = (uint8_t)m->type;
 	if (m->link)
 		snprintf((char *)h + 157, 100, "%s", m->link);
-	memcpy(h + 257, "ustar\0" "00", 8);
+	memcpy(h + 257, "ustar\00000", 8); /* magic "ustar\0", version "00" */
 	memset(h + 148, ' ', 8);
 	for (int i = 0; i < 512; i++)
 		sum += h[i];
@@ -405,15 +409,33 @@ static void write_gz(const char *path, const uint8_t *d, size_t n)
 static uint8_t d_a[1000], d_deep[513], d_big[70000];
 
 static const struct member std_members[] = {
-	{.name = "dir/", .type = '5', .mode = 0750, .uid = 1001, .gid = 1002, .mtime = M0},
-	{.name = "dir/a.txt", .type = '0', .mode = 0640, .uid = 1001, .gid = 1002,
-	 .mtime = M0 + 1, .data = d_a, .size = sizeof(d_a)},
-	{.name = "dir/sub/deep.bin", .type = '0', .mode = 0600, .uid = 7, .gid = 8,
-	 .mtime = M0 + 2, .data = d_deep, .size = sizeof(d_deep)},
-	{.name = "empty", .type = '0', .mode = 0444, .mtime = M0 + 3},
-	{.name = "link", .type = '2', .mode = 0777, .mtime = M0 + 4, .link = "dir/a.txt"},
-	{.name = "big.bin", .type = '0', .mode = 0644, .uid = 1, .gid = 1, .mtime = M0 + 5,
-	 .data = d_big, .size = sizeof(d_big)},
+    {.name = "dir/", .type = '5', .mode = 0750, .uid = 1001, .gid = 1002, .mtime = M0},
+    {.name = "dir/a.txt",
+     .type = '0',
+     .mode = 0640,
+     .uid = 1001,
+     .gid = 1002,
+     .mtime = M0 + 1,
+     .data = d_a,
+     .size = sizeof(d_a)},
+    {.name = "dir/sub/deep.bin",
+     .type = '0',
+     .mode = 0600,
+     .uid = 7,
+     .gid = 8,
+     .mtime = M0 + 2,
+     .data = d_deep,
+     .size = sizeof(d_deep)},
+    {.name = "empty", .type = '0', .mode = 0444, .mtime = M0 + 3},
+    {.name = "link", .type = '2', .mode = 0777, .mtime = M0 + 4, .link = "dir/a.txt"},
+    {.name = "big.bin",
+     .type = '0',
+     .mode = 0644,
+     .uid = 1,
+     .gid = 1,
+     .mtime = M0 + 5,
+     .data = d_big,
+     .size = sizeof(d_big)},
 };
 #define STD_MEMBERS 6
 #define STD_ENTRIES 8 /* the root, 6 members, the implicit dir/sub */
@@ -429,14 +451,14 @@ struct want {
 };
 
 static const struct want std_tree[] = {
-	{"big.bin", S_IFREG | 0644, sizeof(d_big), M0 + 5, 1, 1, d_big, NULL},
-	{"dir", S_IFDIR | 0750, 0, M0, 1001, 1002, NULL, NULL},
-	{"dir/a.txt", S_IFREG | 0640, sizeof(d_a), M0 + 1, 1001, 1002, d_a, NULL},
-	/* made for deep.bin's missing parent, with its owner and mtime */
-	{"dir/sub", S_IFDIR | 0555, 0, M0 + 2, 7, 8, NULL, NULL},
-	{"dir/sub/deep.bin", S_IFREG | 0600, sizeof(d_deep), M0 + 2, 7, 8, d_deep, NULL},
-	{"empty", S_IFREG | 0444, 0, M0 + 3, 0, 0, d_a, NULL},
-	{"link", S_IFLNK | 0777, 9, M0 + 4, 0, 0, NULL, "dir/a.txt"},
+    {"big.bin", S_IFREG | 0644, sizeof(d_big), M0 + 5, 1, 1, d_big, NULL},
+    {"dir", S_IFDIR | 0750, 0, M0, 1001, 1002, NULL, NULL},
+    {"dir/a.txt", S_IFREG | 0640, sizeof(d_a), M0 + 1, 1001, 1002, d_a, NULL},
+    /* made for deep.bin's missing parent, with its owner and mtime */
+    {"dir/sub", S_IFDIR | 0555, 0, M0 + 2, 7, 8, NULL, NULL},
+    {"dir/sub/deep.bin", S_IFREG | 0600, sizeof(d_deep), M0 + 2, 7, 8, d_deep, NULL},
+    {"empty", S_IFREG | 0444, 0, M0 + 3, 0, 0, d_a, NULL},
+    {"link", S_IFLNK | 0777, 9, M0 + 4, 0, 0, NULL, "dir/a.txt"},
 };
 #define NWANT(w) (sizeof(w) / sizeof((w)[0]))
 
@@ -456,8 +478,8 @@ static void write_std_tar(const char *path)
 /* A different small archive: one file. */
 static void write_other_tar(const char *path, const char *name)
 {
-	struct member m = {.name = name, .type = '0', .mode = 0644, .mtime = M0,
-			   .data = d_deep, .size = 100};
+	struct member m = {
+	    .name = name, .type = '0', .mode = 0644, .mtime = M0, .data = d_deep, .size = 100};
 	struct buf t = tar_of(&m, 1);
 
 	write_file(path, t.p, t.len);
@@ -467,8 +489,8 @@ static void write_other_tar(const char *path, const char *name)
 /* Appends a member to a tar file: its last 1024 bytes (the end marker) are replaced. */
 static void append_member(const char *path)
 {
-	struct member m = {.name = "added", .type = '0', .mode = 0644, .mtime = M0,
-			   .data = d_a, .size = 10};
+	struct member m = {
+	    .name = "added", .type = '0', .mode = 0644, .mtime = M0, .data = d_a, .size = 10};
 	size_t len = 0;
 	uint8_t *d = tu_read_file(path, &len);
 	struct buf b = {0};
@@ -548,10 +570,11 @@ static void check_attr(const struct arch_attr *at, const struct want *w)
 {
 	if (at->mode != w->mode || at->mtime != w->mtime || at->uid != w->uid ||
 	    at->gid != w->gid || (!S_ISDIR(w->mode) && at->size != w->size)) {
-		fprintf(stderr, "%s:%d: %s: mode %o size %" PRIu64 " mtime %" PRId64
-			" owner %" PRIu64 ":%" PRIu64 ", expected %o %" PRIu64 " %" PRId64 " %u:%u\n",
-			__FILE__, __LINE__, w->path, at->mode, at->size, at->mtime, at->uid, at->gid,
-			w->mode, w->size, w->mtime, w->uid, w->gid);
+		fprintf(stderr,
+			"%s:%d: %s: mode %o size %" PRIu64 " mtime %" PRId64 " owner %" PRIu64
+			":%" PRIu64 ", expected %o %" PRIu64 " %" PRId64 " %u:%u\n",
+			__FILE__, __LINE__, w->path, at->mode, at->size, at->mtime, at->uid,
+			at->gid, w->mode, w->size, w->mtime, w->uid, w->gid);
 		tu_failures++;
 	}
 }
@@ -611,7 +634,8 @@ static void check_tree(void *t, const struct want *w, size_t n)
 		if (d < n && !S_ISDIR(w[d].mode))
 			continue;
 		if (resolve(t, dpath, &at)) {
-			fprintf(stderr, "%s:%d: folder '%s' not found\n", __FILE__, __LINE__, dpath);
+			fprintf(stderr, "%s:%d: folder '%s' not found\n", __FILE__, __LINE__,
+				dpath);
 			tu_failures++;
 			continue;
 		}
@@ -754,8 +778,7 @@ static const char *base_of(const char *path)
 
 /* ---- building and opening --------------------------------------------------------------- */
 
-static void check_std_stats(const struct idx_build_stats *st, uint64_t archive_size,
-			    uint64_t usize)
+static void check_std_stats(const struct idx_build_stats *st, uint64_t archive_size, uint64_t usize)
 {
 	CHECK_EQ(st->members, STD_MEMBERS);
 	CHECK_EQ(st->archive_size, archive_size);
@@ -852,8 +875,12 @@ static void test_build_from(void)
 	char why[256];
 
 	mkdir_ok(dir);
-	struct idx_input in = {.src = src_from_mem(t.p, t.len), .name = "some/where/mem.tar",
-			       .mode = 0100640, .uid = 55, .gid = 66, .mtime = M0 + 100,
+	struct idx_input in = {.src = src_from_mem(t.p, t.len),
+			       .name = "some/where/mem.tar",
+			       .mode = 0100640,
+			       .uid = 55,
+			       .gid = 66,
+			       .mtime = M0 + 100,
 			       .mtime_nsec = 7};
 	log_clear();
 	CHECK_EQ(idx_build_from(&in, ix, &b, &st), 0);
@@ -861,7 +888,8 @@ static void test_build_from(void)
 	CHECK(logged(TFS_LOG_INFO, "indexed mem.tar", NULL));
 	CHECK_EQ(dir_count(dir, NULL), 1);
 	CHECK_EQ(arch_open_index(ix, NULL, src_from_mem(t.p, t.len), "mem.tar",
-				 &(struct arch_env){.cache = cache}, &a), 0);
+				 &(struct arch_env){.cache = cache}, &a),
+		 0);
 	if (a) {
 		check_tree(a, std_tree, NWANT(std_tree));
 		CHECK_EQ(ops->getattr(a, ops->root, &root), 0);
@@ -908,7 +936,8 @@ static void test_build_from(void)
 static void test_locations(void)
 {
 	const char *base = pth("%s/loc", top);
-	const char *ar = pth("%s/arch/a.tar", base), *beside = pth("%s/arch/a.tar.index.sqlite", base);
+	const char *ar = pth("%s/arch/a.tar", base),
+		   *beside = pth("%s/arch/a.tar.index.sqlite", base);
 	const char *xdg = pth("%s/xdg", base), *home = pth("%s/home", base);
 	struct idx_opts o = dflt();
 	struct idx_build_stats st;
@@ -1323,8 +1352,10 @@ static void test_validate(void)
 		CHECK_EQ(truncate(cut, cuts[i]), 0);
 		int err = idx_validate(cut, ar, &b, why, sizeof(why));
 		if (err != -ESTALE) {
-			fprintf(stderr, "%s:%d: an index cut to %lld bytes: %d (%s), expected "
-				"-ESTALE\n", __FILE__, __LINE__, (long long)cuts[i], err, why);
+			fprintf(stderr,
+				"%s:%d: an index cut to %lld bytes: %d (%s), expected "
+				"-ESTALE\n",
+				__FILE__, __LINE__, (long long)cuts[i], err, why);
 			tu_failures++;
 		}
 		if (err == -ESTALE)
@@ -1340,12 +1371,14 @@ static void test_validate(void)
 	unlink(cut);
 	sqlite3 *db = NULL;
 	CHECK_EQ(sqlite3_open(cut, &db), SQLITE_OK);
-	CHECK_EQ(sqlite3_exec(db, "CREATE TABLE t (x); INSERT INTO t VALUES (1)", NULL, NULL,
-			      NULL), SQLITE_OK);
+	CHECK_EQ(sqlite3_exec(db, "CREATE TABLE t (x); INSERT INTO t VALUES (1)", NULL, NULL, NULL),
+		 SQLITE_OK);
 	sqlite3_close(db);
 	expect_refused(ar, cut, "another program");
-	edit_index(cut, "CREATE TABLE meta (key TEXT PRIMARY KEY, value);"
-			"INSERT INTO meta VALUES ('owner', 'someone else')", false);
+	edit_index(cut,
+		   "CREATE TABLE meta (key TEXT PRIMARY KEY, value);"
+		   "INSERT INTO meta VALUES ('owner', 'someone else')",
+		   false);
 	expect_refused(ar, cut, "another program");
 	unlink(cut);
 	CHECK_EQ(dir_count(dir, NULL), 2);
@@ -1574,7 +1607,9 @@ static void test_temp_name(void)
 
 	mkdir_ok(dir);
 	h.in = (struct idx_input){.src = src_new(&gate_ops, src_from_mem(t.p, t.len), t.len),
-				  .name = "held.tar", .mode = 0100644, .mtime = M0};
+				  .name = "held.tar",
+				  .mode = 0100644,
+				  .mtime = M0};
 	gate.at = 1536; /* the second member's header: the build has begun */
 	gate.closed = true;
 	CHECK_EQ(pthread_create(&th, NULL, held_build_main, &h), 0);
@@ -1590,7 +1625,8 @@ static void test_temp_name(void)
 	CHECK(tmp == NULL || !exists(tmp));
 	CHECK_EQ(dir_count(dir, NULL), 1);
 	CHECK_EQ(arch_open_index(ix, NULL, src_from_mem(t.p, t.len), "held.tar",
-				 &(struct arch_env){.cache = cache}, &a), 0);
+				 &(struct arch_env){.cache = cache}, &a),
+		 0);
 	if (a)
 		check_tree(a, std_tree, NWANT(std_tree));
 	arch_close(a);
@@ -1629,7 +1665,8 @@ static void test_temp_name(void)
 	CHECK_EQ(h.err, 0);
 	a = NULL;
 	CHECK_EQ(arch_open_index(ix, NULL, src_from_mem(t.p, t.len), "held.tar",
-				 &(struct arch_env){.cache = cache}, &a), 0);
+				 &(struct arch_env){.cache = cache}, &a),
+		 0);
 	if (a)
 		check_tree(a, std_tree, NWANT(std_tree));
 	arch_close(a);
@@ -1784,9 +1821,10 @@ static void fp_change_at(int line, uint8_t *d, size_t n, size_t off, bool change
 	fp_mem(d, n, b);
 	d[off] ^= 0x5a;
 	if ((strcmp(a, b) != 0) != changes) {
-		fprintf(stderr, "%s:%d: a byte changed at %zu of %zu: fingerprint %s -> %s, "
-			"expected it %s\n", __FILE__, line, off, n, a, b,
-			changes ? "to change" : "to stay");
+		fprintf(stderr,
+			"%s:%d: a byte changed at %zu of %zu: fingerprint %s -> %s, "
+			"expected it %s\n",
+			__FILE__, line, off, n, a, b, changes ? "to change" : "to stay");
 		tu_failures++;
 	}
 }
@@ -1794,8 +1832,8 @@ static void fp_change_at(int line, uint8_t *d, size_t n, size_t off, bool change
 
 static void test_fingerprint(void)
 {
-	const size_t sizes[] = {0, 1, 100, MIB - 1, MIB, MIB + 1, 3 * MIB / 2, 2 * MIB,
-				2 * MIB + 1, 3 * MIB};
+	const size_t sizes[] = {0,	 1,	      100,     MIB - 1,	    MIB,
+				MIB + 1, 3 * MIB / 2, 2 * MIB, 2 * MIB + 1, 3 * MIB};
 	size_t n = 3 * MIB;
 	uint8_t *d = malloc(n + 1);
 	char got[64], want[64];
@@ -1874,8 +1912,10 @@ static void opts_differ_at(int line, const char *codec, const struct idx_build_o
 	CHECK(strlen(sa) > 0 && strlen(sa) < sizeof(sa));
 	CHECK(strlen(sb) > 0 && strlen(sb) < sizeof(sb));
 	if ((strcmp(sa, sb) != 0) != differ) {
-		fprintf(stderr, "%s:%d: options of a %s archive: \"%s\" and \"%s\", expected them "
-			"%s\n", __FILE__, line, codec ? codec : "plain", sa, sb,
+		fprintf(stderr,
+			"%s:%d: options of a %s archive: \"%s\" and \"%s\", expected them "
+			"%s\n",
+			__FILE__, line, codec ? codec : "plain", sa, sb,
 			differ ? "to differ" : "the same");
 		tu_failures++;
 	}
@@ -1922,8 +1962,8 @@ static void test_options_string(void)
 	}
 	/* a short buffer: truncated, terminated */
 	char small[12];
-	x = (struct idx_build_opts){.gzip_spacing = 4 * MIB, .recursion = 3, .strip_ext = true,
-				    .ignore_zeros = true};
+	x = (struct idx_build_opts){
+	    .gzip_spacing = 4 * MIB, .recursion = 3, .strip_ext = true, .ignore_zeros = true};
 	memset(small, 'x', sizeof(small));
 	idx_options_string("gzip", &x, small, sizeof(small));
 	CHECK(memchr(small, '\0', sizeof(small)) != NULL);
@@ -1934,18 +1974,30 @@ static void test_options_string(void)
 static uint8_t d_note[100];
 
 static const struct want inner_tree[] = {
-	{"x.txt", S_IFREG | 0644, sizeof(d_a), M0 + 10, 3, 4, d_a, NULL},
-	{"y", S_IFDIR | 0555, 0, M0 + 11, 3, 4, NULL, NULL},
-	{"y/z.txt", S_IFREG | 0600, sizeof(d_deep), M0 + 11, 3, 4, d_deep, NULL},
+    {"x.txt", S_IFREG | 0644, sizeof(d_a), M0 + 10, 3, 4, d_a, NULL},
+    {"y", S_IFDIR | 0555, 0, M0 + 11, 3, 4, NULL, NULL},
+    {"y/z.txt", S_IFREG | 0600, sizeof(d_deep), M0 + 11, 3, 4, d_deep, NULL},
 };
 
 static struct buf inner_tar(void)
 {
 	const struct member m[] = {
-		{.name = "x.txt", .type = '0', .mode = 0644, .uid = 3, .gid = 4, .mtime = M0 + 10,
-		 .data = d_a, .size = sizeof(d_a)},
-		{.name = "y/z.txt", .type = '0', .mode = 0600, .uid = 3, .gid = 4,
-		 .mtime = M0 + 11, .data = d_deep, .size = sizeof(d_deep)},
+	    {.name = "x.txt",
+	     .type = '0',
+	     .mode = 0644,
+	     .uid = 3,
+	     .gid = 4,
+	     .mtime = M0 + 10,
+	     .data = d_a,
+	     .size = sizeof(d_a)},
+	    {.name = "y/z.txt",
+	     .type = '0',
+	     .mode = 0600,
+	     .uid = 3,
+	     .gid = 4,
+	     .mtime = M0 + 11,
+	     .data = d_deep,
+	     .size = sizeof(d_deep)},
 	};
 	return tar_of(m, 2);
 }
@@ -1971,8 +2023,7 @@ static void check_nested_at(int line, struct arch *a, const char *path, const st
 #define check_nested(...) check_nested_at(__LINE__, __VA_ARGS__)
 
 /* The member at path of a is a plain file of these bytes. */
-static void check_plain_at(int line, struct arch *a, const char *path, const uint8_t *d,
-			   size_t n)
+static void check_plain_at(int line, struct arch *a, const char *path, const uint8_t *d, size_t n)
 {
 	struct arch_attr at;
 	int before = tu_failures;
@@ -2003,27 +2054,63 @@ static void test_nested(void)
 	tu_fill(d_note, sizeof(d_note), 5, 1);
 	tu_fill(broken + 10, sizeof(broken) - 10, 6, 0);
 	const struct member mm[] = {
-		{.name = "inner.tar", .type = '0', .mode = 0644, .mtime = M0, .data = in.p,
-		 .size = in.len},
-		{.name = "m.txt", .type = '0', .mode = 0644, .mtime = M0, .data = d_note,
-		 .size = sizeof(d_note)},
+	    {.name = "inner.tar",
+	     .type = '0',
+	     .mode = 0644,
+	     .mtime = M0,
+	     .data = in.p,
+	     .size = in.len},
+	    {.name = "m.txt",
+	     .type = '0',
+	     .mode = 0644,
+	     .mtime = M0,
+	     .data = d_note,
+	     .size = sizeof(d_note)},
 	};
 	struct buf mt = tar_of(mm, 2);
 	const struct member om[] = {
-		{.name = "one.tar", .type = '0', .mode = 0644, .mtime = M0 + 20, .data = in.p,
-		 .size = in.len},
-		{.name = "two.tar.gz", .type = '0', .mode = 0640, .mtime = M0 + 21, .data = gz.p,
-		 .size = gz.len},
-		{.name = "three", .type = '0', .mode = 0644, .mtime = M0, .data = d_note,
-		 .size = sizeof(d_note)},
-		{.name = "three.tar", .type = '0', .mode = 0644, .mtime = M0, .data = in.p,
-		 .size = in.len},
-		{.name = "mid.tar", .type = '0', .mode = 0644, .mtime = M0, .data = mt.p,
-		 .size = mt.len},
-		{.name = "broken.tar.gz", .type = '0', .mode = 0644, .mtime = M0, .data = broken,
-		 .size = sizeof(broken)},
-		{.name = "notes.txt", .type = '0', .mode = 0644, .mtime = M0, .data = d_note,
-		 .size = sizeof(d_note)},
+	    {.name = "one.tar",
+	     .type = '0',
+	     .mode = 0644,
+	     .mtime = M0 + 20,
+	     .data = in.p,
+	     .size = in.len},
+	    {.name = "two.tar.gz",
+	     .type = '0',
+	     .mode = 0640,
+	     .mtime = M0 + 21,
+	     .data = gz.p,
+	     .size = gz.len},
+	    {.name = "three",
+	     .type = '0',
+	     .mode = 0644,
+	     .mtime = M0,
+	     .data = d_note,
+	     .size = sizeof(d_note)},
+	    {.name = "three.tar",
+	     .type = '0',
+	     .mode = 0644,
+	     .mtime = M0,
+	     .data = in.p,
+	     .size = in.len},
+	    {.name = "mid.tar",
+	     .type = '0',
+	     .mode = 0644,
+	     .mtime = M0,
+	     .data = mt.p,
+	     .size = mt.len},
+	    {.name = "broken.tar.gz",
+	     .type = '0',
+	     .mode = 0644,
+	     .mtime = M0,
+	     .data = broken,
+	     .size = sizeof(broken)},
+	    {.name = "notes.txt",
+	     .type = '0',
+	     .mode = 0644,
+	     .mtime = M0,
+	     .data = d_note,
+	     .size = sizeof(d_note)},
 	};
 	struct buf ot = tar_of(om, 7);
 	write_file(ar, ot.p, ot.len);
@@ -2128,8 +2215,11 @@ static void known_options_length(void)
 	const char *dir = pth("%s/known", top);
 	const char *gz = pth("%s/a.tar.gz", dir), *ix = pth("%s/i.sqlite", dir);
 	struct idx_opts o = {.index_file = ix,
-			     .build = {.gzip_spacing = 16ull << 40, .threads = 1, .recursion = 32,
-				       .strip_ext = true, .ignore_zeros = true}};
+			     .build = {.gzip_spacing = 16ull << 40,
+				       .threads = 1,
+				       .recursion = 32,
+				       .strip_ext = true,
+				       .ignore_zeros = true}};
 	struct buf t = std_tar();
 	char s[256], why[256], *p;
 	bool built;
@@ -2163,7 +2253,8 @@ static void known_lookup_in_file(void)
 	CHECK_EQ(idx_build_from(&in, ix, &b, NULL), 0);
 	src_free(in.src);
 	CHECK_EQ(arch_open_index(ix, NULL, src_from_mem(t.p, t.len), "a.tar",
-				 &(struct arch_env){.cache = cache}, &a), 0);
+				 &(struct arch_env){.cache = cache}, &a),
+		 0);
 	if (a) {
 		CHECK_EQ(resolve(a, "dir/a.txt", &at), 0);
 		CHECK_EQ(ops->lookup(a, at.ino, "x", 1, &at2), -ENOTDIR);
@@ -2185,8 +2276,12 @@ static void known_nested_damage_level(void)
 
 	mkdir_ok(dir);
 	tu_fill(broken + 10, sizeof(broken) - 10, 6, 0);
-	const struct member m = {.name = "broken.tar.gz", .type = '0', .mode = 0644, .mtime = M0,
-				 .data = broken, .size = sizeof(broken)};
+	const struct member m = {.name = "broken.tar.gz",
+				 .type = '0',
+				 .mode = 0644,
+				 .mtime = M0,
+				 .data = broken,
+				 .size = sizeof(broken)};
 	struct buf t = tar_of(&m, 1);
 	write_file(ar, t.p, t.len);
 	b.recursion = 1;
