@@ -673,8 +673,9 @@ static int build_stream_end(struct builder *b, const struct idx_input *in, struc
 			if (!err)
 				err = drop_untrusted(b, trusted);
 			if (!err && trusted == 0) {
-				tfs_log(TFS_LOG_ERR, "%s: damaged before anything could be indexed",
-					in->name);
+				/* an archive inside an archive then stays a file (a notice) */
+				tfs_log(in->quiet ? TFS_LOG_NOTICE : TFS_LOG_ERR,
+					"%s: damaged before anything could be indexed", in->name);
 				err = -EIO;
 			}
 			if (!err)
@@ -816,7 +817,7 @@ out:
 int idx_build_finish(const char *tmp, const struct idx_input *in, const struct idx_build_opts *o)
 {
 	sqlite3 *db = NULL;
-	char fp[64], opts[96], *codec;
+	char fp[64], opts[IDX_OPTIONS_MAX], *codec;
 	int err = db_open_build(tmp, &db);
 
 	if (err)

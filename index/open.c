@@ -1,9 +1,11 @@
 /* Opening an archive: its index found, checked, built if needed (see open.h). */
 #include "open.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +54,42 @@ static void log_summary(const struct idx_input *in, const struct idx_build_stats
 	free(codec);
 }
 
+/* Removes what killed builds left beside index_path: INDEX.tmp.PID files whose process is gone
+ * and that nobody has written for STALE_TMP_SECONDS (a build on another machine sharing the
+ * folder writes all the time). */
+#define STALE_TMP_SECONDS 600
+
+static void remove_stale_temps(const char *index_path)
+{
+	const char *slash = strrchr(index_path, '/');
+	char *dir = slash ? strndup(index_path, (size_t)(slash - index_path) + (slash == index_path))
+			  : strdup(".");
+	const char *base = slash ? slash + 1 : index_path;
+	size_t blen = strlen(base);
+	DIR *d = dir ? opendir(dir) : NULL;
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		const char *name = de->d_name, *num = name + blen + 5;
+		char *end, *full;
+		struct stat st;
+		if (strncmp(name, base, blen) != 0 || strncmp(name + blen, ".tmp.", 5) != 0 || !*num)
+			continue;
+		long pid = strtol(num, &end, 10);
+		if (*end || pid <= 0 || pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (asprintf(&full, "%s/%s", dir, name) < 0)
+			break;
+		if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) &&
+		    time(NULL) - st.st_mtime > STALE_TMP_SECONDS && unlink(full) == 0)
+			tfs_log(TFS_LOG_INFO, "removed %s, left by a build that did not finish", full);
+		free(full);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+}
+
 int idx_build_from(const struct idx_input *in, const char *index_path,
 		   const struct idx_build_opts *o, struct idx_build_stats *stats)
 {
@@ -60,6 +98,7 @@ int idx_build_from(const struct idx_input *in, const char *index_path,
 	char *tmp;
 	int err;
 
+	remove_stale_temps(index_path);
 	if (asprintf(&tmp, "%s.tmp.%d", index_path, (int)getpid()) < 0)
 		return -ENOMEM;
 	err = idx_build_base(in, tmp, o, &st);
@@ -203,10 +242,15 @@ static int use_or_build(const char *path, const char *archive, const struct idx_
 
 	if (err == 0)
 		return 0;
-	if (err == -ENOTSUP) {
+	if (err == -ENOTSUP) { /* another program's (ratarmount writes the same name beside) */
+		if (!explicit) {
+			tfs_log(TFS_LOG_NOTICE, "%s is not a tarseek index (%s): leaving it alone",
+				path, why);
+			return -EAGAIN;
+		}
 		tfs_log(TFS_LOG_ERR, "%s exists and is not a tarseek index (%s): not overwriting it",
 			path, why);
-		return may_build ? -EEXIST : -EAGAIN;
+		return -EEXIST;
 	}
 	if (err == -EPERM) {
 		if (!explicit) {
@@ -330,6 +374,11 @@ int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool
 		goto out;
 	}
 	err = use_or_build(p, archive, o, true, false, built, stats);
+	if (err == -EAGAIN) { /* the last place is taken too (said why) */
+		tfs_log(TFS_LOG_ERR, "no place for the index of %s: use --index-file or "
+			"--index-folder", archive);
+		err = -EEXIST;
+	}
 out:
 	free(dir);
 	if (err) {

@@ -43,8 +43,12 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 	      struct idx_build_stats *stats);
 
 /* Returns (malloc'd, in *path) a valid index for archive, building it if needed; *built
- * tells whether it was built now (stats then filled if not NULL).  0 or -errno.  With
- * check_only, where an index would be built, -ENOENT or -ESTALE instead (logged). */
+ * tells whether it was built now (stats then filled if not NULL).  0 or -errno (logged):
+ * -EEXIST when the chosen place holds a file that is not a tarseek index (never
+ * overwritten; beside the archive such a file -- ratarmount's index has the same name -- is
+ * passed over for the next place).  With check_only, where an index would be built, -ENOENT
+ * or -ESTALE instead.  A build first removes the temporary files that killed builds left
+ * beside the index (their process gone, unwritten for 10 minutes). */
 int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool *built,
 		struct idx_build_stats *stats);
 
@@ -55,8 +59,8 @@ struct arch_opts {
 
 /* Opens archive: finds or builds its index and opens it.  Indexes up to 4 MiB are copied into
  * memory (no descriptor per connection: a union of many small archives stays light).  0 or
- * -errno (-ENOENT, -EACCES, -EINVAL not an archive, -EIO damaged/unreadable, -ENOMEM); the
- * reason is logged.  *out = NULL on error. */
+ * -errno (-ENOENT, -EACCES, -EINVAL not an archive, -EIO damaged/unreadable, -EEXIST no place
+ * for the index, -ENOMEM); the reason is logged.  *out = NULL on error. */
 int arch_open(const char *archive, const struct arch_opts *o, struct arch **out);
 
 #endif

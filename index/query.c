@@ -177,6 +177,12 @@ int arch_lookup(struct arch *a, uint64_t parent, const char *name, size_t len,
 	sqlite3_bind_int64(c->lookup, 1, (sqlite3_int64)parent);
 	sqlite3_bind_blob(c->lookup, 2, len ? name : "", (int)len, SQLITE_STATIC);
 	r = one_entry(c->lookup, out);
+	if (r == -ENOENT) { /* nothing there: or not a folder to look in at all */
+		struct arch_attr p;
+		sqlite3_bind_int64(c->getattr, 1, (sqlite3_int64)parent);
+		if (one_entry(c->getattr, &p) == 0 && !S_ISDIR(p.mode))
+			r = -ENOTDIR;
+	}
 	arch_conn_put(a, c);
 	return r;
 }

@@ -14,7 +14,9 @@
 int idx_fingerprint(struct src *file, char *out, size_t size);
 
 /* The options string stored in (and compared with) an index: only the options that shape the
- * index of this kind of archive (codec_name NULL for a plain tar).  Writes into buf. */
+ * index of this kind of archive (codec_name NULL for a plain tar).  Writes into buf, which
+ * must hold IDX_OPTIONS_MAX bytes (the longest string, with every option at its widest). */
+#define IDX_OPTIONS_MAX 160
 void idx_options_string(const char *codec_name, const struct idx_build_opts *o, char *buf,
 			size_t size);
 

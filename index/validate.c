@@ -48,7 +48,7 @@ int idx_validate(const char *index_path, const char *archive, const struct idx_b
 	sqlite3 *db = NULL;
 	struct src *file = NULL;
 	uint64_t v;
-	char *s = NULL, fp[64], opts[64];
+	char *s = NULL, fp[64], opts[IDX_OPTIONS_MAX];
 	uint8_t head[512];
 	int err = -ESTALE;
 

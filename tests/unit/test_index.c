@@ -16,9 +16,8 @@
  * that drops to uid 65534 when the test runs as root; those that need other owners (the trust
  * rules) run only as root.
  *
- * Known issues (checks that fail today) run only with TARSEEK_KNOWN_ISSUES set: see
- * test_known_issues() at the end (validate.c's options buffer, arch_lookup in a file, the
- * error-level line for a damaged nested archive).
+ * test_fixed_issues() at the end keeps the bugs this test found fixed (validate.c's options
+ * buffer, arch_lookup in a file, the error-level line for a damaged nested archive).
  */
 #include "archive.h"
 #include "cache.h"
@@ -1207,8 +1206,9 @@ static void build_ok(const char *ar, const char *ix, const struct idx_build_opts
 	CHECK_EQ(idx_validate(ix, ar, b, why, sizeof(why)), 0);
 }
 
-/* A file that validation calls not ours (-ENOTSUP, why says so): idx_prepare refuses it and
- * leaves it as it is, at --index-file and beside the archive. */
+/* A file that validation calls not ours (-ENOTSUP, why says so): idx_prepare leaves it as it
+ * is; at --index-file it refuses (-EEXIST), beside the archive (where ratarmount writes an
+ * index of the same name) it says so and builds in the cache folder instead. */
 static void expect_refused_at(int line, const char *ar, const char *ix, const char *reason)
 {
 	struct idx_opts o = dflt();
@@ -1221,7 +1221,7 @@ static void expect_refused_at(int line, const char *ar, const char *ix, const ch
 	struct snap s = snap_of(ix);
 	o.index_file = ix;
 	log_clear();
-	CHECK(prep(ar, &o, &p, &built, NULL) < 0);
+	CHECK_EQ(prep(ar, &o, &p, &built, NULL), -EEXIST);
 	CHECK(logged(TFS_LOG_ERR, "not a tarseek index", ix));
 	struct snap s2 = snap_of(ix);
 	CHECK(snap_same(&s, &s2));
@@ -1231,7 +1231,14 @@ static void expect_refused_at(int line, const char *ar, const char *ix, const ch
 	copy_file(ix, beside);
 	s = snap_of(beside);
 	o.index_file = NULL;
-	CHECK(prep(ar, &o, &p, &built, NULL) < 0);
+	log_clear();
+	p = NULL;
+	CHECK_EQ(prep(ar, &o, &p, &built, NULL), 0);
+	CHECK(logged(TFS_LOG_NOTICE, "not a tarseek index", beside));
+	CHECK(p && strstr(p, "/xdg/tarseek/") != NULL);
+	if (p)
+		unlink(p);
+	free(p);
 	s2 = snap_of(beside);
 	CHECK(snap_same(&s, &s2));
 	unlink(beside);
@@ -1670,6 +1677,25 @@ static void test_temp_name(void)
 	if (a)
 		check_tree(a, std_tree, NWANT(std_tree));
 	arch_close(a);
+	/* the dead build's file was written just now: kept (a build elsewhere may own it) */
+	CHECK(left == NULL || exists(left));
+	/* unwritten for an hour and its process gone: the next build removes it, but not one
+	 * whose process lives (our parent's pid) */
+	const char *live = pth("%s.tmp.%d", ix, (int)getppid());
+	write_file(live, "x", 1);
+	struct timespec old[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+	CHECK_EQ(utimensat(AT_FDCWD, live, old, 0), 0);
+	if (left)
+		CHECK_EQ(utimensat(AT_FDCWD, left, old, 0), 0);
+	unlink(ix);
+	log_clear();
+	h.err = 1;
+	held_build_main(&h);
+	CHECK_EQ(h.err, 0);
+	CHECK(left == NULL || !exists(left));
+	CHECK(left == NULL || logged(TFS_LOG_INFO, "did not finish", left));
+	CHECK(exists(live));
+	unlink(live);
 	if (left)
 		unlink(left);
 	CHECK_EQ(dir_count(dir, NULL), 1);
@@ -2201,17 +2227,14 @@ static void test_nested(void)
 	free(ot.p);
 }
 
-/* ---- known issues ----------------------------------------------------------------------- */
+/* ---- bugs this test found (fixed) --------------------------------------------------------- */
 
-/* Checks of bugs found by this test and not fixed yet; they fail today.  Run with
- * TARSEEK_KNOWN_ISSUES=1. */
-static void known_options_length(void)
+static void fixed_options_length(void)
 {
-	/* validate.c idx_validate() compares the stored options string with one it formats
-	 * into char opts[64], while build.c idx_build_finish() stores one formatted into
-	 * opts[96]: options whose string is 64 bytes or longer (tarseek-index accepts any
-	 * --gzip-spacing, -r is 32 levels, with --strip-extension and -i) never match, so the
-	 * index is rebuilt at every open. */
+	/* validate.c compared the stored options string with one formatted into 64 bytes,
+	 * build.c stored one of up to 96: a string of 64 bytes or more (tarseek-index takes any
+	 * --gzip-spacing; -r 32, --strip-extension, -i) never matched, and the index was
+	 * rebuilt at every open.  Both use IDX_OPTIONS_MAX now. */
 	const char *dir = pth("%s/known", top);
 	const char *gz = pth("%s/a.tar.gz", dir), *ix = pth("%s/i.sqlite", dir);
 	struct idx_opts o = {.index_file = ix,
@@ -2238,9 +2261,9 @@ static void known_options_length(void)
 	free(t.p);
 }
 
-/* archive.h lists -ENOTDIR among arch_lookup's errors, but query.c arch_lookup() only looks
- * for a row whose parent is the given inode: a name looked up in a regular file is -ENOENT. */
-static void known_lookup_in_file(void)
+/* archive.h lists -ENOTDIR among arch_lookup's errors: a name looked up in a regular file
+ * (it was -ENOENT). */
+static void fixed_lookup_in_file(void)
 {
 	const char *dir = pth("%s/known", top), *ix = pth("%s/lookup.idx", dir);
 	struct buf t = std_tar();
@@ -2264,10 +2287,9 @@ static void known_lookup_in_file(void)
 }
 
 /* nested.h: a member named like an archive that turns out to be damaged "stays a file, with
- * a notice".  It does, but build.c build_stream_end() also logs "damaged before anything
- * could be indexed" at error level for it (in->quiet lowers only the summary line), so a
- * mount with -r of an archive holding a damaged .tar.gz logs an error. */
-static void known_nested_damage_level(void)
+ * a notice" -- and no error of build.c's about it (build_stream_end logged "damaged before
+ * anything could be indexed" at error level). */
+static void fixed_nested_damage_level(void)
 {
 	const char *dir = pth("%s/known", top);
 	const char *ar = pth("%s/outer.tar", dir), *ix = pth("%s/nested.idx", dir);
@@ -2292,11 +2314,11 @@ static void known_nested_damage_level(void)
 	free(t.p);
 }
 
-static void test_known_issues(void)
+static void test_fixed_issues(void)
 {
-	known_options_length();
-	known_lookup_in_file();
-	known_nested_damage_level();
+	fixed_options_length();
+	fixed_lookup_in_file();
+	fixed_nested_damage_level();
 }
 
 int main(void)
@@ -2331,8 +2353,7 @@ int main(void)
 	test_options_string();
 	test_nested();
 	test_unprivileged();
-	if (getenv("TARSEEK_KNOWN_ISSUES"))
-		test_known_issues();
+	test_fixed_issues();
 
 	cache_free(cache);
 	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
