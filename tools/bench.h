@@ -30,6 +30,10 @@ enum {
 
 enum bench_cfg_kind { BENCH_CFG_DIR, BENCH_CFG_TARSEEK, BENCH_CFG_COMMAND };
 
+/* What a run times: md5 of the listed files (in-process or --exec), or a walk of the whole tree
+ * by a real tool (grep -r, tar -c), whose output is the one "digest" compared. */
+enum bench_workload { BENCH_W_MD5, BENCH_W_GREP, BENCH_W_TAR };
+
 struct bench_samples {
 	double *v;
 	size_t n, cap;
@@ -86,6 +90,9 @@ struct bench_opts {
 	const char *index_dir;
 	char **exec_argv; /* --exec split at spaces, NULL if in-process */
 	const char *exec;
+	enum bench_workload workload;
+	const char *pattern; /* --pattern, for grep */
+	char *workload_name; /* "md5", the --exec program, "grep -r PATTERN", "tar -c" */
 	const char *csv, *json, *svg;
 	double mount_timeout;
 	int quiet, verbose;

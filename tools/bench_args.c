@@ -52,6 +52,7 @@ static void usage(FILE *f)
 {
 	fputs(
 	    "Usage: tarseek-bench [OPTION]... (--list FILE | --sample N) CONFIGURATION...\n"
+	    "       tarseek-bench [OPTION]... --workload grep|tar CONFIGURATION...\n"
 	    "\n"
 	    "Times md5 of files read whole through mounts of archives, the workload of the\n"
 	    "published archive-mounter comparisons, and reports the first mount (index built),\n"
@@ -93,6 +94,12 @@ static void usage(FILE *f)
 	    "                        published workload runs md5sum (--exec md5sum), and take\n"
 	    "                        the digest from its output; default: md5 in this process,\n"
 	    "                        reading each file whole in 128 KiB read()s as md5sum does\n"
+	    "      --workload W      md5 (default): the files of the list, as above; grep:\n"
+	    "                        `grep -r -F -e PATTERN .` in the root, its output lines\n"
+	    "                        sorted and compared; tar: `tar -cf - .` in the root, its\n"
+	    "                        members (type, name, size, md5, link) compared (a walk of\n"
+	    "                        the whole tree: readdir, stat and read of every file)\n"
+	    "      --pattern P       what grep looks for (default: error)\n"
 	    "      --mount-runs N    first mounts per configuration (default 1)\n"
 	    "      --mount-timeout S seconds a mount may take to come up (default 600)\n"
 	    "\n"
@@ -230,6 +237,8 @@ enum {
 	OPT_CSV,
 	OPT_JSON,
 	OPT_SVG,
+	OPT_WORKLOAD,
+	OPT_PATTERN,
 };
 
 static const struct option long_opts[] = {
@@ -246,6 +255,8 @@ static const struct option long_opts[] = {
     {"seed", required_argument, NULL, OPT_SEED},
     {"baseline", required_argument, NULL, 'b'},
     {"exec", required_argument, NULL, OPT_EXEC},
+    {"workload", required_argument, NULL, OPT_WORKLOAD},
+    {"pattern", required_argument, NULL, OPT_PATTERN},
     {"mount-runs", required_argument, NULL, OPT_MOUNT_RUNS},
     {"mount-timeout", required_argument, NULL, OPT_MOUNT_TIMEOUT},
     {"tarseek", required_argument, NULL, OPT_TARSEEK},
@@ -384,7 +395,8 @@ static int opt_files(struct bench *b, struct parse_state *ps, int c, const char 
 	return NOT_MINE;
 }
 
-/* --runs, --cold, --warm, --seed, --baseline, --exec, --mount-runs, --mount-timeout. */
+/* --runs, --cold, --warm, --seed, --baseline, --exec, --workload, --pattern, --mount-runs,
+ * --mount-timeout. */
 static int opt_runs(struct bench *b, struct parse_state *ps, int c, const char *arg)
 {
 	struct bench_opts *o = &b->o;
@@ -414,6 +426,26 @@ static int opt_runs(struct bench *b, struct parse_state *ps, int c, const char *
 		return 0;
 	case OPT_EXEC:
 		return set_exec(o, arg);
+	case OPT_WORKLOAD:
+		if (!strcmp(arg, "md5")) {
+			o->workload = BENCH_W_MD5;
+		} else if (!strcmp(arg, "grep")) {
+			o->workload = BENCH_W_GREP;
+		} else if (!strcmp(arg, "tar")) {
+			o->workload = BENCH_W_TAR;
+		} else {
+			fprintf(stderr, "tarseek-bench: --workload is md5, grep or tar, not '%s'\n",
+				arg);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_PATTERN:
+		if (!*arg) {
+			fputs("tarseek-bench: --pattern cannot be empty\n", stderr);
+			return -EINVAL;
+		}
+		o->pattern = arg;
+		return 0;
 	case OPT_MOUNT_RUNS:
 		if (parse_count("--mount-runs", arg, 100000, &v))
 			return -EINVAL;
@@ -508,6 +540,7 @@ static int parse_args_in(struct bench *b, int argc, char **argv, struct parse_st
 	int c, ret;
 
 	b->o.runs = 5;
+	b->o.pattern = "error";
 	b->o.mount_runs = 1;
 	b->o.mount_timeout = 600;
 	opterr = 1;
@@ -612,11 +645,24 @@ int bench_args_check(struct bench *b)
 		      stderr);
 		return -EINVAL;
 	}
-	if (!o->list == !o->sample) {
+	if (o->workload != BENCH_W_MD5) { /* a tool walks the whole tree */
+		if (o->list || o->sample || o->exec) {
+			fprintf(stderr, "tarseek-bench: --workload %s walks the whole tree: no "
+				"--list, --sample or --exec\n",
+				o->workload == BENCH_W_GREP ? "grep" : "tar");
+			return -EINVAL;
+		}
+		if (o->workload == BENCH_W_GREP)
+			o->workload_name = bench_xasprintf("grep -r %s", o->pattern);
+		else
+			o->workload_name = bench_xstrdup("tar -c");
+	} else if (!o->list == !o->sample) {
 		fputs(o->list ? "tarseek-bench: --list and --sample exclude each other\n"
 			      : "tarseek-bench: which files? give --list FILE or --sample N\n",
 		      stderr);
 		return -EINVAL;
+	} else {
+		o->workload_name = bench_xstrdup(o->exec ? o->exec_argv[0] : "md5");
 	}
 	for (size_t i = 0; i < b->ncfg; i++) {
 		for (size_t j = 0; j < i; j++) {

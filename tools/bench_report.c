@@ -268,6 +268,11 @@ static void put_check_text(FILE *f, const struct bench_report *r, size_t max_bad
 			r->exec ? r->exec : "md5", r->nfiles);
 		return;
 	}
+	if (!r->nbad && !r->list && !r->sample) {
+		fprintf(f, "%s check: all %zu configurations agree on the whole tree.\n", r->exec,
+			r->nconfigs);
+		return;
+	}
 	if (!r->nbad) {
 		fprintf(f, "%s check: all %zu configurations agree on all %zu files.\n",
 			r->exec ? r->exec : "md5", r->nconfigs, r->nfiles);
@@ -330,6 +335,8 @@ int bench_report_text(FILE *f, const struct bench_report *r, size_t max_bad)
 		fprintf(f, "files:     %zu from the list ", r->nfiles);
 		bench_put_escaped(f, r->list);
 		fputc('\n', f);
+	} else if (!r->sample) {
+		fprintf(f, "files:     the whole tree, walked by %s\n", r->exec);
 	} else {
 		fprintf(f, "files:     %zu regular files drawn at random from the tree of ",
 			r->nfiles);

@@ -67,7 +67,8 @@ struct bench_report {
 	unsigned runs;	  /* md5 runs per configuration */
 	const char *list; /* the list file, or NULL when the files were sampled */
 	size_t sample;	  /* --sample N, 0 when a list was given */
-	const char *exec; /* program run per file, NULL: md5 computed in-process */
+	const char *exec; /* program run per file, or the tool that walks the whole tree (no list
+			     and no sample), NULL: md5 computed in-process */
 	size_t nfiles;
 	const char *const *files;
 	size_t nconfigs;

@@ -363,8 +363,14 @@ static int write_reports(struct bench *b, struct check_list *l)
 	time_t now = time(NULL);
 	int ret = 0;
 
-	snprintf(titles[BENCH_M_MD5], sizeof(titles[0]), "%s workload, %zu files, %s page cache",
-		 b->o.exec ? b->o.exec_argv[0] : "md5", b->nfiles, b->o.cold ? "cold" : "warm");
+	if (b->o.workload == BENCH_W_MD5)
+		snprintf(titles[BENCH_M_MD5], sizeof(titles[0]),
+			 "%s workload, %zu files, %s page cache", b->o.workload_name, b->nfiles,
+			 b->o.cold ? "cold" : "warm");
+	else
+		snprintf(titles[BENCH_M_MD5], sizeof(titles[0]),
+			 "%s workload, the whole tree, %s page cache", b->o.workload_name,
+			 b->o.cold ? "cold" : "warm");
 	snprintf(titles[BENCH_M_FIRST], sizeof(titles[0]), "first mount, %s",
 		 b->o.keep_index ? "existing index kept" : "index built from scratch");
 	snprintf(titles[BENCH_M_SECOND], sizeof(titles[0]), "second mount, index present%s",
@@ -373,7 +379,7 @@ static int write_reports(struct bench *b, struct check_list *l)
 	snprintf(titles[BENCH_M_RSS_FIRST], sizeof(titles[0]),
 		 "peak RSS of the mounter, first mount");
 	snprintf(titles[BENCH_M_RSS_MD5], sizeof(titles[0]), "peak RSS of the mounter, %s workload",
-		 b->o.exec ? b->o.exec_argv[0] : "md5");
+		 b->o.workload_name);
 
 	for (int m = 0; m < BENCH_NMETRICS; m++) {
 		struct bench_table *t = &tables[ntables];
@@ -417,7 +423,7 @@ static int write_reports(struct bench *b, struct check_list *l)
 	    .runs = b->o.runs,
 	    .list = b->o.list,
 	    .sample = b->o.sample,
-	    .exec = b->o.exec,
+	    .exec = b->o.workload == BENCH_W_MD5 ? b->o.exec : b->o.workload_name,
 	    .nfiles = b->nfiles,
 	    .files = (const char *const *)b->files,
 	    .nconfigs = b->ncfg,
@@ -455,7 +461,7 @@ static int write_reports(struct bench *b, struct check_list *l)
 	}
 	if (l->nbad)
 		bench_err("%s check failed for %zu of %zu files (listed in the report)",
-			  b->o.exec ? b->o.exec_argv[0] : "md5", l->nbad, b->nfiles);
+			  b->o.workload_name, l->nbad, b->nfiles);
 	for (size_t t = 0; t < ntables; t++)
 		free(tables[t].results);
 	free(cinfo);
@@ -496,6 +502,7 @@ static void free_bench(struct bench *b, struct check_list *l)
 	for (char **a = b->o.exec_argv; a && *a; a++)
 		free(*a);
 	free(b->o.exec_argv);
+	free(b->o.workload_name);
 	free(b->tarseek);
 	free(b->tmpdir);
 	free(b->buf);
@@ -529,6 +536,11 @@ int main(int argc, char **argv)
 	if (b->o.list && bench_list_load(b)) {
 		status = BENCH_EXIT_USAGE;
 		goto out_free;
+	}
+	if (b->o.workload != BENCH_W_MD5) { /* one "file": the whole tree, walked by the tool */
+		b->files = bench_xcalloc(1, sizeof(*b->files));
+		b->files[0] = bench_xstrdup(".");
+		b->nfiles = 1;
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

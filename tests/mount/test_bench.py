@@ -300,6 +300,31 @@ def test_mount_cmd_bind(tmp):
     assert doc["configurations"][1]["kind"] == "command"
 
 
+@needs_tarseek
+def test_tree_workloads(tmp):
+    """--workload grep and tar walk the whole tree with the real tools: the archives agree
+    with the extracted tree, and a changed file is caught (a line more for grep, other bytes
+    in one member for tar)."""
+    tree, other = tmp / "tree", tmp / "other"
+    make_tree(tree)
+    make_tree(other, changed="a/b/c/deep.txt")
+    good = make_tar(tree, tmp / "good.tar", gzip=True)
+    bad = make_tar(other, tmp / "bad.tar")
+    for workload, title in (("grep", "grep -r deep workload"), ("tar", "tar -c workload")):
+        _, out, err = run_bench(tmp, "--workload", workload, "--pattern", "deep", "-d", tree,
+                                good, "--runs", 2, expect=0)
+        assert f"{title.replace(' workload', '')} check: all 2 configurations agree on the " \
+            "whole tree." in out, out
+        assert "files:     the whole tree, walked by" in out
+        rows = table(parse_tables(out), title)
+        assert set(rows) == {"extracted", "good.tar.gz"}
+        assert all(row[2] == "2" for row in rows.values())
+        # the changed tree: grep prints one more line, tar writes a longer stream
+        _, out, _ = run_bench(tmp, "--workload", workload, "--pattern", "changed", "-d", tree,
+                              bad, "--runs", 1, expect=1)
+        assert "check FAILED" in out, out
+
+
 def test_usage_errors(tmp):
     tree = tmp / "tree"
     make_tree(tree)
@@ -317,6 +342,10 @@ def test_usage_errors(tmp):
         (["--sample", 3, "-d", tmp / "missing"], "No such file or directory"),
         (["--sample", 3, "--list", tmp / "x", "-d", tree], "exclude each other"),
         (["--bogus"], "Try 'tarseek-bench --help'"),
+        (["--workload", "cat", "-d", tree], "--workload is md5, grep or tar"),
+        (["--workload", "grep", "--sample", 3, "-d", tree], "walks the whole tree"),
+        (["--workload", "tar", "--exec", "md5sum", "-d", tree], "walks the whole tree"),
+        (["--workload", "grep", "--pattern", "", "-d", tree], "--pattern cannot be empty"),
     ]
     for args, message in cases:
         code, out, err = run_bench(tmp, *args)
