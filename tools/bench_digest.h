@@ -8,6 +8,10 @@
  * BENCH_MAX_DIGEST bytes so that sha256sum works too; a leading backslash, md5sum's mark of
  * an escaped name, is skipped.
  *
+ * With --workload grep or tar the one "file" is the whole tree: the tool runs in the root
+ * and its output is reduced to one digest that does not depend on the order folders list
+ * their entries in (grep's lines sorted; tar's members, one line each, sorted).
+ *
  * The outcome for file i goes into c->dig[i] (b->nfiles entries, zeroed before the first
  * pass): the first digest read is kept; a later pass that reads a different digest, or fails,
  * turns the entry into an error that says so, and the first error is kept.  So after all runs
