@@ -616,6 +616,72 @@ ssize_t creader_read(struct creader *r, void *buf, size_t len, uint64_t off)
 	return (ssize_t)done;
 }
 
+size_t creader_nchunks(const struct creader *r)
+{
+	return r->n;
+}
+
+int creader_fill_chunk(struct creader *r, size_t i, const atomic_bool *stop)
+{
+	uint64_t nseg = r->seg_base[i + 1] - r->seg_base[i], first = UINT64_MAX, last = 0;
+	struct rd_live l = {0};
+	uint8_t *scratch = NULL;
+	bool *mine;
+	int err = 0;
+
+	if (nseg == 0)
+		return 0;
+	mine = calloc(nseg, sizeof(*mine));
+	if (!mine)
+		return -ENOMEM;
+	for (uint64_t k = 0; k < nseg; k++) {
+		struct cache_key key = {r->stream, r->seg_base[i] + k};
+		mine[k] = cache_try_reserve(r->cache, &key);
+		if (mine[k]) {
+			if (first == UINT64_MAX)
+				first = k;
+			last = k;
+		}
+	}
+	if (first == UINT64_MAX) { /* all there, or on their way */
+		free(mine);
+		return 0;
+	}
+	uint64_t k = first;
+	err = acquire(r, i, r->ck[i].uoff + (first << SEG_SHIFT), &l);
+	if (!err) {
+		k = (l.pos - r->ck[i].uoff) >> SEG_SHIFT;
+		for (; k <= last; k++) {
+			struct cache_buf *b;
+			struct cache_key key;
+			if (atomic_load(stop) || atomic_load(&r->closing)) {
+				err = -ECANCELED;
+				break;
+			}
+			err = step_segment(r, &l, mine[k], &scratch, &b, &key);
+			if (err)
+				break;
+			if (mine[k]) {
+				cache_publish(r->cache, &key, b);
+				cache_buf_put(b);
+				mine[k] = false;
+			}
+		}
+		if (err || l.pos >= r->usize)
+			dec_release(r, l.dec);
+		else
+			pool_put(r, &l);
+	}
+	for (uint64_t j = 0; j < nseg; j++) { /* give back what was not decoded */
+		struct cache_key key = {r->stream, r->seg_base[i] + j};
+		if (mine[j])
+			cache_abandon(r->cache, &key);
+	}
+	free(scratch);
+	free(mine);
+	return err;
+}
+
 void creader_get_stats(struct creader *r, struct creader_stats *out)
 {
 	pthread_mutex_lock(&r->pool_lock);

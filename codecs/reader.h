@@ -14,6 +14,8 @@
 #ifndef TARSEEK_READER_H
 #define TARSEEK_READER_H
 
+#include <stdatomic.h>
+
 #include "cache.h"
 #include "codec.h"
 
@@ -44,6 +46,14 @@ int creader_new(const struct creader_params *p, struct creader **out);
 ssize_t creader_read(struct creader *r, void *buf, size_t len, uint64_t off);
 
 uint64_t creader_size(const struct creader *r);
+
+/* Chunks (checkpoints) of the stream. */
+size_t creader_nchunks(const struct creader *r);
+
+/* Decodes chunk i whole into the cache: the segments nobody has are reserved, decoded,
+ * checked and published (prefetch.h).  Stops between segments when *stop becomes true
+ * (-ECANCELED).  0, or -errno (-EIO damaged, logged; what was not decoded is given back). */
+int creader_fill_chunk(struct creader *r, size_t i, const atomic_bool *stop);
 
 struct creader_stats {
 	uint64_t decoders_started; /* dec_new calls */

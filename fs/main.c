@@ -31,7 +31,9 @@
 #include "open.h"
 #include "workers.h"
 #include "handles.h"
+#include "prefetch.h"
 #include "tfs.h"
+#include "walk.h"
 
 #define DEFAULT_CACHE_MIB 256
 #define DEFAULT_DISK_CACHE_GIB 4
@@ -42,6 +44,8 @@
 
 struct options {
 	bool foreground, debug, single_thread, quiet, recreate, no_union, strip_ext, ignore_zeros;
+	bool no_prefetch;
+	uint64_t prefetch_size; /* 0: the memory cache's size */
 	unsigned recursion;
 	char *fuse_opts; /* comma-separated -o options */
 	const char *index_file, *index_folder;
@@ -87,7 +91,12 @@ static void usage(FILE *f)
 		"                          behind the memory cache, so nothing is decoded twice\n"
 		"                          (default %dG; 0: none)\n"
 		"      --disk-cache-dir DIR  where that file lives (default $TMPDIR, else /var/tmp)\n"
-		"      --threads N         decoder threads while indexing (default: all cores)\n"
+		"      --threads N         decoder threads while indexing and prefetching\n"
+		"                          (default: all cores)\n"
+		"      --prefetch-size SIZE  after mounting, decode compressed archives whole\n"
+		"                          into the cache in the background when they decode to\n"
+		"                          at most SIZE together (default: the --cache-size)\n"
+		"      --no-prefetch       decode only what is read\n"
 		"  -q, --quiet             only errors and warnings\n"
 		"  -h, --help              this help\n"
 		"  -V, --version           version and compiled-in codecs\n",
@@ -135,6 +144,8 @@ enum {
 	OPT_STRIP_EXT,
 	OPT_DISK_CACHE_SIZE,
 	OPT_DISK_CACHE_DIR,
+	OPT_PREFETCH_SIZE,
+	OPT_NO_PREFETCH,
 };
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -159,6 +170,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"ignore-zeros", no_argument, NULL, 'i'},
 		{"disk-cache-size", required_argument, NULL, OPT_DISK_CACHE_SIZE},
 		{"disk-cache-dir", required_argument, NULL, OPT_DISK_CACHE_DIR},
+		{"prefetch-size", required_argument, NULL, OPT_PREFETCH_SIZE},
+		{"no-prefetch", no_argument, NULL, OPT_NO_PREFETCH},
 		{0},
 	};
 	int c;
@@ -242,6 +255,16 @@ static int parse_args(int argc, char **argv, struct options *o)
 					"least 16M (e.g. 2G)\n", optarg);
 				return -1;
 			}
+			break;
+		case OPT_PREFETCH_SIZE:
+			if (!parse_size(optarg, &o->prefetch_size)) {
+				fprintf(stderr, "tarseek: --prefetch-size: '%s' is not a size\n", optarg);
+				return -1;
+			}
+			o->no_prefetch = o->prefetch_size == 0;
+			break;
+		case OPT_NO_PREFETCH:
+			o->no_prefetch = true;
 			break;
 		case OPT_DISK_CACHE_DIR:
 			o->disk_cache_dir = optarg;
@@ -390,7 +413,8 @@ static char *inside_rel(const char *dir, const char *mnt)
 	return NULL;
 }
 
-static int add_source(struct un *un, const char *path, const struct arch_opts *ao)
+static int add_source(struct un *un, const char *path, const struct arch_opts *ao,
+		      struct prefetch *pf)
 {
 	char name[256];
 	struct stat st;
@@ -412,6 +436,11 @@ static int add_source(struct un *un, const char *path, const struct arch_opts *a
 	err = arch_open(path, ao, &a);
 	if (err)
 		return err;
+	if (pf) {
+		err = arch_prefetch(a, pf);
+		if (err)
+			tfs_log(TFS_LOG_WARNING, "%s: no prefetch: %s", path, strerror(-err));
+	}
 	return un_add(un, &tree_archive_ops, a, name);
 }
 
@@ -551,10 +580,12 @@ static int fuse_args_for(struct options *o, const char *argv0, struct fuse_args 
 }
 
 /* Mounts, detaches unless -f, and serves until unmounted or signalled.  The exit status. */
-static int serve(const struct options *o, struct fuse_args *args, struct tfs *t)
+static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
+		 struct prefetch *pf)
 {
 	struct fuse_session *se = fuse_session_new(args, &tfs_ops, sizeof(tfs_ops), t);
 	struct fuse_loop_config *loop = NULL;
+	struct tfs_walk *walk = NULL;
 	int ret = 1;
 
 	if (!se) {
@@ -575,6 +606,12 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t)
 		openlog("tarseek", LOG_PID, LOG_DAEMON);
 		tfs_log_set_sink(syslog_sink, NULL);
 	}
+	if (pf && pf_start(pf) < 0)
+		tfs_log(TFS_LOG_WARNING, "no prefetch: cannot start its threads");
+	uint64_t entries, bytes;
+	un_totals(t->un, &entries, &bytes);
+	if (!o->no_prefetch && !o->recursion && entries <= WALK_MAX)
+		t->walk = walk = walk_start(o->mountpoint); /* best effort */
 	if (o->single_thread) {
 		ret = fuse_session_loop(se);
 	} else {
@@ -593,6 +630,8 @@ out_signals:
 	set_exit_signals(se, false);
 out_session:
 	fuse_session_destroy(se);
+	t->walk = NULL;
+	walk_stop(walk); /* the connection is closed: a listing it waits for fails now */
 	fuse_loop_cfg_destroy(loop);
 	return ret;
 }
@@ -603,6 +642,7 @@ int main(int argc, char **argv)
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct arch_env env = {0};
 	struct tfs t = {.timeout = 86400};
+	struct prefetch *pf = NULL;
 	char *mnt_abs = NULL;
 	int ret = 1;
 
@@ -639,14 +679,23 @@ int main(int argc, char **argv)
 	if (un_new(o.no_union, &t.un) < 0 || !(t.handles = th_new(t.un, TFS_HANDLES)))
 		goto nomem;
 	t.kernel_opens = getenv("TARSEEK_KERNEL_OPENS") && *getenv("TARSEEK_KERNEL_OPENS") == '1';
+	if (!o.no_prefetch) {
+		uint64_t room = cache_room(env.cache), budget = o.prefetch_size ? o.prefetch_size
+									      : o.cache_size;
+		pf = pf_new(o.threads, budget < room ? budget : room);
+		if (!pf)
+			goto nomem;
+	}
 	for (int i = 0; i < o.nsources; i++)
-		if (add_source(t.un, o.sources[i], &ao))
+		if (add_source(t.un, o.sources[i], &ao, pf))
 			goto out; /* the reason was logged */
 	if (fuse_args_for(&o, argv[0], &args) < 0)
 		goto nomem;
-	ret = serve(&o, &args, &t);
+	t.pf = pf;
+	ret = serve(&o, &args, &t, pf);
 out:
 	fuse_opt_free_args(&args);
+	pf_free(pf); /* before the readers it decodes for */
 	/* the handles and sources first: their readers end their decoding ahead before the
 	 * threads go */
 	th_free(t.handles);

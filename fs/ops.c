@@ -30,6 +30,8 @@
 
 #include "../common/log.h"
 #include "handles.h"
+#include "prefetch.h"
+#include "walk.h"
 #include "tfs.h"
 
 #define BLKSIZE (128 * 1024)
@@ -64,10 +66,12 @@ struct req_clock {
 	struct timespec t0;
 };
 
+/* Counted here, before the reply: a request whose reply has been seen is in the counts. */
 static struct req_clock req_begin(struct tfs *t, enum tfs_op op)
 {
 	struct req_clock c = {t, op, {0, 0}};
 
+	atomic_fetch_add_explicit(&t->counts.n[op], 1, memory_order_relaxed);
 	clock_gettime(CLOCK_MONOTONIC, &c.t0);
 	return c;
 }
@@ -80,7 +84,6 @@ static void req_end(struct req_clock *c)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	uint64_t ns = (uint64_t)(t1.tv_sec - c->t0.tv_sec) * 1000000000u +
 		      (uint64_t)(t1.tv_nsec - c->t0.tv_nsec);
-	atomic_fetch_add_explicit(&c->t->counts.n[c->op], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&c->t->counts.ns[c->op], ns, memory_order_relaxed);
 }
 
@@ -109,6 +112,32 @@ static ssize_t format_counts(struct tfs *t, char *buf, size_t size)
 	return (ssize_t)len;
 }
 
+/* "data=STATE chunks=N done=D failed=F bytes=B\ntree=STATE\n": what prefetching does. */
+static ssize_t format_prefetch(struct tfs *t, char *buf, size_t size)
+{
+	char text[256];
+	const char *data = "off", *tree = "off";
+	struct pf_stats st = {0};
+	struct tfs_walk *w = atomic_load(&t->walk);
+	int len;
+
+	if (t->pf) {
+		pf_get_stats(t->pf, &st);
+		data = !st.chunks ? "none" : st.finished ? "done" : st.started ? "running" : "queued";
+	}
+	if (w)
+		tree = walk_done(w) ? "done" : "running";
+	len = snprintf(text, sizeof(text), "data=%s chunks=%llu done=%llu failed=%llu bytes=%llu\n"
+		       "tree=%s\n", data, (unsigned long long)st.chunks,
+		       (unsigned long long)st.chunks_done, (unsigned long long)st.chunks_failed,
+		       (unsigned long long)st.queued_bytes, tree);
+	if (size && (size_t)len > size)
+		return -ERANGE;
+	if (size)
+		memcpy(buf, text, (size_t)len);
+	return len;
+}
+
 /* ---- replies ---- */
 
 static void to_stat(const struct arch_attr *a, struct stat *st)
@@ -134,10 +163,12 @@ static void tfs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_SPLICE_WRITE;
 	if (conn->capable & FUSE_CAP_SPLICE_MOVE)
 		conn->want |= FUSE_CAP_SPLICE_MOVE;
+	/* every listing with the entries' attributes, not only its first batch ("auto"): the
+	 * kernel then keeps an entry for each, and a walk of the tree (walk.h, find, grep -r)
+	 * needs no lookup; the attributes cost us nothing more than the names */
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
-	if (conn->capable & FUSE_CAP_READDIRPLUS_AUTO)
-		conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
+	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	struct tfs *t = userdata;
@@ -491,6 +522,8 @@ static void tfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 	}
 	if (ino == FUSE_ROOT_ID && strcmp(name, "user.tarseek.requests") == 0)
 		n = format_counts(t, buf, size);
+	else if (ino == FUSE_ROOT_ID && strcmp(name, "user.tarseek.prefetch") == 0)
+		n = format_prefetch(t, buf, size);
 	else
 		n = un_getxattr(t->un, ino, name, buf, size);
 	if (n < 0)

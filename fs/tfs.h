@@ -13,6 +13,8 @@
 #include "union.h"
 
 struct th;
+struct prefetch;
+struct tfs_walk;
 
 /* The kinds of request counted (user.tarseek.requests on the root). */
 enum tfs_op {
@@ -36,13 +38,16 @@ enum tfs_op {
 };
 
 struct tfs_counts {
-	atomic_uint_fast64_t n[TFS_OP_COUNT];  /* requests handled */
-	atomic_uint_fast64_t ns[TFS_OP_COUNT]; /* time in the handlers, reply included */
+	atomic_uint_fast64_t n[TFS_OP_COUNT];  /* requests, counted before their reply */
+	atomic_uint_fast64_t ns[TFS_OP_COUNT]; /* time in the handlers, reply included (a
+						  handler's time is added after its reply) */
 };
 
 struct tfs {
 	struct un *un;	     /* the mounted tree: one or more sources */
 	struct th *handles;  /* open files and directories by inode (no open / no opendir) */
+	struct prefetch *pf; /* decoding the archives ahead, or NULL */
+	struct tfs_walk *_Atomic walk; /* listing the tree ahead, or NULL (set once mounted) */
 	double timeout;	     /* entry and attribute timeout, seconds (the archive never changes) */
 	bool debug;	     /* per-request traces */
 	bool kernel_opens;   /* TARSEEK_KERNEL_OPENS=1: do not ask for no open (tests) */

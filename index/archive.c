@@ -21,10 +21,12 @@
 #include <unistd.h>
 
 #include "../codecs/codec.h"
+#include "../codecs/prefetch.h"
 #include "../codecs/segment.h"
 #include "../common/byteio.h"
 #include "../common/hash.h"
 #include "../common/log.h"
+#include "../common/size.h"
 #include "db.h"
 
 /* ---- streams -------------------------------------------------------------------------------- */
@@ -241,6 +243,52 @@ static int stream_get(struct arch *a, uint64_t id, struct astream **out)
 	}
 	pthread_mutex_unlock(&a->streams_lock);
 	*out = st;
+	return err;
+}
+
+int arch_prefetch(struct arch *a, struct prefetch *pf)
+{
+	uint64_t *ids = NULL, total = 0;
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *st = NULL;
+	struct conn *c;
+	int err = arch_conn_get(a, &c), r;
+
+	if (err)
+		return err;
+	err = db_prepare(c->db, "SELECT id, usize FROM streams ORDER BY id", &st);
+	while (!err && (r = arch_step(st)) != 0) {
+		if (r < 0) {
+			err = r;
+			break;
+		}
+		if (n == cap) {
+			uint64_t *m = realloc(ids, (cap = cap ? cap * 2 : 16) * sizeof(*ids));
+			if (!m) {
+				err = -ENOMEM;
+				break;
+			}
+			ids = m;
+		}
+		ids[n++] = (uint64_t)sqlite3_column_int64(st, 0);
+		total += (uint64_t)sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
+	arch_conn_put(a, c);
+	if (!err && n && total > pf_room(pf)) {
+		char sz[32];
+		format_size(sz, sizeof(sz), (double)total);
+		tfs_log(TFS_LOG_INFO, "%s: not prefetched: %s decoded, more than the prefetch "
+			"budget has left", a->path, sz);
+		n = 0;
+	}
+	for (size_t i = 0; !err && i < n; i++) {
+		struct astream *s;
+		err = stream_get(a, ids[i], &s);
+		if (!err && s->reader)
+			pf_add(pf, s->reader);
+	}
+	free(ids);
 	return err;
 }
 

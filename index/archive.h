@@ -29,6 +29,7 @@
 struct arch;
 struct arch_file;
 struct workers;
+struct prefetch;
 
 /* What the archives of a mount share: the chunk cache (needed for compressed archives) and the
  * threads that decode ahead (NULL: no decoding ahead).  Borrowed: they outlive every archive
@@ -120,6 +121,11 @@ int arch_versions(struct arch *a, uint64_t dir, const char *name, size_t len, tr
 
 /* "key=value" lines about ino (source, codec, index, version, offsets) into buf. */
 int arch_describe(struct arch *a, uint64_t ino, char *buf, size_t size);
+
+/* Queues every decoded stream of a for prefetch (their readers made now), if all of them
+ * fit what pf's budget has left; else none (logged).  Nothing for a plain archive.  0 or
+ * -errno (making a reader). */
+int arch_prefetch(struct arch *a, struct prefetch *pf);
 
 /* Decoding statistics of the streams read so far (zeros for a plain archive). */
 void arch_get_reader_stats(struct arch *a, struct creader_stats *out);

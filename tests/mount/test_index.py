@@ -285,29 +285,48 @@ def test_other_format_version_rebuilt(mount, archive):
     assert any("version" in line for line in rebuilding(m.log())), m.log()
 
 
-@pytest.mark.parametrize("where", ["index-file", "beside"])
-def test_garbage_index_refused(mount, archive, tmp_path, where):
+def test_garbage_index_refused(archive, tmp_path):
+    """A file at --index-file that is not a tarseek index is never overwritten: the mount is
+    refused, saying why."""
     path, _ = archive
     garbage = b"this is not an index, it is someone's notes\n" * 10
-    if where == "index-file":
-        index = tmp_path / "notes.txt"
-        args = ["--index-file", index]
-    else:
-        index = tmp_path / "arch" / "t.tar.index.sqlite"
-        args = []
+    index = tmp_path / "notes.txt"
     index.write_bytes(garbage)
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    r = run_tarseek("-f", *args, path, mnt)
+    r = run_tarseek("-f", "--index-file", index, path, mnt)
     assert r.returncode == 1, r
     assert str(index) in r.stderr and "not a tarseek index" in r.stderr, r.stderr
     assert index.read_bytes() == garbage
     assert not is_mounted(mnt)
     # an empty file is not an index either
     index.write_bytes(b"")
-    r = run_tarseek("-f", *args, path, mnt)
+    r = run_tarseek("-f", "--index-file", index, path, mnt)
     assert r.returncode == 1 and "not a tarseek index" in r.stderr, r.stderr
     assert index.read_bytes() == b""
+
+
+@pytest.mark.parametrize("kind", ["text", "ratarmount-like"])
+def test_foreign_file_beside_passed_over(mount, archive, tmp_path, kind):
+    """ARCHIVE.index.sqlite that is not ours (ratarmount writes that very name) is left alone:
+    the index goes to the cache folder instead, with a notice."""
+    path, files = archive
+    beside = tmp_path / "arch" / "t.tar.index.sqlite"
+    if kind == "text":
+        beside.write_bytes(b"this is not an index, it is someone's notes\n" * 10)
+    else:
+        db = sqlite3.connect(beside)
+        db.execute("CREATE TABLE files (path VARCHAR(65535), name VARCHAR(65535))")
+        db.execute("CREATE TABLE metadata (key VARCHAR(65535), value VARCHAR(65535))")
+        db.commit()
+        db.close()
+    content = beside.read_bytes()
+    cache = tmp_path / "xdg"
+    with mount(path, env={"XDG_CACHE_HOME": str(cache)}) as m:
+        check_content(m.path, files)
+    assert "not a tarseek index" in m.log() and "leaving it alone" in m.log(), m.log()
+    assert beside.read_bytes() == content
+    assert [p.name for p in (cache / "tarseek").iterdir() if p.name.endswith(".sqlite")]
 
 
 def start_and_wait(args, timeout=20):
