@@ -8,6 +8,7 @@
 #include "prefetch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,9 @@
 #include "../common/log.h"
 
 struct pf_item {
-	struct creader *r;
+	struct creader *r; /* or NULL: a file read into the page cache */
+	int fd;
+	uint64_t size;
 	size_t nchunks;
 };
 
@@ -72,7 +75,8 @@ bool pf_add(struct prefetch *pf, struct creader *r)
 			}
 		}
 		if (pf->nitems < pf->cap) {
-			pf->items[pf->nitems++] = (struct pf_item){r, creader_nchunks(r)};
+			pf->items[pf->nitems++] =
+			    (struct pf_item){.r = r, .fd = -1, .nchunks = creader_nchunks(r)};
 			pf->st.queued_bytes += size;
 			pf->st.chunks += creader_nchunks(r);
 			ok = true;
@@ -80,6 +84,45 @@ bool pf_add(struct prefetch *pf, struct creader *r)
 	}
 	pthread_mutex_unlock(&pf->lock);
 	return ok;
+}
+
+bool pf_add_file(struct prefetch *pf, int fd, uint64_t size)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&pf->lock);
+	if (!pf->started && size && size <= pf->budget - pf->st.queued_bytes) {
+		if (pf->nitems == pf->cap) {
+			size_t cap = pf->cap ? pf->cap * 2 : 8;
+			struct pf_item *n = realloc(pf->items, cap * sizeof(*n));
+			if (n) {
+				pf->items = n;
+				pf->cap = cap;
+			}
+		}
+		if (pf->nitems < pf->cap) {
+			size_t n = (size_t)((size + PF_FILE_STEP - 1) / PF_FILE_STEP);
+			pf->items[pf->nitems++] =
+			    (struct pf_item){.r = NULL, .fd = fd, .size = size, .nchunks = n};
+			pf->st.queued_bytes += size;
+			pf->st.chunks += n;
+			ok = true;
+		}
+	}
+	pthread_mutex_unlock(&pf->lock);
+	return ok;
+}
+
+void pf_note_skipped(struct prefetch *pf)
+{
+	pthread_mutex_lock(&pf->lock);
+	pf->st.skipped++;
+	pthread_mutex_unlock(&pf->lock);
+}
+
+uint64_t pf_budget(struct prefetch *pf)
+{
+	return pf->budget;
 }
 
 uint64_t pf_room(struct prefetch *pf)
@@ -90,8 +133,8 @@ uint64_t pf_room(struct prefetch *pf)
 	return room;
 }
 
-/* The next (reader, chunk) to decode, or false when there is none left. */
-static bool pf_take(struct prefetch *pf, struct creader **r, size_t *chunk)
+/* The next item's piece to do, or false when there is none left. */
+static bool pf_take(struct prefetch *pf, struct pf_item *it, size_t *chunk)
 {
 	bool ok = false;
 
@@ -101,7 +144,7 @@ static bool pf_take(struct prefetch *pf, struct creader **r, size_t *chunk)
 		pf->cur_chunk = 0;
 	}
 	if (pf->cur_item < pf->nitems && !atomic_load(&pf->stop)) {
-		*r = pf->items[pf->cur_item].r;
+		*it = pf->items[pf->cur_item];
 		*chunk = pf->cur_chunk++;
 		ok = true;
 	}
@@ -109,15 +152,24 @@ static bool pf_take(struct prefetch *pf, struct creader **r, size_t *chunk)
 	return ok;
 }
 
+/* Reads piece k of a file into the page cache. */
+static int pf_read_file(const struct pf_item *it, size_t k)
+{
+	uint64_t off = (uint64_t)k * PF_FILE_STEP;
+	uint64_t len = it->size - off < PF_FILE_STEP ? it->size - off : PF_FILE_STEP;
+
+	return readahead(it->fd, (off64_t)off, (size_t)len) < 0 ? -errno : 0;
+}
+
 static void *pf_thread(void *arg)
 {
 	struct prefetch *pf = arg;
-	struct creader *r;
+	struct pf_item it;
 	size_t chunk;
 
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PF_NICE); /* best effort */
-	while (pf_take(pf, &r, &chunk)) {
-		int err = creader_fill_chunk(r, chunk, &pf->stop);
+	while (pf_take(pf, &it, &chunk)) {
+		int err = it.r ? creader_fill_chunk(it.r, chunk, &pf->stop) : pf_read_file(&it, chunk);
 		pthread_mutex_lock(&pf->lock);
 		if (err == 0)
 			pf->st.chunks_done++;

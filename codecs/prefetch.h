@@ -4,6 +4,9 @@
  * budget is the most decoded bytes one prefetch takes on, and a stream that would go past it
  * is not taken at all (decoding what the cache cannot hold would only evict it again).
  *
+ * A plain archive has nothing to decode: its bytes are read into the page cache instead, in
+ * PF_FILE_STEP pieces, so that its members are served at memory speed.
+ *
  * Work is a list of (reader, chunk) items in archive order, taken by `threads` threads, so a
  * block codec's blocks (xz, pxz, bzip2, zstd frames, lzop, gzip checkpoints) decode on all of
  * them at once, and a stream with a single chunk (single-block xz) on one.  The threads run at
@@ -25,6 +28,7 @@
 #include "reader.h"
 
 #define PF_NICE 10
+#define PF_FILE_STEP ((uint64_t)8 << 20)
 
 struct prefetch;
 
@@ -36,7 +40,16 @@ struct prefetch *pf_new(unsigned threads, uint64_t budget);
  * queued.  Before pf_start only. */
 bool pf_add(struct prefetch *pf, struct creader *r);
 
-/* Decoded bytes the budget has left. */
+/* Queues reading the first size bytes of the file open at fd into the page cache (a plain
+ * archive: its members are then served without waiting for the disk), if size fits what is
+ * left of the budget: true if queued.  fd must stay open until pf_free.  Before pf_start. */
+bool pf_add_file(struct prefetch *pf, int fd, uint64_t size);
+
+/* Records that an archive of the mount was not taken (it did not fit). */
+void pf_note_skipped(struct prefetch *pf);
+
+/* The budget, and what it has left. */
+uint64_t pf_budget(struct prefetch *pf);
 uint64_t pf_room(struct prefetch *pf);
 
 /* Starts the threads (after the daemon has forked).  0 or -errno. */
@@ -45,6 +58,7 @@ int pf_start(struct prefetch *pf);
 struct pf_stats {
 	uint64_t queued_bytes; /* decoded bytes of the streams taken */
 	uint64_t chunks, chunks_done, chunks_failed;
+	uint64_t skipped; /* archives not taken */
 	bool started;  /* pf_start ran its threads */
 	bool finished; /* every item taken and done */
 };

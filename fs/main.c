@@ -33,7 +33,7 @@
 #include "handles.h"
 #include "prefetch.h"
 #include "tfs.h"
-#include "walk.h"
+#include "warmup.h"
 
 #define DEFAULT_CACHE_MIB 256
 #define DEFAULT_DISK_CACHE_GIB 4
@@ -585,7 +585,7 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 {
 	struct fuse_session *se = fuse_session_new(args, &tfs_ops, sizeof(tfs_ops), t);
 	struct fuse_loop_config *loop = NULL;
-	struct tfs_walk *walk = NULL;
+	struct warmup *warm = NULL;
 	int ret = 1;
 
 	if (!se) {
@@ -610,8 +610,12 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 		tfs_log(TFS_LOG_WARNING, "no prefetch: cannot start its threads");
 	uint64_t entries, bytes;
 	un_totals(t->un, &entries, &bytes);
-	if (!o->no_prefetch && !o->recursion && entries <= WALK_MAX)
-		t->walk = walk = walk_start(o->mountpoint); /* best effort */
+	if (!o->no_prefetch && !o->recursion && entries <= WARMUP_MAX) {
+		struct warmup_params wp = {.mountpoint = o->mountpoint, .se = se, .un = t->un,
+					   .handles = t->handles, .pf = pf,
+					   .budget = pf ? pf_budget(pf) : 0};
+		t->warm = warm = warmup_start(&wp); /* best effort */
+	}
 	if (o->single_thread) {
 		ret = fuse_session_loop(se);
 	} else {
@@ -630,8 +634,8 @@ out_signals:
 	set_exit_signals(se, false);
 out_session:
 	fuse_session_destroy(se);
-	t->walk = NULL;
-	walk_stop(walk); /* the connection is closed: a listing it waits for fails now */
+	t->warm = NULL;
+	warmup_stop(warm); /* the connection is closed: a listing it waits for fails now */
 	fuse_loop_cfg_destroy(loop);
 	return ret;
 }

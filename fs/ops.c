@@ -31,7 +31,7 @@
 #include "../common/log.h"
 #include "handles.h"
 #include "prefetch.h"
-#include "walk.h"
+#include "warmup.h"
 #include "tfs.h"
 
 #define BLKSIZE (128 * 1024)
@@ -112,25 +112,34 @@ static ssize_t format_counts(struct tfs *t, char *buf, size_t size)
 	return (ssize_t)len;
 }
 
-/* "data=STATE chunks=N done=D failed=F bytes=B\ntree=STATE\n": what prefetching does. */
+/* What prefetching does: "data=STATE chunks=N done=D failed=F bytes=B\n" (decoding ahead, or
+ * reading a plain archive ahead) and "tree=STATE pages=STATE stored=B\n" (the warm-up). */
 static ssize_t format_prefetch(struct tfs *t, char *buf, size_t size)
 {
-	char text[256];
-	const char *data = "off", *tree = "off";
+	char text[320];
+	const char *data = "off", *tree = "off", *pages = "off";
 	struct pf_stats st = {0};
-	struct tfs_walk *w = atomic_load(&t->walk);
+	struct warmup *w = atomic_load(&t->warm);
+	uint64_t stored = 0;
 	int len;
 
 	if (t->pf) {
 		pf_get_stats(t->pf, &st);
 		data = !st.chunks ? "none" : st.finished ? "done" : st.started ? "running" : "queued";
 	}
-	if (w)
-		tree = walk_done(w) ? "done" : "running";
-	len = snprintf(text, sizeof(text), "data=%s chunks=%llu done=%llu failed=%llu bytes=%llu\n"
-		       "tree=%s\n", data, (unsigned long long)st.chunks,
-		       (unsigned long long)st.chunks_done, (unsigned long long)st.chunks_failed,
-		       (unsigned long long)st.queued_bytes, tree);
+	if (w) {
+		bool entries;
+		int p;
+		warmup_state(w, &entries, &p, &stored);
+		tree = entries ? "done" : "running";
+		pages = p > 0 ? "done" : p < 0 ? "none" : "running";
+	}
+	len = snprintf(text, sizeof(text),
+		       "data=%s chunks=%llu done=%llu failed=%llu bytes=%llu\n"
+		       "tree=%s pages=%s stored=%llu\n",
+		       data, (unsigned long long)st.chunks, (unsigned long long)st.chunks_done,
+		       (unsigned long long)st.chunks_failed, (unsigned long long)st.queued_bytes, tree,
+		       pages, (unsigned long long)stored);
 	if (size && (size_t)len > size)
 		return -ERANGE;
 	if (size)

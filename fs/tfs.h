@@ -14,7 +14,7 @@
 
 struct th;
 struct prefetch;
-struct tfs_walk;
+struct warmup;
 
 /* The kinds of request counted (user.tarseek.requests on the root). */
 enum tfs_op {
@@ -47,7 +47,7 @@ struct tfs {
 	struct un *un;	     /* the mounted tree: one or more sources */
 	struct th *handles;  /* open files and directories by inode (no open / no opendir) */
 	struct prefetch *pf; /* decoding the archives ahead, or NULL */
-	struct tfs_walk *_Atomic walk; /* listing the tree ahead, or NULL (set once mounted) */
+	struct warmup *_Atomic warm; /* warming the kernel's caches, or NULL (set once mounted) */
 	double timeout;	     /* entry and attribute timeout, seconds (the archive never changes) */
 	bool debug;	     /* per-request traces */
 	bool kernel_opens;   /* TARSEEK_KERNEL_OPENS=1: do not ask for no open (tests) */

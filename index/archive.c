@@ -275,11 +275,21 @@ int arch_prefetch(struct arch *a, struct prefetch *pf)
 	}
 	sqlite3_finalize(st);
 	arch_conn_put(a, c);
+	if (!err && !n && a->fd >= 0) { /* a plain archive: its bytes into the page cache */
+		uint64_t size = src_size(a->file);
+		if (size > pf_room(pf) || !pf_add_file(pf, a->fd, size)) {
+			tfs_log(TFS_LOG_INFO, "%s: not read ahead: larger than the prefetch budget "
+				"has left", a->path);
+			pf_note_skipped(pf);
+		}
+		return 0;
+	}
 	if (!err && n && total > pf_room(pf)) {
 		char sz[32];
 		format_size(sz, sizeof(sz), (double)total);
 		tfs_log(TFS_LOG_INFO, "%s: not prefetched: %s decoded, more than the prefetch "
 			"budget has left", a->path, sz);
+		pf_note_skipped(pf);
 		n = 0;
 	}
 	for (size_t i = 0; !err && i < n; i++) {

@@ -123,8 +123,8 @@ int arch_versions(struct arch *a, uint64_t dir, const char *name, size_t len, tr
 int arch_describe(struct arch *a, uint64_t ino, char *buf, size_t size);
 
 /* Queues every decoded stream of a for prefetch (their readers made now), if all of them
- * fit what pf's budget has left; else none (logged).  Nothing for a plain archive.  0 or
- * -errno (making a reader). */
+ * fit what pf's budget has left; else none (logged).  A plain archive's file is queued to be
+ * read into the page cache, if it fits.  0 or -errno (making a reader). */
 int arch_prefetch(struct arch *a, struct prefetch *pf);
 
 /* Decoding statistics of the streams read so far (zeros for a plain archive). */

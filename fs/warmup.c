@@ -1,0 +1,293 @@
+/* Warming the kernel's caches after mounting (see warmup.h).
+ *
+ * The private view: mkdtemp in /run (else /tmp), MS_BIND of the mount point onto it, MS_PRIVATE,
+ * open its root, MNT_DETACH, rmdir; from then on only this thread's descriptors refer to it.
+ *
+ * The walk is depth first, with an explicit stack of open folder descriptors (no recursion,
+ * so a deep archive cannot exhaust the thread's stack; past WARMUP_DEPTH folders the deeper
+ * ones are left to be looked up on demand).  It notes the regular files it meets (their inode
+ * numbers, which getdents reports as the daemon gave them) for the pages phase, which runs at
+ * the prefetch's lower priority.
+ */
+#include "warmup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "handles.h"
+#include "prefetch.h"
+#include "tfs.h"
+
+#define WARMUP_DEPTH 64
+#define WARMUP_FILE_MAX ((uint64_t)64 << 20) /* larger files are left to be read */
+
+struct warmup {
+	struct warmup_params p;
+	char *mountpoint;
+	dev_t dev; /* the file system's */
+	pthread_t thread;
+	atomic_bool stop, entries_done, pages_done, no_pages;
+	_Atomic uint64_t stored;
+	uint64_t *files; /* inode numbers of the regular files met, in order */
+	size_t nfiles, cap;
+};
+
+/* True while the mount point still shows the file system being warmed. */
+static bool still_mounted(const struct warmup *w)
+{
+	struct stat st;
+
+	return !atomic_load(&w->stop) && stat(w->mountpoint, &st) == 0 && st.st_dev == w->dev;
+}
+
+/* The root of a private, detached view of the mount at mountpoint, or -1. */
+static int private_view(const char *mountpoint)
+{
+	char dir[64];
+	int fd = -1;
+
+	snprintf(dir, sizeof(dir), "%s/.tarseek-walk-XXXXXX",
+		 access("/run", W_OK) == 0 ? "/run" : "/tmp");
+	if (!mkdtemp(dir))
+		return -1;
+	if (mount(mountpoint, dir, NULL, MS_BIND, NULL) == 0) {
+		mount(NULL, dir, NULL, MS_PRIVATE, NULL); /* nothing of it spreads elsewhere */
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (umount2(dir, MNT_DETACH) != 0 && fd >= 0) {
+			close(fd); /* it would stay visible: no warm-up */
+			fd = -1;
+		}
+	}
+	rmdir(dir);
+	return fd;
+}
+
+static void note_file(struct warmup *w, uint64_t ino)
+{
+	if (w->nfiles == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 1024;
+		uint64_t *n = realloc(w->files, cap * sizeof(*n));
+		if (!n)
+			return; /* fewer pages stored */
+		w->files = n;
+		w->cap = cap;
+	}
+	w->files[w->nfiles++] = ino;
+}
+
+/* Lists every folder under rootfd (which it closes).  True if it got to the end. */
+static bool walk_entries(struct warmup *w, int rootfd)
+{
+	DIR *stack[WARMUP_DEPTH];
+	int depth = 1;
+	bool whole = true;
+
+	if (!(stack[0] = fdopendir(rootfd))) {
+		close(rootfd);
+		return false;
+	}
+	while (depth > 0) {
+		DIR *d = stack[depth - 1];
+		struct dirent *e;
+
+		if (!still_mounted(w)) { /* unmounted: let go of the file system */
+			whole = false;
+			break;
+		}
+		errno = 0;
+		e = readdir(d);
+		if (!e) { /* this folder is done (or failed: the mount is going away) */
+			whole = whole && errno == 0;
+			closedir(d);
+			depth--;
+			continue;
+		}
+		if (e->d_type == DT_REG)
+			note_file(w, e->d_ino);
+		if (e->d_type != DT_DIR || !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    depth == WARMUP_DEPTH)
+			continue;
+		int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		DIR *sd = sub >= 0 ? fdopendir(sub) : NULL;
+		if (!sd) {
+			if (sub >= 0)
+				close(sub);
+			continue;
+		}
+		stack[depth++] = sd;
+	}
+	while (depth > 0)
+		closedir(stack[--depth]);
+	return whole;
+}
+
+/* True if ino is a member of an archive (a folder source is read live: not stored). */
+static bool in_archive(struct warmup *w, uint64_t ino)
+{
+	char kind[16];
+	ssize_t n = un_getxattr(w->p.un, ino, "user.tarseek.kind", kind, sizeof(kind) - 1);
+
+	return n == 7 && memcmp(kind, "archive", 7) == 0;
+}
+
+/* Stores the bytes of file ino into the kernel's page cache.  0, 1 (skipped) or -errno. */
+static int store_file(struct warmup *w, uint64_t ino, uint64_t *budget)
+{
+	struct arch_attr a;
+	struct un_file *f;
+	struct th_ref *ref;
+	int fd, err;
+	uint64_t fd_off;
+
+	if (un_getattr(w->p.un, ino, &a) != 0 || !S_ISREG(a.mode) || a.size == 0 ||
+	    a.size > WARMUP_FILE_MAX || a.size > *budget || !in_archive(w, ino))
+		return 1;
+	err = th_file(w->p.handles, ino, &f, &ref);
+	if (err)
+		return 1;
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT((size_t)a.size);
+	char *buf = NULL;
+	if (un_direct(f, 0, (size_t)a.size, &fd, &fd_off) == a.size) { /* spliced */
+		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		bv.buf[0].fd = fd;
+		bv.buf[0].pos = (off_t)fd_off;
+	} else {
+		buf = malloc((size_t)a.size);
+		ssize_t n = buf ? un_read(f, buf, (size_t)a.size, 0) : -ENOMEM;
+		if (n != (ssize_t)a.size) { /* damaged, say: its reads will say so */
+			free(buf);
+			th_put(w->p.handles, ref);
+			return 1;
+		}
+		bv.buf[0].mem = buf;
+	}
+	err = fuse_lowlevel_notify_store(w->p.se, ino, 0, &bv, FUSE_BUF_SPLICE_MOVE);
+	free(buf);
+	th_put(w->p.handles, ref);
+	if (err == -ENOENT)
+		return 1; /* the kernel no longer knows that inode */
+	if (err)
+		return err;
+	*budget -= a.size;
+	atomic_fetch_add(&w->stored, a.size);
+	return 0;
+}
+
+/* Waits for the prefetch to end (the pages come from what it decoded).  False if stopped, or
+ * if some archive was not prefetched (its pages would have to be decoded now). */
+static bool wait_prefetch(struct warmup *w)
+{
+	struct timespec tick = {0, 10 * 1000 * 1000};
+
+	for (;;) {
+		struct pf_stats st;
+		if (!w->p.pf)
+			return true;
+		pf_get_stats(w->p.pf, &st);
+		if (st.skipped)
+			return false;
+		if (st.finished || !st.started)
+			return st.finished;
+		if (!still_mounted(w))
+			return false;
+		nanosleep(&tick, NULL);
+	}
+}
+
+static void *warmup_main(void *arg)
+{
+	struct warmup *w = arg;
+	struct stat st;
+	/* here, not in warmup_start: making the view asks the file system for its root, and
+	 * the thread that starts the warm-up goes on to serve the requests */
+	int rootfd = private_view(w->mountpoint);
+
+	if (rootfd < 0) {
+		tfs_log(TFS_LOG_DEBUG, "no warm-up: no private view of %s", w->mountpoint);
+		return NULL;
+	}
+	if (fstat(rootfd, &st) < 0) {
+		close(rootfd);
+		return NULL;
+	}
+	w->dev = st.st_dev;
+	if (!walk_entries(w, rootfd))
+		return NULL;
+	atomic_store(&w->entries_done, true);
+	if (!w->p.budget || !wait_prefetch(w)) {
+		atomic_store(&w->no_pages, true);
+		return NULL;
+	}
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PF_NICE);
+	uint64_t budget = w->p.budget;
+	for (size_t i = 0; i < w->nfiles && budget; i++) {
+		if (!still_mounted(w))
+			return NULL;
+		int err = store_file(w, w->files[i], &budget);
+		if (err < 0) {
+			tfs_log(TFS_LOG_DEBUG, "warm-up: storing pages failed: %s", strerror(-err));
+			return NULL;
+		}
+	}
+	atomic_store(&w->pages_done, true);
+	tfs_log(TFS_LOG_DEBUG, "warm-up done: %zu files, %llu bytes in the page cache", w->nfiles,
+		(unsigned long long)atomic_load(&w->stored));
+	return NULL;
+}
+
+struct warmup *warmup_start(const struct warmup_params *p)
+{
+	struct warmup *w;
+
+	if (geteuid() != 0)
+		return NULL;
+	w = calloc(1, sizeof(*w));
+	if (!w || !(w->mountpoint = strdup(p->mountpoint))) {
+		free(w);
+		return NULL;
+	}
+	w->p = *p;
+	w->p.mountpoint = w->mountpoint;
+	atomic_init(&w->stop, false);
+	atomic_init(&w->entries_done, false);
+	atomic_init(&w->pages_done, false);
+	atomic_init(&w->no_pages, false);
+	atomic_init(&w->stored, 0);
+	if (pthread_create(&w->thread, NULL, warmup_main, w) != 0) {
+		free(w->mountpoint);
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+void warmup_state(struct warmup *w, bool *entries_done, int *pages, uint64_t *stored)
+{
+	*entries_done = atomic_load(&w->entries_done);
+	*pages = atomic_load(&w->pages_done) ? 1 : atomic_load(&w->no_pages) ? -1 : 0;
+	*stored = atomic_load(&w->stored);
+}
+
+void warmup_stop(struct warmup *w)
+{
+	if (!w)
+		return;
+	atomic_store(&w->stop, true);
+	pthread_join(w->thread, NULL);
+	free(w->files);
+	free(w->mountpoint);
+	free(w);
+}

@@ -1,0 +1,69 @@
+/* Warming the kernel's caches after mounting, so that reading a small file costs no request.
+ *
+ * 1. Entries: one thread lists every folder of the mount once, through the mount itself.  The
+ *    kernel asks for the listings with READDIRPLUS (always, not only for a first batch: see
+ *    tfs_init), whose replies carry each entry's attributes, and keeps an entry and an inode
+ *    for each (for the long entry timeout): opening a file by its path afterwards costs no
+ *    LOOKUP, and a tree walk (find, grep -r, tar -c) finds every folder listed already.
+ * 2. Pages: once the prefetch (prefetch.h) is done -- the archives' decoded bytes are in the
+ *    chunk cache, a plain archive's bytes in the page cache -- the regular files found on the
+ *    way are stored into the kernel's page cache of their inodes (FUSE notify_store; a plain
+ *    tar member spliced from the archive without a copy), in the order they were listed, up
+ *    to `budget` bytes: a read of any of them is then answered by the kernel alone.  Not when
+ *    the prefetch left an archive out: its pages would have to be decoded for the purpose.
+ * Worth it for trees of up to WARMUP_MAX entries; above that the kernel memory the entries
+ * pin (about a kilobyte each) is not.
+ *
+ * Symbolic links are not followed, nor are archives inside the archive (-r) entered: there
+ * is no warm-up when they are mounted as folders.  Only root can do it (see below).
+ *
+ * It must not keep the mount busy: a folder held open under the mount point makes a plain
+ * `fusermount3 -u` (or umount) fail with EBUSY, and users unmount right after a quick look.
+ * So the walk goes through a second, private view of the mount: a bind mount made in a
+ * temporary folder, opened, and detached at once (MNT_DETACH), so that only the walk's own
+ * descriptors keep it; unmounting the mount point is then never refused because of it.
+ * Before each folder and each file the warm-up checks that the mount point still shows this
+ * mount, and stops when it does not (the file system ends as soon as it lets go).  Making a
+ * bind mount needs CAP_SYS_ADMIN: for other users there is no warm-up.
+ *
+ * warmup_start after the mount is up (it makes the view on its own thread: that asks the
+ * file system for its root); warmup_stop after the session is closed (a listing then fails at
+ * once instead of waiting for a reply nobody sends), which joins the thread.
+ */
+#ifndef TARSEEK_WARMUP_H
+#define TARSEEK_WARMUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define WARMUP_MAX 200000
+
+struct fuse_session;
+struct prefetch;
+struct th;
+struct un;
+
+struct warmup_params {
+	const char *mountpoint;
+	struct fuse_session *se; /* for notify_store */
+	struct un *un;		 /* the files' sizes */
+	struct th *handles;	 /* their open files */
+	struct prefetch *pf;	 /* waited for before the pages (NULL: none) */
+	uint64_t budget;	 /* bytes stored at most (0: no pages, entries only) */
+};
+
+struct warmup;
+
+/* Starts warming the caches of the mount described by p (copied).  NULL if there is no
+ * warm-up (not root, or no thread). */
+struct warmup *warmup_start(const struct warmup_params *p);
+
+/* How far it got: the entries listed (false while running); the pages: 0 being stored (or
+ * waiting for the prefetch), 1 stored, -1 none will be (no budget, an archive left out of the
+ * prefetch, or stopped); the bytes stored so far. */
+void warmup_state(struct warmup *w, bool *entries_done, int *pages, uint64_t *stored);
+
+/* Stops it (where it is) and joins its thread.  NULL does nothing. */
+void warmup_stop(struct warmup *w);
+
+#endif
