@@ -25,8 +25,9 @@
  *                                reader: its checkpoints from SQLite, its cache stream id)
  *   taken alone: union.c lock, archive.c conns_lock, cache.c lock (its disk writer runs
  *   outside it), reader.c pool_lock (never held while decoding or calling the cache or the
- *   workers), workers.c lock, dirtree.c lock; while indexing: pipeline.c lock, gzip.c and
- *   bzip2.c scan locks (one scan's own, with no other lock held).
+ *   workers), workers.c lock, dirtree.c lock, prefetch.c lock (never held while decoding),
+ *   fs/handles.c lock (never held while opening or closing); while indexing: pipeline.c
+ *   lock, gzip.c and bzip2.c scan locks (one scan's own, with no other lock held).
  *
  * No lock is held while a FUSE request waits for a decode: readers wait on the cache's
  * reservations (cache.h) and on the reader's decoder pool, each under its own lock only.
