@@ -19,6 +19,14 @@
  * one function.  A codec never aborts, never reads outside its buffers, and never returns bytes
  * it knows to be wrong.
  *
+ * Streams of containers: a zip entry or a 7z folder is a run of compressed bytes of the
+ * archive, read through a window of the archive file as if it were a file of its own; it
+ * may come without the codec's own framing (zip's deflate is raw deflate: codec "deflate")
+ * or with parameters only the container knows (codec_opts.params).  Codecs made only for
+ * containers have a probe that never says yes.  Such a stream may also be decoded with the
+ * scan alone, from its start, without storing a checkpoint (the reader does that for small
+ * ones, checking them against their members' CRC-32s).
+ *
  * Threads: scan and decoder objects are used by one thread at a time; different objects may
  * be used concurrently (the source is thread-safe).  A codec may start its own worker threads
  * inside a scan (opts->threads) and must join them in scan_free.
@@ -64,6 +72,12 @@ struct codec_opts {
 			     choose where to put them (gzip); block codecs use their blocks
 			     (lzo: groups of its small blocks, ~1 MiB, whatever spacing says) */
 	unsigned threads; /* worker threads the scan may run (>= 1) */
+	/* A stream of a container (container.h) may need more than its bytes to be decoded:
+	 * the container's parameters for it (7z: the folder's coders), valid during scan_new
+	 * only.  The scan puts into each checkpoint's aux what a decoder started there needs.
+	 * NULL/0 for a file of the codec's own format. */
+	const void *params;
+	size_t params_len;
 };
 
 struct codec_scan;

@@ -193,7 +193,7 @@ static int set_old(struct builder *b, uint64_t id)
 
 /* The directory (parent, name) for a member's path, created if missing. */
 static int implicit_dir(struct builder *b, uint64_t parent, const uint8_t *name, size_t len,
-			const struct tar_entry *e, uint64_t *id)
+			const struct arc_member *e, uint64_t *id)
 {
 	struct pm_node *n = pm_find(b->map, parent, name, len);
 	struct row r = {
@@ -255,25 +255,25 @@ out:
 	return n;
 }
 
-static uint32_t type_bits(enum tar_type t)
+static uint32_t type_bits(enum member_type t)
 {
 	switch (t) {
-	case TAR_DIR:
+	case MEMBER_DIR:
 		return S_IFDIR;
-	case TAR_SYMLINK:
+	case MEMBER_SYMLINK:
 		return S_IFLNK;
-	case TAR_CHR:
+	case MEMBER_CHR:
 		return S_IFCHR;
-	case TAR_BLK:
+	case MEMBER_BLK:
 		return S_IFBLK;
-	case TAR_FIFO:
+	case MEMBER_FIFO:
 		return S_IFIFO;
 	default:
 		return S_IFREG;
 	}
 }
 
-static int add_extras(struct builder *b, uint64_t id, const struct tar_entry *e)
+static int add_extras(struct builder *b, uint64_t id, const struct arc_member *e)
 {
 	int err = 0;
 
@@ -297,7 +297,7 @@ static int add_extras(struct builder *b, uint64_t id, const struct tar_entry *e)
 }
 
 /* A directory seen again (or "./"): its newer metadata on the same inode, children kept. */
-static int update_dir(struct builder *b, uint64_t id, const struct row *r, const struct tar_entry *e)
+static int update_dir(struct builder *b, uint64_t id, const struct row *r, const struct arc_member *e)
 {
 	sqlite3_stmt *st = b->upd_dir;
 	int err;
@@ -314,7 +314,7 @@ static int update_dir(struct builder *b, uint64_t id, const struct row *r, const
 	return err ? err : add_extras(b, id, e);
 }
 
-static int on_entry(void *opaque, const struct tar_entry *e)
+static int on_entry(void *opaque, const struct arc_member *e)
 {
 	struct builder *b = opaque;
 	int max = (int)(e->path_len / 2 + 2), nc, err = 0;
@@ -345,14 +345,14 @@ static int on_entry(void *opaque, const struct tar_entry *e)
 	r.uname = e->uname;
 	r.gname = e->gname;
 	r.stream = b->codec ? IDX_STREAM : 0;
-	r.rdev = (e->type == TAR_CHR || e->type == TAR_BLK) ? makedev(e->dev_major, e->dev_minor) : 0;
+	r.rdev = (e->type == MEMBER_CHR || e->type == MEMBER_BLK) ? makedev(e->dev_major, e->dev_minor) : 0;
 	if (e->sparse) /* an all-hole file has a map with no extents */
 		r.flags |= IDX_F_SPARSE;
 	if (e->nxattrs)
 		r.flags |= IDX_F_XATTRS;
 
 	if (nc == 0) { /* "./" or "/": the root itself */
-		if (e->type == TAR_DIR) {
+		if (e->type == MEMBER_DIR) {
 			err = update_dir(b, IDX_ROOT, &r, e);
 		} else {
 			tfs_log(TFS_LOG_WARNING, "member at offset %" PRIu64 " has no usable name ('%s'): skipped",
@@ -374,7 +374,7 @@ static int on_entry(void *opaque, const struct tar_entry *e)
 	r.name_len = lens[nc - 1];
 	n = pm_find(b->map, parent, r.name, r.name_len);
 
-	if (e->type == TAR_HARDLINK) {
+	if (e->type == MEMBER_HARDLINK) {
 		struct pm_node *t = resolve(b, e->link, e->link_len);
 		if (!t || S_ISDIR(t->mode) || t == n) {
 			tfs_log(TFS_LOG_WARNING, "hard link '%s' -> '%s' at offset %" PRIu64 ": %s; skipped",
@@ -388,13 +388,13 @@ static int on_entry(void *opaque, const struct tar_entry *e)
 		r.link = e->link;
 		r.link_len = e->link_len;
 		r.size = 0;
-	} else if (e->type == TAR_SYMLINK) {
+	} else if (e->type == MEMBER_SYMLINK) {
 		r.link = e->link;
 		r.link_len = e->link_len;
 		r.size = e->link_len;
 	}
 
-	if (n && S_ISDIR(n->mode) && e->type == TAR_DIR) {
+	if (n && S_ISDIR(n->mode) && e->type == MEMBER_DIR) {
 		err = update_dir(b, n->id, &r, e); /* the same directory again */
 		goto out;
 	}

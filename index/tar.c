@@ -365,33 +365,33 @@ static int build_path(struct parser *p, const uint8_t *h, const struct pax_attrs
 	return 0;
 }
 
-static enum tar_type entry_type(struct parser *p, uint8_t t, uint64_t hoff)
+static enum member_type entry_type(struct parser *p, uint8_t t, uint64_t hoff)
 {
 	switch (t) {
 	case '0':
 	case '\0':
 	case '7':
 	case 'S':
-		return TAR_REG;
+		return MEMBER_REG;
 	case '1':
-		return TAR_HARDLINK;
+		return MEMBER_HARDLINK;
 	case '2':
-		return TAR_SYMLINK;
+		return MEMBER_SYMLINK;
 	case '3':
-		return TAR_CHR;
+		return MEMBER_CHR;
 	case '4':
-		return TAR_BLK;
+		return MEMBER_BLK;
 	case '5':
 	case 'D':
-		return TAR_DIR;
+		return MEMBER_DIR;
 	case '6':
-		return TAR_FIFO;
+		return MEMBER_FIFO;
 	default:
 		tfs_log(TFS_LOG_WARNING,
 			"tar: member at offset %" PRIu64
 			" has unknown type 0x%02x, read as a regular file",
 			hoff, t);
-		return TAR_REG;
+		return MEMBER_REG;
 	}
 }
 
@@ -404,7 +404,7 @@ struct mstate {
 	uint64_t stored_total; /* bytes from start, the sparse 1.0 map included */
 	uint64_t next;	       /* the next header */
 	uint64_t real;	       /* a sparse file's real size, 0 if not known yet */
-	enum tar_type type;
+	enum member_type type;
 	bool ustar, gnu, sparse;
 };
 
@@ -444,13 +444,13 @@ static int member_layout(struct parser *p, struct mstate *m, uint64_t hsize)
 		return err;
 	m->type = entry_type(p, t, m->hoff);
 	if ((t == '0' || t == '\0') && p->path.len && p->path.p[p->path.len - 1] == '/')
-		m->type = TAR_DIR; /* old archives mark directories with a trailing slash only */
+		m->type = MEMBER_DIR; /* old archives mark directories with a trailing slash only */
 	/* Only regular files and GNU dumpdirs have data.  GNU tar's extraction reads none after
 	 * a directory, link, device or FIFO header, whatever its size field or a PAX size says
 	 * (old tars wrote the linked file's size into hard-link headers, some a size into
 	 * directory headers), and neither does bsdtar, except after a PAX hard link. */
 	m->stored_total = m->a.has & A_SIZE ? m->a.size : hsize;
-	if (m->type != TAR_REG && t != 'D' && m->stored_total) {
+	if (m->type != MEMBER_REG && t != 'D' && m->stored_total) {
 		/* pax lets a hard link carry the file's data (pax -o linkdata; bsdtar reads it):
 		 * the data is taken to be there only when the next block is neither a header
 		 * nor zeros, so the members GNU tar extracts are the same either way (it reads
@@ -472,7 +472,7 @@ static int member_layout(struct parser *p, struct mstate *m, uint64_t hsize)
 /* A sparse member's map (the 1.0 map at the start of its data, or the PAX 0.x keywords), put
  * right for readers; e->data_off and e->stored then exclude a 1.0 map.  1 to go on (p->damaged
  * may be set: skip the member), 0 truncated, -errno. */
-static int member_sparse(struct parser *p, struct mstate *m, struct tar_entry *e)
+static int member_sparse(struct parser *p, struct mstate *m, struct arc_member *e)
 {
 	const struct pax_attrs *a = &m->a;
 	uint64_t map_bytes = 0;
@@ -480,7 +480,7 @@ static int member_sparse(struct parser *p, struct mstate *m, struct tar_entry *e
 
 	/* a 1.0 map without GNU.sparse.realsize: GNU tar extracts the data as it is stored, map
 	 * and all (bsdtar reads the map and keeps the stored size): GNU tar is followed */
-	if (e->type == TAR_REG && !m->sparse && (a->has & A_SPMAJOR) && (a->has & A_SPREAL)) {
+	if (e->type == MEMBER_REG && !m->sparse && (a->has & A_SPMAJOR) && (a->has & A_SPREAL)) {
 		if (a->sp_major != 1 || a->sp_minor != 0) {
 			char msg[80];
 
@@ -496,7 +496,7 @@ static int member_sparse(struct parser *p, struct mstate *m, struct tar_entry *e
 		e->data_off += map_bytes;
 		e->stored -= map_bytes;
 		m->sparse = true;
-	} else if (e->type == TAR_REG && !m->sparse && a->sp_old) {
+	} else if (e->type == MEMBER_REG && !m->sparse && a->sp_old) {
 		if ((a->has & A_SPNBLOCKS) && a->sp_nblocks != p->nsp)
 			tfs_log(TFS_LOG_NOTICE,
 				"tar: sparse member at offset %" PRIu64
@@ -520,13 +520,13 @@ static int member_sparse(struct parser *p, struct mstate *m, struct tar_entry *e
 
 /* The rest of the entry: names, link, owners, times, device, xattrs, sparse map.  1, 0 if the
  * data is not all there (a stream), or -errno. */
-static int member_fill(struct parser *p, struct mstate *m, struct tar_entry *e, size_t *nxattrs)
+static int member_fill(struct parser *p, struct mstate *m, struct arc_member *e, size_t *nxattrs)
 {
 	const struct pax_attrs *a = &m->a;
 	const uint8_t *h = m->h;
 	int err;
 
-	if (e->type == TAR_HARDLINK || e->type == TAR_SYMLINK) {
+	if (e->type == MEMBER_HARDLINK || e->type == MEMBER_SYMLINK) {
 		if (a->has & A_LINK)
 			err = tar_buf_setz(&p->link, a->link, a->link_len);
 		else if (p->has_longlink)
@@ -565,7 +565,7 @@ static int member_fill(struct parser *p, struct mstate *m, struct tar_entry *e, 
 	e->link = p->link.p;
 	e->link_len = p->link.len;
 	e->hdr_off = p->m_off;
-	if (e->type == TAR_REG)
+	if (e->type == MEMBER_REG)
 		e->size = m->sparse ? m->real : e->stored;
 	e->mode = (uint32_t)(num_field_u(h + H_MODE, 8) & 07777);
 	e->uid = a->has & A_UID ? a->uid : num_field_u(h + H_UID, 8);
@@ -585,7 +585,7 @@ static int member_fill(struct parser *p, struct mstate *m, struct tar_entry *e, 
 		}
 		e->mtime_sec = mt;
 	}
-	if (e->type == TAR_CHR || e->type == TAR_BLK) {
+	if (e->type == MEMBER_CHR || e->type == MEMBER_BLK) {
 		e->dev_major =
 		    (uint32_t)(a->has & A_DEVMAJOR ? a->devmajor : num_field_u(h + H_DEVMAJOR, 8));
 		e->dev_minor =
@@ -610,7 +610,7 @@ static int member_fill(struct parser *p, struct mstate *m, struct tar_entry *e, 
 static int member(struct parser *p, uint64_t hoff, uint64_t hsize)
 {
 	struct mstate m = {.hoff = hoff, .start = hoff + TAR_BLOCK};
-	struct tar_entry e = {0};
+	struct arc_member e = {0};
 	size_t nxattrs = 0;
 	int err;
 

@@ -1,5 +1,5 @@
 /* The tar parser: reads member headers through the source interface and reports one
- * struct tar_entry per member, in archive order.
+ * struct arc_member per member, in archive order.
  *
  * Formats: v7, ustar (prefix field), GNU (L/K long names, base-256 numbers, old sparse 'S',
  * 'D' dumpdirs as directories), PAX ('x' and 'g': path, linkpath, size, uid, gid, uname,
@@ -45,62 +45,14 @@
 #include <stdint.h>
 
 #include "../common/source.h"
+#include "member.h"
 
 #define TAR_BLOCK 512
 
-enum tar_type {
-	TAR_REG = 'f',
-	TAR_HARDLINK = 'h',
-	TAR_SYMLINK = 'l',
-	TAR_CHR = 'c',
-	TAR_BLK = 'b',
-	TAR_DIR = 'd',
-	TAR_FIFO = 'p',
-};
-
-/* One extent of a sparse file: len bytes of data at logical offset off, stored at src bytes
- * from the member's data offset.  Everything outside the extents reads as 0. */
-struct tar_sparse {
-	uint64_t off;
-	uint64_t len;
-	uint64_t src;
-};
-
-struct tar_xattr {
-	const char *name; /* NUL-terminated, e.g. "user.comment" */
-	const uint8_t *value;
-	size_t len;
-};
-
-/* A member.  All pointers are owned by the parser and valid only during the callback. */
-struct tar_entry {
-	const uint8_t *path; /* raw bytes as stored (not normalised), NUL-terminated */
-	size_t path_len;
-	const uint8_t *link; /* hard/symbolic link target, NUL-terminated; "" when none */
-	size_t link_len;
-	enum tar_type type;
-	uint64_t hdr_off;  /* offset of the member's first header block (incl. L/K/x headers) */
-	uint64_t data_off; /* offset of the member's data (after any sparse 1.0 map) */
-	uint64_t size;	   /* logical size (the real size for sparse files); 0 unless TAR_REG */
-	uint64_t stored;   /* bytes of data stored in the archive from data_off (may be > 0 for
-			      a hard link or a dumpdir 'D' even though size is 0) */
-	uint32_t mode;	   /* permission bits only (07777) */
-	uint64_t uid, gid;
-	int64_t mtime_sec;
-	uint32_t mtime_nsec;
-	uint32_t dev_major, dev_minor;
-	const char *uname, *gname; /* "" when absent */
-	const struct tar_sparse *sparse; /* NULL unless a sparse file; in offset order, not
-					    overlapping, inside size, no empty extents (an
-					    all-hole file has nsparse 0) */
-	size_t nsparse;
-	const struct tar_xattr *xattrs; /* from SCHILY.xattr.* / LIBARCHIVE.xattr.*, one per name */
-	size_t nxattrs;
-};
-
 struct tar_callbacks {
-	/* Called per member.  Return 0 to go on, or -errno to stop (tar_parse returns it). */
-	int (*entry)(void *opaque, const struct tar_entry *e);
+	/* Called per member (its stream is 0: data_off is an offset in the source; it has no
+	 * CRC and is readable).  Return 0 to go on, or -errno to stop (tar_parse returns it). */
+	int (*entry)(void *opaque, const struct arc_member *e);
 	/* Optional: called every 256 members and at the end with the current offset. */
 	void (*progress)(void *opaque, uint64_t off);
 	void *opaque;

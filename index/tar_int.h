@@ -16,7 +16,7 @@
 /* The longest L/K name or x/g payload: GNU tar has no limit, bsdtar stops at 1 MiB, real
  * headers stay under a few MiB (macOS resource forks as xattrs). */
 #define TAR_MAX_META (64u << 20)
-#define TAR_MAX_SPARSE (1u << 20)    /* most extents in one sparse map (16 MiB of tar_sparse) */
+#define TAR_MAX_SPARSE (1u << 20)    /* most extents in one sparse map (16 MiB of member_sparse) */
 #define TAR_MAX_XATTRS 4096	     /* most xattr records per member */
 #define TAR_MAX_GLOBAL 256	     /* most distinct keywords kept from g headers */
 #define TAR_PROGRESS_EVERY 256	     /* members between progress calls */
@@ -136,7 +136,7 @@ struct parser {
 	struct pax_set local, global, gnew;
 
 	/* Built per member, reused. */
-	struct tar_sparse *sp;
+	struct member_sparse *sp;
 	size_t nsp, capsp;
 	struct xref *xr;
 	size_t nxr, capxr;
@@ -144,7 +144,7 @@ struct parser {
 	struct tbuf xdata;
 	struct xtmp *xt;
 	size_t capxt;
-	struct tar_xattr *xa;
+	struct member_xattr *xa;
 	size_t capxa;
 	struct tbuf path, link, uname, gname;
 };

@@ -277,8 +277,8 @@ static int sparse_sort(struct parser *p)
 		if (!nheap)
 			continue; /* a hole */
 		w = heap[0];	  /* covers [x, y): its end is a point after x */
-		struct tar_sparse piece = {x, y - x, w->src + (x - w->off)};
-		struct tar_sparse *last = out ? &p->sp[out - 1] : NULL;
+		struct member_sparse piece = {x, y - x, w->src + (x - w->off)};
+		struct member_sparse *last = out ? &p->sp[out - 1] : NULL;
 		if (last && last->off + last->len == x && last->src + last->len == piece.src)
 			last->len += piece.len;
 		else
@@ -307,7 +307,7 @@ int tar_sparse_finish(struct parser *p, uint64_t *real, bool have_real, uint64_t
 	size_t out = 0;
 
 	for (size_t i = 0; i < p->nsp; i++) {
-		struct tar_sparse *e = &p->sp[i];
+		struct member_sparse *e = &p->sp[i];
 
 		if (e->len > UINT64_MAX - e->off || e->len > UINT64_MAX - src)
 			return tar_damage(p, "sparse extents out of range");
@@ -341,7 +341,7 @@ int tar_sparse_finish(struct parser *p, uint64_t *real, bool have_real, uint64_t
 			p->m_off, *real);
 	/* cut to the stored data and to the real size */
 	for (size_t i = 0; i < p->nsp; i++) {
-		struct tar_sparse e = p->sp[i];
+		struct member_sparse e = p->sp[i];
 
 		if (e.src >= stored || e.off >= *real)
 			continue;

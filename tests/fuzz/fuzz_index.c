@@ -324,11 +324,11 @@ struct nest_check {
 };
 
 /* With -r, a member named like an archive is indexed in turn: keep it small. */
-static int check_member(void *opaque, const struct tar_entry *e)
+static int check_member(void *opaque, const struct arc_member *e)
 {
 	struct nest_check *nc = opaque;
 
-	if (e->type != TAR_REG || !codec_archive_name((const char *)e->path, e->path_len))
+	if (e->type != MEMBER_REG || !codec_archive_name((const char *)e->path, e->path_len))
 		return 0;
 	if (e->size > FZ_MAX_DECODED) {
 		nc->too_big = true;

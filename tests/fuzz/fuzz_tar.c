@@ -26,7 +26,7 @@ static uint64_t touch(const uint8_t *p, size_t len)
 	return s;
 }
 
-static int on_entry(void *opaque, const struct tar_entry *e)
+static int on_entry(void *opaque, const struct arc_member *e)
 {
 	struct walk *w = opaque;
 
@@ -35,11 +35,11 @@ static int on_entry(void *opaque, const struct tar_entry *e)
 	w->sum += touch(e->path, e->path_len) + touch(e->link, e->link_len);
 	FZ_ASSERT(e->uname && e->gname);
 	w->sum += strlen(e->uname) + strlen(e->gname);
-	FZ_ASSERT(e->type == TAR_REG || e->type == TAR_HARDLINK || e->type == TAR_SYMLINK ||
-		  e->type == TAR_CHR || e->type == TAR_BLK || e->type == TAR_DIR ||
-		  e->type == TAR_FIFO);
+	FZ_ASSERT(e->type == MEMBER_REG || e->type == MEMBER_HARDLINK || e->type == MEMBER_SYMLINK ||
+		  e->type == MEMBER_CHR || e->type == MEMBER_BLK || e->type == MEMBER_DIR ||
+		  e->type == MEMBER_FIFO);
 	FZ_ASSERT((e->mode & ~07777u) == 0);
-	FZ_ASSERT(e->type == TAR_REG || e->size == 0);
+	FZ_ASSERT(e->type == MEMBER_REG || e->size == 0);
 	FZ_ASSERT(e->hdr_off <= e->data_off);
 	FZ_ASSERT(e->hdr_off % TAR_BLOCK == 0);
 	FZ_ASSERT(e->mtime_nsec < 1000000000u);
@@ -50,7 +50,7 @@ static int on_entry(void *opaque, const struct tar_entry *e)
 	if (e->sparse) { /* in order, not overlapping, inside the size and the stored data */
 		uint64_t end = 0;
 		for (size_t i = 0; i < e->nsparse; i++) {
-			const struct tar_sparse *x = &e->sparse[i];
+			const struct member_sparse *x = &e->sparse[i];
 
 			FZ_ASSERT(x->len > 0); /* no empty extents */
 			FZ_ASSERT(x->off >= end);

@@ -205,12 +205,12 @@ static void add_long(struct arch *a, char type, const char *name)
 struct got {
 	char *path, *link, *uname, *gname;
 	size_t path_len, link_len;
-	enum tar_type type;
+	enum member_type type;
 	uint64_t hdr_off, data_off, size, stored, uid, gid;
 	uint32_t mode, mtime_nsec, dev_major, dev_minor;
 	int64_t mtime_sec;
 	bool has_sparse;
-	struct tar_sparse sp[64];
+	struct member_sparse sp[64];
 	size_t nsp;
 	size_t nx;
 	char xname[8][64];
@@ -259,7 +259,7 @@ static char *dupn(const void *p, size_t n)
 	return s;
 }
 
-static int on_entry(void *opaque, const struct tar_entry *e)
+static int on_entry(void *opaque, const struct arc_member *e)
 {
 	struct result *r = opaque;
 	struct got *g;
@@ -470,7 +470,7 @@ static void test_ustar(void)
 
 	g = find(r, "dir/file.txt");
 	if (g) {
-		CHECK_EQ(g->type, TAR_REG);
+		CHECK_EQ(g->type, MEMBER_REG);
 		CHECK_EQ(g->hdr_off, off_file);
 		CHECK_EQ(g->data_off, off_file + 512);
 		CHECK(!memcmp(a.p + g->data_off, "hello world", 11));
@@ -489,7 +489,7 @@ static void test_ustar(void)
 	}
 	g = find(r, "dir/");
 	if (g) {
-		CHECK_EQ(g->type, TAR_DIR);
+		CHECK_EQ(g->type, MEMBER_DIR);
 		CHECK_EQ(g->mode, 0755);
 		CHECK_EQ(g->size, 0);
 		CHECK_EQ(g->hdr_off, off_dir);
@@ -505,7 +505,7 @@ static void test_ustar(void)
 	}
 	g = find(r, "sym");
 	if (g) {
-		CHECK_EQ(g->type, TAR_SYMLINK);
+		CHECK_EQ(g->type, MEMBER_SYMLINK);
 		CHECK(!strcmp(g->link, "../target/x"));
 		CHECK_EQ(g->link_len, 11);
 		CHECK_EQ(g->mode, 0777);
@@ -514,7 +514,7 @@ static void test_ustar(void)
 	}
 	g = find(r, "hard");
 	if (g) {
-		CHECK_EQ(g->type, TAR_HARDLINK);
+		CHECK_EQ(g->type, MEMBER_HARDLINK);
 		CHECK(!strcmp(g->link, "dir/file.txt"));
 		CHECK_EQ(g->size, 0);
 		CHECK_EQ(g->stored, 0);
@@ -522,7 +522,7 @@ static void test_ustar(void)
 	}
 	g = find(r, "dev/null");
 	if (g) {
-		CHECK_EQ(g->type, TAR_CHR);
+		CHECK_EQ(g->type, MEMBER_CHR);
 		CHECK_EQ(g->dev_major, 1);
 		CHECK_EQ(g->dev_minor, 3);
 		CHECK_EQ(g->mode, 0666);
@@ -531,21 +531,21 @@ static void test_ustar(void)
 	}
 	g = find(r, "dev/sda");
 	if (g) {
-		CHECK_EQ(g->type, TAR_BLK);
+		CHECK_EQ(g->type, MEMBER_BLK);
 		CHECK_EQ(g->dev_major, 8);
 		CHECK_EQ(g->dev_minor, 0);
 		CHECK_EQ(g->hdr_off, off_blk);
 	}
 	g = find(r, "fifo");
 	if (g) {
-		CHECK_EQ(g->type, TAR_FIFO);
+		CHECK_EQ(g->type, MEMBER_FIFO);
 		CHECK_EQ(g->mode, 01644);
 		CHECK_EQ(g->hdr_off, off_fifo);
 		CHECK_EQ(g->dev_major, 0);
 	}
 	g = find(r, "contig");
 	if (g) {
-		CHECK_EQ(g->type, TAR_REG);
+		CHECK_EQ(g->type, MEMBER_REG);
 		CHECK_EQ(g->mode, 04755);
 		CHECK_EQ(g->size, 2);
 		CHECK_EQ(g->hdr_off, off_cont);
@@ -592,7 +592,7 @@ static void test_v7(void)
 		g = &r->e[0];
 		CHECK(!strcmp(g->path, name100));
 		CHECK_EQ(g->path_len, 100);
-		CHECK_EQ(g->type, TAR_REG);
+		CHECK_EQ(g->type, MEMBER_REG);
 		CHECK_EQ(g->size, 4);
 		CHECK_EQ(g->mode, 0600);
 		CHECK_EQ(g->uid, 7);
@@ -600,19 +600,19 @@ static void test_v7(void)
 		CHECK_EQ(g->mtime_sec, 123456789);
 		CHECK(!strcmp(g->uname, ""));
 		CHECK(!strcmp(g->gname, ""));
-		CHECK_EQ(r->e[1].type, TAR_DIR);
+		CHECK_EQ(r->e[1].type, MEMBER_DIR);
 		CHECK(!strcmp(r->e[1].path, "olddir/"));
-		CHECK_EQ(r->e[2].type, TAR_HARDLINK);
+		CHECK_EQ(r->e[2].type, MEMBER_HARDLINK);
 		CHECK_EQ(r->e[2].link_len, 100);
 		CHECK(!strcmp(r->e[2].link, name100));
-		CHECK_EQ(r->e[3].type, TAR_SYMLINK);
+		CHECK_EQ(r->e[3].type, MEMBER_SYMLINK);
 	}
 	result_free(r);
 	free(a.p);
 }
 
 /* Old GNU sparse header: n extents, the first 4 in the header, the rest in extension blocks. */
-static size_t add_gnu_sparse(struct arch *a, const char *name, const struct tar_sparse *sp,
+static size_t add_gnu_sparse(struct arch *a, const char *name, const struct member_sparse *sp,
 			     size_t n, uint64_t realsize, const uint8_t *data)
 {
 	uint8_t b[512];
@@ -649,7 +649,7 @@ static void test_gnu(void)
 {
 	struct arch a = {0};
 	char longname[301], longlink[401];
-	struct tar_sparse sp[30];
+	struct member_sparse sp[30];
 	uint8_t sdata[30 * 3];
 	size_t off_long, off_sparse, off_after;
 	struct result *r;
@@ -711,7 +711,7 @@ static void test_gnu(void)
 	if (g) {
 		CHECK_EQ(g->path_len, 300);
 		CHECK_EQ(g->hdr_off, off_long);
-		CHECK_EQ(g->type, TAR_REG);
+		CHECK_EQ(g->type, MEMBER_REG);
 		CHECK_EQ(g->size, 5);
 		CHECK(!memcmp(a.p + g->data_off, "12345", 5));
 		CHECK_EQ(g->mtime_sec, -86400);
@@ -721,20 +721,20 @@ static void test_gnu(void)
 	}
 	g = find(r, "a/long/symlink/name");
 	if (g) {
-		CHECK_EQ(g->type, TAR_SYMLINK);
+		CHECK_EQ(g->type, MEMBER_SYMLINK);
 		CHECK_EQ(g->link_len, 400);
 		CHECK(!strcmp(g->link, longlink));
 	}
 	g = find(r, "dumpdir/");
 	if (g) {
-		CHECK_EQ(g->type, TAR_DIR);
+		CHECK_EQ(g->type, MEMBER_DIR);
 		CHECK_EQ(g->size, 0);
 		CHECK_EQ(g->stored, 12);
 		CHECK_EQ(g->mode, 0700);
 	}
 	g = find(r, "sparse");
 	if (g) {
-		CHECK_EQ(g->type, TAR_REG);
+		CHECK_EQ(g->type, MEMBER_REG);
 		CHECK_EQ(g->hdr_off, off_sparse);
 		CHECK_EQ(g->data_off, off_sparse + 3 * 512);
 		CHECK_EQ(g->size, 1000000);
@@ -886,7 +886,7 @@ static void test_pax(void)
 	g = find(r, longname);
 	if (g) {
 		CHECK_EQ(g->hdr_off, off1);
-		CHECK_EQ(g->type, TAR_REG);
+		CHECK_EQ(g->type, MEMBER_REG);
 		CHECK_EQ(g->size, 7);
 		CHECK_EQ(g->stored, 7);
 		CHECK(!memcmp(a.p + g->data_off, "seven!!", 7));
@@ -930,12 +930,12 @@ static void test_pax(void)
 	}
 	g = find(r, "sym");
 	if (g) {
-		CHECK_EQ(g->type, TAR_SYMLINK);
+		CHECK_EQ(g->type, MEMBER_SYMLINK);
 		CHECK(!strcmp(g->link, longname));
 	}
 	g = find(r, "hardwithdata");
 	if (g) {
-		CHECK_EQ(g->type, TAR_HARDLINK);
+		CHECK_EQ(g->type, MEMBER_HARDLINK);
 		CHECK_EQ(g->hdr_off, off_hard);
 		CHECK_EQ(g->size, 0);
 		CHECK_EQ(g->stored, 1000);
@@ -1281,7 +1281,7 @@ static void test_absurd(void)
 	 * its data), past the real size (cut there), needing more data than stored (the rest
 	 * reads as zeros, with a warning) */
 	static const char *const maps[] = {"100,4,50,1", "100,4,8000,1", "100,4,200,2"};
-	static const struct tar_sparse want[3][2] = {
+	static const struct member_sparse want[3][2] = {
 	    {{50, 1, 4}, {100, 4, 0}}, {{100, 4, 0}, {0, 0, 0}}, {{100, 4, 0}, {200, 1, 4}}};
 	static const size_t nwant[3] = {2, 1, 2};
 	for (int i = 0; i < 3; i++) {
@@ -1678,7 +1678,7 @@ static void build_mixed(struct arch *a, struct arch *x)
 	memcpy(d + 512, "SPAR", 4);
 	struct hdr s = {.fmt = F_USTAR, .name = "sparse", .type = '0', .size = sizeof(d)};
 	add_pax_member(a, x, &s, d, sizeof(d));
-	struct tar_sparse sp[2] = {{0, 1, 0}, {100, 2, 1}};
+	struct member_sparse sp[2] = {{0, 1, 0}, {100, 2, 1}};
 	add_gnu_sparse(a, "oldsparse", sp, 2, 200, (const uint8_t *)"abc");
 	add_file(a, F_USTAR, "last", "end");
 	a_zeros(a, 2);
@@ -1708,7 +1708,7 @@ static void test_forward_only(void)
 	for (size_t i = 0; i < r->n; i++) {
 		const struct got *g = &r->e[i];
 
-		if (g->type != TAR_REG || !g->stored)
+		if (g->type != MEMBER_REG || !g->stored)
 			continue;
 		for (size_t k = 0; k < rs.nreads; k++) {
 			bool overlap = rs.reads[k][0] < g->data_off + g->stored &&
@@ -1799,7 +1799,7 @@ struct thread_arg {
 	int ret;
 };
 
-static int count_entry(void *opaque, const struct tar_entry *e)
+static int count_entry(void *opaque, const struct arc_member *e)
 {
 	struct thread_arg *t = opaque;
 
@@ -1847,7 +1847,7 @@ struct touch_stats {
 };
 
 /* Reads every byte an entry points to (ASan checks the pointers). */
-static int touch_entry(void *opaque, const struct tar_entry *e)
+static int touch_entry(void *opaque, const struct arc_member *e)
 {
 	struct touch_stats *t = opaque;
 
@@ -1865,7 +1865,7 @@ static int touch_entry(void *opaque, const struct tar_entry *e)
 			t->sum += e->xattrs[i].value[k];
 	}
 	CHECK(e->sparse || !e->nsparse);
-	CHECK(e->type == TAR_REG || e->size == 0);
+	CHECK(e->type == MEMBER_REG || e->size == 0);
 	return 0;
 }
 

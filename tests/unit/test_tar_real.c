@@ -260,12 +260,12 @@ static void build_tree(void)
 
 struct got {
 	char *path, *link, *uname;
-	enum tar_type type;
+	enum member_type type;
 	uint64_t hdr_off, data_off, size, stored, uid, gid;
 	uint32_t mode, mtime_nsec, dev_major, dev_minor;
 	int64_t mtime_sec;
 	bool sparse;
-	struct tar_sparse *sp;
+	struct member_sparse *sp;
 	size_t nsp;
 	size_t nx;
 	char **xname;
@@ -290,7 +290,7 @@ static char *dupn(const void *p, size_t n)
 	return s;
 }
 
-static int on_entry(void *opaque, const struct tar_entry *e)
+static int on_entry(void *opaque, const struct arc_member *e)
 {
 	struct list *l = opaque;
 	struct got *g;
@@ -472,7 +472,7 @@ static void check_data(const char *label, const uint8_t *arch, size_t alen, cons
 		goto out;
 	}
 	for (size_t i = 0; i < g->nsp; i++) {
-		const struct tar_sparse *e = &g->sp[i];
+		const struct member_sparse *e = &g->sp[i];
 
 		CHECK(e->off >= end);
 		CHECK(e->len > 0);
@@ -515,7 +515,7 @@ static void check_entry(const char *label, const uint8_t *arch, size_t alen, con
 	const struct got *g = &l->e[idx];
 	char rel[1024], disk[1200], lnk[1200], tgt[1024];
 	struct stat st, lst;
-	enum tar_type want;
+	enum member_type want;
 
 	norm(g->path, rel, sizeof(rel));
 	tpath(disk, sizeof(disk), rel);
@@ -525,29 +525,29 @@ static void check_entry(const char *label, const uint8_t *arch, size_t alen, con
 		return;
 	}
 	if (S_ISREG(st.st_mode))
-		want = g->type == TAR_HARDLINK ? TAR_HARDLINK : TAR_REG;
+		want = g->type == MEMBER_HARDLINK ? MEMBER_HARDLINK : MEMBER_REG;
 	else if (S_ISDIR(st.st_mode))
-		want = TAR_DIR;
+		want = MEMBER_DIR;
 	else if (S_ISLNK(st.st_mode))
-		want = TAR_SYMLINK;
+		want = MEMBER_SYMLINK;
 	else if (S_ISCHR(st.st_mode))
-		want = TAR_CHR;
+		want = MEMBER_CHR;
 	else if (S_ISBLK(st.st_mode))
-		want = TAR_BLK;
+		want = MEMBER_BLK;
 	else
-		want = TAR_FIFO;
+		want = MEMBER_FIFO;
 	if (g->type != want) {
 		fprintf(stderr, "%s: %s: type %c, expected %c\n", label, g->path, g->type, want);
 		tu_failures++;
 		return;
 	}
-	if (want != TAR_SYMLINK || o->sym_mode)
+	if (want != MEMBER_SYMLINK || o->sym_mode)
 		CHECK_EQ(g->mode, st.st_mode & 07777);
 	CHECK_EQ(g->uid, st.st_uid);
 	CHECK_EQ(g->gid, st.st_gid);
-	if (g->type != TAR_HARDLINK && o->no_neg && st.st_mtim.tv_sec < 0) {
+	if (g->type != MEMBER_HARDLINK && o->no_neg && st.st_mtim.tv_sec < 0) {
 		CHECK_EQ(g->mtime_sec, 0);
-	} else if (g->type != TAR_HARDLINK) {
+	} else if (g->type != MEMBER_HARDLINK) {
 		CHECK_EQ(g->mtime_sec, st.st_mtim.tv_sec);
 		if (o->ns)
 			CHECK_EQ(g->mtime_nsec, st.st_mtim.tv_nsec);
@@ -562,12 +562,12 @@ static void check_entry(const char *label, const uint8_t *arch, size_t alen, con
 		CHECK(pw && !strcmp(pw->pw_name, g->uname));
 	}
 	switch (g->type) {
-	case TAR_REG:
+	case MEMBER_REG:
 		CHECK_EQ(g->size, st.st_size);
 		CHECK_EQ(g->link[0], 0);
 		check_data(label, arch, alen, g, disk, &st);
 		break;
-	case TAR_HARDLINK:
+	case MEMBER_HARDLINK:
 		CHECK_EQ(g->size, 0);
 		norm(g->link, tgt, sizeof(tgt));
 		tpath(lnk, sizeof(lnk), tgt);
@@ -580,7 +580,7 @@ static void check_entry(const char *label, const uint8_t *arch, size_t alen, con
 			CHECK(earlier);
 		}
 		break;
-	case TAR_SYMLINK: {
+	case MEMBER_SYMLINK: {
 		ssize_t n = readlink(disk, tgt, sizeof(tgt) - 1);
 
 		CHECK(n >= 0);
@@ -591,8 +591,8 @@ static void check_entry(const char *label, const uint8_t *arch, size_t alen, con
 		CHECK_EQ(g->size, 0);
 		break;
 	}
-	case TAR_CHR:
-	case TAR_BLK:
+	case MEMBER_CHR:
+	case MEMBER_BLK:
 		CHECK_EQ(g->dev_major, major(st.st_rdev));
 		CHECK_EQ(g->dev_minor, minor(st.st_rdev));
 		CHECK_EQ(g->size, 0);
@@ -608,7 +608,7 @@ static void check_entry(const char *label, const uint8_t *arch, size_t alen, con
 		CHECK_EQ(n, g->xlen[i]);
 		CHECK(n >= 0 && !memcmp(val, g->xval[i], (size_t)n));
 	}
-	if (o->xattrs && S_ISREG(st.st_mode) && g->type == TAR_REG) {
+	if (o->xattrs && S_ISREG(st.st_mode) && g->type == MEMBER_REG) {
 		/* every user xattr on disk is in the archive */
 		char names[1024];
 		ssize_t n = llistxattr(disk, names, sizeof(names));
@@ -797,7 +797,7 @@ static void test_gnu_tar(void)
 		if (strstr(fmts[i].groups, "ext")) {
 			const struct got *g = find(&l, long_path);
 
-			if (g && g->type == TAR_REG)
+			if (g && g->type == MEMBER_REG)
 				CHECK_EQ(g->size, 5000);
 			g = find(&l, "ext/longlink");
 			if (g)
@@ -926,7 +926,7 @@ static void test_bsdtar(void)
 		if (strstr(fmts[i].groups, "ext")) {
 			const struct got *g = find(&l, long_path);
 
-			if (g && g->type == TAR_REG)
+			if (g && g->type == MEMBER_REG)
 				CHECK_EQ(g->size, 5000);
 			g = find(&l, "ext/longlink");
 			if (g)
