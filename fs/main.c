@@ -633,6 +633,7 @@ out_unmount:
 out_signals:
 	set_exit_signals(se, false);
 out_session:
+	warmup_end_session(warm);
 	fuse_session_destroy(se);
 	t->warm = NULL;
 	warmup_stop(warm); /* the connection is closed: a listing it waits for fails now */

@@ -41,6 +41,7 @@ struct warmup {
 	pthread_t thread;
 	atomic_bool stop, entries_done, pages_done, no_pages;
 	_Atomic uint64_t stored;
+	pthread_mutex_t se_lock; /* held while storing pages; p.se is NULL once the session goes */
 	uint64_t *files; /* inode numbers of the regular files met, in order */
 	size_t nfiles, cap;
 };
@@ -149,8 +150,7 @@ static int store_file(struct warmup *w, uint64_t ino, uint64_t *budget)
 	struct arch_attr a;
 	struct un_file *f;
 	struct th_ref *ref;
-	int fd, err;
-	uint64_t fd_off;
+	int err;
 
 	if (un_getattr(w->p.un, ino, &a) != 0 || !S_ISREG(a.mode) || a.size == 0 ||
 	    a.size > WARMUP_FILE_MAX || a.size > *budget || !in_archive(w, ino))
@@ -158,23 +158,21 @@ static int store_file(struct warmup *w, uint64_t ino, uint64_t *budget)
 	err = th_file(w->p.handles, ino, &f, &ref);
 	if (err)
 		return 1;
+	/* from memory, without splice: libfuse keeps a splice pipe per thread, freed when the
+	 * thread ends -- which for this one comes after the session (and its key) is gone */
 	struct fuse_bufvec bv = FUSE_BUFVEC_INIT((size_t)a.size);
-	char *buf = NULL;
-	if (un_direct(f, 0, (size_t)a.size, &fd, &fd_off) == a.size) { /* spliced */
-		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-		bv.buf[0].fd = fd;
-		bv.buf[0].pos = (off_t)fd_off;
-	} else {
-		buf = malloc((size_t)a.size);
-		ssize_t n = buf ? un_read(f, buf, (size_t)a.size, 0) : -ENOMEM;
-		if (n != (ssize_t)a.size) { /* damaged, say: its reads will say so */
-			free(buf);
-			th_put(w->p.handles, ref);
-			return 1;
-		}
-		bv.buf[0].mem = buf;
+	char *buf = malloc((size_t)a.size);
+	ssize_t n = buf ? un_read(f, buf, (size_t)a.size, 0) : -ENOMEM;
+	if (n != (ssize_t)a.size) { /* damaged, say: its reads will say so */
+		free(buf);
+		th_put(w->p.handles, ref);
+		return 1;
 	}
-	err = fuse_lowlevel_notify_store(w->p.se, ino, 0, &bv, FUSE_BUF_SPLICE_MOVE);
+	bv.buf[0].mem = buf;
+	pthread_mutex_lock(&w->se_lock);
+	err = w->p.se ? fuse_lowlevel_notify_store(w->p.se, ino, 0, &bv, FUSE_BUF_NO_SPLICE)
+		      : -ENOTCONN;
+	pthread_mutex_unlock(&w->se_lock);
 	free(buf);
 	th_put(w->p.handles, ref);
 	if (err == -ENOENT)
@@ -266,6 +264,7 @@ struct warmup *warmup_start(const struct warmup_params *p)
 	atomic_init(&w->pages_done, false);
 	atomic_init(&w->no_pages, false);
 	atomic_init(&w->stored, 0);
+	pthread_mutex_init(&w->se_lock, NULL);
 	if (pthread_create(&w->thread, NULL, warmup_main, w) != 0) {
 		free(w->mountpoint);
 		free(w);
@@ -281,12 +280,23 @@ void warmup_state(struct warmup *w, bool *entries_done, int *pages, uint64_t *st
 	*stored = atomic_load(&w->stored);
 }
 
+void warmup_end_session(struct warmup *w)
+{
+	if (!w)
+		return;
+	atomic_store(&w->stop, true);
+	pthread_mutex_lock(&w->se_lock);
+	w->p.se = NULL;
+	pthread_mutex_unlock(&w->se_lock);
+}
+
 void warmup_stop(struct warmup *w)
 {
 	if (!w)
 		return;
 	atomic_store(&w->stop, true);
 	pthread_join(w->thread, NULL);
+	pthread_mutex_destroy(&w->se_lock);
 	free(w->files);
 	free(w->mountpoint);
 	free(w);

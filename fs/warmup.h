@@ -7,8 +7,8 @@
  *    LOOKUP, and a tree walk (find, grep -r, tar -c) finds every folder listed already.
  * 2. Pages: once the prefetch (prefetch.h) is done -- the archives' decoded bytes are in the
  *    chunk cache, a plain archive's bytes in the page cache -- the regular files found on the
- *    way are stored into the kernel's page cache of their inodes (FUSE notify_store; a plain
- *    tar member spliced from the archive without a copy), in the order they were listed, up
+ *    way are stored into the kernel's page cache of their inodes (FUSE notify_store, from
+ *    memory), in the order they were listed, up
  *    to `budget` bytes: a read of any of them is then answered by the kernel alone.  Not when
  *    the prefetch left an archive out: its pages would have to be decoded for the purpose.
  * Worth it for trees of up to WARMUP_MAX entries; above that the kernel memory the entries
@@ -27,8 +27,9 @@
  * bind mount needs CAP_SYS_ADMIN: for other users there is no warm-up.
  *
  * warmup_start after the mount is up (it makes the view on its own thread: that asks the
- * file system for its root); warmup_stop after the session is closed (a listing then fails at
- * once instead of waiting for a reply nobody sends), which joins the thread.
+ * file system for its root); warmup_end_session before the session is destroyed (no page is
+ * stored through it afterwards); warmup_stop after the session is closed (a listing then
+ * fails at once instead of waiting for a reply nobody sends), which joins the thread.
  */
 #ifndef TARSEEK_WARMUP_H
 #define TARSEEK_WARMUP_H
@@ -62,6 +63,9 @@ struct warmup *warmup_start(const struct warmup_params *p);
  * waiting for the prefetch), 1 stored, -1 none will be (no budget, an archive left out of the
  * prefetch, or stopped); the bytes stored so far. */
 void warmup_state(struct warmup *w, bool *entries_done, int *pages, uint64_t *stored);
+
+/* Stops it using the session (it stops soon after).  NULL does nothing. */
+void warmup_end_session(struct warmup *w);
 
 /* Stops it (where it is) and joins its thread.  NULL does nothing. */
 void warmup_stop(struct warmup *w);
