@@ -21,6 +21,12 @@ static const struct codec *const codecs[] = {
 
 #define NCODECS (sizeof(codecs) / sizeof(codecs[0]))
 
+/* Codecs of container streams only: found by name, never probed nor listed. */
+static const struct codec *const stream_codecs[] = {
+	&codec_deflate,
+	&codec_lzma_zip,
+};
+
 const struct codec *codec_probe(const uint8_t *head, size_t len)
 {
 	for (size_t i = 0; i < NCODECS; i++)
@@ -34,6 +40,9 @@ const struct codec *codec_by_name(const char *name)
 	for (size_t i = 0; i < NCODECS; i++)
 		if (strcmp(codecs[i]->name, name) == 0)
 			return codecs[i];
+	for (size_t i = 0; i < sizeof(stream_codecs) / sizeof(stream_codecs[0]); i++)
+		if (strcmp(stream_codecs[i]->name, name) == 0)
+			return stream_codecs[i];
 	return NULL;
 }
 

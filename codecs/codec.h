@@ -148,6 +148,8 @@ struct codec {
 };
 
 extern const struct codec codec_gzip;
+extern const struct codec codec_deflate;  /* raw deflate (zip entries): never probed */
+extern const struct codec codec_lzma_zip; /* zip's LZMA (method 14): never probed */
 extern const struct codec codec_bzip2;
 extern const struct codec codec_xz;
 #if HAVE_ZSTD
@@ -160,7 +162,8 @@ extern const struct codec codec_lzo;
 /* The codec whose magic starts head, or NULL (an uncompressed file). */
 const struct codec *codec_probe(const uint8_t *head, size_t len);
 
-/* The codec named name ("gzip", ...), or NULL. */
+/* The codec named name ("gzip", ..., and those of container streams: "deflate", "lzma-zip"),
+ * or NULL. */
 const struct codec *codec_by_name(const char *name);
 
 /* Comma-separated names of the codecs compiled in, for --version. */

@@ -42,6 +42,11 @@
  * of a member, and what they return was verified by the scan and is checked again by the
  * index's segment CRCs.  They do fail with -EIO on an inflate error or a truncated file.
  *
+ * Raw deflate ("deflate", for zip entries): the same scan and decoders without gzip's framing:
+ * no header, no trailer, one deflate stream; checkpoint 0 is a plain one at coff 0 with no
+ * window.  Nothing in the stream checks it (a zip keeps the CRC-32 in its directory: the
+ * index checks it), so everything decoded counts as verified.
+ *
  * Speed: the scan is the first-mount hot path, and zlib's inflate (~350 MB/s out here) is
  * its bottleneck.  Work other than inflating is therefore moved off the inflating thread:
  * with opts->threads >= 2 a worker thread only reads and inflates, into a ring of 512 KiB
@@ -418,6 +423,7 @@ struct gz_prod {
 	bool pending; /* pend goes at the start of the next buffer */
 	struct codec_ckpt pend;
 	bool in_end;  /* the file has ended (zlib may still hold output) */
+	bool raw;     /* raw deflate: one stream, no header or trailer */
 };
 
 static void gz_mark(struct gz_prod *p, uint64_t coff, uint32_t bits, uint32_t flags)
@@ -530,6 +536,16 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 			return;
 		}
 
+		if (ret == Z_STREAM_END && p->raw) { /* the one stream ended: the end */
+			if (b->has_ck && !b->len && b->ck.uoff) {
+				b->has_ck = false;
+				p->last_ck = p->prev_ck;
+			}
+			p->state = GZ_P_END;
+			p->err = 0;
+			b->last = true;
+			return;
+		}
 		if (ret == Z_STREAM_END) {
 			uint8_t t[8];
 			struct gz_where w = {"", "at", p->member};
@@ -586,6 +602,7 @@ struct codec_scan {
 	uint64_t verified; /* end of the last member whose CRC and ISIZE matched */
 	bool truncated;	   /* the scan failed only because the file ends inside a member */
 	uLong crc;	   /* CRC-32 and length of the current member so far */
+	bool raw;	   /* raw deflate: nothing to verify */
 	uint64_t msize;
 	int err;
 	bool done;
@@ -794,6 +811,8 @@ static ssize_t gz_scan_read(struct codec_scan *s, void *buf, size_t len)
 
 static uint64_t gz_scan_verified(struct codec_scan *s)
 {
+	if (s->raw) /* nothing in raw deflate vouches: the container's CRC-32 does */
+		return s->uout;
 	/* a file that merely ends early (a half-finished copy) vouches for everything decoded
 	 * before its end, as gzip -dc and tar -xz do; damage only for the members that passed */
 	return s->truncated ? s->uout : s->verified;
@@ -833,8 +852,8 @@ static void gz_scan_free(struct codec_scan *s)
 	free(s);
 }
 
-static int gz_scan_new(struct src *in, const struct codec_opts *opts, const struct codec_sink *sink,
-		       struct codec_scan **out)
+static int gz_scan_start(struct src *in, const struct codec_opts *opts,
+			 const struct codec_sink *sink, bool raw, struct codec_scan **out)
 {
 	struct codec_scan *s;
 	struct gz_prod *p;
@@ -877,14 +896,15 @@ static int gz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 
 	/* The first header is read here, so that scan_name works at once; an error in it is
 	 * reported by the first scan_read, like any other. */
-	r = gz_member_start(&p->in, true, false, s->name, sizeof(s->name));
+	s->raw = p->raw = raw;
+	r = raw ? 1 : gz_member_start(&p->in, true, false, s->name, sizeof(s->name));
 	if (r < 0) {
 		p->state = GZ_P_END;
 		p->err = r;
 	} else {
 		p->state = GZ_P_INFLATE;
 		p->member = 0;
-		gz_mark(p, 0, 0, GZ_CK_MEMBER);
+		gz_mark(p, 0, 0, raw ? 0 : GZ_CK_MEMBER);
 	}
 
 	if (s->nbuf > 1) {
@@ -910,6 +930,18 @@ fail:
 	return err;
 }
 
+static int gz_scan_new(struct src *in, const struct codec_opts *opts, const struct codec_sink *sink,
+		       struct codec_scan **out)
+{
+	return gz_scan_start(in, opts, sink, false, out);
+}
+
+static int deflate_scan_new(struct src *in, const struct codec_opts *opts,
+			    const struct codec_sink *sink, struct codec_scan **out)
+{
+	return gz_scan_start(in, opts, sink, true, out);
+}
+
 /* ---- Decoders ------------------------------------------------------------------------------ */
 
 enum gz_dstate {
@@ -926,6 +958,7 @@ struct codec_dec {
 	enum gz_dstate state;
 	int err;
 	bool in_end; /* the file has ended: zlib may still hold output (see gz_produce) */
+	bool raw;    /* raw deflate: the stream's end is the end */
 	size_t zmem; /* bytes zlib allocated */
 	uint8_t inbuf[GZ_DEC_INBUF];
 };
@@ -961,15 +994,15 @@ static void gz_dec_free(struct codec_dec *d)
 	free(d);
 }
 
-static int gz_dec_new(struct src *in, const struct codec_ckpt *ck, const void *aux, size_t auxlen,
-		      struct codec_dec **out)
+static int gz_dec_start(struct src *in, const struct codec_ckpt *ck, const void *aux,
+			size_t auxlen, bool raw, struct codec_dec **out)
 {
 	struct codec_dec *d;
 	int err, r;
 
 	*out = NULL;
 	if (ck->bits > 7 || (ck->bits && ck->coff == 0) || ck->extra > GZ_WINSIZE ||
-	    ((ck->flags & GZ_CK_MEMBER) && (ck->bits || ck->extra)) || (ck->extra && !aux))
+	    ((ck->flags & GZ_CK_MEMBER) && (ck->bits || ck->extra || raw)) || (ck->extra && !aux))
 		return -EINVAL;
 	d = malloc(sizeof(*d));
 	if (!d)
@@ -984,6 +1017,7 @@ static int gz_dec_new(struct src *in, const struct codec_ckpt *ck, const void *a
 		goto fail;
 	}
 	d->zinit = true;
+	d->raw = raw;
 	gz_in_init(&d->in, in, &d->zs, d->inbuf, sizeof(d->inbuf), ck->coff);
 	d->where = (struct gz_where){"decoder: ", "containing", ck->coff};
 	if (ck->flags & GZ_CK_MEMBER)
@@ -1036,6 +1070,18 @@ fail:
 	return err;
 }
 
+static int gz_dec_new(struct src *in, const struct codec_ckpt *ck, const void *aux, size_t auxlen,
+		      struct codec_dec **out)
+{
+	return gz_dec_start(in, ck, aux, auxlen, false, out);
+}
+
+static int deflate_dec_new(struct src *in, const struct codec_ckpt *ck, const void *aux,
+			   size_t auxlen, struct codec_dec **out)
+{
+	return gz_dec_start(in, ck, aux, auxlen, true, out);
+}
+
 static ssize_t gz_dec_read(struct codec_dec *d, void *buf, size_t len)
 {
 	if (len > UINT_MAX)
@@ -1078,7 +1124,10 @@ static ssize_t gz_dec_read(struct codec_dec *d, void *buf, size_t len)
 		d->zs.avail_out = (uInt)len;
 		ret = inflate(&d->zs, Z_NO_FLUSH);
 		got = len - d->zs.avail_out;
-		if (ret == Z_STREAM_END) {
+		if (ret == Z_STREAM_END && d->raw) {
+			d->state = GZ_D_END;
+			d->err = 0;
+		} else if (ret == Z_STREAM_END) {
 			d->state = GZ_D_NEXT;
 		} else if (ret == Z_BUF_ERROR && d->in_end) { /* nothing more without input */
 			d->err = gz_inflate_fail(&d->in, &d->where, Z_OK);
@@ -1107,6 +1156,24 @@ const struct codec codec_gzip = {
 	.scan_name = gz_scan_name,
 	.scan_free = gz_scan_free,
 	.dec_new = gz_dec_new,
+	.dec_read = gz_dec_read,
+	.dec_memory = gz_dec_memory,
+	.dec_free = gz_dec_free,
+};
+
+static bool deflate_probe(const uint8_t *head, size_t len)
+{
+	return false; /* raw deflate has no magic: only containers name it */
+}
+
+const struct codec codec_deflate = {
+	.name = "deflate",
+	.probe = deflate_probe,
+	.scan_new = deflate_scan_new,
+	.scan_read = gz_scan_read,
+	.scan_verified = gz_scan_verified,
+	.scan_free = gz_scan_free,
+	.dec_new = deflate_dec_new,
 	.dec_read = gz_dec_read,
 	.dec_memory = gz_dec_memory,
 	.dec_free = gz_dec_free,

@@ -54,6 +54,10 @@ struct creader {
 	void *aux_opaque;
 	struct cache *cache;
 	struct workers *workers; /* decoding ahead, or NULL */
+	struct creader_range *ranges; /* whole mode: sorted by off; NULL otherwise */
+	size_t nranges;
+	void *params;
+	size_t params_len;
 	uint64_t stream;
 	unsigned max_decoders;
 
@@ -114,6 +118,22 @@ int creader_new(const struct creader_params *p, struct creader **out)
 			goto nomem;
 		memcpy(r->crcs, p->crcs, r->seg_base[r->n] * sizeof(*r->crcs));
 	}
+	if (p->nranges) { /* whole mode */
+		if (p->crcs || p->nckpts != 1)
+			goto inval;
+		r->ranges = malloc(p->nranges * sizeof(*r->ranges));
+		r->params = p->params_len ? malloc(p->params_len) : NULL;
+		if (!r->ranges || (p->params_len && !r->params))
+			goto nomem;
+		memcpy(r->ranges, p->ranges, p->nranges * sizeof(*r->ranges));
+		r->nranges = p->nranges;
+		for (size_t i = 0; i < r->nranges; i++)
+			if (r->ranges[i].off > r->usize || r->ranges[i].len > r->usize - r->ranges[i].off)
+				goto inval;
+		if (p->params_len)
+			memcpy(r->params, p->params, p->params_len);
+		r->params_len = p->params_len;
+	}
 	r->stream = cache_new_stream_id(r->cache);
 	pthread_mutex_init(&r->pool_lock, NULL);
 	pthread_cond_init(&r->bg_done, NULL);
@@ -126,8 +146,19 @@ nomem:
 	free(r->ck);
 	free(r->seg_base);
 	free(r->pool);
+	free(r->crcs);
+	free(r->ranges);
+	free(r->params);
 	free(r);
 	return -ENOMEM;
+inval:
+	free(r->ck);
+	free(r->seg_base);
+	free(r->pool);
+	free(r->ranges);
+	free(r->params);
+	free(r);
+	return -EINVAL;
 }
 
 uint64_t creader_size(const struct creader *r)
@@ -531,6 +562,133 @@ static bool bg_will_pass(struct creader *r, size_t i, uint64_t target)
 	return false;
 }
 
+/* ---- whole mode ----------------------------------------------------------------------- */
+
+static int whole_ckpt(void *opaque, const struct codec_ckpt *ck, const void *aux, size_t auxlen)
+{
+	return 0; /* a whole decode keeps no checkpoint */
+}
+
+/* Decodes the whole stream with the codec's scan into buffers for all its segments and
+ * checks every range; then publishes the segments held in mine[] (the others are dropped) and
+ * returns segment `want` (referenced) in *out if it is not NULL.  On error nothing is
+ * published; the caller gives back its reservations. */
+static int whole_decode(struct creader *r, const bool *mine, uint64_t want, struct cache_buf **out)
+{
+	uint64_t nseg = r->seg_base[1];
+	struct cache_buf **bufs = calloc(nseg ? nseg : 1, sizeof(*bufs));
+	struct codec_opts opts = {.spacing = UINT64_MAX, .threads = 1, .params = r->params,
+				  .params_len = r->params_len};
+	struct codec_sink sink = {.checkpoint = whole_ckpt};
+	struct codec_scan *scan = NULL;
+	size_t ri = 0; /* ranges before ri are done */
+	uint32_t *rcrc = calloc(r->nranges, sizeof(*rcrc));
+	int err = 0;
+
+	if (out)
+		*out = NULL;
+	if (!bufs || !rcrc) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = r->codec->scan_new(r->in, &opts, &sink, &scan);
+	for (uint64_t k = 0; !err && k < nseg; k++) {
+		uint64_t len = seg_len(r->ck[0].ulen, k), start = k << SEG_SHIFT, done = 0;
+		if (!(bufs[k] = cache_buf_new(len))) {
+			err = -ENOMEM;
+			break;
+		}
+		while (!err && done < len) {
+			ssize_t n = r->codec->scan_read(scan, bufs[k]->data + done, len - done);
+			if (n < 0)
+				err = (int)n;
+			else if (n == 0)
+				err = -EIO; /* shorter than the directory says */
+			else
+				done += (uint64_t)n;
+		}
+		if (err)
+			break;
+		/* the ranges this segment covers part of */
+		for (size_t j = ri; j < r->nranges && r->ranges[j].off < start + len; j++) {
+			const struct creader_range *g = &r->ranges[j];
+			uint64_t a = g->off > start ? g->off : start;
+			uint64_t b = g->off + g->len < start + len ? g->off + g->len : start + len;
+			if (a < b)
+				rcrc[j] = (uint32_t)crc32(rcrc[j], bufs[k]->data + (a - start), (uInt)(b - a));
+		}
+		while (ri < r->nranges && r->ranges[ri].off + r->ranges[ri].len <= start + len) {
+			if (rcrc[ri] != r->ranges[ri].crc) {
+				tfs_log(TFS_LOG_ERR, "%s: decoded data does not match its CRC-32 (%llu "
+					"bytes at decoded offset %llu): the archive is damaged",
+					r->codec->name, (unsigned long long)r->ranges[ri].len,
+					(unsigned long long)r->ranges[ri].off);
+				err = -EIO;
+				break;
+			}
+			ri++;
+		}
+	}
+	if (!err) { /* the decoder must be at the end too */
+		uint8_t extra;
+		ssize_t n = r->codec->scan_read(scan, &extra, 1);
+		if (n > 0) {
+			tfs_log(TFS_LOG_ERR, "%s: the stream decodes to more than its %llu bytes",
+				r->codec->name, (unsigned long long)r->usize);
+			err = -EIO;
+		} else if (n < 0) {
+			err = (int)n;
+		}
+	}
+	if (!err) {
+		pthread_mutex_lock(&r->pool_lock);
+		r->stats.decoders_started++;
+		r->stats.decoded_bytes += r->usize;
+		r->stats.segments_filled += nseg;
+		pthread_mutex_unlock(&r->pool_lock);
+		for (uint64_t k = 0; k < nseg; k++) {
+			struct cache_key key = {r->stream, k};
+			if (mine[k])
+				cache_publish(r->cache, &key, bufs[k]);
+		}
+		if (out && want < nseg) {
+			*out = bufs[want];
+			bufs[want] = NULL;
+		}
+	}
+out:
+	if (scan)
+		r->codec->scan_free(scan);
+	for (uint64_t k = 0; bufs && k < nseg; k++)
+		cache_buf_put(bufs[k]);
+	free(bufs);
+	free(rcrc);
+	return err;
+}
+
+/* Whole mode's rd_fill: the caller holds the reservation of segment want. */
+static int whole_fill(struct creader *r, uint64_t want, struct cache_buf **out)
+{
+	uint64_t nseg = r->seg_base[1];
+	bool *mine = calloc(nseg ? nseg : 1, sizeof(*mine));
+	int err;
+
+	if (!mine)
+		return -ENOMEM;
+	for (uint64_t k = 0; k < nseg; k++) {
+		struct cache_key key = {r->stream, k};
+		mine[k] = k == want || cache_try_reserve(r->cache, &key);
+	}
+	err = whole_decode(r, mine, want, out);
+	for (uint64_t k = 0; err && k < nseg; k++) { /* give back what was not published */
+		struct cache_key key = {r->stream, k};
+		if (mine[k] && k != want) /* want's is the caller's to give back */
+			cache_abandon(r->cache, &key);
+	}
+	free(mine);
+	return err;
+}
+
 /* Decodes segment k of chunk i, publishing what it passes; returns the target's buffer
  * (referenced) in *out.  The caller holds the reservation of the target. */
 static int rd_fill(struct creader *r, size_t i, uint64_t k, struct cache_buf **out)
@@ -541,6 +699,8 @@ static int rd_fill(struct creader *r, size_t i, uint64_t k, struct cache_buf **o
 	int err = 0;
 
 	*out = NULL;
+	if (r->ranges)
+		return whole_fill(r, k, out);
 	err = acquire(r, i, target, &l);
 	if (err)
 		return err;
@@ -647,6 +807,16 @@ int creader_fill_chunk(struct creader *r, size_t i, const atomic_bool *stop)
 		free(mine);
 		return 0;
 	}
+	if (r->ranges) { /* whole mode: one chunk, decoded whole */
+		err = whole_decode(r, mine, UINT64_MAX, NULL);
+		for (uint64_t k = 0; err && k < nseg; k++) {
+			struct cache_key key = {r->stream, k};
+			if (mine[k])
+				cache_abandon(r->cache, &key);
+		}
+		free(mine);
+		return err;
+	}
 	uint64_t k = first;
 	err = acquire(r, i, r->ck[i].uoff + (first << SEG_SHIFT), &l);
 	if (!err) {
@@ -708,5 +878,7 @@ void creader_free(struct creader *r)
 	free(r->ck);
 	free(r->seg_base);
 	free(r->crcs);
+	free(r->ranges);
+	free(r->params);
 	free(r);
 }

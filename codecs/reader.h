@@ -8,6 +8,12 @@
  * the way is checked against the CRC32 stored in the index and put in the cache; a mismatch
  * or a decode error fails the read with -EIO (logged), never returns wrong bytes.
  *
+ * Whole mode, for the small streams of containers (a compressed zip entry, a small 7z folder)
+ * whose bytes were not decoded while indexing: no checkpoint but the start, no segment CRCs,
+ * but CRC-32s of byte ranges (its members).  The first read decodes the stream whole, with the
+ * codec's scan, checks every range before any byte is published, and puts all its segments
+ * in the cache; a mismatch fails the read with -EIO (logged).
+ *
  * Thread-safe: any number of threads may read at once.  Memory: the cache's budget, plus
  * at most max_decoders idle decoders, plus one segment of scratch per reading thread.
  */
@@ -20,6 +26,12 @@
 #include "codec.h"
 
 struct creader;
+
+/* A run of the decoded stream whose CRC-32 the container stored (whole mode). */
+struct creader_range {
+	uint64_t off, len;
+	uint32_t crc;
+};
 
 struct creader_params {
 	const struct codec *codec;
@@ -36,6 +48,12 @@ struct creader_params {
 	struct cache *cache;		  /* shared; borrowed */
 	struct workers *workers;	  /* threads for decoding ahead (borrowed), or NULL: none */
 	unsigned max_decoders;		  /* idle decoders kept (0: a default) */
+	/* Whole mode (see above): crcs NULL, one checkpoint at 0 covering usize, ranges inside
+	 * usize (copied), the codec's scan given params (copied).  nranges 0: not whole mode. */
+	const struct creader_range *ranges;
+	size_t nranges;
+	const void *params;
+	size_t params_len;
 };
 
 /* 0 or -errno (-EINVAL if the checkpoints or CRCs are inconsistent). *out = NULL on error. */

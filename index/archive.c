@@ -28,6 +28,9 @@
 #include "../common/log.h"
 #include "../common/size.h"
 #include "db.h"
+#include "zip.h"
+
+#define PF_MAX_STREAMS 256 /* streams an archive may have to be prefetched stream by stream */
 
 /* ---- streams -------------------------------------------------------------------------------- */
 
@@ -59,6 +62,35 @@ static int load_aux(void *opaque, size_t idx, void **aux, size_t *len)
 	return r < 0 ? r : 0;
 }
 
+/* The members' CRC-32s of a whole-mode stream, in data order.  0 or -errno. */
+static int stream_ranges(struct astream *st, struct conn *c, struct creader_range **out,
+			 size_t *n)
+{
+	size_t cap = 0;
+	int r;
+
+	*out = NULL;
+	*n = 0;
+	sqlite3_bind_int64(c->ranges, 1, (sqlite3_int64)st->id);
+	while ((r = arch_step(c->ranges)) > 0) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 8;
+			struct creader_range *m = realloc(*out, cap * sizeof(**out));
+			if (!m) {
+				r = -ENOMEM;
+				break;
+			}
+			*out = m;
+		}
+		(*out)[(*n)++] = (struct creader_range){
+		    .off = (uint64_t)sqlite3_column_int64(c->ranges, 0),
+		    .len = (uint64_t)sqlite3_column_int64(c->ranges, 1),
+		    .crc = (uint32_t)sqlite3_column_int64(c->ranges, 2)};
+	}
+	sqlite3_reset(c->ranges);
+	return r < 0 ? r : 0;
+}
+
 /* The checkpoints of st (and their segment CRCs) into a new reader.  0 or -errno (logged). */
 static int stream_reader(struct astream *st, struct conn *c)
 {
@@ -66,6 +98,7 @@ static int stream_reader(struct astream *st, struct conn *c)
 	struct arch *a = st->a;
 	struct codec_ckpt *ck = NULL;
 	uint32_t *crcs = NULL;
+	struct creader_range *ranges = NULL;
 	size_t n = 0, cap = 0, ncrc = 0, crc_cap = 0;
 	sqlite3_stmt *q = c->ckpts;
 	int r, err = 0;
@@ -92,7 +125,7 @@ static int stream_reader(struct astream *st, struct conn *c)
 		};
 		size_t nb = (size_t)sqlite3_column_bytes(q, 7);
 		const uint8_t *p = sqlite3_column_blob(q, 7);
-		if (st->crcs) {
+		if (st->crcs == IDX_CRCS_SEGMENTS) {
 			if (nb / 4 != seg_count(ck[n].ulen) || nb % 4) {
 				tfs_log(TFS_LOG_ERR, "%s: index damaged (checkpoint %zu of stream %llu)",
 					a->index_shown, n, (unsigned long long)st->id);
@@ -124,13 +157,30 @@ static int stream_reader(struct astream *st, struct conn *c)
 		.in = st->in,
 		.ckpts = ck,
 		.nckpts = n,
-		.crcs = st->crcs ? (crcs ? crcs : no_segments) : NULL,
+		.crcs = st->crcs == IDX_CRCS_SEGMENTS ? (crcs ? crcs : no_segments) : NULL,
 		.usize = st->usize,
 		.load_aux = load_aux,
 		.aux_opaque = st,
 		.cache = a->env.cache,
 		.workers = a->env.workers,
 	};
+	struct codec_ckpt whole = {.uoff = 0, .ulen = st->usize};
+	if (st->crcs == IDX_CRCS_MEMBERS) { /* decoded whole, checked against its members */
+		err = stream_ranges(st, c, &ranges, &p.nranges);
+		if (err)
+			goto out;
+		if (!p.nranges) {
+			tfs_log(TFS_LOG_ERR, "%s: index damaged (stream %llu has nothing to check it "
+				"with)", a->index_shown, (unsigned long long)st->id);
+			err = -EIO;
+			goto out;
+		}
+		p.ckpts = &whole;
+		p.nckpts = 1;
+		p.ranges = ranges;
+		p.params = st->params;
+		p.params_len = st->params_len;
+	}
 	err = creader_new(&p, &st->reader);
 	if (err == -EINVAL)
 		tfs_log(TFS_LOG_ERR, "%s: index damaged (inconsistent checkpoints in stream %llu)",
@@ -141,6 +191,7 @@ out:
 	sqlite3_reset(q);
 	free(ck);
 	free(crcs);
+	free(ranges);
 	return err;
 }
 
@@ -150,6 +201,7 @@ static void stream_free(struct astream *st)
 		return;
 	creader_free(st->reader);
 	src_free(st->in);
+	free(st->params);
 	free(st);
 }
 
@@ -183,7 +235,16 @@ static int stream_make(struct arch *a, uint64_t id, struct astream **out)
 		st->coff = (uint64_t)sqlite3_column_int64(c->stream, 1);
 		st->clen = (uint64_t)sqlite3_column_int64(c->stream, 2);
 		st->usize = (uint64_t)sqlite3_column_int64(c->stream, 3);
-		st->crcs = sqlite3_column_int64(c->stream, 4) != 0;
+		st->crcs = (int)sqlite3_column_int64(c->stream, 4);
+		st->flags = (unsigned)sqlite3_column_int64(c->stream, 5);
+		if (sqlite3_column_type(c->stream, 6) == SQLITE_BLOB) {
+			st->params_len = (size_t)sqlite3_column_bytes(c->stream, 6);
+			st->params = malloc(st->params_len ? st->params_len : 1);
+			if (st->params)
+				memcpy(st->params, sqlite3_column_blob(c->stream, 6), st->params_len);
+			else
+				r = -ENOMEM;
+		}
 		if (!st->codec)
 			tfs_log(TFS_LOG_ERR, "%s: stream %llu is made with codec '%s', which this "
 				"build lacks", a->path, (unsigned long long)id, name ? name : "?");
@@ -195,14 +256,23 @@ static int stream_make(struct arch *a, uint64_t id, struct astream **out)
 	err = r < 0 ? r : (r == 0 ? -EIO : 0);
 	if (!err && !st->codec)
 		err = -ENOTSUP;
-	if (!err && !st->crcs && !st->codec->index_blocks) {
-		/* only a codec that checks every block may do without segment CRCs */
-		tfs_log(TFS_LOG_ERR, "%s: index damaged (no segment CRCs for %s)", a->index_shown,
-			st->codec->name);
+	if (!err && (st->crcs < IDX_CRCS_CODEC || st->crcs > IDX_CRCS_MEMBERS ||
+		     (st->crcs == IDX_CRCS_CODEC && !st->codec->index_blocks))) {
+		/* only a codec that checks every block may do without CRCs */
+		tfs_log(TFS_LOG_ERR, "%s: index damaged (no CRCs for %s stream %llu)",
+			a->index_shown, st->codec->name, (unsigned long long)id);
+		err = -EIO;
+	}
+	uint64_t start = st->coff;
+	if (!err && (st->flags & IDX_S_ZIPLOCAL)) /* the bytes follow a zip local header */
+		err = zip_local_data(a->file, st->coff, a->path, &start);
+	if (!err && (start > src_size(a->file) || st->clen > src_size(a->file) - start)) {
+		tfs_log(TFS_LOG_ERR, "%s: the archive ends inside stream %llu (truncated or changed "
+			"since it was indexed)", a->path, (unsigned long long)id);
 		err = -EIO;
 	}
 	if (!err) {
-		st->in = src_window(a->file, st->coff, st->clen);
+		st->in = src_window(a->file, start, st->clen);
 		err = st->in ? stream_reader(st, c) : -ENOMEM;
 	}
 	arch_conn_put(a, c);
@@ -275,7 +345,10 @@ int arch_prefetch(struct arch *a, struct prefetch *pf)
 	}
 	sqlite3_finalize(st);
 	arch_conn_put(a, c);
-	if (!err && !n && a->fd >= 0) { /* a plain archive: its bytes into the page cache */
+	/* a plain archive, or one of many small streams (a zip): its bytes into the page cache
+	 * (a reader per stream for tens of thousands of them would cost more than it saves:
+	 * each decodes at its first read, from memory then) */
+	if (!err && (!n || n > PF_MAX_STREAMS) && a->fd >= 0) {
 		uint64_t size = src_size(a->file);
 		if (size > pf_room(pf) || !pf_add_file(pf, a->fd, size)) {
 			tfs_log(TFS_LOG_INFO, "%s: not read ahead: larger than the prefetch budget "
@@ -522,6 +595,17 @@ int arch_file_open(struct arch *a, uint64_t ino, struct arch_file **out)
 		err = S_ISDIR(mode) ? -EISDIR : -EINVAL;
 		goto out;
 	}
+	if (sqlite3_column_type(c->file, 6) != SQLITE_NULL) { /* listed, but not readable */
+		err = (int)sqlite3_column_int64(c->file, 6);
+		tfs_log(TFS_LOG_ERR, "%s: %.*s: %s", a->path, sqlite3_column_bytes(c->file, 8),
+			(const char *)sqlite3_column_blob(c->file, 8),
+			sqlite3_column_type(c->file, 7) == SQLITE_TEXT
+			    ? (const char *)sqlite3_column_text(c->file, 7)
+			    : strerror(-err));
+		if (err >= 0)
+			err = -EIO;
+		goto out;
+	}
 	f = calloc(1, sizeof(*f));
 	if (!f) {
 		err = -ENOMEM;
@@ -536,6 +620,8 @@ int arch_file_open(struct arch *a, uint64_t ino, struct arch_file **out)
 	sqlite3_reset(c->file);
 	if (flags & IDX_F_SPARSE)
 		err = load_sparse(f, c, ino);
+	if (!err && (flags & IDX_F_ZIPLOCAL)) /* a stored zip entry: its data follows this */
+		err = zip_local_data(a->file, f->data_off, a->path, &f->data_off);
 out:
 	sqlite3_reset(c->file);
 	arch_conn_put(a, c);

@@ -22,7 +22,7 @@
 struct conn {
 	sqlite3 *db;
 	sqlite3_stmt *lookup, *getattr, *readdir, *name_of, *readlink, *sparse, *xlist, *xget,
-	    *aux, *file, *versions, *describe, *nested, *stream, *ckpts;
+	    *aux, *file, *versions, *describe, *nested, *stream, *ckpts, *ranges;
 	struct conn *next;
 };
 
@@ -33,7 +33,10 @@ struct astream {
 	uint64_t id;
 	const struct codec *codec;
 	uint64_t coff, clen, usize;
-	bool crcs;		/* its checkpoints carry segment CRCs */
+	int crcs;		/* IDX_CRCS_*: how its bytes are checked */
+	unsigned flags;		/* IDX_S_* */
+	void *params;		/* the codec's parameters (whole mode), or NULL */
+	size_t params_len;
 	struct src *in;		/* the window [coff, coff + clen) of the archive file */
 	struct creader *reader; /* NULL for a stream that decodes to nothing */
 	struct astream *next;	/* in its hash chain */

@@ -16,6 +16,7 @@
  * keeps the members whose data lies entirely in verified decoded data, and says so.
  */
 #include "build.h"
+#include "build_int.h"
 
 #include "config.h"
 
@@ -43,30 +44,8 @@
 #define PROGRESS_STEP (16ull << 20)
 #define ZEROS_TAR_MAX (1ull << 20) /* larger all-zero compressed files are single files */
 
-struct builder {
-	sqlite3 *db;
-	const struct codec *codec; /* NULL for a plain tar */
-	sqlite3_stmt *ins_entry, *upd_dir, *ins_sparse, *ins_xattr, *ins_ckpt, *set_old;
-	struct pathmap *map;
-	uint64_t next_id;
-	uint64_t members;
-	uint64_t nckpt;
-	struct cstream_sink sink; /* checkpoints -> on_ckpt */
 
-	/* progress */
-	struct src *file; /* the archive file */
-	uint64_t file_size;
-	const char *name;
-	bool show;
-	double t0, last;
-
-	/* root's defaults for implicit directories */
-	uint32_t uid, gid;
-	int64_t mtime;
-	uint32_t mtime_nsec;
-};
-
-static void progress(struct builder *b, bool force)
+void bld_progress(struct builder *b, bool force)
 {
 	double t = mono_now();
 	char pos[32], size[32];
@@ -89,7 +68,7 @@ static void progress(struct builder *b, bool force)
 
 static void on_progress(void *opaque, uint64_t off)
 {
-	progress(opaque, false);
+	bld_progress(opaque, false);
 }
 
 /* A source that forwards to another and reports progress between steps of a long skip. */
@@ -109,7 +88,7 @@ static ssize_t prog_pread(void *opaque, void *buf, size_t len, uint64_t off)
 		ssize_t n = src_pread(p->inner, &one, 1, p->pos);
 		if (n <= 0)
 			return n;
-		progress(p->b, false);
+		bld_progress(p->b, false);
 	}
 	ssize_t n = src_pread(p->inner, buf, len, off);
 	if (n > 0 && off + (uint64_t)n > p->pos)
@@ -124,7 +103,7 @@ static void prog_close(void *opaque)
 
 static const struct src_ops prog_ops = {.pread = prog_pread, .close = prog_close};
 
-static int step_done(sqlite3_stmt *st)
+int bld_step_done(sqlite3_stmt *st)
 {
 	int rc = sqlite3_step(st);
 
@@ -137,19 +116,6 @@ static int step_done(sqlite3_stmt *st)
 	return 0;
 }
 
-struct row {
-	uint64_t parent;
-	const uint8_t *name;
-	size_t name_len;
-	uint32_t version, mode, flags;
-	uint64_t target, size, stored, data_off, hdr_off, uid, gid, rdev;
-	int64_t mtime;
-	uint32_t mtime_nsec;
-	const uint8_t *link;
-	size_t link_len;
-	const char *uname, *gname;
-	uint64_t stream; /* the data's stream, 0: the archive file itself */
-};
 
 static int insert_row(struct builder *b, const struct row *r, uint64_t *id)
 {
@@ -181,14 +147,21 @@ static int insert_row(struct builder *b, const struct row *r, uint64_t *id)
 	sqlite3_bind_int64(st, 19, r->mtime_nsec);
 	if (r->stream)
 		sqlite3_bind_int64(st, 20, (sqlite3_int64)r->stream);
-	return step_done(st);
+	if (r->has_crc)
+		sqlite3_bind_int64(st, 21, r->crc);
+	if (r->unreadable) {
+		sqlite3_bind_int64(st, 22, r->unreadable);
+		if (r->why)
+			sqlite3_bind_text(st, 23, r->why, -1, SQLITE_TRANSIENT);
+	}
+	return bld_step_done(st);
 }
 
 /* Marks a row as no longer the latest version of its path. */
 static int set_old(struct builder *b, uint64_t id)
 {
 	sqlite3_bind_int64(b->set_old, 1, (sqlite3_int64)id);
-	return step_done(b->set_old);
+	return bld_step_done(b->set_old);
 }
 
 /* The directory (parent, name) for a member's path, created if missing. */
@@ -283,7 +256,7 @@ static int add_extras(struct builder *b, uint64_t id, const struct arc_member *e
 		sqlite3_bind_int64(b->ins_sparse, 3, (sqlite3_int64)e->sparse[i].off);
 		sqlite3_bind_int64(b->ins_sparse, 4, (sqlite3_int64)e->sparse[i].len);
 		sqlite3_bind_int64(b->ins_sparse, 5, (sqlite3_int64)e->sparse[i].src);
-		err = step_done(b->ins_sparse);
+		err = bld_step_done(b->ins_sparse);
 	}
 	for (size_t i = 0; !err && i < e->nxattrs; i++) {
 		sqlite3_bind_int64(b->ins_xattr, 1, (sqlite3_int64)id);
@@ -291,7 +264,7 @@ static int add_extras(struct builder *b, uint64_t id, const struct arc_member *e
 				  SQLITE_STATIC);
 		sqlite3_bind_blob(b->ins_xattr, 3, e->xattrs[i].len ? (const void *)e->xattrs[i].value : "",
 				  (int)e->xattrs[i].len, SQLITE_STATIC);
-		err = step_done(b->ins_xattr);
+		err = bld_step_done(b->ins_xattr);
 	}
 	return err;
 }
@@ -310,11 +283,11 @@ static int update_dir(struct builder *b, uint64_t id, const struct row *r, const
 	sqlite3_bind_int64(st, 6, r->flags);
 	sqlite3_bind_int64(st, 7, (sqlite3_int64)id);
 	sqlite3_bind_int64(st, 8, r->mtime_nsec);
-	err = step_done(st);
+	err = bld_step_done(st);
 	return err ? err : add_extras(b, id, e);
 }
 
-static int on_entry(void *opaque, const struct arc_member *e)
+int bld_member(void *opaque, const struct arc_member *e)
 {
 	struct builder *b = opaque;
 	int max = (int)(e->path_len / 2 + 2), nc, err = 0;
@@ -325,7 +298,8 @@ static int on_entry(void *opaque, const struct arc_member *e)
 	struct row r = {0};
 
 	b->members++;
-	progress(b, false);
+	b->last_id = 0;
+	bld_progress(b, false);
 	if (!comps || !lens) {
 		err = -ENOMEM;
 		goto out;
@@ -334,8 +308,8 @@ static int on_entry(void *opaque, const struct arc_member *e)
 	r.mode = type_bits(e->type) | (e->mode & 07777);
 	/* an owner id that does not fit a uid_t: GNU tar leaves the owner alone (the
 	 * extracting user's); the mount shows root */
-	r.uid = e->uid <= UINT32_MAX ? e->uid : 0;
-	r.gid = e->gid <= UINT32_MAX ? e->gid : 0;
+	r.uid = e->no_owner ? b->uid : e->uid <= UINT32_MAX ? e->uid : 0;
+	r.gid = e->no_owner ? b->gid : e->gid <= UINT32_MAX ? e->gid : 0;
 	r.mtime = e->mtime_sec;
 	r.mtime_nsec = e->mtime_nsec;
 	r.hdr_off = e->hdr_off;
@@ -344,7 +318,15 @@ static int on_entry(void *opaque, const struct arc_member *e)
 	r.stored = e->stored;
 	r.uname = e->uname;
 	r.gname = e->gname;
-	r.stream = b->codec ? IDX_STREAM : 0;
+	r.stream = e->stream ? e->stream : b->codec ? IDX_STREAM : 0;
+	r.has_crc = e->has_crc;
+	r.crc = e->crc;
+	r.unreadable = e->unreadable;
+	r.why = e->why;
+	if (e->zip_local)
+		r.flags |= IDX_F_ZIPLOCAL;
+	if (e->dos_time)
+		r.flags |= IDX_F_DOSTIME;
 	r.rdev = (e->type == MEMBER_CHR || e->type == MEMBER_BLK) ? makedev(e->dev_major, e->dev_minor) : 0;
 	if (e->sparse) /* an all-hole file has a map with no extents */
 		r.flags |= IDX_F_SPARSE;
@@ -388,7 +370,7 @@ static int on_entry(void *opaque, const struct arc_member *e)
 		r.link = e->link;
 		r.link_len = e->link_len;
 		r.size = 0;
-	} else if (e->type == MEMBER_SYMLINK) {
+	} else if (e->type == MEMBER_SYMLINK && !e->link_in_data) {
 		r.link = e->link;
 		r.link_len = e->link_len;
 		r.size = e->link_len;
@@ -418,6 +400,7 @@ static int on_entry(void *opaque, const struct arc_member *e)
 	n->version = r.version;
 	n->mode = r.mode;
 	n->target = r.target;
+	b->last_id = id;
 	err = add_extras(b, id, e);
 out:
 	free(comps);
@@ -425,11 +408,9 @@ out:
 	return err;
 }
 
-/* One checkpoint row; with_crcs: its ncrcs segment CRCs stored as little-endian u32s (else
- * the column stays NULL). */
-static int store_ckpt(struct builder *b, uint64_t idx, const struct codec_ckpt *ck,
-		      const void *aux, size_t auxlen, bool with_crcs, const uint32_t *crcs,
-		      uint64_t ncrcs)
+int bld_store_ckpt(struct builder *b, uint64_t stream, uint64_t idx, const struct codec_ckpt *ck,
+		   const void *aux, size_t auxlen, bool with_crcs, const uint32_t *crcs,
+		   uint64_t ncrcs)
 {
 	sqlite3_stmt *st = b->ins_ckpt;
 	uint8_t *le = NULL;
@@ -453,15 +434,16 @@ static int store_ckpt(struct builder *b, uint64_t idx, const struct codec_ckpt *
 		sqlite3_bind_blob(st, 9, le, (int)(ncrcs * 4), SQLITE_TRANSIENT);
 	if (auxlen)
 		sqlite3_bind_blob(st, 10, aux, (int)auxlen, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 11, (sqlite3_int64)stream);
 	free(le);
 	b->nckpt++;
-	return step_done(st);
+	return bld_step_done(st);
 }
 
 static int on_ckpt(void *opaque, uint64_t idx, const struct codec_ckpt *ck, const void *aux,
 		   size_t auxlen, const uint32_t *crcs, uint64_t ncrcs)
 {
-	return store_ckpt(opaque, idx, ck, aux, auxlen, true, crcs, ncrcs);
+	return bld_store_ckpt(opaque, IDX_STREAM, idx, ck, aux, auxlen, true, crcs, ncrcs);
 }
 
 /* Checkpoints from a codec's index_blocks: no segment CRCs (the codec checks every block). */
@@ -469,7 +451,7 @@ static int on_direct_ckpt(void *opaque, const struct codec_ckpt *ck, const void 
 {
 	struct builder *b = opaque;
 
-	return store_ckpt(b, b->nckpt, ck, aux, auxlen, false, NULL, 0);
+	return bld_store_ckpt(b, IDX_STREAM, b->nckpt, ck, aux, auxlen, false, NULL, 0);
 }
 
 /* A single compressed file indexed from its block metadata, without decoding.  1 if done,
@@ -520,7 +502,7 @@ static int drop_untrusted(struct builder *b, uint64_t limit)
 	if (err)
 		return err;
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)limit);
-	err = step_done(st);
+	err = bld_step_done(st);
 	sqlite3_finalize(st);
 	if (!err)
 		err = db_exec(b->db,
@@ -539,8 +521,8 @@ static int prepare_all(struct builder *b)
 	err = err ? err : db_prepare(b->db,
 		"INSERT INTO entries (id, parent, name, version, latest, mode, target, size, stored,"
 		" data_off, hdr_off, uid, gid, mtime, mtime_nsec, rdev, nlink, link, uname, gname, flags,"
-		" stream) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?19, ?14,"
-		" 1, ?15, ?16, ?17, ?18, ?20)", &b->ins_entry);
+		" stream, crc32, unreadable, why) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10,"
+		" ?11, ?12, ?13, ?19, ?14, 1, ?15, ?16, ?17, ?18, ?20, ?21, ?22, ?23)", &b->ins_entry);
 	err = err ? err : db_prepare(b->db,
 		"UPDATE entries SET mode = ?1, uid = ?2, gid = ?3, mtime = ?4, mtime_nsec = ?8,"
 		" hdr_off = ?5, flags = ?6 WHERE id = ?7", &b->upd_dir);
@@ -549,14 +531,20 @@ static int prepare_all(struct builder *b)
 	err = err ? err : db_prepare(b->db, "INSERT OR REPLACE INTO xattrs VALUES (?, ?, ?)", &b->ins_xattr);
 	err = err ? err : db_prepare(b->db,
 		"INSERT INTO checkpoints (stream, idx, uoff, ulen, coff, clen, extra, bits, flags, crcs,"
-		" aux) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", &b->ins_ckpt);
+		" aux) VALUES (?11, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", &b->ins_ckpt);
 	err = err ? err : db_prepare(b->db, "UPDATE entries SET latest = 0 WHERE id = ?", &b->set_old);
+	err = err ? err : db_prepare(b->db, "UPDATE entries SET unreadable = ?2, why = ?3 WHERE id = ?1",
+				     &b->set_unreadable);
+	err = err ? err : db_prepare(b->db, "UPDATE entries SET link = ?2, size = ?3, stored = ?3"
+				     " WHERE id = ?1", &b->set_link);
 	return err;
 }
 
 static void finalize_all(struct builder *b)
 {
 	sqlite3_finalize(b->ins_entry);
+	sqlite3_finalize(b->set_unreadable);
+	sqlite3_finalize(b->set_link);
 	sqlite3_finalize(b->upd_dir);
 	sqlite3_finalize(b->ins_sparse);
 	sqlite3_finalize(b->ins_xattr);
@@ -609,6 +597,7 @@ static int build_members(struct builder *b, const struct idx_input *in,
 	const struct codec *codec = b->codec;
 	struct src *data = cs ? cstream_src(cs) : in->src, *prog = NULL;
 	struct prog_src *ps = calloc(1, sizeof(*ps));
+	const struct container *ct;
 	uint8_t head[512];
 	ssize_t hn;
 	int err;
@@ -625,10 +614,12 @@ static int build_members(struct builder *b, const struct idx_input *in,
 	if (hn < 0 && codec) {
 		err = (int)hn;
 	} else if (tar_probe(prog)) {
-		struct tar_callbacks cb = {.entry = on_entry, .progress = on_progress, .opaque = b,
+		struct tar_callbacks cb = {.entry = bld_member, .progress = on_progress, .opaque = b,
 					   .ignore_zeros = o->ignore_zeros};
 		err = tar_parse(prog, &cb, ts);
 		st->members = b->members;
+	} else if (!codec && hn > 0 && (ct = cont_probe(in->src, head, (size_t)hn))) {
+		err = bld_container(b, in, ct, o, st);
 	} else if (codec) {
 		struct codec_opts co = {.spacing = o->gzip_spacing,
 					.threads = o->threads ? o->threads : 1};
@@ -640,7 +631,7 @@ static int build_members(struct builder *b, const struct idx_input *in,
 		}
 	} else {
 		tfs_log(TFS_LOG_ERR,
-			"%s is not a tar archive nor a compressed file tarseek knows (codecs: %s)",
+			"%s is not an archive nor a compressed file tarseek knows (tar, zip; codecs: %s)",
 			in->name, codec_list());
 		err = -EINVAL;
 	}
@@ -716,8 +707,10 @@ static int build_stream_end(struct builder *b, const struct idx_input *in, struc
 		if (err)
 			return err;
 	}
-	return db_insert_stream(b->db, IDX_STREAM, b->codec->name, 0, st->archive_size,
-				st->usize, !fast);
+	struct db_stream ds = {.id = IDX_STREAM, .codec = b->codec->name, .coff = 0,
+			       .clen = st->archive_size, .usize = st->usize,
+			       .crcs = fast ? IDX_CRCS_CODEC : IDX_CRCS_SEGMENTS};
+	return db_insert_stream(b->db, &ds);
 }
 
 /* What an archive object needs to read this index (the nested pass opens it). */
@@ -726,7 +719,8 @@ static int build_meta(struct builder *b, const struct idx_build_stats *st, bool 
 	int err = db_meta_set_u64(b->db, "format", IDX_FORMAT);
 
 	err = err ? err : db_meta_set(b->db, "codec", b->codec ? b->codec->name : "none");
-	err = err ? err : db_meta_set(b->db, "kind", st->single_file ? "single" : "tar");
+	err = err ? err : db_meta_set(b->db, "kind", st->single_file ? "single"
+						    : st->container ? st->container : "tar");
 	err = err ? err : db_meta_set_u64(b->db, "usize", st->usize);
 	err = err ? err : db_meta_set_u64(b->db, "members", st->members);
 	err = err ? err : db_meta_set_u64(b->db, "damaged", st->damaged);
@@ -787,7 +781,7 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 	}
 	if (b.codec && (err == 0 || err == -EIO))
 		err = build_stream_end(&b, in, cs, fast, err, &st, &ts);
-	else if (!b.codec && !err)
+	else if (!b.codec && !err && !st.container)
 		st.usize = st.archive_size;
 	if (err)
 		goto out;

@@ -43,6 +43,7 @@ struct idx_build_stats {
 	uint64_t checkpoints;
 	double seconds;
 	bool single_file;      /* a compressed file that is not a tar */
+	const char *container; /* "zip", "7z" (container.h), or NULL: tar */
 	bool damaged;	       /* damage found: the index holds what was readable */
 };
 

@@ -55,6 +55,7 @@ struct cont_sink {
 	/* Optional: how far the parse is, in bytes of the archive file. */
 	void (*progress)(void *opaque, uint64_t off);
 	void *opaque;
+	const char *name; /* the archive's, for messages */
 };
 
 struct cont_stats {

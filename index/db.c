@@ -78,10 +78,11 @@ int db_create_schema(sqlite3 *db)
 		" hdr_off INTEGER NOT NULL, uid INTEGER NOT NULL, gid INTEGER NOT NULL,"
 		" mtime INTEGER NOT NULL, mtime_nsec INTEGER NOT NULL, rdev INTEGER NOT NULL, "
 		"nlink INTEGER NOT NULL,"
-		" link BLOB, uname TEXT, gname TEXT, flags INTEGER NOT NULL, stream INTEGER);"
+		" link BLOB, uname TEXT, gname TEXT, flags INTEGER NOT NULL, stream INTEGER,"
+		" crc32 INTEGER, unreadable INTEGER, why TEXT);"
 		"CREATE TABLE streams (id INTEGER PRIMARY KEY, codec TEXT NOT NULL,"
 		" coff INTEGER NOT NULL, clen INTEGER NOT NULL, usize INTEGER NOT NULL,"
-		" crcs INTEGER NOT NULL);"
+		" crcs INTEGER NOT NULL, flags INTEGER NOT NULL, params BLOB);"
 		"CREATE TABLE sparse (id INTEGER NOT NULL, seq INTEGER NOT NULL,"
 		" off INTEGER NOT NULL, len INTEGER NOT NULL, src INTEGER NOT NULL,"
 		" PRIMARY KEY (id, seq)) WITHOUT ROWID;"
@@ -352,20 +353,22 @@ int db_check_seal(const char *path)
 	return 0;
 }
 
-int db_insert_stream(sqlite3 *db, uint64_t id, const char *codec, uint64_t coff, uint64_t clen,
-		     uint64_t usize, bool crcs)
+int db_insert_stream(sqlite3 *db, const struct db_stream *s)
 {
 	sqlite3_stmt *st;
-	int rc, err = db_prepare(db, "INSERT INTO streams VALUES (?, ?, ?, ?, ?, ?)", &st);
+	int rc, err = db_prepare(db, "INSERT INTO streams VALUES (?, ?, ?, ?, ?, ?, ?, ?)", &st);
 
 	if (err)
 		return err;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
-	sqlite3_bind_text(st, 2, codec, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)coff);
-	sqlite3_bind_int64(st, 4, (sqlite3_int64)clen);
-	sqlite3_bind_int64(st, 5, (sqlite3_int64)usize);
-	sqlite3_bind_int64(st, 6, crcs);
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)s->id);
+	sqlite3_bind_text(st, 2, s->codec, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)s->coff);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)s->clen);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)s->usize);
+	sqlite3_bind_int64(st, 6, s->crcs);
+	sqlite3_bind_int64(st, 7, s->flags);
+	if (s->params)
+		sqlite3_bind_blob(st, 8, s->params, (int)s->params_len, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : db_errno(rc) ? db_errno(rc) : -EIO;

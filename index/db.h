@@ -13,11 +13,19 @@
  *           rdev, nlink,
  *           link BLOB,                     -- symlink target (or hard link path) as stored
  *           uname, gname, flags,           -- IDX_F_* bits
- *           stream)                        -- the data's stream; NULL: data_off is an offset
+ *           stream,                        -- the data's stream; NULL: data_off is an offset
  *                                             in the archive file itself
- *   streams(id INTEGER PRIMARY KEY,        -- decoded streams: a .tar.gz has one (IDX_STREAM)
+ *           crc32,                         -- the member's CRC-32 as the archive stores it
+ *                                             (zip, 7z), or NULL
+ *           unreadable, why)               -- -errno and why its bytes cannot be read (a
+ *                                             method tarseek lacks, encryption), or NULL
+ *   streams(id INTEGER PRIMARY KEY,        -- decoded streams: a .tar.gz has one (IDX_STREAM),
+ *                                             a zip one per compressed entry, a 7z per folder
  *           codec, coff, clen,             -- codec over archive bytes [coff, coff + clen)
- *           usize, crcs)                   -- decoded size; 1: checkpoints hold segment CRCs
+ *           usize,                         -- decoded size
+ *           crcs,                          -- IDX_CRCS_*: how its bytes are checked
+ *           flags,                         -- IDX_S_* bits
+ *           params)                        -- what the codec needs to start (7z's coders)
  *   unique index entries_name(parent, name, version): lookups and readdir in name order
  *   sparse(id, seq, off, len, src)         -- extents of sparse files in offset order; src:
  *                                          where the data is, from the member's data_off
@@ -37,7 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define IDX_FORMAT 4
+#define IDX_FORMAT 5
 #define IDX_ROOT 1
 #define IDX_STREAM 1 /* the one stream of a compressed tar or file */
 
@@ -46,6 +54,19 @@ enum {
 	IDX_F_SPARSE = 1,   /* extents in the sparse table */
 	IDX_F_XATTRS = 2,   /* rows in the xattrs table */
 	IDX_F_IMPLICIT = 4, /* a directory made up for a member's missing parent */
+	IDX_F_ZIPLOCAL = 16, /* data_off is a zip local header: the data follows it */
+	IDX_F_DOSTIME = 32,  /* mtime is a zip DOS time (no zone) read as UTC: shown as local */
+};
+
+/* How a stream's decoded bytes are checked (streams.crcs). */
+enum {
+	IDX_CRCS_CODEC = 0,   /* by the codec itself, per block (index_blocks) */
+	IDX_CRCS_SEGMENTS = 1, /* each checkpoint holds the CRC-32s of its segments */
+	IDX_CRCS_MEMBERS = 2, /* decoded whole, checked against its members' CRC-32s */
+};
+
+enum {
+	IDX_S_ZIPLOCAL = 1, /* coff is a zip local header: the compressed bytes follow it */
 };
 
 /* Creates the schema in a new, empty database opened read-write for building. */
@@ -72,9 +93,19 @@ int db_open_build(const char *path, sqlite3 **out);
 /* meta table access.  get returns a malloc'd string or NULL if absent. */
 int db_meta_set(sqlite3 *db, const char *key, const char *value);
 
-/* Inserts the streams row (id, codec, coff, clen, usize, crcs).  0 or -errno. */
-int db_insert_stream(sqlite3 *db, uint64_t id, const char *codec, uint64_t coff, uint64_t clen,
-		     uint64_t usize, bool crcs);
+/* A streams row (see the schema). */
+struct db_stream {
+	uint64_t id;
+	const char *codec;
+	uint64_t coff, clen, usize;
+	int crcs;	    /* IDX_CRCS_* */
+	unsigned flags;	    /* IDX_S_* */
+	const void *params; /* NULL: none */
+	size_t params_len;
+};
+
+/* Inserts a streams row.  0 or -errno. */
+int db_insert_stream(sqlite3 *db, const struct db_stream *s);
 int db_meta_set_u64(sqlite3 *db, const char *key, uint64_t value);
 char *db_meta_get(sqlite3 *db, const char *key);
 bool db_meta_get_u64(sqlite3 *db, const char *key, uint64_t *out);

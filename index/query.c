@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 
 #include "../common/log.h"
@@ -46,7 +47,8 @@ static const struct {
 	{offsetof(struct conn, xget), "SELECT value FROM xattrs WHERE id = ?1 AND name = ?2"},
 	{offsetof(struct conn, aux), "SELECT aux FROM checkpoints WHERE stream = ?1 AND idx = ?2"},
 	{offsetof(struct conn, file),
-	 "SELECT mode, data_off, size, stored, flags, stream FROM entries WHERE id = ?1"},
+	 "SELECT mode, data_off, size, stored, flags, stream, unreadable, why, name"
+	 " FROM entries WHERE id = ?1"},
 	{offsetof(struct conn, versions),
 	 "SELECT " ENTRY_COLS " FROM entries e LEFT JOIN entries t ON t.id = e.target"
 	 " WHERE e.parent = ?1 AND e.name = ?2 ORDER BY e.version"},
@@ -55,8 +57,11 @@ static const struct {
 	 " AND v.name = e.name), e.data_off, e.hdr_off, e.size, e.stored, e.flags, e.stream"
 	 " FROM entries e WHERE e.id = ?1"},
 	{offsetof(struct conn, nested), "SELECT image FROM nested WHERE id = ?1"},
-	{offsetof(struct conn, stream), "SELECT codec, coff, clen, usize, crcs FROM streams"
-					" WHERE id = ?1"},
+	{offsetof(struct conn, stream), "SELECT codec, coff, clen, usize, crcs, flags, params"
+					" FROM streams WHERE id = ?1"},
+	{offsetof(struct conn, ranges),
+	 "SELECT data_off, size, crc32 FROM entries WHERE stream = ?1 AND crc32 IS NOT NULL"
+	 " AND size > 0 ORDER BY data_off"},
 	{offsetof(struct conn, ckpts),
 	 "SELECT uoff, ulen, coff, clen, extra, bits, flags, crcs FROM checkpoints"
 	 " WHERE stream = ?1 ORDER BY idx"},
@@ -144,6 +149,16 @@ static void row_attr(sqlite3_stmt *st, struct arch_attr *out)
 	uint64_t flags = (uint64_t)sqlite3_column_int64(st, 10);
 	out->blocks = ((flags & IDX_F_SPARSE ? stored : out->size) + 511) / 512;
 	out->flags = 0;
+	if (flags & IDX_F_DOSTIME) { /* a zip DOS time has no zone: it is local time, here */
+		time_t t = (time_t)out->mtime;
+		struct tm tm;
+		if (gmtime_r(&t, &tm)) {
+			tm.tm_isdst = -1;
+			time_t local = mktime(&tm);
+			if (local != (time_t)-1)
+				out->mtime = local;
+		}
+	}
 	/* a symlink's permission bits mean nothing on Linux, where every one shows 0777, as
 	 * does each that tar extracts: the archive's bits (0755 from macOS, say) are not shown */
 	if (S_ISLNK(out->mode))

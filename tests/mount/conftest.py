@@ -209,7 +209,7 @@ def codec_state(name):
             try:
                 wait_mounted(proc, mnt, log_path, timeout=30)
             except RuntimeError as e:
-                if "not a tar archive nor a compressed file" in str(e):
+                if "not an archive nor a compressed file" in str(e):
                     reason = f"codec {name} is listed but not usable yet (trial mount: {e})"
             finally:
                 unmount(mnt, proc)

@@ -379,7 +379,7 @@ def test_cli_errors(archive, tmp_path):
     cases = [
         ([tmp_path / "missing.tar", mnt], ["missing.tar", "No such file"]),
         ([tmp_path, mnt], [str(tmp_path), "directory"]),
-        ([notatar, mnt], ["random.bin", "not a tar archive"]),
+        ([notatar, mnt], ["random.bin", "not an archive"]),
         ([path, tmp_path / "nomnt"], ["nomnt", "No such file"]),
         ([path, afile], ["afile", "not a directory"]),
     ]

@@ -1323,7 +1323,7 @@ static void test_validate(void)
 	/* made by another version of the format (only that changed: sealed again) */
 	edit_index(ix, "UPDATE meta SET value = '3' WHERE key = 'format'", true);
 	expect_rebuilt(ar, ix, &b, "version");
-	edit_index(ix, "UPDATE meta SET value = '5' WHERE key = 'format'", true);
+	edit_index(ix, "UPDATE meta SET value = '6' WHERE key = 'format'", true);
 	expect_rebuilt(ar, ix, &b, "version");
 	edit_index(ix, "UPDATE meta SET value = '3' WHERE key = 'format'", false);
 	CHECK_EQ(idx_validate(ix, ar, &b, why, sizeof(why)), -ESTALE);
@@ -1485,7 +1485,7 @@ static void test_failures(void)
 	o.index_folder = folder;
 	log_clear();
 	CHECK_EQ(prep(noise, &o, &p, &built, NULL), -EINVAL);
-	CHECK(logged(TFS_LOG_ERR, "noise.bin", "not a tar archive"));
+	CHECK(logged(TFS_LOG_ERR, "noise.bin", "not an archive"));
 	CHECK_EQ(dir_count(folder, NULL), 0);
 	ao = aopts(&o);
 	a = (struct arch *)&o;

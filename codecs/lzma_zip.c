@@ -1,0 +1,279 @@
+/* zip's LZMA (method 14): "lzma-zip", a codec of container streams only.
+ *
+ * The entry's data starts with a small header of its own -- the LZMA SDK version (2 bytes),
+ * the size of the properties (2 bytes, little-endian, 5 in practice) and the properties
+ * (lc/lp/pb in one byte, the dictionary size in four) -- followed by raw LZMA1 data, ended
+ * either by an end-of-payload marker or by the uncompressed size.  The size comes from the
+ * zip directory, as the stream's params (8 bytes, little-endian); liblzma's LZMA1EXT decoder
+ * is given it, and accepts the marker too, so both kinds of entry decode to exactly their
+ * size and a stream that decodes to more or less is an error.
+ *
+ * LZMA1 cannot be entered in the middle (one dictionary, one range coder for the whole
+ * stream): the only checkpoint is the start, and a decoder started there is the scan itself.
+ * Nothing in the format checks the data: the zip's CRC-32 does (the index checks it).
+ */
+#include "codec.h"
+
+#include <errno.h>
+#include <lzma.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/byteio.h"
+#include "../common/log.h"
+
+#define LZ_INBUF (64u << 10)
+#define LZ_HEAD_MAX 64 /* version, size and properties: 4 + 5 in practice */
+#define LZ_DICT_MAX ((uint64_t)1536 << 20)
+
+struct lz_state {
+	struct src *in;
+	uint64_t pos; /* next compressed byte to read */
+	uint64_t usize, out; /* the size to decode to; decoded so far */
+	lzma_stream zs;
+	bool zinit, ended;
+	int err;
+	size_t mem;
+	uint8_t buf[LZ_INBUF];
+};
+
+/* The one place liblzma's codes become -errno. */
+static int lz_errno(lzma_ret r)
+{
+	switch (r) {
+	case LZMA_OK:
+	case LZMA_STREAM_END:
+		return 0;
+	case LZMA_MEM_ERROR:
+	case LZMA_MEMLIMIT_ERROR:
+		return -ENOMEM;
+	case LZMA_OPTIONS_ERROR:
+	case LZMA_FORMAT_ERROR:
+	case LZMA_DATA_ERROR:
+	case LZMA_BUF_ERROR:
+		return -EIO;
+	default:
+		return -EINVAL;
+	}
+}
+
+static void lz_free(struct lz_state *z)
+{
+	if (!z)
+		return;
+	if (z->zinit)
+		lzma_end(&z->zs);
+	free(z);
+}
+
+/* Reads the entry's header and starts the decoder.  0 or -errno (logged). */
+static int lz_start(struct src *in, const void *params, size_t params_len, struct lz_state **out)
+{
+	struct lz_state *z;
+	uint8_t head[LZ_HEAD_MAX];
+	lzma_options_lzma opt;
+	lzma_filter f[2] = {{.id = LZMA_FILTER_LZMA1EXT, .options = &opt},
+			    {.id = LZMA_VLI_UNKNOWN}};
+	ssize_t n;
+	int err;
+
+	*out = NULL;
+	if (!params || params_len != 8)
+		return -EINVAL;
+	z = calloc(1, sizeof(*z));
+	if (!z)
+		return -ENOMEM;
+	z->in = in;
+	z->usize = le64(params);
+	n = src_pread(in, head, 4, 0);
+	unsigned plen = n == 4 ? le16(head + 2) : 0;
+	if (n != 4 || plen != 5 || src_pread(in, head + 4, plen, 4) != (ssize_t)plen) {
+		tfs_log(TFS_LOG_ERR, "lzma-zip: no LZMA properties at the start of the entry");
+		err = -EIO;
+		goto fail;
+	}
+	memset(&opt, 0, sizeof(opt));
+	/* lzma_lzma_props_decode reads lc/lp/pb and the dictionary size */
+	lzma_filter tmp = {.id = LZMA_FILTER_LZMA1};
+	lzma_ret r = lzma_properties_decode(&tmp, NULL, head + 4, plen);
+	if (r != LZMA_OK) {
+		tfs_log(TFS_LOG_ERR, "lzma-zip: invalid LZMA properties");
+		err = lz_errno(r) ? lz_errno(r) : -EIO;
+		goto fail;
+	}
+	opt = *(lzma_options_lzma *)tmp.options;
+	free(tmp.options);
+	if (opt.dict_size > LZ_DICT_MAX) {
+		tfs_log(TFS_LOG_ERR, "lzma-zip: a dictionary of %u MiB is more than allowed",
+			opt.dict_size >> 20);
+		err = -ENOMEM;
+		goto fail;
+	}
+	opt.ext_flags = LZMA_LZMA1EXT_ALLOW_EOPM;
+	opt.ext_size_low = (uint32_t)z->usize;
+	opt.ext_size_high = (uint32_t)(z->usize >> 32);
+	z->zs = (lzma_stream)LZMA_STREAM_INIT;
+	r = lzma_raw_decoder(&z->zs, f);
+	if (r != LZMA_OK) {
+		err = lz_errno(r);
+		goto fail;
+	}
+	z->zinit = true;
+	z->mem = sizeof(*z) + opt.dict_size;
+	z->pos = 4 + plen;
+	*out = z;
+	return 0;
+fail:
+	lz_free(z);
+	return err;
+}
+
+static ssize_t lz_read(struct lz_state *z, void *buf, size_t len)
+{
+	z->zs.next_out = buf;
+	z->zs.avail_out = len;
+	while (z->zs.avail_out == len && !z->err && !z->ended) {
+		if (!z->zs.avail_in) {
+			ssize_t n = src_pread(z->in, z->buf, sizeof(z->buf), z->pos);
+			if (n < 0) {
+				z->err = (int)n;
+				break;
+			}
+			z->pos += (uint64_t)n;
+			z->zs.next_in = z->buf;
+			z->zs.avail_in = (size_t)n;
+		}
+		lzma_action act = z->zs.avail_in ? LZMA_RUN : LZMA_FINISH;
+		lzma_ret r = lzma_code(&z->zs, act);
+		if (r == LZMA_STREAM_END) {
+			z->ended = true;
+		} else if (r != LZMA_OK) {
+			tfs_log(TFS_LOG_ERR, "lzma-zip: corrupt data near compressed offset %llu",
+				(unsigned long long)(z->pos - z->zs.avail_in));
+			z->err = lz_errno(r) ? lz_errno(r) : -EIO;
+		} else if (act == LZMA_FINISH && z->zs.avail_out == len) {
+			tfs_log(TFS_LOG_ERR, "lzma-zip: the entry ends before its data (truncated)");
+			z->err = -EIO;
+		}
+	}
+	size_t got = len - z->zs.avail_out;
+	z->out += got;
+	if (got)
+		return (ssize_t)got;
+	return z->err;
+}
+
+/* ---- the scan: a decoder from the start, and its one checkpoint ---- */
+
+struct codec_scan {
+	struct lz_state *z;
+	struct codec_sink sink;
+	bool emitted;
+};
+
+static int lzz_scan_new(struct src *in, const struct codec_opts *opts,
+			const struct codec_sink *sink, struct codec_scan **out)
+{
+	struct codec_scan *s = calloc(1, sizeof(*s));
+	int err;
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	err = lz_start(in, opts ? opts->params : NULL, opts ? opts->params_len : 0, &s->z);
+	if (err) {
+		free(s);
+		return err;
+	}
+	s->sink = *sink;
+	*out = s;
+	return 0;
+}
+
+static ssize_t lzz_scan_read(struct codec_scan *s, void *buf, size_t len)
+{
+	if (!s->emitted) { /* the start, with the size a decoder needs */
+		uint8_t p[8];
+		struct codec_ckpt ck = {0};
+		put_le64(p, s->z->usize);
+		s->emitted = true;
+		int err = s->sink.checkpoint ? s->sink.checkpoint(s->sink.opaque, &ck, p, 8) : 0;
+		if (err)
+			return s->z->err = err;
+	}
+	return lz_read(s->z, buf, len);
+}
+
+static uint64_t lzz_scan_verified(struct codec_scan *s)
+{
+	return s->z->out; /* nothing checks LZMA1: the zip's CRC-32 does */
+}
+
+static void lzz_scan_free(struct codec_scan *s)
+{
+	if (!s)
+		return;
+	lz_free(s->z);
+	free(s);
+}
+
+struct codec_dec {
+	struct lz_state *z;
+};
+
+static int lzz_dec_new(struct src *in, const struct codec_ckpt *ck, const void *aux,
+		       size_t auxlen, struct codec_dec **out)
+{
+	struct codec_dec *d;
+	int err;
+
+	*out = NULL;
+	if (ck->uoff || ck->coff)
+		return -EINVAL; /* the start is the only checkpoint there is */
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	err = lz_start(in, aux, auxlen, &d->z);
+	if (err) {
+		free(d);
+		return err;
+	}
+	*out = d;
+	return 0;
+}
+
+static ssize_t lzz_dec_read(struct codec_dec *d, void *buf, size_t len)
+{
+	return lz_read(d->z, buf, len);
+}
+
+static size_t lzz_dec_memory(const struct codec_dec *d)
+{
+	return d->z->mem;
+}
+
+static void lzz_dec_free(struct codec_dec *d)
+{
+	if (!d)
+		return;
+	lz_free(d->z);
+	free(d);
+}
+
+static bool lzz_probe(const uint8_t *head, size_t len)
+{
+	return false; /* no magic: only zip names it */
+}
+
+const struct codec codec_lzma_zip = {
+	.name = "lzma-zip",
+	.probe = lzz_probe,
+	.scan_new = lzz_scan_new,
+	.scan_read = lzz_scan_read,
+	.scan_verified = lzz_scan_verified,
+	.scan_free = lzz_scan_free,
+	.dec_new = lzz_dec_new,
+	.dec_read = lzz_dec_read,
+	.dec_memory = lzz_dec_memory,
+	.dec_free = lzz_dec_free,
+};

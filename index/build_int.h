@@ -1,0 +1,90 @@
+/* What the files of the index builder share: build.c (the pass, members, tar) and
+ * build_cont.c (the streams of containers: zip, 7z).  Private to them.
+ *
+ * One thread writes to the database, except while build_cont.c decodes several streams at
+ * once: then every statement runs under db_lock (bld_lock/bld_unlock), and nothing else is
+ * running.
+ */
+#ifndef TARSEEK_BUILD_INT_H
+#define TARSEEK_BUILD_INT_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../codecs/codec.h"
+#include "../codecs/stream.h"
+#include "build.h"
+#include "container.h"
+#include "member.h"
+
+struct pathmap;
+struct bld_streams;
+
+struct builder {
+	sqlite3 *db;
+	const struct codec *codec; /* NULL for a plain tar */
+	sqlite3_stmt *ins_entry, *upd_dir, *ins_sparse, *ins_xattr, *ins_ckpt, *set_old;
+	sqlite3_stmt *set_unreadable, *set_link;
+	struct pathmap *map;
+	uint64_t next_id;
+	uint64_t members;
+	uint64_t nckpt;
+	uint64_t last_id; /* the row the last member became, 0 if it made none */
+	pthread_mutex_t db_lock; /* while build_cont.c decodes streams on several threads */
+	struct cstream_sink sink; /* checkpoints -> on_ckpt */
+
+	/* progress */
+	struct src *file; /* the archive file */
+	uint64_t file_size;
+	const char *name;
+	bool show;
+	double t0, last;
+
+	/* root's defaults for implicit directories, and members that name no owner */
+	uint32_t uid, gid;
+	int64_t mtime;
+	uint32_t mtime_nsec;
+};
+
+struct row {
+	uint64_t parent;
+	const uint8_t *name;
+	size_t name_len;
+	uint32_t version, mode, flags;
+	uint64_t target, size, stored, data_off, hdr_off, uid, gid, rdev;
+	int64_t mtime;
+	uint32_t mtime_nsec;
+	const uint8_t *link;
+	size_t link_len;
+	const char *uname, *gname;
+	uint64_t stream; /* the data's stream, 0: the archive file itself */
+	bool has_crc;
+	uint32_t crc;
+	int unreadable; /* -errno, 0 if readable */
+	const char *why;
+};
+
+/* sqlite3_step of a statement that returns no row, reset afterwards.  0 or -errno. */
+int bld_step_done(sqlite3_stmt *st);
+
+/* One checkpoint row of stream; with_crcs: its ncrcs segment CRCs (else the column stays
+ * NULL). */
+int bld_store_ckpt(struct builder *b, uint64_t stream, uint64_t idx, const struct codec_ckpt *ck,
+		   const void *aux, size_t auxlen, bool with_crcs, const uint32_t *crcs,
+		   uint64_t ncrcs);
+
+/* A member into the entries (tar_callbacks.entry's contract); b->last_id is its row. */
+int bld_member(void *opaque, const struct arc_member *e);
+
+/* The progress line (about once a second; force: now). */
+void bld_progress(struct builder *b, bool force);
+
+/* Indexes the archive file in, made with container ct (build_cont.c): its members, its
+ * streams (decoded where they need checkpoints), symlink targets kept in data.  Fills
+ * st->members and st->damaged.  0 or -errno. */
+int bld_container(struct builder *b, const struct idx_input *in, const struct container *ct,
+		  const struct idx_build_opts *o, struct idx_build_stats *st);
+
+#endif
