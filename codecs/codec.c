@@ -109,7 +109,11 @@ bool codec_names_tar(const char *archive_path)
 	return tar;
 }
 
-/* the suffix of name[0..len) among suffixes[] or ".tar", or 0 */
+/* Archives of the other containers (container.h), as -r looks for them. */
+static const char *const container_suffixes[] = {".tar", ".zip", ".7z", ".jar", ".war",
+						 ".ear", ".apk", ".whl", ".epub"};
+
+/* the suffix of name[0..len) among suffixes[] or container_suffixes[], or 0 */
 static size_t archive_suffix(const char *name, size_t len)
 {
 	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
@@ -117,8 +121,11 @@ static size_t archive_suffix(const char *name, size_t len)
 		if (len > sl && strncasecmp(name + len - sl, suffixes[i][0], sl) == 0)
 			return sl;
 	}
-	if (len > 4 && strncasecmp(name + len - 4, ".tar", 4) == 0)
-		return 4;
+	for (size_t i = 0; i < sizeof(container_suffixes) / sizeof(container_suffixes[0]); i++) {
+		size_t sl = strlen(container_suffixes[i]);
+		if (len > sl && strncasecmp(name + len - sl, container_suffixes[i], sl) == 0)
+			return sl;
+	}
 	return 0;
 }
 

@@ -178,7 +178,8 @@ char *codec_strip_suffix(const char *archive_path);
 bool codec_names_tar(const char *archive_path);
 
 /* True if name (a member's name) ends like an archive or a compressed file (".tar",
- * ".tar.gz", ".tgz", ".gz", ".xz", ...): a candidate for -r (confirmed by its magic). */
+ * ".tar.gz", ".tgz", ".gz", ".xz", ".zip", ".7z", ".jar", ...): a candidate for -r
+ * (confirmed by its content). */
 bool codec_archive_name(const char *name, size_t len);
 
 /* name without its archive extension (".tar", ".tar.gz", ".tgz", ".gz", ...), malloc'd,

@@ -65,6 +65,7 @@ struct bld_streams {
 	size_t *jobs, njobs;
 	int err; /* the first job error (db_lock) */
 	uint64_t decoded; /* bytes decoded (db_lock) */
+	uint64_t total;	  /* bytes of the members */
 };
 
 static void bld_lock(struct builder *b)
@@ -194,6 +195,8 @@ static int on_member(void *opaque, const struct arc_member *m)
 	}
 	err = bld_member(b, &mm);
 	free(name);
+	if (m->type == MEMBER_REG)
+		S->total += m->size;
 	if (err || !b->last_id)
 		return err;
 	struct smember sm = {.id = b->last_id, .off = m->data_off, .size = m->size,
@@ -563,7 +566,7 @@ int bld_container(struct builder *b, const struct idx_input *in, const struct co
 	if (!err && S.njobs)
 		err = run_jobs(&S);
 	pthread_mutex_destroy(&b->db_lock);
-	st->usize = S.decoded;
+	st->usize = S.total; /* what the members hold, whatever was decoded now */
 	streams_free(&S);
 	return err;
 }

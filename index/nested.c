@@ -13,6 +13,7 @@
 #include "../codecs/codec.h"
 #include "../common/log.h"
 #include "archive.h"
+#include "container.h"
 #include "db.h"
 #include "tar.h"
 
@@ -104,7 +105,8 @@ static int nest_one(struct arch *outer, const struct idx_input *in, const char *
 	if (err)
 		return err == -EIO ? 0 : err;
 	hn = src_pread(ms, head, sizeof(head), 0);
-	if (hn <= 0 || !(codec_probe(head, (size_t)hn) || (hn == 512 && tar_header_valid(head))))
+	if (hn <= 0 || !(codec_probe(head, (size_t)hn) || (hn == 512 && tar_header_valid(head)) ||
+			 cont_probe(ms, head, (size_t)hn)))
 		goto out;
 	if (asprintf(&ntmp, "%s.n%" PRIu64, tmp, id) < 0 ||
 	    asprintf(&shown, "%s/%.*s", in->name, (int)nlen, name) < 0) {
