@@ -425,7 +425,7 @@ static int open_index(struct arch *a, const struct arch_env *env)
 	a->codec_name = db_meta_get(db, "codec");
 	s = db_meta_get(db, "kind");
 	a->info.single_file = s && strcmp(s, "single") == 0;
-	free(s);
+	a->format = s;
 	db_meta_get_u64(db, "damaged", &v);
 	a->info.damaged = v != 0;
 	db_meta_get_u64(db, "members", &a->info.members);
@@ -517,6 +517,7 @@ void arch_close(struct arch *a)
 	free(a->index);
 	free(a->index_shown);
 	free(a->codec_name);
+	free(a->format);
 	free(a);
 }
 

@@ -54,8 +54,8 @@ static const struct {
 	 " WHERE e.parent = ?1 AND e.name = ?2 ORDER BY e.version"},
 	{offsetof(struct conn, describe),
 	 "SELECT e.version, (SELECT max(version) FROM entries v WHERE v.parent = e.parent"
-	 " AND v.name = e.name), e.data_off, e.hdr_off, e.size, e.stored, e.flags, e.stream"
-	 " FROM entries e WHERE e.id = ?1"},
+	 " AND v.name = e.name), e.data_off, e.hdr_off, e.size, e.stored, e.flags, e.stream,"
+	 " s.codec FROM entries e LEFT JOIN streams s ON s.id = e.stream WHERE e.id = ?1"},
 	{offsetof(struct conn, nested), "SELECT image FROM nested WHERE id = ?1"},
 	{offsetof(struct conn, stream), "SELECT codec, coff, clen, usize, crcs, flags, params"
 					" FROM streams WHERE id = ?1"},
@@ -379,14 +379,19 @@ int arch_describe(struct arch *a, uint64_t ino, char *buf, size_t size)
 
 	if (r)
 		return r;
-	n = snprintf(buf, size, "kind=archive\nsource=%s\ncodec=%s\nindex=%s\n", a->path,
-		     a->codec_name, a->index_shown);
+	sqlite3_bind_int64(c->describe, 1, (sqlite3_int64)ino);
+	r = arch_step(c->describe);
+	/* a member of a container stream says its own codec (a zip entry's "deflate") */
+	const char *codec = r > 0 && sqlite3_column_type(c->describe, 8) == SQLITE_TEXT
+				? (const char *)sqlite3_column_text(c->describe, 8)
+				: a->codec_name;
+	n = snprintf(buf, size, "kind=archive\nformat=%s\nsource=%s\ncodec=%s\nindex=%s\n",
+		     a->format ? a->format : "tar", a->path, codec ? codec : "none", a->index_shown);
 	if (n < 0 || (size_t)n >= size) {
+		sqlite3_reset(c->describe);
 		arch_conn_put(a, c);
 		return -ERANGE;
 	}
-	sqlite3_bind_int64(c->describe, 1, (sqlite3_int64)ino);
-	r = arch_step(c->describe);
 	if (r > 0 && ino != IDX_ROOT)
 		snprintf(buf + n, size - (size_t)n,
 			 "version=%lld\nversions=%lld\ndata_offset=%lld\nheader_offset=%lld\n"
