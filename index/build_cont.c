@@ -566,6 +566,10 @@ int bld_container(struct builder *b, const struct idx_input *in, const struct co
 	if (!err && S.njobs)
 		err = run_jobs(&S);
 	pthread_mutex_destroy(&b->db_lock);
+	/* a stream's reader asks for its members (the CRCs of whole mode) */
+	if (!err)
+		err = db_exec(b->db, "CREATE INDEX entries_stream ON entries (stream, data_off)"
+				     " WHERE stream IS NOT NULL");
 	st->usize = S.total; /* what the members hold, whatever was decoded now */
 	streams_free(&S);
 	return err;

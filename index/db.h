@@ -27,6 +27,7 @@
  *           flags,                         -- IDX_S_* bits
  *           params)                        -- what the codec needs to start (7z's coders)
  *   unique index entries_name(parent, name, version): lookups and readdir in name order
+ *   index entries_stream(stream, data_off), containers only: the members of a stream
  *   sparse(id, seq, off, len, src)         -- extents of sparse files in offset order; src:
  *                                          where the data is, from the member's data_off
  *   xattrs(id, name BLOB, value BLOB)
