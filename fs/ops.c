@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../common/log.h"
 #include "handles.h"
@@ -147,16 +148,31 @@ static ssize_t format_prefetch(struct tfs *t, char *buf, size_t size)
 	return len;
 }
 
+/* The daemon's process id (tarseek -u waits for it to end). */
+static ssize_t format_pid(char *buf, size_t size)
+{
+	char text[32];
+	int len = snprintf(text, sizeof(text), "%ld", (long)getpid());
+
+	if (size && (size_t)len > size)
+		return -ERANGE;
+	if (size)
+		memcpy(buf, text, (size_t)len);
+	return len;
+}
+
 /* ---- replies ---- */
 
-static void to_stat(const struct arch_attr *a, struct stat *st)
+static void to_stat(struct tfs *t, const struct arch_attr *a, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = a->ino;
 	st->st_mode = a->mode;
+	if (!S_ISLNK(a->mode)) /* -o umask=, dmask=, fmask= (a symlink's bits mean nothing) */
+		st->st_mode &= ~(S_ISDIR(a->mode) ? t->dmask : t->fmask);
 	st->st_nlink = a->nlink ? a->nlink : 1;
-	st->st_uid = (uid_t)a->uid;
-	st->st_gid = (gid_t)a->gid;
+	st->st_uid = t->set_uid ? t->uid : (uid_t)a->uid;
+	st->st_gid = t->set_gid ? t->gid : (gid_t)a->gid;
 	st->st_size = (off_t)a->size;
 	st->st_rdev = (dev_t)a->rdev;
 	st->st_blksize = BLKSIZE;
@@ -181,7 +197,23 @@ static void tfs_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	struct tfs *t = userdata;
+	if (t->max_read) /* libfuse refuses an init that does not repeat the mount's */
+		conn->max_read = t->max_read;
 	t->no_open = !t->kernel_opens && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT);
+	if (t->ready_fd >= 0) { /* the mount is up: the command that started us may exit 0 */
+		int null = open("/dev/null", O_RDWR);
+		ssize_t ignored = write(t->ready_fd, "y", 1);
+		(void)ignored;
+		close(t->ready_fd);
+		t->ready_fd = -1;
+		if (null >= 0) { /* detached: no terminal from now on (messages go to syslog) */
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+			if (null > STDERR_FILENO)
+				close(null);
+		}
+	}
 	t->no_opendir = !t->kernel_opens && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
 }
 
@@ -192,7 +224,7 @@ static void entry_param(struct tfs *t, const struct arch_attr *a, struct fuse_en
 	e->generation = 1;
 	e->attr_timeout = t->timeout;
 	e->entry_timeout = t->timeout;
-	to_stat(a, &e->attr);
+	to_stat(t, a, &e->attr);
 }
 
 static void tfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -232,7 +264,7 @@ static void tfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		reply_err(req, err);
 		return;
 	}
-	to_stat(&a, &st);
+	to_stat(t, &a, &st);
 	fuse_reply_attr(req, &st, t->timeout);
 }
 
@@ -311,7 +343,7 @@ static bool dir_add(struct dir_fill *d, const char *name, const struct arch_attr
 		n = fuse_add_direntry_plus(d->req, d->buf + d->pos, d->size - d->pos, name, &e, next);
 	} else {
 		struct stat st;
-		to_stat(a, &st);
+		to_stat(d->t, a, &st);
 		n = fuse_add_direntry(d->req, d->buf + d->pos, d->size - d->pos, name, &st, next);
 	}
 	if (n > d->size - d->pos)
@@ -533,6 +565,8 @@ static void tfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 		n = format_counts(t, buf, size);
 	else if (ino == FUSE_ROOT_ID && strcmp(name, "user.tarseek.prefetch") == 0)
 		n = format_prefetch(t, buf, size);
+	else if (ino == FUSE_ROOT_ID && strcmp(name, "user.tarseek.pid") == 0)
+		n = format_pid(buf, size);
 	else
 		n = un_getxattr(t->un, ino, name, buf, size);
 	if (n < 0)

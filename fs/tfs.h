@@ -52,6 +52,12 @@ struct tfs {
 	bool debug;	     /* per-request traces */
 	bool kernel_opens;   /* TARSEEK_KERNEL_OPENS=1: do not ask for no open (tests) */
 	bool no_open, no_opendir; /* set at init: the kernel opens files/folders without us */
+	int ready_fd;	     /* detached: tfs_init writes 'y' here (the waiting command exits 0),
+				and closes it; -1 otherwise */
+	bool set_uid, set_gid; /* -o uid=, gid=: every entry's owner */
+	uint32_t uid, gid;
+	uint32_t dmask, fmask; /* -o umask=, dmask=, fmask=: bits cleared from the modes */
+	unsigned max_read;     /* -o max_read=, which FUSE wants its init to repeat */
 	struct tfs_counts counts;
 };
 

@@ -22,18 +22,23 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "../codecs/codec.h"
 #include "../common/hash.h"
+#include "container.h"
+#include "tar.h"
 
 struct dnode {
 	dev_t dev;
 	ino_t ino;
-	char *rel; /* "." for the root */
+	char *rel;	/* "." for the root */
+	int8_t archive; /* recursive: 1 an archive (shown as a folder), 0 not, -1 not probed */
 };
 
 struct dirtree {
 	char *path; /* absolute */
 	char *hide; /* relative path not shown (the mount point), or NULL */
 	int rootfd;
+	bool recursive; /* archives found are shown as folders (-r) */
 	pthread_mutex_t lock;
 	/* protected by lock: */
 	struct dnode *nodes; /* index = local inode - 1 */
@@ -99,7 +104,7 @@ static uint64_t intern(struct dirtree *d, dev_t dev, ino_t ino, const char *rel)
 	char *copy = strdup(rel);
 	if (!copy)
 		goto out;
-	d->nodes[d->n] = (struct dnode){dev, ino, copy};
+	d->nodes[d->n] = (struct dnode){dev, ino, copy, -1};
 	id = ++d->n;
 	d->slots[i] = id;
 out:
@@ -155,6 +160,56 @@ static void to_attr(const struct stat *st, uint64_t id, struct arch_attr *a)
 	a->blocks = (uint64_t)st->st_blocks;
 }
 
+/* True if the file rel is an archive: named like one, and its content says so (a codec's
+ * magic, a tar header, a container's). */
+static bool probe_archive(struct dirtree *d, const char *rel)
+{
+	const char *base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+	uint8_t head[512];
+	struct src *s = NULL;
+	bool yes = false;
+
+	char *full = NULL;
+
+	if (!codec_archive_name(base, strlen(base)))
+		return false;
+	if (asprintf(&full, "%s/%s", d->path, rel) < 0)
+		return false;
+	int err = src_open_file(full, &s);
+	free(full);
+	if (err)
+		return false;
+	ssize_t n = src_pread(s, head, sizeof(head), 0);
+	yes = n > 0 && (codec_probe(head, (size_t)n) || (n == 512 && tar_header_valid(head)) ||
+			cont_probe(s, head, (size_t)n));
+	src_free(s);
+	return yes;
+}
+
+/* With recursive, marks a regular file that is an archive as a folder to mount (the mode
+ * union.c and query.c give such members: a folder with the file's permissions). */
+static void mark_archive(struct dirtree *d, uint64_t id, const char *rel, struct arch_attr *a)
+{
+	int8_t known;
+
+	if (!d->recursive || !S_ISREG(a->mode))
+		return;
+	pthread_mutex_lock(&d->lock);
+	known = d->nodes[id - 1].archive;
+	pthread_mutex_unlock(&d->lock);
+	if (known < 0) {
+		known = probe_archive(d, rel);
+		pthread_mutex_lock(&d->lock);
+		d->nodes[id - 1].archive = known;
+		pthread_mutex_unlock(&d->lock);
+	}
+	if (known) {
+		a->flags = ARCH_A_NESTED;
+		a->mode = S_IFDIR | (a->mode & 07777) | ((a->mode & 0444) >> 2);
+		a->nlink = 2;
+	}
+}
+
 /* stat of rel below the root, symlinks not followed; interns it. */
 static int stat_rel(struct dirtree *d, const char *rel, struct arch_attr *out)
 {
@@ -167,7 +222,19 @@ static int stat_rel(struct dirtree *d, const char *rel, struct arch_attr *out)
 	if (!id)
 		return -ENOMEM;
 	to_attr(&st, id, out);
+	mark_archive(d, id, rel, out);
 	return 0;
+}
+
+char *dirtree_path(struct dirtree *d, uint64_t ino)
+{
+	int err;
+	char *rel = rel_of(d, ino, &err), *out = NULL;
+
+	if (rel && asprintf(&out, "%s/%s", d->path, rel) < 0)
+		out = NULL;
+	free(rel);
+	return out;
 }
 
 static int dt_lookup(void *t, uint64_t dir, const char *name, size_t len, struct arch_attr *out)
@@ -463,7 +530,7 @@ static void dt_free(void *t)
 	free(d);
 }
 
-int dirtree_open(const char *path, const char *hide, struct dirtree **out)
+int dirtree_open(const char *path, const char *hide, bool recursive, struct dirtree **out)
 {
 	struct dirtree *d;
 	struct stat st;
@@ -475,6 +542,7 @@ int dirtree_open(const char *path, const char *hide, struct dirtree **out)
 		return -ENOMEM;
 	pthread_mutex_init(&d->lock, NULL);
 	d->rootfd = -1;
+	d->recursive = recursive;
 	d->nslots = 1024;
 	d->slots = calloc(d->nslots, sizeof(*d->slots));
 	d->path = realpath(path, NULL);

@@ -10,14 +10,22 @@
 #ifndef TARSEEK_DIRTREE_H
 #define TARSEEK_DIRTREE_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "tree.h"
 
 struct dirtree;
 
 /* 0 or -errno (-ENOENT, -ENOTDIR, -EACCES).  hide: a path relative to the folder that the
  * tree does not show (the mount point, when it lies inside the folder: looking into it would
- * make the mount read itself), or NULL. */
-int dirtree_open(const char *path, const char *hide, struct dirtree **out);
+ * make the mount read itself), or NULL.  recursive (-r): files that are archives (named
+ * like one, and their content says so; probed once) are shown as folders flagged
+ * ARCH_A_NESTED, for the union to open (dirtree_path) and mount in their place. */
+int dirtree_open(const char *path, const char *hide, bool recursive, struct dirtree **out);
+
+/* The absolute path of local inode ino (malloc'd), or NULL. */
+char *dirtree_path(struct dirtree *d, uint64_t ino);
 
 extern const struct tree_ops tree_dir_ops; /* t is a struct dirtree * */
 

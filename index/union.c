@@ -34,6 +34,7 @@
  */
 #include "union.h"
 #include "archive.h"
+#include "dirtree.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -98,6 +99,9 @@ struct un {
 	struct source *src[MAX_SOURCES];
 	atomic_uint nsrc;
 	pthread_mutex_t nested_lock; /* opening nested archives; taken before lock */
+	/* opens an archive found in a folder source (-r), or NULL */
+	int (*opener)(void *opaque, const char *path, struct arch **out);
+	void *opener_opaque;
 	pthread_mutex_t lock;
 	/* protected by lock: */
 	struct vnode **chunks[MAX_CHUNKS];
@@ -422,6 +426,13 @@ static int add_source(struct un *u, const struct tree_ops *ops, void *t, const c
 	return 0;
 }
 
+void un_set_opener(struct un *u, int (*open)(void *opaque, const char *path, struct arch **out),
+		   void *opaque)
+{
+	u->opener = open;
+	u->opener_opaque = opaque;
+}
+
 int un_add(struct un *u, const struct tree_ops *ops, void *t, const char *name)
 {
 	unsigned idx;
@@ -452,13 +463,20 @@ static int resolve_nested(struct un *u, unsigned *src, struct arch_attr *a)
 	bool found;
 	int err = 0;
 
-	if (!(a->flags & ARCH_A_NESTED) || s->ops != &tree_archive_ops)
+	if (!(a->flags & ARCH_A_NESTED) ||
+	    (s->ops != &tree_archive_ops && !(s->ops == &tree_dir_ops && u->opener)))
 		return 0;
 	pthread_mutex_lock(&u->nested_lock);
 	found = nested_find(s, a->ino, &ns);
 	pthread_mutex_unlock(&u->nested_lock);
 	if (!found) {
-		err = arch_nested(s->t, a->ino, &na);
+		if (s->ops == &tree_archive_ops) {
+			err = arch_nested(s->t, a->ino, &na);
+		} else { /* an archive file in a folder source: opened as a top-level one */
+			char *path = dirtree_path(s->t, a->ino);
+			err = path ? u->opener(u->opener_opaque, path, &na) : -ENOMEM;
+			free(path);
+		}
 		if (err)
 			return err;
 		/* held across add_source, which takes lock: the lock order is nested_lock, then

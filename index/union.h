@@ -28,6 +28,7 @@
 
 #include "tree.h"
 
+struct arch;
 struct un;
 struct un_dir;
 struct un_file;
@@ -37,6 +38,11 @@ struct un_file;
 /* 0 or -ENOMEM. */
 int un_new(bool no_union, struct un **out);
 void un_free(struct un *u); /* frees the sources too; NULL does nothing */
+
+/* How archives inside folder sources are opened (-r): open(opaque, path, &a) is arch_open
+ * with the mount's options; 0 or -errno.  Without it they stay files. */
+void un_set_opener(struct un *u, int (*open)(void *opaque, const char *path, struct arch **out),
+		   void *opaque);
 
 /* Adds a source (ownership of t passes to the union, also on error).  name: its display name
  * (the folder name with no_union).  0 or -ENOMEM / -EOVERFLOW. */

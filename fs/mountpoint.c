@@ -1,0 +1,157 @@
+/* The mount point (see mountpoint.h). */
+#include "mountpoint.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+bool mp_is_fd(const char *mnt)
+{
+	const char *p = mnt;
+
+	if (strncmp(p, "/dev/fd/", 8) != 0 || !p[8])
+		return false;
+	for (p += 8; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
+/* The type of what is mounted at path ("fuse.tarseek", "autofs", ...) into type, or false if
+ * nothing is (from /proc/self/mountinfo: the mount point is field 5, the type follows the
+ * " - " separator; octal escapes in the path). */
+static bool mounted_type(const char *path, char *type, size_t size)
+{
+	char real[PATH_MAX], line[8192];
+	FILE *f;
+	bool found = false;
+
+	if (!realpath(path, real) || !(f = fopen("/proc/self/mountinfo", "r")))
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line;
+		for (int i = 0; i < 4 && p; i++) {
+			p = strchr(p, ' ');
+			if (p)
+				p++;
+		}
+		if (!p)
+			continue;
+		char mnt[PATH_MAX];
+		size_t n = 0;
+		for (; *p && *p != ' ' && n + 1 < sizeof(mnt); p++) {
+			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '7' && p[2] && p[3]) {
+				mnt[n++] = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+				p += 3;
+			} else {
+				mnt[n++] = *p;
+			}
+		}
+		mnt[n] = '\0';
+		if (strcmp(mnt, real) != 0)
+			continue;
+		/* the last mount on that path is the one on top: keep reading */
+		found = true;
+		const char *sep = strstr(p, " - ");
+		snprintf(type, size, "%.*s", sep ? (int)strcspn(sep + 3, " ") : 0, sep ? sep + 3 : "");
+	}
+	fclose(f);
+	return found;
+}
+
+bool mp_inside(const char *path, const char *mnt)
+{
+	char rp[PATH_MAX], rm[PATH_MAX];
+	size_t n;
+
+	if (!realpath(path, rp) || !realpath(mnt, rm))
+		return false;
+	n = strlen(rm);
+	return strncmp(rp, rm, n) == 0 && (rp[n] == '/' || rp[n] == '\0' || n == 1);
+}
+
+int mp_check(const char *mnt)
+{
+	struct stat st;
+	char type[64];
+
+	if (mp_is_fd(mnt)) /* a mount helper mounted already: the descriptor is ours */
+		return 0;
+	if (stat(mnt, &st) < 0) {
+		if (errno == ENOTCONN)
+			fprintf(stderr, "tarseek: mount point %s is a dead FUSE mount: unmount it first "
+				"(fusermount3 -u %s)\n", mnt, mnt);
+		else
+			fprintf(stderr, "tarseek: mount point %s: %s\n", mnt, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "tarseek: mount point %s is not a directory\n", mnt);
+		return -1;
+	}
+	if (mounted_type(mnt, type, sizeof(type)) && strcmp(type, "autofs") != 0) {
+		fprintf(stderr, "tarseek: mount point %s is busy: something is already mounted there\n",
+			mnt);
+		return -1;
+	}
+	return 0;
+}
+
+static int run_fusermount(const char *mnt)
+{
+	char *argv[] = {"fusermount3", "-u", (char *)mnt, NULL};
+	pid_t pid;
+	int status;
+
+	if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) != 0)
+		return -1;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+int mp_unmount(const char *mnt)
+{
+	char type[64], pidbuf[32];
+	long pid = 0;
+	ssize_t n;
+
+	if (!mounted_type(mnt, type, sizeof(type)) || strcmp(type, "fuse.tarseek") != 0) {
+		fprintf(stderr, "tarseek: %s is not a tarseek mount\n", mnt);
+		return -1;
+	}
+	n = getxattr(mnt, "user.tarseek.pid", pidbuf, sizeof(pidbuf) - 1);
+	if (n > 0) {
+		pidbuf[n] = '\0';
+		pid = strtol(pidbuf, NULL, 10);
+	}
+	if (geteuid() == 0 ? umount2(mnt, 0) != 0 : run_fusermount(mnt) != 0) {
+		fprintf(stderr, "tarseek: cannot unmount %s: %s\n", mnt,
+			geteuid() == 0 ? strerror(errno) : "fusermount3 failed");
+		return -1;
+	}
+	for (int i = 0; pid > 0 && i < 6000; i++) { /* a minute, then say so */
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			return 0;
+		struct timespec tick = {0, 10 * 1000 * 1000};
+		nanosleep(&tick, NULL);
+	}
+	if (pid > 0) {
+		fprintf(stderr, "tarseek: %s is unmounted, but its daemon (pid %ld) has not ended "
+			"after a minute\n", mnt, pid);
+		return -1;
+	}
+	return 0;
+}

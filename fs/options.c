@@ -1,0 +1,523 @@
+/* tarseek's options (see options.h). */
+#include "options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../codecs/codec.h"
+#include "../common/size.h"
+#include "config.h"
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+enum opt_id {
+	O_FOREGROUND,
+	O_DEBUG,
+	O_SINGLE,
+	O_NO_UNION,
+	O_RECURSIVE,
+	O_DEPTH,
+	O_STRIP,
+	O_IGNORE_ZEROS,
+	O_OPTION,
+	O_INDEX_FILE,
+	O_INDEX_FOLDER,
+	O_RECREATE,
+	O_GZIP_SPACING,
+	O_CACHE_SIZE,
+	O_DISK_CACHE_SIZE,
+	O_DISK_CACHE_DIR,
+	O_THREADS,
+	O_PREFETCH_SIZE,
+	O_NO_PREFETCH,
+	O_UNMOUNT,
+	O_QUIET,
+	O_HELP,
+	O_VERSION,
+};
+
+struct spec {
+	enum opt_id id;
+	const char *name; /* long option; as a mount option with '_' for '-' */
+	char letter;	  /* short option, or 0 */
+	const char *arg;  /* its argument in --help, NULL: none */
+	const char *help; /* lines separated by '\n' */
+	bool mount;	  /* also a mount option (-o) */
+};
+
+static const struct spec specs[] = {
+    {O_FOREGROUND, "foreground", 'f', NULL, "stay in the foreground", true},
+    {O_DEBUG, "debug", 'd', NULL, "log every request (implies -f)", true},
+    {O_SINGLE, "single-thread", 's', NULL, "serve requests on one thread", true},
+    {O_NO_UNION, "no-union", 0, NULL, "mount each SOURCE in its own folder, named after it", true},
+    {O_RECURSIVE, "recursive", 'r', NULL,
+     "archives inside archives (.tar, .tar.gz, .zip, .gz, ...)\n"
+     "and in folder sources are mounted as folders in their place",
+     true},
+    {O_DEPTH, "recursion-depth", 0, "N", "at most N levels of archives inside archives (-r: 32)",
+     true},
+    {O_STRIP, "strip-extension", 0, NULL,
+     "such a folder is named without the archive extension\n"
+     "(a.tar.gz -> a), unless that name is taken",
+     true},
+    {O_IGNORE_ZEROS, "ignore-zeros", 'i', NULL,
+     "read past zero blocks (the end-of-archive marker), as\n"
+     "tar --ignore-zeros: archives joined with cat show whole",
+     true},
+    {O_OPTION, NULL, 'o', "OPT[,OPT...]",
+     "mount options: every long option as NAME[=VALUE],\n"
+     "uid=, gid=, umask=, dmask=, fmask=, and FUSE's\n"
+     "(allow_other, ...); allow_other turns on\n"
+     "default_permissions; see tarseek(1)",
+     false},
+    {O_INDEX_FILE, "index-file", 0, "PATH", "keep the index at PATH", true},
+    {O_INDEX_FOLDER, "index-folder", 0, "DIR", "keep indexes in DIR", true},
+    {O_RECREATE, "recreate-index", 0, NULL, "rebuild the index even if it is valid", true},
+    {O_GZIP_SPACING, "gzip-spacing", 0, "MIB",
+     "decompressed MiB between gzip checkpoints (default 4)", true},
+    {O_CACHE_SIZE, "cache-size", 0, "SIZE",
+     "decoded-data cache in memory, e.g. 512M (default 256M)", true},
+    {O_DISK_CACHE_SIZE, "disk-cache-size", 0, "SIZE",
+     "decoded data kept in an unlinked temporary file\n"
+     "behind the memory cache, so nothing is decoded twice\n"
+     "(default 4G; 0: none)",
+     true},
+    {O_DISK_CACHE_DIR, "disk-cache-dir", 0, "DIR",
+     "where that file lives (default $TMPDIR, else /var/tmp)", true},
+    {O_THREADS, "threads", 0, "N",
+     "decoder threads while indexing and prefetching\n"
+     "(default: all cores)",
+     true},
+    {O_PREFETCH_SIZE, "prefetch-size", 0, "SIZE",
+     "after mounting, decode compressed archives whole\n"
+     "into the cache in the background when they decode to\n"
+     "at most SIZE together (default: the --cache-size)",
+     true},
+    {O_NO_PREFETCH, "no-prefetch", 0, NULL, "decode only what is read", true},
+    {O_UNMOUNT, "unmount", 'u', NULL,
+     "unmount the MOUNTPOINTs given and wait for their\n"
+     "daemons to end (tarseek -u MOUNTPOINT...)",
+     false},
+    {O_QUIET, "quiet", 'q', NULL, "only errors and warnings", true},
+    {O_HELP, "help", 'h', NULL, "this help", false},
+    {O_VERSION, "version", 'V', NULL, "version and compiled-in codecs", false},
+};
+
+#define NSPECS (sizeof(specs) / sizeof(specs[0]))
+
+void opt_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: tarseek [options] SOURCE... MOUNTPOINT\n"
+		"       tarseek -u MOUNTPOINT...\n"
+		"\n"
+		"Mounts tar archives (plain, or compressed with %s), zip archives,\n"
+		"single compressed files and plain folders as one read-only filesystem.  The\n"
+		"first mount builds an index of each archive (ARCHIVE.index.sqlite beside it,\n"
+		"or in ~/.cache/tarseek/); later mounts reuse it.  Several SOURCEs are merged:\n"
+		"the last one wins for a file, folders merge.  Every version of a repeated path\n"
+		"is under PATH.versions/1..N.\n"
+		"\n"
+		"Options:\n",
+		codec_list());
+	for (size_t i = 0; i < NSPECS; i++) {
+		const struct spec *s = &specs[i];
+		char head[64];
+		int n;
+		if (s->letter && s->name)
+			n = snprintf(head, sizeof(head), "  -%c, --%s%s%s", s->letter, s->name,
+				     s->arg ? " " : "", s->arg ? s->arg : "");
+		else if (s->letter)
+			n = snprintf(head, sizeof(head), "  -%c %s", s->letter, s->arg ? s->arg : "");
+		else
+			n = snprintf(head, sizeof(head), "      --%s%s%s", s->name, s->arg ? " " : "",
+				     s->arg ? s->arg : "");
+		fputs(head, f);
+		for (const char *h = s->help; *h;) {
+			const char *nl = strchr(h, '\n');
+			size_t len = nl ? (size_t)(nl - h) : strlen(h);
+			if (n >= 26) {
+				fputs("\n", f);
+				n = 0;
+			}
+			fprintf(f, "%*s%.*s\n", 26 - n, "", (int)len, h);
+			n = 0;
+			h += len + (nl != NULL);
+		}
+	}
+}
+
+int opt_add_fuse(struct options *o, const char *opt)
+{
+	size_t n = o->fuse_opts ? strlen(o->fuse_opts) : 0;
+	char *p = realloc(o->fuse_opts, n + strlen(opt) + 2);
+
+	if (!p)
+		return -1;
+	if (n)
+		p[n++] = ',';
+	strcpy(p + n, opt);
+	o->fuse_opts = p;
+	return 0;
+}
+
+bool opt_has(const char *opts, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = opts; p && *p;) {
+		const char *c = strchr(p, ',');
+		size_t len = c ? (size_t)(c - p) : strlen(p);
+		if (len == n && strncmp(p, name, n) == 0)
+			return true;
+		p = c ? c + 1 : NULL;
+	}
+	return false;
+}
+
+static bool parse_uint(const char *s, int base, unsigned long max, unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	unsigned long v = strtoul(s, &end, base);
+	if (errno || end == s || *end || v > max || *s == '-')
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Applies option s with value val (NULL for a flag).  how: "--name" or "-o name", for
+ * messages.  0 or -1 (said why). */
+static int apply(struct options *o, const struct spec *s, const char *val, const char *how)
+{
+	unsigned long v;
+
+	switch (s->id) {
+	case O_FOREGROUND:
+		o->foreground = true;
+		return 0;
+	case O_DEBUG:
+		o->debug = o->foreground = true;
+		return 0;
+	case O_SINGLE:
+		o->single_thread = true;
+		return 0;
+	case O_NO_UNION:
+		o->no_union = true;
+		return 0;
+	case O_RECURSIVE:
+		o->recursion = MAX_RECURSION;
+		return 0;
+	case O_DEPTH:
+		if (!parse_uint(val, 10, MAX_RECURSION, &v)) {
+			fprintf(stderr, "tarseek: %s: '%s' is not a number from 0 to %d\n", how, val,
+				MAX_RECURSION);
+			return -1;
+		}
+		o->recursion = (unsigned)v;
+		return 0;
+	case O_STRIP:
+		o->strip_ext = true;
+		return 0;
+	case O_IGNORE_ZEROS:
+		o->ignore_zeros = true;
+		return 0;
+	case O_INDEX_FILE:
+		o->index_file = val;
+		return 0;
+	case O_INDEX_FOLDER:
+		o->index_folder = val;
+		return 0;
+	case O_RECREATE:
+		o->recreate = true;
+		return 0;
+	case O_GZIP_SPACING:
+		if (!parse_size(val, &o->gzip_spacing) || o->gzip_spacing < 64 * 1024 ||
+		    o->gzip_spacing > (1ull << 40)) {
+			fprintf(stderr, "tarseek: %s: '%s' is not a size between 64K and 1T (a bare "
+				"number means MiB)\n", how, val);
+			return -1;
+		}
+		return 0;
+	case O_CACHE_SIZE:
+		if (!parse_size(val, &o->cache_size) || o->cache_size < (4u << 20)) {
+			fprintf(stderr, "tarseek: %s: '%s' is not a size of at least 4M (e.g. 512M, "
+				"2G)\n", how, val);
+			return -1;
+		}
+		return 0;
+	case O_DISK_CACHE_SIZE:
+		if (!parse_size(val, &o->disk_cache_size) ||
+		    (o->disk_cache_size && o->disk_cache_size < (16u << 20))) {
+			fprintf(stderr, "tarseek: %s: '%s' is not 0 or a size of at least 16M (e.g. "
+				"2G)\n", how, val);
+			return -1;
+		}
+		return 0;
+	case O_DISK_CACHE_DIR:
+		o->disk_cache_dir = val;
+		return 0;
+	case O_THREADS:
+		if (!parse_uint(val, 10, 256, &v) || v < 1) {
+			fprintf(stderr, "tarseek: %s: '%s' is not a number from 1 to 256\n", how, val);
+			return -1;
+		}
+		o->threads = (unsigned)v;
+		return 0;
+	case O_PREFETCH_SIZE:
+		if (!parse_size(val, &o->prefetch_size)) {
+			fprintf(stderr, "tarseek: %s: '%s' is not a size\n", how, val);
+			return -1;
+		}
+		o->no_prefetch = o->prefetch_size == 0;
+		return 0;
+	case O_NO_PREFETCH:
+		o->no_prefetch = true;
+		return 0;
+	case O_UNMOUNT:
+		o->unmount = true;
+		return 0;
+	case O_QUIET:
+		o->quiet = true;
+		return 0;
+	case O_HELP:
+		opt_usage(stdout);
+		exit(0);
+	case O_VERSION:
+		printf("tarseek %s\ncodecs: %s\ncontainers: tar, zip\nFUSE library %d\n",
+		       TARSEEK_VERSION, codec_list(), fuse_version());
+		exit(0);
+	case O_OPTION:
+		break;
+	}
+	return 0;
+}
+
+/* ---- mount options ----------------------------------------------------------------------- */
+
+/* Mount flags libfuse 3 knows: passed on. */
+static const char *const fuse_flags[] = {"suid",  "nosuid", "dev",     "nodev", "exec",
+					 "noexec", "async", "sync",    "dirsync", "atime",
+					 "noatime", "allow_other", "allow_root",
+					 "default_permissions", "auto_unmount", "blkdev"};
+/* FUSE's options with a value: passed on. */
+static const char *const fuse_valued[] = {"max_read", "fsname", "subtype", "blksize"};
+/* Meaningless for a read-only archive, or libfuse 2's: accepted, ignored. */
+static const char *const ignored[] = {
+    "rw",	    "ro",	   "relatime",	 "norelatime", "strictatime", "nostrictatime",
+    "lazytime",	    "nolazytime",  "diratime",	 "nodiratime", "auto",	      "noauto",
+    "user",	    "nouser",	   "users",	 "owner",      "group",	      "_netdev",
+    "nofail",	    "defaults",	   "nonempty",	 "kernel_cache", "auto_cache", "big_writes",
+    "large_read",   "hard_remove", "use_ino",	 "readdir_ino"};
+
+static bool in_list(const char *const *list, size_t n, const char *name, size_t len)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strlen(list[i]) == len && strncmp(list[i], name, len) == 0)
+			return true;
+	return false;
+}
+
+#define IN(list, name, len) in_list(list, sizeof(list) / sizeof(list[0]), name, len)
+
+/* The option spec NAME names (with '_' or '-'), for -o. */
+static const struct spec *spec_named(const char *name, size_t len)
+{
+	for (size_t i = 0; i < NSPECS; i++) {
+		const char *n = specs[i].name;
+		if (!n || !specs[i].mount || strlen(n) != len)
+			continue;
+		size_t k = 0;
+		while (k < len && (n[k] == name[k] || (n[k] == '-' && name[k] == '_')))
+			k++;
+		if (k == len)
+			return &specs[i];
+	}
+	return NULL;
+}
+
+static int owner_option(struct options *o, const char *name, const char *val)
+{
+	unsigned long v;
+
+	if (!strcmp(name, "uid") || !strcmp(name, "gid")) {
+		bool uid = name[0] == 'u';
+		if (!parse_uint(val, 10, UINT32_MAX - 1, &v)) {
+			struct passwd *pw = uid ? getpwnam(val) : NULL;
+			struct group *gr = uid ? NULL : getgrnam(val);
+			if (!pw && !gr) {
+				fprintf(stderr, "tarseek: -o %s=%s: no such %s\n", name, val,
+					uid ? "user" : "group");
+				return -1;
+			}
+			v = pw ? pw->pw_uid : gr->gr_gid;
+		}
+		if (uid) {
+			o->set_uid = true;
+			o->uid = (uint32_t)v;
+		} else {
+			o->set_gid = true;
+			o->gid = (uint32_t)v;
+		}
+		return 0;
+	}
+	if (!parse_uint(val, 8, 07777, &v)) {
+		fprintf(stderr, "tarseek: -o %s=%s: not an octal mode mask\n", name, val);
+		return -1;
+	}
+	if (!strcmp(name, "umask") || !strcmp(name, "dmask"))
+		o->dmask = (uint32_t)v;
+	if (!strcmp(name, "umask") || !strcmp(name, "fmask"))
+		o->fmask = (uint32_t)v;
+	return 0;
+}
+
+static const char *const owner_opts[] = {"uid", "gid", "umask", "dmask", "fmask"};
+
+/* One -o item "NAME[=VALUE]" (item is modified). */
+static int mount_option(struct options *o, char *item)
+{
+	char *eq = strchr(item, '=');
+	const char *val = eq ? eq + 1 : NULL;
+	const struct spec *s;
+	char how[96];
+	size_t len;
+
+	if (eq)
+		*eq = '\0'; /* item is the name now */
+	len = strlen(item);
+	if (!len)
+		return 0;
+	snprintf(how, sizeof(how), "-o %s", item);
+	if ((s = spec_named(item, len))) {
+		if (!s->arg != !val) {
+			fprintf(stderr, "tarseek: %s %s\n", how, s->arg ? "wants a value (NAME=VALUE)"
+									: "takes no value");
+			return -1;
+		}
+		return apply(o, s, val, how);
+	}
+	if (val && IN(owner_opts, item, len))
+		return owner_option(o, item, val);
+	if (eq)
+		*eq = '='; /* passed on whole */
+	if (val && len == 8 && !strncmp(item, "max_read", 8)) {
+		unsigned long v;
+		if (!parse_uint(val, 10, UINT32_MAX, &v) || v < 4096) {
+			fprintf(stderr, "tarseek: -o max_read=%s: not a size of at least 4096\n", val);
+			return -1;
+		}
+		o->max_read = (unsigned)v;
+	}
+	if ((!val && IN(fuse_flags, item, len)) || (val && IN(fuse_valued, item, len)))
+		return opt_add_fuse(o, item);
+	if (IN(ignored, item, len) || (len > 2 && !strncmp(item, "x-", 2)) ||
+	    (len == 7 && !strncmp(item, "comment", 7)))
+		return 0;
+	fprintf(stderr, "tarseek: unknown mount option '%s' (see tarseek --help)\n", item);
+	return -1;
+}
+
+/* -o OPTS: each comma-separated item, kept for the strings the options point into. */
+static int mount_options(struct options *o, const char *opts)
+{
+	char *copy = strdup(opts), **n;
+
+	if (!copy)
+		return -1;
+	n = realloc(o->strings, (o->nstrings + 1) * sizeof(*n));
+	if (!n) {
+		free(copy);
+		return -1;
+	}
+	o->strings = n;
+	o->strings[o->nstrings++] = copy;
+	for (char *p = copy, *c; p; p = c) {
+		c = strchr(p, ',');
+		if (c)
+			*c++ = '\0';
+		if (mount_option(o, p) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- the command line --------------------------------------------------------------------- */
+
+int opt_parse(int argc, char **argv, struct options *o)
+{
+	struct option longopts[NSPECS + 1];
+	char shorts[2 * NSPECS + 2];
+	size_t nl = 0, ns = 0;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int c, idx;
+
+	o->cache_size = (uint64_t)DEFAULT_CACHE_MIB << 20;
+	o->disk_cache_size = (uint64_t)DEFAULT_DISK_CACHE_GIB << 30;
+	o->gzip_spacing = (uint64_t)DEFAULT_GZIP_SPACING_MIB << 20;
+	o->threads = ncpu > 0 ? (unsigned)ncpu : 1;
+	for (size_t i = 0; i < NSPECS; i++) {
+		if (specs[i].name)
+			longopts[nl++] = (struct option){specs[i].name,
+							 specs[i].arg ? required_argument : no_argument,
+							 NULL, 256 + (int)i};
+		if (specs[i].letter) {
+			shorts[ns++] = specs[i].letter;
+			if (specs[i].arg)
+				shorts[ns++] = ':';
+		}
+	}
+	longopts[nl] = (struct option){0};
+	shorts[ns] = '\0';
+	while ((c = getopt_long(argc, argv, shorts, longopts, &idx)) != -1) {
+		const struct spec *s = NULL;
+		char how[64];
+		if (c >= 256)
+			s = &specs[c - 256];
+		for (size_t i = 0; !s && i < NSPECS; i++)
+			if (specs[i].letter == c)
+				s = &specs[i];
+		if (!s)
+			return -1; /* getopt printed the message */
+		if (s->id == O_OPTION) {
+			if (mount_options(o, optarg) < 0)
+				return -1;
+			continue;
+		}
+		snprintf(how, sizeof(how), "--%s", s->name);
+		if (apply(o, s, optarg, how) < 0)
+			return -1;
+	}
+	if (o->unmount) {
+		if (argc - optind < 1) {
+			fprintf(stderr, "tarseek: -u: which mount point?\n");
+			return -1;
+		}
+		o->sources = argv + optind;
+		o->nsources = argc - optind;
+		return 0;
+	}
+	if (argc - optind < 2) {
+		fprintf(stderr, "tarseek: %s\n", argc - optind == 0 ? "no archive and mount point given"
+								    : "no mount point given");
+		return -1;
+	}
+	o->sources = argv + optind;
+	o->nsources = argc - optind - 1;
+	o->mountpoint = argv[argc - 1];
+	return 0;
+}
+
+void opt_free(struct options *o)
+{
+	for (size_t i = 0; i < o->nstrings; i++)
+		free(o->strings[i]);
+	free(o->strings);
+	free(o->fuse_opts);
+}
