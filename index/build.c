@@ -43,6 +43,7 @@
 
 #define PROGRESS_STEP (16ull << 20)
 #define ZEROS_TAR_MAX (1ull << 20) /* larger all-zero compressed files are single files */
+#define PROGRESS_LOG_SECONDS 10.0  /* without a terminal: a progress line this often */
 
 
 void bld_progress(struct builder *b, bool force)
@@ -50,6 +51,16 @@ void bld_progress(struct builder *b, bool force)
 	double t = mono_now();
 	char pos[32], size[32];
 
+	if (!b->show && b->log_progress && t - b->last >= PROGRESS_LOG_SECONDS) {
+		/* no terminal (a mount from fstab or systemd): a line in the log now and then,
+		 * so that a long first mount does not look like a hang */
+		uint64_t at = src_high_water(b->file);
+		b->last = t;
+		tfs_log(TFS_LOG_NOTICE, "indexing %s: %.0f%% after %.0f s", b->name,
+			b->file_size ? 100.0 * (at > b->file_size ? b->file_size : at) / b->file_size
+				     : 100.0, t - b->t0);
+		return;
+	}
 	if (!b->show || (!force && t - b->last < 1.0))
 		return;
 	b->last = t;
@@ -744,6 +755,7 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 	b.file_size = st.archive_size = src_size(in->src);
 	b.name = strrchr(in->name, '/') ? strrchr(in->name, '/') + 1 : in->name;
 	b.show = o->progress && isatty(STDERR_FILENO);
+	b.log_progress = o->progress && !b.show;
 	b.uid = (uint32_t)in->uid;
 	b.gid = (uint32_t)in->gid;
 	b.mtime = in->mtime;

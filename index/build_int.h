@@ -39,7 +39,8 @@ struct builder {
 	struct src *file; /* the archive file */
 	uint64_t file_size;
 	const char *name;
-	bool show;
+	bool show;	   /* the progress line on the terminal */
+	bool log_progress; /* no terminal: a log line every PROGRESS_LOG_SECONDS */
 	double t0, last;
 
 	/* root's defaults for implicit directories, and members that name no owner */

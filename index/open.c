@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,6 +219,8 @@ static char *folder_path(const char *dir, const char *archive)
 	return out;
 }
 
+/* $XDG_CACHE_HOME/tarseek, else ~/.cache/tarseek; with no HOME (mount(8) and systemd pass
+ * none), /var/cache/tarseek for root and the passwd entry's home for others. */
 static char *cache_dir(void)
 {
 	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -226,9 +229,16 @@ static char *cache_dir(void)
 	if (x && *x == '/') {
 		if (asprintf(&out, "%s/tarseek", x) < 0)
 			return NULL;
-	} else if (asprintf(&out, "%s/.cache/tarseek", home && *home ? home : "/tmp") < 0) {
-		return NULL;
+		return out;
 	}
+	if (!home || *home != '/') {
+		struct passwd *pw = geteuid() == 0 ? NULL : getpwuid(geteuid());
+		if (geteuid() == 0)
+			return strdup("/var/cache/tarseek");
+		home = pw && pw->pw_dir && *pw->pw_dir == '/' ? pw->pw_dir : "/tmp";
+	}
+	if (asprintf(&out, "%s/.cache/tarseek", home) < 0)
+		return NULL;
 	return out;
 }
 

@@ -6,7 +6,8 @@
  *   2. --index-folder DIR: DIR/NAME.HASH.index.sqlite;
  *   3. ARCHIVE.index.sqlite beside the archive, if it exists and is valid (a prebuilt index
  *      shared with the archive), or if that folder is writable;
- *   4. $XDG_CACHE_HOME/tarseek/NAME.HASH.index.sqlite (default ~/.cache/tarseek/),
+ *   4. $XDG_CACHE_HOME/tarseek/NAME.HASH.index.sqlite (default ~/.cache/tarseek/; with no
+ *      $HOME, as from mount(8) or systemd: /var/cache/tarseek/ for root),
  * where HASH is taken from the archive's canonical path.  A location inside the mount point
  * is never used.  A stale or incomplete index is rebuilt with a message saying why
  * (validate.h); an index built here is written under a temporary name and renamed into place.
