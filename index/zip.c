@@ -59,7 +59,9 @@ struct zip_dir {
 };
 
 /* The end record: the last place in the final ZIP_END_SEARCH bytes where its signature sits
- * with a comment length that reaches exactly the end of the file.  Its offset, or -1. */
+ * with a comment length that reaches exactly the end of the file -- else, as unzip and
+ * Python's zipfile do, the last one whose comment ends before it (bytes were appended).  Its
+ * offset, or -1. */
 static int64_t find_end(struct src *in, uint64_t size)
 {
 	uint64_t n = size < ZIP_END_SEARCH ? size : ZIP_END_SEARCH, start = size - n;
@@ -72,14 +74,20 @@ static int64_t find_end(struct src *in, uint64_t size)
 	if (!buf)
 		return -1;
 	if (src_pread(in, buf, (size_t)n, start) == (ssize_t)n) {
+		int64_t fits = -1; /* bytes after the record: a download's padding, a signature */
 		for (uint64_t i = n - ZIP_END_LEN + 1; i-- > 0;) {
 			if (le32(buf + i) != ZIP_END_SIG)
 				continue;
-			if (start + i + ZIP_END_LEN + le16(buf + i + 20) == size) {
+			uint64_t end = start + i + ZIP_END_LEN + le16(buf + i + 20);
+			if (end == size) {
 				found = (int64_t)(start + i);
 				break;
 			}
+			if (end < size && fits < 0)
+				fits = (int64_t)(start + i);
 		}
+		if (found < 0)
+			found = fits;
 	}
 	free(buf);
 	return found;
@@ -136,8 +144,18 @@ static int dir_locate(struct src *in, const char *name, uint64_t size, int64_t e
 			"its end record: damaged", name, (unsigned long long)d->size);
 		return -EIO;
 	}
-	/* bytes prepended to the archive shift the directory and every offset in it */
+	/* bytes prepended to the archive shift the directory and every offset in it -- unless
+	 * the directory is where its offset says (its size is then wrong, or a record sits
+	 * between it and the end record) */
 	d->shift = (int64_t)(dir_end - d->size) - (int64_t)d->off;
+	uint8_t sig[4];
+	if (d->shift && d->off < dir_end && read_at(in, sig, 4, d->off) &&
+	    le32(sig) == ZIP_CENTRAL_SIG) { /* the offset is right: trust it over the size */
+		tfs_log(TFS_LOG_WARNING, "%s: the zip directory's size (%llu) does not fit where it "
+			"starts: read from its offset", name, (unsigned long long)d->size);
+		d->size = dir_end - d->off;
+		d->shift = 0;
+	}
 	if (d->shift < 0) {
 		tfs_log(TFS_LOG_ERR, "%s: zip central directory offset %llu is past its end record: "
 			"damaged", name, (unsigned long long)d->off);
@@ -268,19 +286,26 @@ static void entry_owner(const struct zip_entry *z, struct arc_member *m)
 	m->no_owner = false;
 }
 
-/* The Info-ZIP Unicode Path: the UTF-8 name, if it is for this very stored name. */
-static void entry_name(const struct zip_entry *z, struct arc_member *m)
+/* The name, NUL-terminated in buf (ZIP_NAME_MAX + 1 bytes): the Info-ZIP Unicode Path's
+ * UTF-8 name if it is for this very stored name, else the stored bytes. */
+static void entry_name(const struct zip_entry *z, struct arc_member *m, uint8_t *buf)
 {
 	size_t len;
 	const uint8_t *p = extra_find(z->extra, z->extra_len, ZIP_X_UPATH, &len);
+	const uint8_t *name = z->name;
+	size_t n = z->name_len;
 
-	m->path = z->name;
-	m->path_len = z->name_len;
 	if (p && len > 5 && p[0] == 1 &&
 	    le32(p + 1) == (uint32_t)crc32(0, z->name, (uInt)z->name_len)) {
-		m->path = p + 5;
-		m->path_len = len - 5;
+		name = p + 5;
+		n = len - 5;
 	}
+	if (n > ZIP_NAME_MAX)
+		n = ZIP_NAME_MAX;
+	memcpy(buf, name, n);
+	buf[n] = '\0';
+	m->path = buf;
+	m->path_len = n;
 }
 
 static const char *method_codec(unsigned method)
@@ -366,13 +391,15 @@ static void entry_type(const struct zip_entry *z, struct arc_member *m)
 	}
 }
 
-/* Reports entry z: its stream if compressed, then the member. */
-static int report(const struct zip_entry *z, int64_t shift, const struct cont_sink *sink)
+/* Reports entry z: its stream if compressed, then the member.  namebuf: ZIP_NAME_MAX + 1
+ * bytes for its name. */
+static int report(const struct zip_entry *z, int64_t shift, const struct cont_sink *sink,
+		  uint8_t *namebuf)
 {
 	struct arc_member m = {.link = (const uint8_t *)"", .uname = "", .gname = ""};
 	char why[96];
 
-	entry_name(z, &m);
+	entry_name(z, &m, namebuf);
 	entry_type(z, &m);
 	entry_times(z, &m);
 	entry_owner(z, &m);
@@ -454,17 +481,22 @@ static int parse_directory(struct src *in, const char *name, uint64_t size,
 			   struct cont_stats *st)
 {
 	uint64_t at = d->off + (uint64_t)d->shift;
-	uint8_t *buf;
+	uint8_t *buf, *namebuf;
 	size_t pos = 0;
 	int err = 0;
 
 	if (d->size > size || at > size - d->size)
 		return -EIO;
 	buf = malloc(d->size ? (size_t)d->size : 1);
-	if (!buf)
+	namebuf = malloc(ZIP_NAME_MAX + 1);
+	if (!buf || !namebuf) {
+		free(buf);
+		free(namebuf);
 		return -ENOMEM;
+	}
 	if (!read_at(in, buf, (size_t)d->size, at)) {
 		free(buf);
+		free(namebuf);
 		tfs_log(TFS_LOG_ERR, "%s: cannot read the zip central directory", name);
 		return -EIO;
 	}
@@ -478,12 +510,12 @@ static int parse_directory(struct src *in, const char *name, uint64_t size,
 			st->damaged = true;
 			break;
 		}
-		if (z.lho > size) {
+		if (z.lho > size || (uint64_t)d->shift > size - z.lho) {
 			tfs_log(TFS_LOG_WARNING, "%s: zip entry %llu points past the end of the "
 				"archive: left out", name, (unsigned long long)i);
 			st->damaged = true;
 		} else {
-			err = report(&z, d->shift, sink);
+			err = report(&z, d->shift, sink, namebuf);
 			if (err)
 				break;
 			st->members++;
@@ -497,6 +529,7 @@ static int parse_directory(struct src *in, const char *name, uint64_t size,
 			"holds %llu", name, (unsigned long long)d->entries,
 			(unsigned long long)st->members);
 	free(buf);
+	free(namebuf);
 	return err;
 }
 
@@ -507,11 +540,14 @@ static int parse_local(struct src *in, const char *name, uint64_t size,
 {
 	uint64_t at = 0;
 	uint8_t h[ZIP_LOCAL_LEN];
-	uint8_t *var = malloc(ZIP_NAME_MAX * 2);
+	uint8_t *var = malloc(ZIP_NAME_MAX * 2), *namebuf = malloc(ZIP_NAME_MAX + 1);
 	int err = 0;
 
-	if (!var)
+	if (!var || !namebuf) {
+		free(var);
+		free(namebuf);
 		return -ENOMEM;
+	}
 	st->damaged = true;
 	tfs_log(TFS_LOG_WARNING, "%s: no zip central directory (truncated?): entries read from "
 		"their local headers", name);
@@ -549,13 +585,14 @@ static int parse_local(struct src *in, const char *name, uint64_t size,
 				"%llu: left out", name, (unsigned long long)at);
 			break;
 		}
-		err = report(&z, 0, sink);
+		err = report(&z, 0, sink, namebuf);
 		if (err)
 			break;
 		st->members++;
 		at = data + z.csize;
 	}
 	free(var);
+	free(namebuf);
 	return err;
 }
 
