@@ -11,6 +11,7 @@ static const struct codec *const codecs[] = {
 	&codec_gzip,
 	&codec_bzip2,
 	&codec_xz,
+	&codec_7z, /* found by name only: its probe never says yes */
 #if HAVE_ZSTD
 	&codec_zstd,
 #endif

@@ -84,7 +84,7 @@ struct codec_scan;
 struct codec_dec;
 
 struct codec {
-	const char *name; /* "gzip", "bzip2", "xz", "zstd", "lzo" */
+	const char *name; /* "gzip", "bzip2", "xz", "zstd", "lzo", "7z" */
 
 	/* True if head (the first len bytes of the file, len <= 512 and possibly less when
 	 * the file is small) starts with this codec's magic. */
@@ -150,6 +150,7 @@ struct codec {
 extern const struct codec codec_gzip;
 extern const struct codec codec_bzip2;
 extern const struct codec codec_xz;
+extern const struct codec codec_7z; /* 7z folders (container streams only; probe says no) */
 #if HAVE_ZSTD
 extern const struct codec codec_zstd;
 #endif
