@@ -122,6 +122,10 @@ struct sz_node {
 			uint64_t mem;
 			bool finish; /* the input has ended: LZMA_FINISH from now on */
 			bool ended;  /* liblzma said LZMA_STREAM_END */
+			bool wrap;   /* BCJ filters over something else: the input is wrapped in
+					LZMA2 uncompressed chunks for liblzma (sz_xz_fill) */
+			bool wrap_sent; /* ... a chunk was sent (the next is control 2) */
+			bool wrap_end; /* ... the end marker is written */
 		} xz;
 		struct {
 			z_stream zs;
@@ -323,6 +327,43 @@ static ssize_t sz_copy_read(struct sz_node *n, uint8_t *buf, size_t len)
 	return r;
 }
 
+/* The input of a liblzma chain.  liblzma applies BCJ filters only in front of LZMA or LZMA2;
+ * over another coder (BCJ over Deflate, say) the bytes of that coder are handed over as
+ * LZMA2 uncompressed chunks (control 1 then 2, the size - 1 in two bytes, up to 64 KiB of data)
+ * and an end marker, which LZMA2 copies through unchanged. */
+static ssize_t sz_xz_fill(struct sz_node *n)
+{
+	struct sz_ibuf *ib = &n->ib[0];
+	ssize_t r;
+
+	if (!n->u.xz.wrap)
+		return sz_fill(n, 0);
+	if (ib->pos < ib->len)
+		return (ssize_t)(ib->len - ib->pos);
+	if (ib->eof)
+		return 0;
+	if (n->u.xz.wrap_end) {
+		ib->eof = true;
+		return 0;
+	}
+	r = sz_read(n->child[0], ib->buf + 3, ib->cap - 3);
+	if (r < 0)
+		return r;
+	ib->pos = 0;
+	if (r == 0) {
+		ib->buf[0] = 0x00;
+		ib->len = 1;
+		n->u.xz.wrap_end = true;
+		return 1;
+	}
+	ib->buf[0] = n->u.xz.wrap_sent ? 0x02 : 0x01;
+	n->u.xz.wrap_sent = true;
+	ib->buf[1] = (uint8_t)((r - 1) >> 8);
+	ib->buf[2] = (uint8_t)(r - 1);
+	ib->len = 3 + (size_t)r;
+	return (ssize_t)ib->len;
+}
+
 /* The decoder ended (or must end) at n->size: check that it says so and its input is used. */
 static int sz_xz_end(struct sz_node *n)
 {
@@ -332,7 +373,7 @@ static int sz_xz_end(struct sz_node *n)
 	while (!n->u.xz.ended) {
 		lzma_ret ret;
 		size_t before;
-		ssize_t r = sz_fill(n, 0);
+		ssize_t r = sz_xz_fill(n);
 
 		if (r < 0)
 			return (int)r;
@@ -373,7 +414,7 @@ static ssize_t sz_xz_read(struct sz_node *n, uint8_t *buf, size_t len)
 	while (s->avail_out == len && len > 0) {
 		lzma_ret ret;
 		size_t before;
-		ssize_t r = sz_fill(n, 0);
+		ssize_t r = sz_xz_fill(n);
 
 		if (r < 0)
 			return r;
@@ -830,13 +871,15 @@ static int sz_dict(struct sz_chain *ch, unsigned c, uint64_t stated, uint32_t *d
 	return 0;
 }
 
-/* A liblzma chain: BCJ filters cs[0..n-2] stacked on LZMA/LZMA2 coder cs[n-1]. */
-static int sz_build_xz(struct sz_chain *ch, const unsigned *cs, unsigned ncs,
+/* A liblzma chain: BCJ filters cs[0..n-2] stacked on LZMA/LZMA2 coder cs[n-1]; or, with wrap,
+ * BCJ filters cs[0..n-1] over whatever feeds cs[n-1] (sz_xz_fill). */
+static int sz_build_xz(struct sz_chain *ch, const unsigned *cs, unsigned ncs, bool wrap,
 		       const struct sz_start *st, unsigned depth, struct sz_node **out)
 {
 	const struct szc_folder *f = &ch->f;
 	unsigned lc = cs[ncs - 1];
 	const struct szc_coder *k = &f->coders[lc];
+	static const struct szc_coder wrap_coder = {.method = SZM_LZMA2, .nin = 1, .nprops = 1};
 	uint64_t size = f->unpack_size[cs[0]] - (st ? st->uoff : 0);
 	lzma_filter filters[LZMA_FILTERS_MAX + 1];
 	struct sz_node *n;
@@ -850,6 +893,13 @@ static int sz_build_xz(struct sz_chain *ch, const unsigned *cs, unsigned ncs,
 					 sz_coder_name(ch, (int)cs[0]));
 	n = sz_node_new(ch, SZN_XZ, (int)cs[0], size);
 	n->u.xz.strm = (lzma_stream)LZMA_STREAM_INIT;
+	n->u.xz.wrap = wrap;
+	if (wrap) { /* the filters are cs[0..ncs); an LZMA2 of 4 KiB copies the chunks */
+		if (ncs + 1 > LZMA_FILTERS_MAX)
+			return sz_refuse(ch, -ENOTSUP, "too many filters in a row");
+		k = &wrap_coder;
+		ncs++;
+	}
 	if (lzma_lzma_preset(&n->u.xz.lz, 0))
 		return sz_refuse(ch, -EINVAL, "liblzma has no preset 0");
 	if (k->method == SZM_LZMA2) {
@@ -874,8 +924,9 @@ static int sz_build_xz(struct sz_chain *ch, const unsigned *cs, unsigned ncs,
 		n->u.xz.lz.ext_size_low = (uint32_t)f->unpack_size[lc];
 		n->u.xz.lz.ext_size_high = (uint32_t)(f->unpack_size[lc] >> 32);
 	}
-	err = sz_dict(ch, lc, stated, &n->u.xz.lz.dict_size);
-	if (err)
+	if (wrap)
+		n->u.xz.lz.dict_size = LZMA_DICT_SIZE_MIN;
+	else if ((err = sz_dict(ch, lc, stated, &n->u.xz.lz.dict_size)))
 		return err;
 	for (unsigned i = 0; i + 1 < ncs; i++) {
 		const struct szc_coder *b = &f->coders[cs[i]];
@@ -904,7 +955,7 @@ static int sz_build_xz(struct sz_chain *ch, const unsigned *cs, unsigned ncs,
 				 sz_coder_name(ch, (int)lc));
 	ch->mem += (size_t)n->u.xz.mem;
 	n->nin = 1;
-	err = sz_ibuf_alloc(ch, &n->ib[0], SZ_IBUF);
+	err = sz_ibuf_alloc(ch, &n->ib[0], wrap ? 3 + ((size_t)1 << 16) : SZ_IBUF);
 	if (!err)
 		err = sz_build_input(ch, sz_first_in(f, lc), st, depth + 1, &n->child[0]);
 	*out = n;
@@ -952,14 +1003,10 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 			if (src < 0 || !(sz_is_bcj(f->coders[src].method) ||
 					 f->coders[src].method == SZM_LZMA ||
 					 f->coders[src].method == SZM_LZMA2))
-				return sz_refuse(ch, -ENOTSUP,
-						 "a %s filter over %s is not supported (only over "
-						 "LZMA or LZMA2)",
-						 sz_coder_name(ch, (int)cur),
-						 src < 0 ? "a packed stream" : sz_coder_name(ch, src));
+				return sz_build_xz(ch, cs, ncs, true, st, depth, out);
 			cur = (unsigned)src;
 		}
-		return sz_build_xz(ch, cs, ncs, st, depth, out);
+		return sz_build_xz(ch, cs, ncs, false, st, depth, out);
 	}
 	switch (k->method) {
 	case SZM_COPY:

@@ -755,6 +755,11 @@ static int sz_fold_check(struct sz_db *db, uint64_t i, struct szc_folder *f, con
 			return -EOPNOTSUPP;
 		}
 	}
+	for (unsigned c = 0; c < f->ncoders; c++)
+		if (f->coders[c].nin != (f->coders[c].method == SZM_BCJ2 ? 4 : 1)) {
+			*why = "7z folder not readable: a coder with an unexpected number of inputs";
+			return -EOPNOTSUPP;
+		}
 	if (szc_check(f, &w)) {
 		snprintf(buf, sizeof(buf), "7z folder not readable: %s", w);
 		*why = buf;
@@ -1006,36 +1011,42 @@ static void sz_filetime(uint64_t ft, int64_t *sec, uint32_t *nsec)
 	}
 }
 
-/* Type and permissions of a file from its attributes and whether it has data. */
-static void sz_file_mode(struct arc_member *m, bool has_attr, uint32_t attr, bool is_dir)
+/* Type and permissions of a file from its attributes and whether it has data.  A file with
+ * data is a regular file or a symlink whatever else its mode says (7-Zip's -si stores the mode
+ * of its standard input, a pipe). */
+static void sz_file_mode(struct arc_member *m, bool has_attr, uint32_t attr, bool is_dir,
+			 bool has_data)
 {
 	if (has_attr && (attr & SZ_ATTR_UNIX) && (attr >> 16) != 0) {
 		uint32_t mode = attr >> 16;
 
 		m->mode = mode & 07777;
 		switch (mode & S_IFMT) {
-		case S_IFDIR:
-			m->type = MEMBER_DIR;
-			return;
 		case S_IFLNK:
 			m->type = MEMBER_SYMLINK;
 			m->link_in_data = true;
 			return;
+		case S_IFDIR:
+			m->type = has_data ? MEMBER_REG : MEMBER_DIR;
+			return;
 		case S_IFCHR:
-			m->type = MEMBER_CHR;
+			m->type = has_data ? MEMBER_REG : MEMBER_CHR;
 			return;
 		case S_IFBLK:
-			m->type = MEMBER_BLK;
+			m->type = has_data ? MEMBER_REG : MEMBER_BLK;
 			return;
 		case S_IFIFO:
-			m->type = MEMBER_FIFO;
+			m->type = has_data ? MEMBER_REG : MEMBER_FIFO;
 			return;
-		default:
-			m->type = is_dir ? MEMBER_DIR : MEMBER_REG;
+		case S_IFREG:
+			m->type = MEMBER_REG;
+			return;
+		default: /* sockets, or nothing we know */
+			m->type = is_dir && !has_data ? MEMBER_DIR : MEMBER_REG;
 			return;
 		}
 	}
-	if (is_dir || (has_attr && (attr & SZ_ATTR_DIR))) {
+	if (!has_data && (is_dir || (has_attr && (attr & SZ_ATTR_DIR)))) {
 		m->type = MEMBER_DIR;
 		m->mode = 0755;
 	} else {
@@ -1202,7 +1213,7 @@ static int sz_files_info(struct sz_db *db, struct sz_rd *r)
 			is_dir = !(efile.present && bit(db->hdr + efile.off, ei));
 			is_anti = anti.present && bit(db->hdr + anti.off, ei);
 			ei++;
-			sz_file_mode(&m, has_attr, a, is_dir);
+			sz_file_mode(&m, has_attr, a, is_dir, false);
 			if (is_anti)
 				continue;
 		} else {
@@ -1221,7 +1232,7 @@ static int sz_files_info(struct sz_db *db, struct sz_rd *r)
 				in_fold = 0;
 				data_off = 0;
 			}
-			sz_file_mode(&m, has_attr, a, false);
+			sz_file_mode(&m, has_attr, a, false, true);
 			m.stream = stream;
 			m.data_off = data_off;
 			if (m.type == MEMBER_REG || m.type == MEMBER_SYMLINK)

@@ -597,6 +597,367 @@ static void test_methods(void)
 	}
 }
 
+
+/* Parses and decodes an archive of one file (the bytes want), returns its checkpoints. */
+static size_t check_single(const char *what, const uint8_t *a, size_t alen, const char *path,
+			   const uint8_t *want, size_t wlen, uint64_t spacing)
+{
+	struct rec r;
+	struct cont_stats st;
+	struct decoded dd;
+	const struct rmember *x;
+	size_t n;
+
+	fprintf(stderr, "single: %s (%zu -> %zu bytes)\n", what, wlen, alen);
+	CHECK_EQ(parse(a, alen, &r, &st), 0);
+	CHECK_EQ(r.nm, 1);
+	decode_all(a, alen, &r, spacing, &dd);
+	x = find(&r, path);
+	CHECK(x != NULL);
+	if (x) {
+		CHECK_EQ(x->m.type, MEMBER_REG);
+		check_member_bytes(&r, &dd, x, want, wlen);
+	}
+	n = dd.ncks;
+	fprintf(stderr, "  %zu checkpoints\n", n);
+	decoded_free(&dd);
+	rec_free(&r);
+	return n;
+}
+
+/* The branch converters: an x86 ELF through BCJ and BCJ2, the others on the same bytes (any
+ * bytes decode; the filters must give them back).  With small LZMA2 blocks the restarts
+ * inside BCJ folders are tried, and each one kept must give the scan's bytes. */
+static void test_filters(void)
+{
+	static const struct {
+		const char *sw;
+		size_t min_cks;
+	} cases[] = {
+		{"-mf=BCJ -m0=LZMA2:c=256k -mmt2 -mx1", 3},
+		{"-mf=BCJ -m0=LZMA -mx1", 1},
+		{"-mf=BCJ2 -mx1", 1},
+		{"-mf=BCJ2 -m0=LZMA2 -mx3", 1},
+		{"-mf=ARM64 -m0=LZMA2:c=256k -mmt2 -mx1", 3},
+		{"-mf=ARM -mx1", 1},
+		{"-mf=ARMT -m0=LZMA2:c=256k -mmt2 -mx1", 3},
+		{"-mf=PPC -mx1", 1},
+		{"-mf=SPARC -mx1", 1},
+		{"-mf=IA64 -m0=LZMA2:c=256k -mmt2 -mx1", 3},
+		{"-mf=Delta:2 -m0=LZMA2:c=256k -mmt2 -mx1", 3},
+		{"-mf=BCJ -m0=BZip2", 1},
+	};
+	size_t elflen, len;
+	uint8_t *elf = tu_read_file("/usr/bin/bash", &elflen);
+	char name[32];
+
+	CHECK(elf != NULL);
+	if (!elf)
+		return;
+	if (elflen > (1u << 20))
+		elflen = 1u << 20; /* a MiB of x86 code is enough */
+	sh("rm -rf %s/src/bin && mkdir -p %s/src/bin", tmp, tmp);
+	write_file("bin/code", elf, elflen);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rec r;
+		uint8_t *a;
+
+		snprintf(name, sizeof(name), "f%zu.7z", i);
+		a = make_7z(name, cases[i].sw, "bin/code", &len);
+		if (strstr(cases[i].sw, "BZip2")) { /* 7-Zip refuses a filter over BZip2? */
+			CHECK_EQ(parse(a, len, &r, NULL), 0);
+			rec_free(&r);
+		}
+		size_t n = check_single(cases[i].sw, a, len, "bin/code", elf, elflen, 256 << 10);
+		CHECK(n >= cases[i].min_cks);
+		free(a);
+	}
+	free(elf);
+}
+
+/* Methods the codec lacks: the files are listed, unreadable, and no stream is declared. */
+static void test_unreadable(void)
+{
+	struct rec r;
+	struct cont_stats st;
+	uint8_t *a;
+	size_t len;
+	const struct rmember *x;
+
+	a = make_7z("ppmd.7z", "-m0=PPMd", "hello.txt d", &len);
+	CHECK_EQ(parse(a, len, &r, &st), 0);
+	CHECK_EQ(r.ns, 0);
+	x = find(&r, "d/big.txt");
+	CHECK(x && x->m.unreadable == -EOPNOTSUPP && strcmp(x->why, "7z method PPMd") == 0);
+	CHECK(x && x->m.size == 700000 && x->m.type == MEMBER_REG);
+	x = find(&r, "d/sub/empty"); /* empty: readable */
+	CHECK(x && x->m.unreadable == 0 && x->m.size == 0);
+	x = find(&r, "d/sub");
+	CHECK(x && x->m.type == MEMBER_DIR && x->m.unreadable == 0);
+	rec_free(&r);
+	free(a);
+
+	/* encrypted data, names in clear */
+	a = make_7z("aes.7z", "-psecret -mhe=off", "hello.txt d", &len);
+	CHECK_EQ(parse(a, len, &r, &st), 0);
+	CHECK_EQ(r.ns, 0);
+	x = find(&r, "hello.txt");
+	CHECK(x && x->m.unreadable == -EACCES && strstr(x->why, "AES"));
+	x = find(&r, "d/noise.bin");
+	CHECK(x && x->m.unreadable == -EACCES && x->m.size == 90000);
+	CHECK(find(&r, "d/twin2") != NULL);
+	rec_free(&r);
+	free(a);
+
+	/* encrypted headers: the archive is refused */
+	a = make_7z("aesh.7z", "-psecret -mhe=on", "hello.txt d", &len);
+	unsigned long warn = nlog[TFS_LOG_WARNING];
+	CHECK_EQ(parse(a, len, &r, &st), -ENOTSUP);
+	CHECK_EQ(r.nm, 0);
+	CHECK_EQ(nlog[TFS_LOG_WARNING], warn + 1);
+	rec_free(&r);
+	free(a);
+
+	/* one solid folder, one part PPMd: non-solid so each file has its own folder */
+	a = make_7z("mix1.7z", "-ms=off -m0=PPMd", "hello.txt", &len);
+	free(a);
+}
+
+/* Standard input archives: with -si the file has no name; parse reports an empty path. */
+static void test_stdin(void)
+{
+	char path[512];
+	uint8_t *a, data[5000];
+	size_t len;
+	struct rec r;
+	struct decoded dd;
+	const struct rmember *x;
+
+	tu_fill(data, sizeof(data), 9, 1);
+	write_file("stdin.dat", data, sizeof(data));
+	snprintf(path, sizeof(path), "%s/si.7z", tmp);
+	unlink(path);
+	sh("7zz a -bd -bso0 -bsp0 -si %s < %s/src/stdin.dat", path, tmp);
+	a = tu_read_file(path, &len);
+	CHECK_EQ(parse(a, len, &r, NULL), 0);
+	CHECK_EQ(r.nm, 1);
+	decode_all(a, len, &r, 1 << 20, &dd);
+	x = r.nm ? &r.m[0] : NULL;
+	if (x) {
+		fprintf(stderr, "stdin: path \"%s\" type %c mode %o\n", x->path, x->m.type,
+			x->m.mode);
+		CHECK_EQ(strlen(x->path), 0);
+		CHECK_EQ(x->m.type, MEMBER_REG); /* its mode says pipe, it has data */
+		check_member_bytes(&r, &dd, x, data, sizeof(data));
+	}
+	decoded_free(&dd);
+	rec_free(&r);
+	free(a);
+
+	/* -siNAME keeps the name */
+	unlink(path);
+	sh("7zz a -bd -bso0 -bsp0 -sinamed.txt %s < %s/src/stdin.dat", path, tmp);
+	a = tu_read_file(path, &len);
+	CHECK_EQ(parse(a, len, &r, NULL), 0);
+	CHECK(r.nm == 1 && strcmp(r.m[0].path, "named.txt") == 0);
+	rec_free(&r);
+	free(a);
+}
+
+/* An empty archive and one of empty files only: no streams. */
+static void test_empty(void)
+{
+	struct rec r;
+	struct cont_stats st;
+	uint8_t *a;
+	size_t len;
+
+	sh("rm -rf %s/src/e && mkdir -p %s/src/e/x && : > %s/src/e/zero", tmp, tmp, tmp);
+	a = make_7z("empty.7z", "", "e", &len);
+	CHECK_EQ(parse(a, len, &r, &st), 0);
+	CHECK_EQ(r.ns, 0);
+	CHECK_EQ(r.nm, 3);
+	CHECK(find(&r, "e/zero") && find(&r, "e/zero")->m.type == MEMBER_REG);
+	CHECK(find(&r, "e/x") && find(&r, "e/x")->m.type == MEMBER_DIR);
+	rec_free(&r);
+	free(a);
+	/* 7zz deletes the last file of an archive: an empty archive remains */
+	sh("cd %s && 7zz d -bd -bso0 -bsp0 empty.7z e >/dev/null", tmp);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/empty.7z", tmp);
+	a = tu_read_file(path, &len);
+	CHECK(a != NULL);
+	if (a) {
+		CHECK_EQ(parse(a, len, &r, &st), 0);
+		CHECK_EQ(r.nm, 0);
+		rec_free(&r);
+	}
+	free(a);
+}
+
+/* ---- BCJ2 on its own: a small encoder here, the decoder fed a byte at a time ---- */
+
+struct rc_enc {
+	uint64_t low;
+	uint32_t range;
+	uint8_t cache;
+	uint64_t cache_size;
+	uint8_t *out;
+	size_t n;
+};
+
+static void rc_shift(struct rc_enc *e)
+{
+	if ((uint32_t)e->low < 0xFF000000u || (e->low >> 32) != 0) {
+		uint8_t carry = (uint8_t)(e->low >> 32), t = e->cache;
+		do {
+			e->out[e->n++] = (uint8_t)(t + carry);
+			t = 0xFF;
+		} while (--e->cache_size != 0);
+		e->cache = (uint8_t)(e->low >> 24);
+	}
+	e->cache_size++;
+	e->low = (e->low & 0x00FFFFFFu) << 8;
+}
+
+static void rc_bit(struct rc_enc *e, uint16_t *p, int b)
+{
+	uint32_t bound = (e->range >> 11) * *p;
+
+	if (!b) {
+		e->range = bound;
+		*p = (uint16_t)(*p + ((2048 - *p) >> 5));
+	} else {
+		e->low += bound;
+		e->range -= bound;
+		*p = (uint16_t)(*p - (*p >> 5));
+	}
+	while (e->range < (1u << 24)) {
+		e->range <<= 8;
+		rc_shift(e);
+	}
+}
+
+static bool is_branch(uint8_t prev, uint8_t b)
+{
+	return (b & 0xFE) == 0xE8 || (prev == 0x0F && (b & 0xF0) == 0x80);
+}
+
+/* BCJ2-encodes x (converting branches by a pseudo-random choice) into the four streams. */
+static void bcj2_encode(const uint8_t *x, size_t n, uint8_t *s[4], size_t len[4], uint32_t seed)
+{
+	uint16_t probs[258];
+	struct rc_enc e = {.range = 0xFFFFFFFFu, .cache_size = 1, .out = s[3]};
+	uint8_t prev = 0;
+
+	for (int i = 0; i < 258; i++)
+		probs[i] = 1024;
+	len[0] = len[1] = len[2] = 0;
+	for (size_t i = 0; i < n;) {
+		uint8_t b = x[i++];
+
+		s[0][len[0]++] = b;
+		if (!is_branch(prev, b)) {
+			prev = b;
+			continue;
+		}
+		if (i == n)
+			break;
+		uint16_t *p = b == 0xE8 ? &probs[prev] : b == 0xE9 ? &probs[256] : &probs[257];
+		seed = seed * 1103515245u + 12345u;
+		int conv = i + 4 <= n && (seed >> 16) % 3 != 0;
+		rc_bit(&e, p, conv);
+		if (!conv) {
+			prev = b;
+			continue;
+		}
+		uint32_t rel = (uint32_t)x[i] | (uint32_t)x[i + 1] << 8 | (uint32_t)x[i + 2] << 16 |
+			       (uint32_t)x[i + 3] << 24;
+		uint32_t abs = rel + (uint32_t)(i + 4);
+		int k = b == 0xE8 ? 1 : 2;
+		for (int j = 0; j < 4; j++)
+			s[k][len[k]++] = (uint8_t)(abs >> (24 - 8 * j));
+		prev = x[i + 3];
+		i += 4;
+	}
+	for (int i = 0; i < 5; i++)
+		rc_shift(&e);
+	len[3] = e.n;
+}
+
+static void test_bcj2_unit(void)
+{
+	size_t n = 200000;
+	uint8_t *x = malloc(n), *s[4], *out = malloc(n + 16);
+	size_t len[4];
+
+	tu_fill(x, n, 21, 0);
+	for (size_t i = 0; i + 6 < n; i += 37) { /* plenty of branches, Jcc too */
+		x[i] = (i / 37) % 3 == 0 ? 0xE8 : (i / 37) % 3 == 1 ? 0xE9 : 0x0F;
+		if (x[i] == 0x0F)
+			x[i + 1] = 0x84;
+	}
+	x[n - 1] = 0xE8; /* a branch opcode as the last byte: no bit for it */
+	for (int k = 0; k < 4; k++)
+		s[k] = malloc(n + 64);
+	bcj2_encode(x, n, s, len, 5);
+	CHECK(len[1] > 1000 && len[2] > 1000 && len[3] > 100);
+
+	/* everything at once */
+	struct bcj2_dec d;
+	struct bcj2_in in[4];
+	size_t olen = n + 16;
+	bcj2_init(&d, n);
+	for (int k = 0; k < 4; k++)
+		in[k] = (struct bcj2_in){s[k], len[k]};
+	CHECK_EQ(bcj2_run(&d, in, out, &olen), 0);
+	CHECK_EQ(olen, n);
+	CHECK(memcmp(out, x, n) == 0);
+	CHECK_EQ(in[0].n, 0);
+	CHECK_EQ(in[1].n, 0);
+	CHECK_EQ(in[2].n, 0);
+
+	/* a byte at a time, in every stream, into small outputs */
+	size_t fed[4] = {0}, o = 0;
+	bcj2_init(&d, n);
+	for (int k = 0; k < 4; k++)
+		in[k] = (struct bcj2_in){s[k], 0};
+	for (unsigned step = 0; o < n && step < 10 * n; step++) {
+		size_t cap = 1 + step % 7;
+		int r;
+
+		if (cap > n - o)
+			cap = n - o;
+		olen = cap;
+		r = bcj2_run(&d, in, out + o, &olen);
+		o += olen;
+		if (r > 0) {
+			int k = r - 1;
+			CHECK(in[k].n == 0);
+			CHECK(fed[k] < len[k]);
+			if (fed[k] >= len[k])
+				break;
+			in[k].p = s[k] + fed[k]++;
+			in[k].n = 1;
+		}
+	}
+	CHECK_EQ(o, n);
+	CHECK(memcmp(out, x, n) == 0);
+
+	/* a call stream that ends early: the decoder asks for more, and gets none */
+	bcj2_init(&d, n);
+	for (int k = 0; k < 4; k++)
+		in[k] = (struct bcj2_in){s[k], len[k]};
+	in[1].n = len[1] / 2;
+	olen = n;
+	CHECK_EQ(bcj2_run(&d, in, out, &olen), 1 + BCJ2_CALL);
+	CHECK(olen < n && memcmp(out, x, olen) == 0);
+	for (int k = 0; k < 4; k++)
+		free(s[k]);
+	free(x);
+	free(out);
+}
+
 int main(void)
 {
 	if (!tu_have("7zz")) {
@@ -610,6 +971,11 @@ int main(void)
 	make_tree();
 	test_probe();
 	test_methods();
+	test_filters();
+	test_unreadable();
+	test_stdin();
+	test_empty();
+	test_bcj2_unit();
 	sh("rm -rf %s", tmp);
 	(void)quiet;
 	(void)nlog;
