@@ -1320,6 +1320,7 @@ struct codec_scan {
 	uint32_t fold_crc;
 	uint64_t decoded; /* bytes decoded (and checksummed) */
 	uint64_t verified;
+	int pend_err; /* an error met while decoding ahead: the bytes before it go out first */
 	int err;
 };
 
@@ -1529,8 +1530,11 @@ static int sz_scan_candidate(struct codec_scan *s)
 	int err;
 
 	err = sz_scan_fill(s, u + SZ_VERIFY_MAX);
-	if (err)
-		return err;
+	if (err) { /* no checkpoint; the bytes decoded so far go out, then the error */
+		s->pend_err = err;
+		s->cand = false;
+		return 0;
+	}
 	have = s->blen - at;
 	if (s->sh.kind == SZ_CK_LZMA2 && s->sh.delta) {
 		if (at < s->sh.delta) /* never: SZ_HIST bytes are kept behind bpos */
@@ -1587,27 +1591,28 @@ static ssize_t sz_scan_read(struct codec_scan *s, void *out, size_t len)
 
 	if (s->err)
 		return s->err;
-	if (!s->ck0 && s->usize) {
-		struct codec_ckpt ck = {0};
-
-		err = s->sink.checkpoint(s->sink.opaque, &ck, s->params, s->coder_len);
-		if (err)
-			return s->err = err;
-		s->ck0 = true;
-		sz_walk_next(s);
-	}
 	for (;;) {
 		uint64_t upos = s->bstart + s->bpos;
 		size_t avail = s->blen - s->bpos;
 
-		if (s->cand && s->cand_u == upos) {
+		if (s->cand && s->cand_u == upos && !s->pend_err) {
 			err = sz_scan_candidate(s);
-			if (err)
+			if (err) /* the sink's */
 				return s->err = err;
 			continue;
 		}
+		if (avail && !s->ck0) { /* just before the first byte goes out */
+			struct codec_ckpt ck = {0};
+
+			err = s->sink.checkpoint(s->sink.opaque, &ck, s->params, s->coder_len);
+			if (err)
+				return s->err = err;
+			s->ck0 = true;
+			if (!s->pend_err)
+				sz_walk_next(s);
+		}
 		if (avail) {
-			if (s->cand && s->cand_u > upos && s->cand_u - upos < avail)
+			if (s->cand && s->cand_u > upos && s->cand_u - upos < avail && !s->pend_err)
 				avail = (size_t)(s->cand_u - upos);
 			if (avail > len)
 				avail = len;
@@ -1615,17 +1620,22 @@ static ssize_t sz_scan_read(struct codec_scan *s, void *out, size_t len)
 			s->bpos += avail;
 			return (ssize_t)avail;
 		}
+		if (s->pend_err) /* what was decoded before the error has been handed out */
+			return s->err = s->pend_err;
 		if (s->eof)
 			return 0;
 		err = sz_scan_fill(s, upos + 1);
 		if (err)
-			return s->err = err;
+			s->pend_err = err;
 	}
 }
 
+/* Verified bytes, never past those handed out. */
 static uint64_t sz_scan_verified(struct codec_scan *s)
 {
-	return s->verified;
+	uint64_t out = s->bstart + s->bpos;
+
+	return s->verified < out ? s->verified : out;
 }
 
 static int sz_scan_new(struct src *in, const struct codec_opts *opts, const struct codec_sink *sink,
