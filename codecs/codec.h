@@ -84,7 +84,7 @@ struct codec_scan;
 struct codec_dec;
 
 struct codec {
-	const char *name; /* "gzip", "bzip2", "xz", "zstd", "lzo" */
+	const char *name; /* "gzip", "bzip2", "xz", "zstd", "lzo"; of container streams: "deflate", "lzma-zip", "7z" */
 
 	/* True if head (the first len bytes of the file, len <= 512 and possibly less when
 	 * the file is small) starts with this codec's magic. */
@@ -152,6 +152,7 @@ extern const struct codec codec_deflate;  /* raw deflate (zip entries): never pr
 extern const struct codec codec_lzma_zip; /* zip's LZMA (method 14): never probed */
 extern const struct codec codec_bzip2;
 extern const struct codec codec_xz;
+extern const struct codec codec_7z; /* 7z folders (container streams only; probe says no) */
 #if HAVE_ZSTD
 extern const struct codec codec_zstd;
 #endif

@@ -6,6 +6,8 @@
 #   DIR/fuzz_codec_NAME/     those tars (and a bigger stream, a non-tar file) compressed by the
 #                            real compressor(s) of codec NAME, plus damaged ones
 #   DIR/fuzz_index/          one options byte (see fuzz_index.c) + a tar or a compressed file
+#   DIR/fuzz_7z/             7z archives of a small tree by 7zz in every method and filter,
+#                            plain and compressed headers, encrypted ones, damaged ones
 # Nothing binary is kept in the repository: the seeds are made at run time.  Tools that are
 # missing are skipped with a note (tools/install-deps.sh installs them all).
 #   tests/fuzz/make-seeds.sh DIR
@@ -180,6 +182,43 @@ if have xz; then
 	tar -C "$work/nest2" -czf "$work/nest2.tar.gz" inner.tar.xz
 	seed 32 "$work/nest2.tar.gz" asis-nested-gz-xz
 fi
+# ---- 7z: archives made by 7zz ------------------------------------------------------------------
+Z=$out/fuzz_7z
+mkdir -p "$Z"
+if have 7zz; then
+	z7() { local name=$1 dir=$2; shift 2; (cd "$dir" && 7zz a -bd -bso0 -bsp0 -y "$@" "$Z/$name.7z" . >/dev/null 2>&1) || rm -f "$Z/$name.7z"; }
+	z7 copy "$small" -snl -m0=Copy
+	z7 lzma "$small" -snl -m0=LZMA -mx1
+	z7 lzma2 "$small" -snl -mx1
+	z7 plain "$small" -snl -mx1 -mhc=off
+	z7 deflate "$small" -snl -m0=Deflate -mhc=off
+	z7 bzip2 "$small" -snl -m0=BZip2 -mhc=off
+	z7 bcj "$small" -snl -mf=BCJ -mhc=off
+	z7 bcj2 "$small" -snl -mf=BCJ2 -mhc=off
+	z7 arm64 "$small" -snl -mf=ARM64 -mhc=off
+	z7 delta "$small" -snl -mf=Delta:4 -mhc=off
+	z7 ppmd "$small" -snl -m0=PPMd -mhc=off
+	z7 aes "$small" -snl -psecret -mhe=off -mhc=off
+	z7 aes-headers "$small" -snl -psecret -mhe=on
+	z7 nonsolid "$small" -snl -ms=off -mhc=off
+	mkdir -p "$work/z7big"
+	cp "$work/big" "$work/z7big/big"
+	z7 lzma2-blocks "$work/z7big" -m0=LZMA2:c=64k -mmt2 -mhc=off
+	z7 bcj-blocks "$work/z7big" -mf=BCJ -m0=LZMA2:c=64k -mmt2
+	z7 deflate-big "$work/z7big" -m0=Deflate
+	(cd "$small" && 7zz a -bd -bso0 -bsp0 -si "$Z/stdin.7z" <hello.txt >/dev/null 2>&1) || true
+	if [ -f "$Z/plain.7z" ]; then
+		n=$(stat -c %s "$Z/plain.7z")
+		head -c $((n - 20)) "$Z/plain.7z" >"$Z/trunc-header.7z"
+		head -c $((n / 2)) "$Z/plain.7z" >"$Z/trunc-half.7z"
+		cp "$Z/plain.7z" "$Z/flipped-data.7z"
+		printf '\x55' | dd of="$Z/flipped-data.7z" bs=1 seek=40 conv=notrunc status=none
+		{ cat "$Z/plain.7z"; printf 'trailing garbage'; } >"$Z/garbage.7z"
+	fi
+else
+	note "7zz missing: no 7z seeds"
+fi
+
 # the codec harnesses also start from the plain tars (the magic is the first thing to find)
 for f in gnu pax; do
 	for c in gzip bzip2 xz zstd lzo; do cp "$T/$f.tar" "$out/fuzz_codec_$c/plain-$f"; done
