@@ -1325,7 +1325,8 @@ static void put(struct hzip *z, const void *b, size_t n)
 		z->cap = (z->len + n) * 2 + 256;
 		z->p = realloc(z->p, z->cap);
 	}
-	memcpy(z->p + z->len, b, n);
+	if (n)
+		memcpy(z->p + z->len, b, n);
 	z->len += n;
 }
 
