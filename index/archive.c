@@ -31,6 +31,7 @@
 #include "zip.h"
 
 #define PF_MAX_STREAMS 256 /* streams an archive may have to be prefetched stream by stream */
+#define ARCH_STREAMS_MAX 1024 /* idle streams kept open (their readers, their cached data) */
 
 /* ---- streams -------------------------------------------------------------------------------- */
 
@@ -284,11 +285,68 @@ static int stream_make(struct arch *a, uint64_t id, struct astream **out)
 	return 0;
 }
 
-/* The stream id of a, made on first use.  0 and *out, or -errno. */
+static void idle_unlink(struct arch *a, struct astream *st)
+{
+	if (st->lru_prev)
+		st->lru_prev->lru_next = st->lru_next;
+	else if (a->idle_head == st)
+		a->idle_head = st->lru_next;
+	if (st->lru_next)
+		st->lru_next->lru_prev = st->lru_prev;
+	else if (a->idle_tail == st)
+		a->idle_tail = st->lru_prev;
+	st->lru_prev = st->lru_next = NULL;
+}
+
+static size_t stream_bucket(const struct arch *a, uint64_t id)
+{
+	return (size_t)(hash_pair(id, 0) & (a->nbuckets - 1));
+}
+
+/* Doubles the hash table (streams_lock held); longer chains if out of memory. */
+static void streams_grow(struct arch *a)
+{
+	size_t n = a->nbuckets * 2, old = a->nbuckets;
+	struct astream **t = calloc(n, sizeof(*t));
+
+	if (!t)
+		return;
+	a->nbuckets = n;
+	for (size_t i = 0; i < old; i++)
+		for (struct astream *st = a->streams[i], *next; st; st = next) {
+			next = st->next;
+			size_t b = stream_bucket(a, st->id);
+			st->next = t[b];
+			t[b] = st;
+		}
+	free(a->streams);
+	a->streams = t;
+}
+
+/* Takes the least recently used idle streams out of the table while more than
+ * ARCH_STREAMS_MAX are open (streams_lock held); returns them in a list to free. */
+static struct astream *streams_trim(struct arch *a)
+{
+	struct astream *victims = NULL;
+
+	while (a->nstreams_open > ARCH_STREAMS_MAX && a->idle_tail) {
+		struct astream *st = a->idle_tail, **p = &a->streams[stream_bucket(a, st->id)];
+		idle_unlink(a, st);
+		while (*p != st)
+			p = &(*p)->next;
+		*p = st->next;
+		a->nstreams_open--;
+		st->next = victims;
+		victims = st;
+	}
+	return victims;
+}
+
+/* The stream id of a, made on first use, with a reference (stream_put gives it back).  0 and
+ * *out, or -errno. */
 static int stream_get(struct arch *a, uint64_t id, struct astream **out)
 {
 	struct astream *st;
-	size_t b;
 	int err = 0;
 
 	pthread_mutex_lock(&a->streams_lock);
@@ -300,20 +358,54 @@ static int stream_get(struct arch *a, uint64_t id, struct astream **out)
 			return -ENOMEM;
 		}
 	}
-	b = (size_t)(hash_pair(id, 0) & (a->nbuckets - 1));
-	for (st = a->streams[b]; st && st->id != id; st = st->next)
+	for (st = a->streams[stream_bucket(a, id)]; st && st->id != id; st = st->next)
 		;
 	if (!st) {
 		err = stream_make(a, id, &st);
 		if (!err) {
+			if (a->nstreams_open >= a->nbuckets * 2)
+				streams_grow(a);
+			size_t b = stream_bucket(a, id);
 			st->next = a->streams[b];
 			a->streams[b] = st;
 			a->nstreams_open++;
 		}
+	} else if (!st->refs) {
+		idle_unlink(a, st);
 	}
+	if (st)
+		st->refs++;
 	pthread_mutex_unlock(&a->streams_lock);
 	*out = st;
 	return err;
+}
+
+/* Gives back a reference: a stream no file uses joins the idle list, and the oldest idle ones
+ * beyond ARCH_STREAMS_MAX are freed (a zip of 70,000 entries read whole keeps memory
+ * bounded).  NULL does nothing. */
+static void stream_put(struct arch *a, struct astream *st)
+{
+	struct astream *victims = NULL;
+
+	if (!st)
+		return;
+	pthread_mutex_lock(&a->streams_lock);
+	if (--st->refs == 0) {
+		st->lru_prev = NULL;
+		st->lru_next = a->idle_head;
+		if (a->idle_head)
+			a->idle_head->lru_prev = st;
+		a->idle_head = st;
+		if (!a->idle_tail)
+			a->idle_tail = st;
+		victims = streams_trim(a);
+	}
+	pthread_mutex_unlock(&a->streams_lock);
+	while (victims) { /* outside the lock: a reader waits for its decoding ahead */
+		struct astream *next = victims->next;
+		stream_free(victims);
+		victims = next;
+	}
 }
 
 int arch_prefetch(struct arch *a, struct prefetch *pf)
@@ -368,8 +460,9 @@ int arch_prefetch(struct arch *a, struct prefetch *pf)
 	for (size_t i = 0; !err && i < n; i++) {
 		struct astream *s;
 		err = stream_get(a, ids[i], &s);
-		if (!err && s->reader)
-			pf_add(pf, s->reader);
+		/* a stream taken keeps its reference: the prefetch holds its reader until the end */
+		if (!err && !(s->reader && pf_add(pf, s->reader)))
+			stream_put(a, s);
 	}
 	free(ids);
 	return err;
@@ -728,6 +821,8 @@ void arch_file_close(struct arch_file *f)
 {
 	if (!f)
 		return;
+	if (f->st)
+		stream_put(f->a, f->st);
 	free(f->ext);
 	free(f);
 }

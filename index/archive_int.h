@@ -2,9 +2,10 @@
  * and its prepared statements, the tree's queries) share.  Private to those two files.
  *
  * Locks (every lock of an opened archive, and the order they may be taken in):
- *   streams_lock  guards the stream table (a->streams, a->nstreams_open); held while a
- *                 stream's reader is made, which takes conns_lock (arch_conn_get, to load
- *                 the checkpoints) and the chunk cache's lock (creader_new).
+ *   streams_lock  guards the stream table (a->streams, a->nstreams_open, the idle list, each
+ *                 stream's refs); held while a stream's reader is made, which takes
+ *                 conns_lock (arch_conn_get, to load the checkpoints) and the chunk cache's
+ *                 lock (creader_new); never held while one is freed.
  *   conns_lock    guards the free list of connections only (arch_conn_get/put); never held
  *                 during a query or while another lock is taken.
  * So: streams_lock -> conns_lock, streams_lock -> cache lock.  Reads through a stream's reader
@@ -40,6 +41,9 @@ struct astream {
 	struct src *in;		/* the window [coff, coff + clen) of the archive file */
 	struct creader *reader; /* NULL for a stream that decodes to nothing */
 	struct astream *next;	/* in its hash chain */
+	/* streams_lock: */
+	unsigned refs;		/* open files (and the prefetch) using it */
+	struct astream *lru_prev, *lru_next; /* idle ones (refs 0), most recent first */
 };
 
 struct arch {
@@ -56,6 +60,7 @@ struct arch {
 	pthread_mutex_t streams_lock;
 	struct astream **streams; /* hash of the streams read so far; streams_lock */
 	size_t nbuckets, nstreams_open;
+	struct astream *idle_head, *idle_tail; /* streams no file uses, LRU; streams_lock */
 
 	pthread_mutex_t conns_lock;
 	struct conn *free_conns; /* conns_lock */
