@@ -25,6 +25,7 @@ static const struct codec *const codecs[] = {
 static const struct codec *const stream_codecs[] = {
 	&codec_deflate,
 	&codec_lzma_zip,
+	&codec_stored,
 	&codec_7z,
 };
 

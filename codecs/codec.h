@@ -84,7 +84,8 @@ struct codec_scan;
 struct codec_dec;
 
 struct codec {
-	const char *name; /* "gzip", "bzip2", "xz", "zstd", "lzo"; of container streams: "deflate", "lzma-zip", "7z" */
+	const char *name; /* "gzip", "bzip2", "xz", "zstd", "lzo"; of container streams only:
+			     "deflate", "lzma-zip", "stored", "7z" */
 
 	/* True if head (the first len bytes of the file, len <= 512 and possibly less when
 	 * the file is small) starts with this codec's magic. */
@@ -150,6 +151,7 @@ struct codec {
 extern const struct codec codec_gzip;
 extern const struct codec codec_deflate;  /* raw deflate (zip entries): never probed */
 extern const struct codec codec_lzma_zip; /* zip's LZMA (method 14): never probed */
+extern const struct codec codec_stored;   /* bytes as they are (zip's method 0): never probed */
 extern const struct codec codec_bzip2;
 extern const struct codec codec_xz;
 extern const struct codec codec_7z; /* 7z folders (container streams only; probe says no) */

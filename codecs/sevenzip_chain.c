@@ -143,12 +143,6 @@ size_t szc_blob_len(const struct szc_folder *f, uint32_t nsubs)
 	return szc_coder_part_len(f) + (nsubs ? 4 + (size_t)SZC_SUB * nsubs : 0);
 }
 
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	put_le32(p, (uint32_t)v);
-	put_le32(p + 4, (uint32_t)(v >> 32));
-}
-
 size_t szc_encode(const struct szc_folder *f, uint32_t nsubs, uint8_t *out)
 {
 	size_t len = szc_coder_part_len(f), o = SZC_HDR;

@@ -714,8 +714,6 @@ int arch_file_open(struct arch *a, uint64_t ino, struct arch_file **out)
 	sqlite3_reset(c->file);
 	if (flags & IDX_F_SPARSE)
 		err = load_sparse(f, c, ino);
-	if (!err && (flags & IDX_F_ZIPLOCAL)) /* a stored zip entry: its data follows this */
-		err = zip_local_data(a->file, f->data_off, a->path, &f->data_off);
 out:
 	sqlite3_reset(c->file);
 	arch_conn_put(a, c);

@@ -334,8 +334,6 @@ int bld_member(void *opaque, const struct arc_member *e)
 	r.crc = e->crc;
 	r.unreadable = e->unreadable;
 	r.why = e->why;
-	if (e->zip_local)
-		r.flags |= IDX_F_ZIPLOCAL;
 	if (e->dos_time)
 		r.flags |= IDX_F_DOSTIME;
 	r.rdev = (e->type == MEMBER_CHR || e->type == MEMBER_BLK) ? makedev(e->dev_major, e->dev_minor) : 0;

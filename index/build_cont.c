@@ -59,7 +59,6 @@ struct bld_streams {
 	struct bstream *s;
 	size_t n, cap;
 	struct smember *links; /* stored symlinks (stream 0): off is the local header or data */
-	bool *links_zip;
 	size_t nlinks, links_cap;
 	atomic_size_t next_job; /* decode jobs handed out */
 	size_t *jobs, njobs;
@@ -218,15 +217,7 @@ static int on_member(void *opaque, const struct arc_member *m)
 	}
 	if (sm.link) { /* stored: read from the archive after the parse */
 		sm.off = m->data_off;
-		err = push_member(&S->links, &S->nlinks, &S->links_cap, &sm);
-		if (!err) {
-			bool *z = realloc(S->links_zip, S->links_cap * sizeof(*z));
-			if (!z)
-				return -ENOMEM;
-			S->links_zip = z;
-			z[S->nlinks - 1] = m->zip_local;
-		}
-		return err;
+		return push_member(&S->links, &S->nlinks, &S->links_cap, &sm);
 	}
 	return 0;
 }
@@ -509,10 +500,7 @@ static int stored_links(struct bld_streams *S)
 
 	for (size_t i = 0; !err && i < S->nlinks; i++) {
 		struct smember *m = &S->links[i];
-		uint64_t at = m->off;
-		if (S->links_zip[i] && zip_local_data(S->in->src, m->off, S->in->name, &at))
-			continue; /* stays without a target; its reads fail too */
-		if (src_pread(S->in->src, buf, (size_t)m->size, at) != (ssize_t)m->size)
+		if (src_pread(S->in->src, buf, (size_t)m->size, m->off) != (ssize_t)m->size)
 			continue;
 		err = set_link(S->b, m->id, buf, (size_t)m->size);
 	}
@@ -528,7 +516,6 @@ static void streams_free(struct bld_streams *S)
 	}
 	free(S->s);
 	free(S->links);
-	free(S->links_zip);
 	free(S->jobs);
 }
 

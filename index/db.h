@@ -55,7 +55,6 @@ enum {
 	IDX_F_SPARSE = 1,   /* extents in the sparse table */
 	IDX_F_XATTRS = 2,   /* rows in the xattrs table */
 	IDX_F_IMPLICIT = 4, /* a directory made up for a member's missing parent */
-	IDX_F_ZIPLOCAL = 16, /* data_off is a zip local header: the data follows it */
 	IDX_F_DOSTIME = 32,  /* mtime is a zip DOS time (no zone) read as UTC: shown as local */
 };
 

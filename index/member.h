@@ -65,7 +65,6 @@ struct arc_member {
 	bool has_crc;	   /* crc is the CRC-32 of the member's bytes, as the archive stores it */
 	uint32_t crc;
 	bool link_in_data; /* a symlink whose target is its data (zip, 7z): link is unset */
-	bool zip_local;	   /* zip: data_off is the member's local header; its data follows */
 	bool dos_time;	   /* mtime_sec is a zip DOS time, which has no zone, read as UTC (the
 			      mount shows it as local time, as unzip extracts it) */
 	bool no_owner;	   /* the archive says nothing of uid/gid: the archive file's owner */

@@ -286,6 +286,13 @@ static void entry_owner(const struct zip_entry *z, struct arc_member *m)
 	m->no_owner = false;
 }
 
+/* Hosts whose archivers may write backslashes as separators: MS-DOS/FAT, OS/2 HPFS, NTFS,
+ * VFAT (APPNOTE 4.4.2).  A backslash is not a separator on unix, so only these. */
+static bool dos_host(unsigned host)
+{
+	return host == 0 || host == 6 || host == 11 || host == 14;
+}
+
 /* The name, NUL-terminated in buf (ZIP_NAME_MAX + 1 bytes): the Info-ZIP Unicode Path's
  * UTF-8 name if it is for this very stored name, else the stored bytes. */
 static void entry_name(const struct zip_entry *z, struct arc_member *m, uint8_t *buf)
@@ -304,6 +311,10 @@ static void entry_name(const struct zip_entry *z, struct arc_member *m, uint8_t 
 		n = ZIP_NAME_MAX;
 	memcpy(buf, name, n);
 	buf[n] = '\0';
+	if (dos_host(z->made_by >> 8)) /* old PKZIP, Compress-Archive: "dir\file"; as unzip does */
+		for (size_t i = 0; i < n; i++)
+			if (buf[i] == '\\')
+				buf[i] = '/';
 	m->path = buf;
 	m->path_len = n;
 }
@@ -311,6 +322,8 @@ static void entry_name(const struct zip_entry *z, struct arc_member *m, uint8_t 
 static const char *method_codec(unsigned method)
 {
 	switch (method) {
+	case 0: /* a stream too, so that its CRC-32 is checked as a compressed one's */
+		return "stored";
 	case 8:
 		return "deflate";
 	case 12:
@@ -363,7 +376,13 @@ static void entry_type(const struct zip_entry *z, struct arc_member *m)
 	uint32_t unix_mode = z->ext_attr >> 16;
 	bool slash = z->name_len && z->name[z->name_len - 1] == '/';
 
-	if (z->made_by >> 8 == ZIP_HOST_UNIX && unix_mode) {
+	unsigned host = z->made_by >> 8;
+	/* As unzip: the unix mode of a unix host's entry; a FAT host's too when it has one that
+	 * agrees with the DOS folder bit (PKZip for Unix and Python's zipfile mark entries FAT
+	 * and keep a mode there). */
+	bool fat_mode = host == 0 && unix_mode &&
+			(!(unix_mode & S_IFMT) || S_ISDIR(unix_mode) == !!(z->ext_attr & ZIP_DOS_DIR));
+	if ((host == ZIP_HOST_UNIX || fat_mode) && unix_mode) {
 		m->mode = unix_mode & 07777;
 		switch (unix_mode & S_IFMT) {
 		case S_IFDIR:
@@ -416,14 +435,9 @@ static int report(const struct zip_entry *z, int64_t shift, const struct cont_si
 		m.why = "encrypted (no password support)";
 		return sink->member(sink->opaque, &m);
 	}
-	if (z->method == 0) { /* stored: read in place, after its local header */
-		if (z->csize != z->usize) {
-			m.unreadable = -EIO;
-			m.why = "stored, but its sizes differ: damaged";
-			return sink->member(sink->opaque, &m);
-		}
-		m.zip_local = true;
-		m.data_off = m.hdr_off;
+	if (z->method == 0 && z->csize != z->usize) {
+		m.unreadable = -EIO;
+		m.why = "stored, but its sizes differ: damaged";
 		return sink->member(sink->opaque, &m);
 	}
 	const char *codec = method_codec(z->method);
