@@ -9,9 +9,9 @@ size, mtime, symlink target and byte: conftest.compare_trees).
 - Python's zipfile with ZIP_DEFLATED, ZIP_BZIP2 and ZIP_LZMA; bsdtar --format zip; Python's
   DOS times under two time zones (TZ set for zipfile, unzip and the daemon alike: a DOS time
   has no zone, tarseek shows it as local time as unzip extracts it).
-- Many small files (3,000: whole-mode streams, read all) and a large deflated entry (40 MiB:
-  decoded while indexing, with checkpoints), read at many random offsets; large bzip2 and
-  LZMA entries with a small spacing.
+- Many small files (3,000: whole-mode streams, read all) and large deflated entries (40 MiB,
+  and 1 GiB from a pipe: decoded while indexing, with checkpoints), read at many random
+  offsets; large bzip2 and LZMA entries with a small spacing.
 - A zip inside a tar.gz and a tar.gz inside a zip with -r; a union of a zip and a tar; a name
   stored twice (PATH.versions); user.tarseek.info.
 - Encrypted (zip -P) and unsupported (method 9) entries: listed with their size, reads fail
@@ -279,6 +279,54 @@ def test_large_deflated_entry(mount, big):
         with open(os.path.join(m.path, "big.bin"), "rb") as f:
             assert f.read() == files["big.bin"]
     assert "indexed" not in m.log(), m.log()
+
+
+GIB_BLOCK = 1 << 16
+
+
+def gib_pool():
+    """256 blocks of 64 KiB of compressible text; block k of the 1 GiB entry is pool block
+    (k * 97) % 256 with k written over its first 12 bytes, so that any range can be made
+    again from its offset alone and no two blocks are the same."""
+    text = text_data(256 * GIB_BLOCK, 11)
+    return [text[i * GIB_BLOCK:(i + 1) * GIB_BLOCK] for i in range(256)]
+
+
+def gib_bytes(pool, off, n):
+    out = bytearray()
+    k = off // GIB_BLOCK
+    while len(out) < n + off % GIB_BLOCK:
+        out += b"%011d\n" % k + pool[(k * 97) % 256][12:]
+        k += 1
+    return bytes(out[off % GIB_BLOCK:off % GIB_BLOCK + n])
+
+
+def test_1gib_deflated_entry(mount, tmp_path):
+    """A 1 GiB entry deflated by zip from a pipe (data descriptor, zip64): decoded once while
+    indexing, then 200 reads at random offsets byte-exact; the second mount too."""
+    pool = gib_pool()
+    archive = tmp_path / "gib.zip"
+    size = 1 << 30
+    with open(archive, "wb") as out:
+        z = subprocess.Popen(["zip", "-q", "-1", "-fz", "-", "-"], stdin=subprocess.PIPE,
+                             stdout=out)
+        for off in range(0, size, 64 * GIB_BLOCK):
+            z.stdin.write(gib_bytes(pool, off, 64 * GIB_BLOCK))
+        z.stdin.close()
+        assert z.wait() == 0
+    rng = random.Random(5)
+    offs = [rng.randrange(0, size - 5000) for _ in range(200)] + [0, size - 4096]
+    for n in range(2):
+        with mount(archive) as m:
+            path = os.path.join(m.path, "-")
+            assert os.path.getsize(path) == size
+            with open(path, "rb") as f:
+                for o in offs:
+                    f.seek(o)
+                    got = f.read(4096 + o % 900)
+                    assert got == gib_bytes(pool, o, len(got)), o
+        assert ("indexed" in m.log()) == (n == 0), m.log()
+    assert checkpoints(archive, "deflate") >= 200  # one every 4 MiB
 
 
 def test_large_bzip2_lzma_entries(mount, tmp_path):
