@@ -558,6 +558,7 @@ static void finalize_all(struct builder *b)
 	sqlite3_finalize(b->ins_sparse);
 	sqlite3_finalize(b->ins_xattr);
 	sqlite3_finalize(b->ins_ckpt);
+	sqlite3_finalize(b->ins_stream);
 	sqlite3_finalize(b->set_old);
 }
 
@@ -719,7 +720,7 @@ static int build_stream_end(struct builder *b, const struct idx_input *in, struc
 	struct db_stream ds = {.id = IDX_STREAM, .codec = b->codec->name, .coff = 0,
 			       .clen = st->archive_size, .usize = st->usize,
 			       .crcs = fast ? IDX_CRCS_CODEC : IDX_CRCS_SEGMENTS};
-	return db_insert_stream(b->db, &ds);
+	return db_insert_stream(b->db, &b->ins_stream, &ds);
 }
 
 /* What an archive object needs to read this index (the nested pass opens it). */

@@ -396,7 +396,7 @@ static int job_run(struct job *j)
 				       .crcs = IDX_CRCS_SEGMENTS,
 				       .flags = s->zip_local ? IDX_S_ZIPLOCAL : 0,
 				       .params = s->params, .params_len = s->params_len};
-		err = db_insert_stream(b->db, &ds);
+		err = db_insert_stream(b->db, &b->ins_stream, &ds);
 	}
 	bld_unlock(b);
 	cstream_free(cs);
@@ -462,7 +462,7 @@ static int whole_stream(struct bld_streams *S, struct bstream *s)
 			       .flags = s->zip_local ? IDX_S_ZIPLOCAL : 0,
 			       .params = s->params, .params_len = s->params_len};
 	bool links = false;
-	int err = db_insert_stream(b->db, &ds);
+	int err = db_insert_stream(b->db, &b->ins_stream, &ds);
 
 	for (size_t i = 0; i < s->nm; i++)
 		links |= s->m[i].link;

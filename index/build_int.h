@@ -25,7 +25,8 @@ struct bld_streams;
 struct builder {
 	sqlite3 *db;
 	const struct codec *codec; /* NULL for a plain tar */
-	sqlite3_stmt *ins_entry, *upd_dir, *ins_sparse, *ins_xattr, *ins_ckpt, *set_old;
+	sqlite3_stmt *ins_entry, *upd_dir, *ins_sparse, *ins_xattr, *ins_ckpt, *set_old,
+	    *ins_stream;
 	sqlite3_stmt *set_unreadable, *set_link;
 	struct pathmap *map;
 	uint64_t next_id;

@@ -353,13 +353,15 @@ int db_check_seal(const char *path)
 	return 0;
 }
 
-int db_insert_stream(sqlite3 *db, const struct db_stream *s)
+int db_insert_stream(sqlite3 *db, sqlite3_stmt **stp, const struct db_stream *s)
 {
-	sqlite3_stmt *st;
-	int rc, err = db_prepare(db, "INSERT INTO streams VALUES (?, ?, ?, ?, ?, ?, ?, ?)", &st);
+	int rc, err = 0;
 
+	if (!*stp)
+		err = db_prepare(db, "INSERT INTO streams VALUES (?, ?, ?, ?, ?, ?, ?, ?)", stp);
 	if (err)
 		return err;
+	sqlite3_stmt *st = *stp;
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)s->id);
 	sqlite3_bind_text(st, 2, s->codec, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)s->coff);
@@ -370,6 +372,7 @@ int db_insert_stream(sqlite3 *db, const struct db_stream *s)
 	if (s->params)
 		sqlite3_bind_blob(st, 8, s->params, (int)s->params_len, SQLITE_STATIC);
 	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
 	return rc == SQLITE_DONE ? 0 : db_errno(rc) ? db_errno(rc) : -EIO;
 }

@@ -104,8 +104,10 @@ struct db_stream {
 	size_t params_len;
 };
 
-/* Inserts a streams row.  0 or -errno. */
-int db_insert_stream(sqlite3 *db, const struct db_stream *s);
+/* Inserts a streams row.  *st: the statement, prepared at the first call and reused by the
+ * next ones (a zip of 70,000 entries has as many streams); the caller finalizes it.  0 or
+ * -errno. */
+int db_insert_stream(sqlite3 *db, sqlite3_stmt **st, const struct db_stream *s);
 int db_meta_set_u64(sqlite3 *db, const char *key, uint64_t value);
 char *db_meta_get(sqlite3 *db, const char *key);
 bool db_meta_get_u64(sqlite3 *db, const char *key, uint64_t *out);
