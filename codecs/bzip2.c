@@ -89,6 +89,7 @@
 #include "../common/byteio.h"
 #include "../common/log.h"
 #include "trailing.h"
+#include "liberr.h"
 
 #define BZ_MAGIC_BLOCK 0x314159265359ULL
 #define BZ_MAGIC_EOS 0x177245385090ULL
@@ -153,28 +154,6 @@ static size_t bz_build(uint8_t *buf, unsigned shift, uint64_t nbits, unsigned le
 	return 4 + (size_t)((nbits + 80 + 7) / 8);
 }
 
-/* libbz2's codes as -errno: the one place they are mapped. */
-static int bz_err(int rc)
-{
-	switch (rc) {
-	case BZ_OK:
-	case BZ_RUN_OK:
-	case BZ_FLUSH_OK:
-	case BZ_FINISH_OK:
-	case BZ_STREAM_END:
-		return 0;
-	case BZ_MEM_ERROR:
-		return -ENOMEM;
-	case BZ_DATA_ERROR:
-	case BZ_DATA_ERROR_MAGIC:
-	case BZ_UNEXPECTED_EOF:
-	case BZ_IO_ERROR:
-		return -EIO;
-	default: /* BZ_PARAM_ERROR, BZ_SEQUENCE_ERROR, BZ_CONFIG_ERROR: misuse */
-		return -EINVAL;
-	}
-}
-
 /* ---- decoded output: a list of chunks -------------------------------------------------------- */
 
 struct bz_chunk {
@@ -211,7 +190,7 @@ static int bz_decode_all(uint8_t *in, size_t inlen, struct bz_out *out)
 	memset(&z, 0, sizeof(z));
 	rc = BZ2_bzDecompressInit(&z, 0, 0);
 	if (rc != BZ_OK)
-		return bz_err(rc);
+		return liberr_bz2(rc);
 	z.next_in = (char *)in;
 	z.avail_in = (unsigned)inlen;
 	for (;;) {
@@ -241,7 +220,7 @@ static int bz_decode_all(uint8_t *in, size_t inlen, struct bz_out *out)
 			break;
 		}
 		if (rc != BZ_OK) {
-			err = bz_err(rc);
+			err = liberr_bz2(rc);
 			break;
 		}
 		if (z.avail_out) { /* wants more input: the block does not end where we cut it */
@@ -806,14 +785,14 @@ static int bz_resolve(struct bz_scan *s)
 	memset(&z, 0, sizeof(z));
 	rc = BZ2_bzDecompressInit(&z, 0, 0);
 	if (rc != BZ_OK)
-		return bz_err(rc);
+		return liberr_bz2(rc);
 	z.next_in = hdr;
 	z.avail_in = 4;
 	z.next_out = sink;
 	z.avail_out = sizeof(sink);
 	rc = BZ2_bzDecompress(&z);
 	if (rc != BZ_OK) {
-		rc = bz_err(rc);
+		rc = liberr_bz2(rc);
 		goto out;
 	}
 	for (;;) {
@@ -1226,7 +1205,7 @@ static int bz_dec_new(struct src *in, const struct codec_ckpt *ck, const void *a
 	d->z.bzalloc = bz_dec_alloc;
 	d->z.bzfree = bz_dec_free_mem;
 	d->z.opaque = d;
-	rc = bz_err(BZ2_bzDecompressInit(&d->z, 0, 0));
+	rc = liberr_bz2(BZ2_bzDecompressInit(&d->z, 0, 0));
 	if (rc)
 		goto fail;
 	d->live = true;
@@ -1262,7 +1241,7 @@ static ssize_t bz_dec_read(struct codec_dec *cd, void *buf, size_t len)
 	}
 	if (rc == BZ_OK && got > 0)
 		return (ssize_t)got;
-	d->err = rc == BZ_OK || rc == BZ_STREAM_END ? -EIO : bz_err(rc);
+	d->err = rc == BZ_OK || rc == BZ_STREAM_END ? -EIO : liberr_bz2(rc);
 	if (d->err == -EIO)
 		bz_log_block("corrupt block (data error or CRC mismatch)", d->bit);
 	bz_dec_release(d);

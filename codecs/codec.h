@@ -15,8 +15,8 @@
  * is -EIO, after logging (tfs_log, TFS_LOG_ERR) what is wrong and at which compressed offset.
  * A valid file that uses a feature the codec refuses (lzop multi-part or filtered files) is
  * -ENOTSUP, logged the same way: the index treats it as a failure, not as damage to salvage.
- * -ENOMEM stays -ENOMEM.  Each codec maps its library's codes (Z_*, BZ_*, LZMA_*, LZO_E_*) in
- * one function.  A codec never aborts, never reads outside its buffers, and never returns bytes
+ * -ENOMEM stays -ENOMEM.  The libraries' codes (Z_*, BZ_*, LZMA_*) are mapped in one place,
+ * liberr.c; lzo.c maps LZO_E_*.  A codec never aborts, never reads outside its buffers, and never returns bytes
  * it knows to be wrong.
  *
  * Streams of containers: a zip entry or a 7z folder is a run of compressed bytes of the

@@ -74,6 +74,7 @@
 #include "../common/byteio.h"
 #include "../common/log.h"
 #include "trailing.h"
+#include "liberr.h"
 
 #define GZ_CK_MEMBER 0x1u /* checkpoint flag: coff is the first byte of a member header */
 
@@ -95,24 +96,6 @@
 
 _Static_assert(GZ_DEC_INBUF >= GZ_WINSIZE, "a decoder unpacks its window into its input buffer");
 _Static_assert(GZ_QBUF <= UINT_MAX, "zlib counts in uInt");
-
-/* The one place zlib's return codes become -errno. */
-static int gz_errno(int zret)
-{
-	switch (zret) {
-	case Z_OK:
-	case Z_STREAM_END:
-		return 0;
-	case Z_MEM_ERROR:
-		return -ENOMEM;
-	case Z_DATA_ERROR:
-	case Z_NEED_DICT:
-	case Z_BUF_ERROR:
-		return -EIO;
-	default: /* Z_STREAM_ERROR, Z_VERSION_ERROR: misuse, not bad data */
-		return -EINVAL;
-	}
-}
 
 static bool gz_probe(const uint8_t *head, size_t len)
 {
@@ -378,7 +361,7 @@ static int gz_inflate_fail(const struct gz_in *in, const struct gz_where *w, int
 	tfs_log(TFS_LOG_ERR,
 		"gzip: %scorrupt deflate data near compressed offset %llu (member %s %llu): %s",
 		w->who, at, w->rel, off, in->zs->msg ? in->zs->msg : zError(zret));
-	return gz_errno(zret) ? gz_errno(zret) : -EIO;
+	return liberr_zlib(zret) ? liberr_zlib(zret) : -EIO;
 }
 
 /* ---- The scan: producer ------------------------------------------------------------------ */
@@ -691,7 +674,7 @@ static int gz_pack_window(struct codec_scan *s, const uint8_t *win, size_t len, 
 	if (!s->dinit) {
 		ret = deflateInit2(&s->ds, 1, Z_DEFLATED, 15, 8, Z_DEFAULT_STRATEGY);
 		if (ret != Z_OK)
-			return gz_errno(ret);
+			return liberr_zlib(ret);
 		s->dinit = true;
 		s->auxcap = deflateBound(&s->ds, GZ_WINSIZE);
 		s->aux = malloc(s->auxcap);
@@ -706,7 +689,7 @@ static int gz_pack_window(struct codec_scan *s, const uint8_t *win, size_t len, 
 	s->ds.avail_out = (uInt)s->auxcap;
 	ret = deflate(&s->ds, Z_FINISH);
 	if (ret != Z_STREAM_END)
-		return ret == Z_OK ? -EINVAL : gz_errno(ret);
+		return ret == Z_OK ? -EINVAL : liberr_zlib(ret);
 	*packed = s->auxcap - s->ds.avail_out;
 	return 0;
 }
@@ -888,7 +871,7 @@ static int gz_scan_start(struct src *in, const struct codec_opts *opts,
 		goto fail;
 	r = inflateInit2(&p->zs, -15);
 	if (r != Z_OK) {
-		err = gz_errno(r);
+		err = liberr_zlib(r);
 		goto fail;
 	}
 	p->zinit = true;
@@ -1013,7 +996,7 @@ static int gz_dec_start(struct src *in, const struct codec_ckpt *ck, const void 
 	d->zs.opaque = &d->zmem;
 	r = inflateInit2(&d->zs, -15);
 	if (r != Z_OK) {
-		err = gz_errno(r);
+		err = liberr_zlib(r);
 		goto fail;
 	}
 	d->zinit = true;
@@ -1041,7 +1024,7 @@ static int gz_dec_start(struct src *in, const struct codec_ckpt *ck, const void 
 			}
 			r = inflatePrime(&d->zs, (int)ck->bits, byte >> (8 - ck->bits));
 			if (r != Z_OK) {
-				err = gz_errno(r);
+				err = liberr_zlib(r);
 				goto fail;
 			}
 		}
@@ -1058,7 +1041,7 @@ static int gz_dec_start(struct src *in, const struct codec_ckpt *ck, const void 
 			}
 			r = inflateSetDictionary(&d->zs, d->inbuf, (uInt)wl);
 			if (r != Z_OK) {
-				err = gz_errno(r);
+				err = liberr_zlib(r);
 				goto fail;
 			}
 		}

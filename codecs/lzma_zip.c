@@ -21,6 +21,7 @@
 
 #include "../common/byteio.h"
 #include "../common/log.h"
+#include "liberr.h"
 
 #define LZ_INBUF (64u << 10)
 #define LZ_HEAD_MAX 64 /* version, size and properties: 4 + 5 in practice */
@@ -36,26 +37,6 @@ struct lz_state {
 	size_t mem;
 	uint8_t buf[LZ_INBUF];
 };
-
-/* The one place liblzma's codes become -errno. */
-static int lz_errno(lzma_ret r)
-{
-	switch (r) {
-	case LZMA_OK:
-	case LZMA_STREAM_END:
-		return 0;
-	case LZMA_MEM_ERROR:
-	case LZMA_MEMLIMIT_ERROR:
-		return -ENOMEM;
-	case LZMA_OPTIONS_ERROR:
-	case LZMA_FORMAT_ERROR:
-	case LZMA_DATA_ERROR:
-	case LZMA_BUF_ERROR:
-		return -EIO;
-	default:
-		return -EINVAL;
-	}
-}
 
 static void lz_free(struct lz_state *z)
 {
@@ -98,7 +79,7 @@ static int lz_start(struct src *in, const void *params, size_t params_len, struc
 	lzma_ret r = lzma_properties_decode(&tmp, NULL, head + 4, plen);
 	if (r != LZMA_OK) {
 		tfs_log(TFS_LOG_ERR, "lzma-zip: invalid LZMA properties");
-		err = lz_errno(r) ? lz_errno(r) : -EIO;
+		err = liberr_lzma(r) ? liberr_lzma(r) : -EIO;
 		goto fail;
 	}
 	opt = *(lzma_options_lzma *)tmp.options;
@@ -115,7 +96,7 @@ static int lz_start(struct src *in, const void *params, size_t params_len, struc
 	z->zs = (lzma_stream)LZMA_STREAM_INIT;
 	r = lzma_raw_decoder(&z->zs, f);
 	if (r != LZMA_OK) {
-		err = lz_errno(r);
+		err = liberr_lzma(r);
 		goto fail;
 	}
 	z->zinit = true;
@@ -150,7 +131,7 @@ static ssize_t lz_read(struct lz_state *z, void *buf, size_t len)
 		} else if (r != LZMA_OK) {
 			tfs_log(TFS_LOG_ERR, "lzma-zip: corrupt data near compressed offset %llu",
 				(unsigned long long)(z->pos - z->zs.avail_in));
-			z->err = lz_errno(r) ? lz_errno(r) : -EIO;
+			z->err = liberr_lzma(r) ? liberr_lzma(r) : -EIO;
 		} else if (act == LZMA_FINISH && z->zs.avail_out == len) {
 			tfs_log(TFS_LOG_ERR, "lzma-zip: the entry ends before its data (truncated)");
 			z->err = -EIO;

@@ -11,64 +11,9 @@
 
 #include "../common/byteio.h"
 #include "../common/log.h"
+#include "liberr.h"
 
 /* ---- errors -------------------------------------------------------------------------------- */
-
-/* The one place where liblzma's codes become -errno. */
-static int sz_lzma_errno(lzma_ret ret)
-{
-	switch (ret) {
-	case LZMA_OK:
-	case LZMA_STREAM_END:
-		return 0;
-	case LZMA_MEM_ERROR:
-	case LZMA_MEMLIMIT_ERROR:
-		return -ENOMEM;
-	case LZMA_OPTIONS_ERROR:
-	case LZMA_UNSUPPORTED_CHECK:
-		return -ENOTSUP;
-	case LZMA_PROG_ERROR:
-		return -EINVAL;
-	default:
-		return -EIO;
-	}
-}
-
-/* ... zlib's */
-static int sz_zlib_errno(int zret)
-{
-	switch (zret) {
-	case Z_OK:
-	case Z_STREAM_END:
-		return 0;
-	case Z_MEM_ERROR:
-		return -ENOMEM;
-	case Z_DATA_ERROR:
-	case Z_NEED_DICT:
-	case Z_BUF_ERROR:
-		return -EIO;
-	default:
-		return -EINVAL;
-	}
-}
-
-/* ... libbz2's */
-static int sz_bz_errno(int bzret)
-{
-	switch (bzret) {
-	case BZ_OK:
-	case BZ_STREAM_END:
-		return 0;
-	case BZ_MEM_ERROR:
-		return -ENOMEM;
-	case BZ_DATA_ERROR:
-	case BZ_DATA_ERROR_MAGIC:
-	case BZ_UNEXPECTED_EOF:
-		return -EIO;
-	default: /* BZ_PARAM_ERROR, BZ_CONFIG_ERROR, BZ_SEQUENCE_ERROR */
-		return -EINVAL;
-	}
-}
 
 static const char *sz_coder_name(const struct sz_chain *ch, int coder)
 {
@@ -249,7 +194,7 @@ static int sz_xz_end(struct sz_node *n)
 			break;
 		}
 		if (ret != LZMA_OK)
-			return sz_fail(n, sz_lzma_errno(ret), "corrupt data at the end of the stream");
+			return sz_fail(n, liberr_lzma(ret), "corrupt data at the end of the stream");
 		if (n->u.xz.finish && before == s->avail_in)
 			return sz_fail(n, -EIO, "the stream has no end (truncated)");
 	}
@@ -289,7 +234,7 @@ static ssize_t sz_xz_read(struct sz_node *n, uint8_t *buf, size_t len)
 			break;
 		}
 		if (ret != LZMA_OK) {
-			return sz_fail(n, sz_lzma_errno(ret), "%s after %" PRIu64 " decoded bytes",
+			return sz_fail(n, liberr_lzma(ret), "%s after %" PRIu64 " decoded bytes",
 				       ret == LZMA_DATA_ERROR ? "corrupt data"
 				       : ret == LZMA_BUF_ERROR ? "unexpected end of input"
 							       : "decoder error",
@@ -378,7 +323,7 @@ static ssize_t sz_deflate_read(struct sz_node *n, uint8_t *buf, size_t len)
 			break;
 		}
 		if (ret != Z_OK && !(ret == Z_BUF_ERROR && r > 0))
-			return sz_fail(n, sz_zlib_errno(ret), "%s after %" PRIu64 " decoded bytes",
+			return sz_fail(n, liberr_zlib(ret), "%s after %" PRIu64 " decoded bytes",
 				       z->msg ? z->msg : "inflate error",
 				       n->done + (len - z->avail_out));
 		if (z->avail_out < len)
@@ -426,7 +371,7 @@ static ssize_t sz_bzip2_read(struct sz_node *n, uint8_t *buf, size_t len)
 					       n->done, n->size);
 			ret = BZ2_bzDecompressInit(b, 0, 0);
 			if (ret != BZ_OK)
-				return sz_fail(n, sz_bz_errno(ret), "cannot start the decoder");
+				return sz_fail(n, liberr_bz2(ret), "cannot start the decoder");
 			n->u.bz.init = true;
 			b->next_out = (char *)buf;
 			b->avail_out = (unsigned)len;
@@ -450,7 +395,7 @@ static ssize_t sz_bzip2_read(struct sz_node *n, uint8_t *buf, size_t len)
 			continue;
 		}
 		if (ret != BZ_OK)
-			return sz_fail(n, sz_bz_errno(ret), "%s after %" PRIu64 " decoded bytes",
+			return sz_fail(n, liberr_bz2(ret), "%s after %" PRIu64 " decoded bytes",
 				       ret == BZ_DATA_ERROR ? "corrupt data or CRC mismatch"
 							    : "bad data",
 				       n->done + (len - b->avail_out));
@@ -798,8 +743,8 @@ static int sz_build_xz(struct sz_chain *ch, const unsigned *cs, unsigned ncs, bo
 		return sz_refuse(ch, -ENOTSUP, "liblzma cannot decode this filter chain");
 	ret = lzma_raw_decoder(&n->u.xz.strm, filters);
 	if (ret != LZMA_OK)
-		return sz_refuse(ch, sz_lzma_errno(ret), "cannot start the %s decoder",
-				 sz_coder_name(ch, (int)lc));
+		return sz_refuse(ch, ret == LZMA_OPTIONS_ERROR ? -ENOTSUP : liberr_lzma(ret),
+				 "cannot start the %s decoder", sz_coder_name(ch, (int)lc));
 	ch->mem += (size_t)n->u.xz.mem;
 	n->nin = 1;
 	err = sz_ibuf_alloc(ch, &n->ib[0], wrap ? 3 + ((size_t)1 << 16) : SZ_IBUF);
@@ -875,7 +820,7 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 		n = sz_node_new(ch, SZN_DEFLATE, (int)c, f->unpack_size[c]);
 		ret = inflateInit2(&n->u.zl.zs, -15);
 		if (ret != Z_OK)
-			return sz_refuse(ch, sz_zlib_errno(ret), "cannot start inflate");
+			return sz_refuse(ch, liberr_zlib(ret), "cannot start inflate");
 		n->u.zl.init = true;
 		ch->mem += 48 << 10;
 		break;
@@ -886,7 +831,7 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 		n = sz_node_new(ch, SZN_BZIP2, (int)c, f->unpack_size[c]);
 		ret = BZ2_bzDecompressInit(&n->u.bz.bz, 0, 0);
 		if (ret != BZ_OK)
-			return sz_refuse(ch, sz_bz_errno(ret), "cannot start the BZip2 decoder");
+			return sz_refuse(ch, liberr_bz2(ret), "cannot start the BZip2 decoder");
 		n->u.bz.init = true;
 		ch->mem += 3700 << 10; /* 900k blocks, not the small mode */
 		break;

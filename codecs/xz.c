@@ -64,6 +64,7 @@
 #include "../common/log.h"
 #include "pipeline.h"
 #include "trailing.h"
+#include "liberr.h"
 
 #define XZ_MEMLIMIT ((uint64_t)1537 << 20)	/* decoder memory: 1.5 GiB dictionary + margin */
 #define XZ_INDEX_MEMLIMIT ((uint64_t)512 << 20) /* lzma_index of all streams (~30 M blocks) */
@@ -82,23 +83,6 @@ _Static_assert(XZ_CHUNK <= XZ_JOB_CAP_MIN, "a job must be able to queue one chun
 _Static_assert(XZ_BUDGET / (XZ_MAX_THREADS + 1) >= XZ_CHUNK, "budget too small");
 
 static const uint8_t xz_magic[6] = {0xFD, '7', 'z', 'X', 'Z', 0x00};
-
-/* The one place where liblzma's codes become -errno. */
-static int xz_errno(lzma_ret ret)
-{
-	switch (ret) {
-	case LZMA_OK:
-	case LZMA_STREAM_END:
-		return 0;
-	case LZMA_MEM_ERROR:
-	case LZMA_MEMLIMIT_ERROR:
-		return -ENOMEM;
-	case LZMA_PROG_ERROR:
-		return -EINVAL;
-	default: /* FORMAT, OPTIONS, DATA, BUF, UNSUPPORTED_CHECK, ...: the file is not right */
-		return -EIO;
-	}
-}
 
 static const char *xz_strerror(lzma_ret ret)
 {
@@ -240,7 +224,7 @@ static int xz_blk_start(struct xz_blk *b, const struct codec_ckpt *ck)
 		return xz_blk_fail(b, -EIO, "the file ends inside the block header (truncated)");
 	ret = lzma_block_header_decode(&b->block, NULL, hdr);
 	if (ret != LZMA_OK)
-		return xz_blk_fail(b, xz_errno(ret), "bad block header: %s", xz_strerror(ret));
+		return xz_blk_fail(b, liberr_lzma(ret), "bad block header: %s", xz_strerror(ret));
 
 	/* From here the filters hold allocated options: leave through out. */
 	if (ck->clen && lzma_block_compressed_size(&b->block, ck->clen) != LZMA_OK) {
@@ -273,7 +257,7 @@ static int xz_blk_start(struct xz_blk *b, const struct codec_ckpt *ck)
 	}
 	ret = lzma_block_decoder(&b->strm, &b->block);
 	if (ret != LZMA_OK) {
-		err = xz_blk_fail(b, xz_errno(ret), "cannot start the block decoder: %s",
+		err = xz_blk_fail(b, liberr_lzma(ret), "cannot start the block decoder: %s",
 				  xz_strerror(ret));
 		goto out;
 	}
@@ -338,7 +322,7 @@ static ssize_t xz_blk_read(struct xz_blk *b, uint8_t *out, size_t len)
 			break;
 		}
 		if (ret != LZMA_OK) {
-			xz_blk_fail(b, xz_errno(ret), "%s, after %" PRIu64 " decoded bytes",
+			xz_blk_fail(b, liberr_lzma(ret), "%s, after %" PRIu64 " decoded bytes",
 				    xz_strerror(ret), b->out + (len - b->strm.avail_out));
 			break;
 		}
@@ -378,7 +362,7 @@ static int xz_file_info(struct src *in, uint64_t fsize, lzma_index **idx, char *
 	ret = lzma_file_info_decoder(&strm, idx, XZ_INDEX_MEMLIMIT, fsize);
 	if (ret != LZMA_OK) {
 		snprintf(why, wlen, "%s", xz_strerror(ret));
-		err = xz_errno(ret);
+		err = liberr_lzma(ret);
 		goto out;
 	}
 	for (;;) {
@@ -414,7 +398,7 @@ static int xz_file_info(struct src *in, uint64_t fsize, lzma_index **idx, char *
 				 ret == LZMA_MEMLIMIT_ERROR ? "the index is unreasonably large"
 							    : xz_strerror(ret));
 			/* An index too big for the limit is a bad index, not a lack of memory. */
-			err = ret == LZMA_MEMLIMIT_ERROR ? -EIO : xz_errno(ret);
+			err = ret == LZMA_MEMLIMIT_ERROR ? -EIO : liberr_lzma(ret);
 			goto out;
 		}
 		/* liblzma reads each part once or twice; this only guards against a loop. */

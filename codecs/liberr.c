@@ -1,0 +1,60 @@
+/* The compression libraries' return codes as -errno (see liberr.h). */
+#include "liberr.h"
+
+#include <bzlib.h>
+#include <errno.h>
+#include <zlib.h>
+
+int liberr_zlib(int zret)
+{
+	switch (zret) {
+	case Z_OK:
+	case Z_STREAM_END:
+		return 0;
+	case Z_MEM_ERROR:
+		return -ENOMEM;
+	case Z_DATA_ERROR:
+	case Z_NEED_DICT:
+	case Z_BUF_ERROR:
+		return -EIO;
+	default: /* Z_STREAM_ERROR, Z_VERSION_ERROR: misuse, not bad data */
+		return -EINVAL;
+	}
+}
+
+int liberr_lzma(lzma_ret ret)
+{
+	switch (ret) {
+	case LZMA_OK:
+	case LZMA_STREAM_END:
+		return 0;
+	case LZMA_MEM_ERROR:
+	case LZMA_MEMLIMIT_ERROR:
+		return -ENOMEM;
+	case LZMA_PROG_ERROR:
+		return -EINVAL;
+	default: /* FORMAT, OPTIONS, DATA, BUF, UNSUPPORTED_CHECK, ...: the data is not right */
+		return -EIO;
+	}
+}
+
+int liberr_bz2(int bzret)
+{
+	switch (bzret) {
+	case BZ_OK:
+	case BZ_RUN_OK:
+	case BZ_FLUSH_OK:
+	case BZ_FINISH_OK:
+	case BZ_STREAM_END:
+		return 0;
+	case BZ_MEM_ERROR:
+		return -ENOMEM;
+	case BZ_DATA_ERROR:
+	case BZ_DATA_ERROR_MAGIC:
+	case BZ_UNEXPECTED_EOF:
+	case BZ_IO_ERROR:
+		return -EIO;
+	default: /* BZ_PARAM_ERROR, BZ_SEQUENCE_ERROR, BZ_CONFIG_ERROR: misuse */
+		return -EINVAL;
+	}
+}
