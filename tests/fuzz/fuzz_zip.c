@@ -33,7 +33,7 @@
 #define FZ_MAX_OUT (4u << 20)
 #define FZ_DECODERS 4
 #define FZ_MAX_CKPTS 64
-#define FZ_TRACKED 1024   /* streams whose size is remembered for the members' checks */
+#define FZ_TRACKED 1024 /* streams (members) whose size (offset) is kept for the checks */
 #define FZ_LOCAL_MAX (30 + 2 * 65535) /* a local header with the longest name and extra */
 
 struct fz_stream {
@@ -131,7 +131,8 @@ static int on_member(void *opaque, const struct arc_member *m)
 	/* bytes in the archive file itself (container.h): inside it */
 	if (m->stream == 0 && !m->unreadable && m->stored)
 		FZ_ASSERT(m->data_off <= w->size && m->stored <= w->size - m->data_off);
-	if (m->stream == 0 && !m->unreadable && (m->type == MEMBER_REG || m->type == MEMBER_SYMLINK))
+	if (m->stream == 0 && !m->unreadable &&
+	    (m->type == MEMBER_REG || m->type == MEMBER_SYMLINK))
 		FZ_ASSERT(m->size == 0 || m->stored == m->size);
 	if (w->members < FZ_TRACKED)
 		w->hdr_off[w->members] = m->hdr_off;
@@ -151,7 +152,8 @@ static int on_ckpt(void *opaque, const struct codec_ckpt *ck, const void *aux, s
 {
 	struct fz_cks *k = opaque;
 
-	FZ_ASSERT(k->n == 0 ? ck->uoff == 0 : ck->uoff > k->c[k->n - 1].uoff || k->n == FZ_MAX_CKPTS);
+	FZ_ASSERT(k->n == 0 ? ck->uoff == 0
+			    : ck->uoff > k->c[k->n - 1].uoff || k->n == FZ_MAX_CKPTS);
 	FZ_ASSERT(ck->uoff >= k->returned);
 	FZ_ASSERT(aux || auxlen == 0);
 	if (k->n == FZ_MAX_CKPTS)
@@ -237,7 +239,7 @@ static void fz_decode(const uint8_t *data, size_t size, const struct fz_stream *
 		int err;
 
 		if (at >= pos && n != 0)
-			continue; /* past what a failed scan reached: the index keeps no such point */
+			continue; /* past where a failed scan stopped: the index keeps none */
 		k.c[i].ulen = (i + 1 < k.n ? k.c[i + 1].uoff : pos) - k.c[i].uoff;
 		err = c->dec_new(win, &k.c[i], k.aux[i], k.auxlen[i], &d);
 		FZ_ASSERT(err == 0 || err == -ENOMEM || (n != 0 && err == -EIO));
@@ -254,7 +256,9 @@ static void fz_decode(const uint8_t *data, size_t size, const struct fz_stream *
 				break;
 			}
 			if (at < verified) {
-				uint64_t m = verified - at < (uint64_t)r ? verified - at : (uint64_t)r;
+				uint64_t m = verified - at;
+				if (m > (uint64_t)r)
+					m = (uint64_t)r;
 				FZ_ASSERT(memcmp(buf, out_buf + at, (size_t)m) == 0);
 			}
 			at += (uint64_t)r;
