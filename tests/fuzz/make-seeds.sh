@@ -8,6 +8,9 @@
 #   DIR/fuzz_index/          one options byte (see fuzz_index.c) + a tar or a compressed file
 #   DIR/fuzz_7z/             7z archives of a small tree by 7zz in every method and filter,
 #                            plain and compressed headers, encrypted ones, damaged ones
+#   DIR/fuzz_zip/            zips by Info-ZIP (-0/-6/-9, bzip2, -P, to a pipe: data
+#                            descriptors), Python's zipfile (LZMA, zip64 forced), bsdtar, xz and
+#                            zstd entries written by hand, a prefixed one, damaged ones
 # Nothing binary is kept in the repository: the seeds are made at run time.  Tools that are
 # missing are skipped with a note (tools/install-deps.sh installs them all).
 #   tests/fuzz/make-seeds.sh DIR
@@ -218,6 +221,99 @@ if have 7zz; then
 else
 	note "7zz missing: no 7z seeds"
 fi
+
+# ---- zip: archives made by Info-ZIP, Python's zipfile and bsdtar ----------------------------------
+Zp=$out/fuzz_zip
+mkdir -p "$Zp"
+mkdir -p "$work/zbig"
+cp "$work/big" "$work/zbig/big" # 1.6 MB that deflates to little: a stream with checkpoints
+# zipin NAME DIR FILE OPTION...: zip -q OPTION... of FILE (in DIR) into NAME.zip
+zipin() { local name=$1 dir=$2 what=$3; shift 3; (cd "$dir" && zip -q "$@" "$Zp/$name.zip" "$what" >/dev/null 2>&1) || rm -f "$Zp/$name.zip"; }
+if have zip; then
+	zipin store "$small" . -r -y -0
+	zipin deflate "$small" . -r -y -6
+	zipin deflate9 "$small" . -r -y -9
+	zipin bzip2 "$small" . -r -y -Z bzip2
+	zipin crypt "$small" . -r -y -P secret
+	zipin no-extra "$small" . -r -X
+	zipin big "$work/zbig" big -1
+	# to a pipe: zip cannot seek back, so every entry keeps its sizes in a data descriptor (no
+	# -y: a symlink is stored uncompressed, which zip refuses on a pipe)
+	(cd "$small" && zip -q -r - . | cat >"$Zp/pipe.zip") 2>/dev/null || rm -f "$Zp/pipe.zip"
+	(seq 1 3000 | zip -q - - | cat >"$Zp/stdin.zip") 2>/dev/null || rm -f "$Zp/stdin.zip"
+	# a self-extracting stub before the archive: every offset shifted
+	[ -f "$Zp/deflate.zip" ] && { head -c 700 /bin/sh; cat "$Zp/deflate.zip"; } >"$Zp/prefixed.zip"
+else
+	note "zip missing: no Info-ZIP seeds"
+fi
+if have bsdtar; then
+	(cd "$small" && bsdtar --format zip -cf "$Zp/bsdtar.zip" . 2>/dev/null) || rm -f "$Zp/bsdtar.zip"
+	(cd "$small" && bsdtar --format zip --options zip:compression=store -cf "$Zp/bsdtar-store.zip" . 2>/dev/null) ||
+		rm -f "$Zp/bsdtar-store.zip"
+else
+	note "bsdtar missing: no bsdtar zip seeds"
+fi
+py=$(command -v /usr/bin/python3 || command -v python3 || true)
+if [ -n "$py" ]; then
+	# zipfile: LZMA (method 14), zip64 extra fields forced on small entries, bzip2, a
+	# comment; then by hand the methods only other tools write: xz (95) and zstd (93)
+	"$py" - "$Zp" "$small" "$(command -v zstd || true)" <<'PY' || note "python zip seeds failed"
+import os, struct, subprocess, sys, zipfile, zlib, lzma
+out, small, zstd = sys.argv[1], sys.argv[2], sys.argv[3]
+files = []
+for d, _, names in os.walk(small):
+    for n in sorted(names):
+        p = os.path.join(d, n)
+        if not os.path.islink(p):
+            files.append((os.path.relpath(p, small), open(p, "rb").read()))
+def zf(name, method, **kw):
+    with zipfile.ZipFile(os.path.join(out, name), "w", method) as z:
+        z.comment = b"a comment"
+        for n, data in files:
+            zi = zipfile.ZipInfo(n, (2020, 1, 2, 3, 4, 6))
+            zi.compress_type = method
+            with z.open(zi, "w", **kw) as f:
+                f.write(data)
+zf("py-lzma.zip", zipfile.ZIP_LZMA)
+zf("py-zip64.zip", zipfile.ZIP_DEFLATED, force_zip64=True)
+zf("py-zip64-stored.zip", zipfile.ZIP_STORED, force_zip64=True)
+zf("py-bzip2.zip", zipfile.ZIP_BZIP2)
+def by_hand(name, method, pack):
+    body, central = b"", b""
+    for n, data in files:
+        c = pack(data)
+        n = n.encode()
+        crc = zlib.crc32(data)
+        local = struct.pack("<IHHHHHIIIHH", 0x04034b50, 63, 0, method, 0, 0x5021, crc, len(c),
+                            len(data), len(n), 0) + n
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014b50, 0x033f, 63, 0, method, 0, 0x5021,
+                               crc, len(c), len(data), len(n), 0, 0, 0, 0, 0o100644 << 16,
+                               len(body)) + n
+        body += local + c
+    end = struct.pack("<IHHHHIIH", 0x06054b50, 0, 0, len(files), len(files), len(central),
+                      len(body), 0)
+    open(os.path.join(out, name), "wb").write(body + central + end)
+by_hand("xz.zip", 95, lambda d: lzma.compress(d, lzma.FORMAT_XZ))
+if zstd:
+    by_hand("zstd.zip", 93, lambda d: subprocess.run([zstd, "-q", "-c"], input=d,
+                                                    capture_output=True, check=True).stdout)
+PY
+else
+	note "python3 missing: no zipfile seeds"
+fi
+# damaged: truncated (in the directory, and before it: the local headers are walked), a flipped
+# data byte, a flipped directory byte, garbage after the end, a truncated pipe zip
+for f in deflate bzip2 py-lzma pipe; do
+	[ -f "$Zp/$f.zip" ] || continue
+	n=$(stat -c %s "$Zp/$f.zip")
+	head -c $((n - 30)) "$Zp/$f.zip" >"$Zp/trunc-dir-$f.zip"
+	head -c $((n / 2)) "$Zp/$f.zip" >"$Zp/trunc-half-$f.zip"
+	cp "$Zp/$f.zip" "$Zp/flipped-$f.zip"
+	printf '\x55' | dd of="$Zp/flipped-$f.zip" bs=1 seek=$((n / 3)) conv=notrunc status=none
+	cp "$Zp/$f.zip" "$Zp/flipped-dir-$f.zip"
+	printf '\x55' | dd of="$Zp/flipped-dir-$f.zip" bs=1 seek=$((n - 40)) conv=notrunc status=none
+	{ cat "$Zp/$f.zip"; printf 'trailing garbage'; } >"$Zp/garbage-$f.zip"
+done
 
 # the codec harnesses also start from the plain tars (the magic is the first thing to find)
 for f in gnu pax; do
