@@ -144,7 +144,13 @@ struct sz_db {
 __attribute__((format(printf, 3, 4))) static int sz_bad(struct sz_db *db, int err,
 							 const char *fmt, ...);
 
-/* The parse's first error, logged when the parse returns. */
+/* The archive's name for messages. */
+static const char *sz_name(const struct cont_sink *sink)
+{
+	return sink && sink->name ? sink->name : "7z";
+}
+
+/* The parse's first error, logged when the parse returns (after the archive's name). */
 static int sz_bad(struct sz_db *db, int err, const char *fmt, ...)
 {
 	va_list ap;
@@ -1079,9 +1085,10 @@ static int sz_enter_folder(struct sz_db *db, uint64_t fi, uint64_t *stream, int 
 		*unreadable = -EIO;
 		*why = "7z folder data past the end of the archive (truncated)";
 		db->damaged = true;
-		tfs_log(TFS_LOG_ERR, "7z: folder %" PRIu64 ": its packed data lies past the end of "
-				     "the archive (truncated)",
-			fi);
+		tfs_log(TFS_LOG_ERR,
+			"%s: folder %" PRIu64 ": its packed data lies past the end of "
+			"the archive (truncated)",
+			sz_name(db->sink), fi);
 		return 0;
 	}
 	err = sz_fold_blob(db, fi, &f, &blob, &len);
@@ -1318,21 +1325,25 @@ static int sz_parse(struct src *in, const struct cont_sink *sink, struct cont_st
 	db.fsize = src_size(in);
 	err = src_pread_full(in, sig, sizeof(sig), 0);
 	if (err) {
-		tfs_log(TFS_LOG_ERR, "7z: %s", err == -EIO ? "the file is shorter than a 7z "
-							      "signature header"
-							    : "read error in the signature header");
+		tfs_log(TFS_LOG_ERR, "%s: %s", sz_name(sink),
+			err == -EIO ? "the file is shorter than a 7z "
+				      "signature header"
+				    : "read error in the signature header");
 		return err == -EIO ? -EINVAL : err;
 	}
 	if (memcmp(sig, sz_magic, sizeof(sz_magic)) != 0) {
-		tfs_log(TFS_LOG_ERR, "7z: no 7z signature at offset 0");
+		tfs_log(TFS_LOG_ERR, "%s: no 7z signature at offset 0", sz_name(sink));
 		return -EINVAL;
 	}
 	if (sig[6] != 0) {
-		tfs_log(TFS_LOG_ERR, "7z: format version %u.%u is not supported", sig[6], sig[7]);
+		tfs_log(TFS_LOG_ERR, "%s: format version %u.%u is not supported", sz_name(sink),
+			sig[6], sig[7]);
 		return -ENOTSUP;
 	}
 	if ((uint32_t)crc32(0, sig + 12, 20) != le32(sig + 8)) {
-		tfs_log(TFS_LOG_ERR, "7z: damaged signature header: its CRC does not match (offset 8)");
+		tfs_log(TFS_LOG_ERR,
+			"%s: damaged signature header: its CRC does not match (offset 8)",
+			sz_name(sink));
 		return -EIO;
 	}
 	off = le64(sig + 12);
@@ -1344,14 +1355,16 @@ static int sz_parse(struct src *in, const struct cont_sink *sink, struct cont_st
 		return 0;
 	}
 	if (db.fsize == SRC_SIZE_UNKNOWN) {
-		tfs_log(TFS_LOG_ERR, "7z: the archive's size is unknown: the header cannot be found");
+		tfs_log(TFS_LOG_ERR,
+			"%s: the archive's size is unknown: the header cannot be found",
+			sz_name(sink));
 		return -EIO;
 	}
 	if (off > db.fsize || size > db.fsize || SZ_SIG_SIZE + off > db.fsize - size) {
 		tfs_log(TFS_LOG_ERR,
-			"7z: truncated: the header at offset %" PRIu64 " (%" PRIu64
+			"%s: truncated: the header at offset %" PRIu64 " (%" PRIu64
 			" bytes) is past the end of the file (%" PRIu64 " bytes)",
-			SZ_SIG_SIZE + off, size, db.fsize);
+			sz_name(sink), SZ_SIG_SIZE + off, size, db.fsize);
 		return -EIO;
 	}
 	db.hdr_off = SZ_SIG_SIZE + off;
@@ -1398,7 +1411,8 @@ static int sz_parse(struct src *in, const struct cont_sink *sink, struct cont_st
 out:
 	err = db.err;
 	if (err)
-		tfs_log(err == -ENOTSUP ? TFS_LOG_WARNING : TFS_LOG_ERR, "%s", db.msg);
+		tfs_log(err == -ENOTSUP ? TFS_LOG_WARNING : TFS_LOG_ERR, "%s: %s", sz_name(sink),
+			strncmp(db.msg, "7z: ", 4) ? db.msg : db.msg + 4);
 	if (st) {
 		st->members = db.members;
 		st->damaged = db.damaged;

@@ -737,9 +737,6 @@ def test_damage_matrix(tmp_path, damage_src, header):
     print("\n".join(f"{k}: {v}" for k, v in RESULTS.items() if k.startswith(header)))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: index/sevenzip.c logs why it refuses a 7z archive "
-                   "without the archive's name (sink->name), and for -EIO/-EINVAL nothing else "
-                   "names it: with several SOURCEs one cannot tell which archive is damaged")
 def test_refusals_name_the_archive(tmp_path, damage_src):
     """test_damage's rule for a refusal: the message names the archive (as zip's do)."""
     clean = tmp_path / "clean.7z"
