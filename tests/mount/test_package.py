@@ -6,6 +6,11 @@ Always (cheap: nothing is built here):
 - the bash completion (completion/tarseek.bash) offers the options of each tool's --help,
   tarseek's mount options after -o, and files, folders, users or mount points where they
   belong.
+
+With TARSEEK_PACKAGE_TEST=1 (tools/test.sh, after installing the .deb that tools/package.sh
+made): the installed package -- its files, /usr/bin/tarseek serving a mount, mount -t
+fuse.tarseek and an fstab line running /usr/bin/tarseek through mount.fuse3, man finding
+the pages, bash-completion loading the script.
 """
 import os
 import re
@@ -62,6 +67,47 @@ def test_meson_install_makes_the_whole_tree(tmp_path):
             page = f.read()
         th = ".TH " + p.upper().replace("-", "\\-") + " 1 "
         assert th in page and "@VERSION@" not in page, page[:300]
+
+
+# ---- debian/ ---------------------------------------------------------------------------------
+
+# what Debian package brings each library meson.build asks for (dependency() or find_library())
+DEV_PACKAGES = {"threads": None, "m": None, "sqlite3": "libsqlite3-dev", "zlib": "zlib1g-dev",
+                "liblzma": "liblzma-dev", "bz2": "libbz2-dev", "libzstd": "libzstd-dev",
+                "libxxhash": "libxxhash-dev", "lzo2": "liblzo2-dev", "fuse3": "libfuse3-dev",
+                "libcrypto": "libssl-dev"}
+
+
+def test_debian_build_depends_cover_meson_build():
+    wanted = set()
+    for d, _, files in os.walk(SOURCE):
+        if os.path.relpath(d, SOURCE).split(os.sep)[0].startswith(("build", ".git", "obj-")):
+            continue
+        for f in files:
+            if f != "meson.build" or os.path.relpath(d, SOURCE).startswith("tests"):
+                continue
+            text = open(os.path.join(d, f)).read()
+            for name in re.findall(r"(?:dependency|find_library)\(\s*'([^']+)'", text):
+                assert name in DEV_PACKAGES, \
+                    f"{d}/meson.build needs {name}: add its -dev package to debian/control " \
+                    "and to DEV_PACKAGES here"
+                if DEV_PACKAGES[name]:
+                    wanted.add(DEV_PACKAGES[name])
+    with open(os.path.join(SOURCE, "debian", "control")) as f:
+        control = f.read()
+    m = re.search(r"^Build-Depends:(.*?)^\S", control, re.S | re.M)
+    have = {re.split(r"[\s(]", d.strip())[0] for d in m.group(1).split(",") if d.strip()}
+    assert wanted <= have, f"debian/control lacks {sorted(wanted - have)}"
+    assert {"debhelper-compat", "meson", "ninja-build"} <= have
+
+
+def test_debian_changelog_has_the_project_version():
+    import json
+    info = subprocess.run(["meson", "introspect", "--projectinfo", BUILD], capture_output=True,
+                          text=True, check=True).stdout
+    with open(os.path.join(SOURCE, "debian", "changelog")) as f:
+        first = f.readline()
+    assert first.startswith(f"tarseek ({json.loads(info)['version']}) "), first
 
 
 # ---- bash completion -------------------------------------------------------------------------
@@ -126,8 +172,8 @@ def script_words(var):
                                       ("tarseek-bench", "_tarseek_bench_options")])
 def test_completion_lists_the_options_of_help(tool, var):
     offered, helped = script_words(var), set(help_options(tool))
-    assert offered == helped, \
-        f"{tool}: --help only {sorted(helped - offered)}, completion only {sorted(offered - helped)}"
+    assert offered == helped, (f"{tool}: only --help has {sorted(helped - offered)}, "
+                               f"only the completion {sorted(offered - helped)}")
 
 
 def test_completion_lists_the_mount_options():
@@ -179,3 +225,141 @@ def test_completion_after_u_offers_tarseek_mounts(complete, mount, tmp_path):
         assert complete(f"tarseek --unmount {tmp_path}/mn") == [f"{tmp_path}/mnt x"]
     # no tarseek mount there: folders
     assert complete(f"tarseek -u {tmp_path}/d") == [f"{tmp_path}/d1"]
+
+
+# ---- the installed package -------------------------------------------------------------------
+# tools/test.sh builds the .deb (tools/package.sh), installs it, runs this file with
+# TARSEEK_PACKAGE_TEST=1 and removes the package again.  These tests use /usr/bin/tarseek by
+# its path: /usr/local/bin/tarseek may be a developer's link to a build, and PATH (and the
+# shell behind mount(8)) finds that one first.
+
+INSTALLED = {p: "/usr/bin/" + p for p in PROGRAMS}
+FILES = {"etc/hosts": b"127.0.0.1 localhost\n", "docs/readme.txt": b"read me\n" * 100}
+
+installed = pytest.mark.skipif(os.environ.get("TARSEEK_PACKAGE_TEST") != "1",
+                               reason="tools/test.sh installs the package for these "
+                                      "(TARSEEK_PACKAGE_TEST=1)")
+
+
+@pytest.fixture
+def tarseek_bin():
+    """The conftest mount fixture's daemon: the installed one."""
+    return INSTALLED["tarseek"]
+
+
+@pytest.fixture
+def archive(tmp_path):
+    src = tmp_path / "src"
+    for name, data in FILES.items():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_bytes(data)
+    path = tmp_path / "backup.tar.gz"
+    subprocess.run(["tar", "-czf", path, "-C", src, "."], check=True)
+    return path
+
+
+@installed
+def test_package_holds_the_tree():
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Status} ${Version}", "tarseek"],
+                       capture_output=True, text=True)
+    assert r.stdout.startswith("install ok installed"), r
+    files = set(subprocess.run(["dpkg", "-L", "tarseek"], capture_output=True, text=True,
+                               check=True).stdout.split())
+    for p, path in INSTALLED.items():
+        assert path in files
+        assert f"/usr/share/man/man1/{p}.1.gz" in files
+        assert f"/usr/share/bash-completion/completions/{p}" in files
+        ours = subprocess.run([PROGRAMS[p], "--version"], capture_output=True, text=True)
+        theirs = subprocess.run([path, "--version"], capture_output=True, text=True)
+        assert theirs.returncode == 0
+        assert theirs.stdout.splitlines()[0] == ours.stdout.splitlines()[0]
+
+
+@installed
+def test_installed_daemon_serves(mount, archive):
+    with mount(archive) as m:
+        assert os.readlink(f"/proc/{m.proc.pid}/exe") == INSTALLED["tarseek"]
+        for name, data in FILES.items():
+            with open(os.path.join(m, name), "rb") as f:
+                assert f.read() == data, name
+
+
+# In a mount namespace of its own, where empty folders hide /usr/local/bin and /usr/local/sbin:
+# mount(8) passes no PATH to mount.fuse3, whose shell then looks in its default path,
+# /usr/local/bin first.  Mounts with mount -t fuse.tarseek and with an fstab line, checks that
+# the daemon is /usr/bin/tarseek, a file's bytes and the read-only flag, and unmounts with
+# /usr/bin/tarseek -u (which waits for the daemon to end).  Lazily unmounts on any failure.
+MOUNT_SCRIPT = r'''
+set -euo pipefail
+for d in /usr/local/bin /usr/local/sbin; do
+    if [ -d "$d" ]; then mount -t tmpfs -o size=64k,mode=0755 tarseek-test "$d"; fi
+done
+found=$(env -i /bin/sh -c 'command -v tarseek')
+if [ "$found" != /usr/bin/tarseek ]; then echo "the shell finds tarseek at $found"; exit 1; fi
+trap 'umount -l "$MNT" 2>/dev/null || true' EXIT
+check() {
+    pid=$(getfattr --only-values -n user.tarseek.pid "$MNT")
+    exe=$(readlink "/proc/$pid/exe")
+    if [ "$exe" != /usr/bin/tarseek ]; then echo "$1: the daemon is $exe"; exit 1; fi
+    cmp "$MNT/$FILE" "$EXPECT"
+    if ! grep -q "^[^ ]* $MNT fuse.tarseek ro," /proc/mounts; then
+        echo "$1: not a read-only fuse.tarseek mount:"; grep " $MNT " /proc/mounts; exit 1
+    fi
+    /usr/bin/tarseek -u "$MNT"
+    if grep -q " $MNT " /proc/mounts; then echo "$1: still mounted"; exit 1; fi
+    if kill -0 "$pid" 2>/dev/null; then echo "$1: the daemon did not end"; exit 1; fi
+    echo "$1: ok"
+}
+mount -t fuse.tarseek -o ro,allow_other,recursive "$ARCHIVE" "$MNT"
+check "mount -t fuse.tarseek"
+mount -T "$FSTAB" "$MNT"
+check "fstab"
+'''
+
+
+@installed
+def test_mount_t_and_fstab_run_the_installed_binary(archive, tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    expect = tmp_path / "expect"
+    expect.write_bytes(FILES["docs/readme.txt"])
+    fstab = tmp_path / "fstab"
+    fstab.write_text(f"{archive} {mnt} fuse.tarseek ro,allow_other,recursive 0 0\n")
+    r = subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c",
+                        MOUNT_SCRIPT], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, MNT=str(mnt), ARCHIVE=str(archive),
+                                FILE="docs/readme.txt", EXPECT=str(expect), FSTAB=str(fstab)))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines()[-2:] == ["mount -t fuse.tarseek: ok", "fstab: ok"], r.stdout
+    # and outside: which tarseek mount(8) would start on this machine
+    found = subprocess.run(["env", "-i", "/bin/sh", "-c", "command -v tarseek"],
+                           capture_output=True, text=True).stdout.strip()
+    if found and os.path.realpath(found) != INSTALLED["tarseek"]:
+        import warnings
+        warnings.warn(f"mount -t fuse.tarseek on this machine runs {found} -> "
+                      f"{os.path.realpath(found)}, not {INSTALLED['tarseek']}")
+
+
+@installed
+@pytest.mark.parametrize("tool", sorted(PROGRAMS))
+def test_man_finds_the_installed_page(tool):
+    r = subprocess.run(["man", "-aw", tool], capture_output=True, text=True)
+    assert f"/usr/share/man/man1/{tool}.1.gz" in r.stdout.split(), r
+    env = dict(os.environ, MANWIDTH="80", MANPAGER="cat", PAGER="cat", LC_ALL="C.UTF-8")
+    r = subprocess.run(["man", "--warnings=w", "-l", f"/usr/share/man/man1/{tool}.1.gz"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and not r.stderr and tool in r.stdout, r.stderr
+
+
+@installed
+@pytest.mark.parametrize("tool", sorted(PROGRAMS))
+def test_bash_completion_loads_the_installed_script(tool):
+    """bash-completion finds it by the command's name (two of the names are links)."""
+    script = (f'source {BASH_COMPLETION}; __load_completion {tool} || exit 3; '
+              f'complete -p {tool}; declare -F _tarseek_mount_option')
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent",
+                            "XDG_DATA_DIRS": "/usr/share"})
+    assert r.returncode == 0, r
+    fn = "_" + tool.replace("-", "_")
+    assert f"-F {fn} {tool}" in r.stdout, r.stdout
