@@ -7,7 +7,8 @@
   there, with a value exactly when the option takes one; every mount option fs/options.c
   accepts is there; and the daemon accepts every mount option the page lists.
 - Each page renders with groff -man -Tutf8 -ww and man -l without a warning, names every
-  option in its text, and has a NAME line that mandb can index.
+  option in its text, and has a NAME line that mandb can index; tarseek(1)'s systemd unit
+  examples pass systemd-analyze verify.
 
 Needs neither root nor FUSE: the daemon is only asked for --help.
 """
@@ -230,3 +231,21 @@ def test_name_line_indexable(tool):
     r = subprocess.run(["lexgrog", man_page(tool)], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r
     assert f"{tool} - " in r.stdout, r.stdout
+
+
+def test_systemd_units_of_the_page_verify(tmp_path):
+    """The .mount and .automount examples of tarseek(1), as systemd-analyze verify reads
+    them: no unknown key, a name that matches Where=."""
+    need("systemd-analyze")
+    with open(man_page("tarseek")) as f:
+        page = f.read()
+    units = []
+    for name in ("mnt-backup.mount", "mnt-backup.automount"):
+        at = page.index(".I /etc/systemd/system/" + name.replace("-", "\\-"))
+        body = page[page.index(".EX\n", at) + 4:page.index(".EE\n", at)]
+        assert "[Install]" in body, body
+        (tmp_path / name).write_text(body.replace("\\-", "-"))
+        units.append(str(tmp_path / name))
+    r = subprocess.run(["systemd-analyze", "verify", "--man=no", *units], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and not r.stderr.strip(), r.stderr
