@@ -242,12 +242,6 @@ installed = pytest.mark.skipif(os.environ.get("TARSEEK_PACKAGE_TEST") != "1",
 
 
 @pytest.fixture
-def tarseek_bin():
-    """The conftest mount fixture's daemon: the installed one."""
-    return INSTALLED["tarseek"]
-
-
-@pytest.fixture
 def archive(tmp_path):
     src = tmp_path / "src"
     for name, data in FILES.items():
@@ -276,6 +270,7 @@ def test_package_holds_the_tree():
 
 
 @installed
+@pytest.mark.parametrize("tarseek_bin", [INSTALLED["tarseek"]])  # the mount fixture's daemon
 def test_installed_daemon_serves(mount, archive):
     with mount(archive) as m:
         assert os.readlink(f"/proc/{m.proc.pid}/exe") == INSTALLED["tarseek"]
