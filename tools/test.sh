@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs
 #   1. every test (unit + mount);
-#   2. again built with AddressSanitizer + UndefinedBehaviorSanitizer (any report fails): the
+#   2. the Debian package: built (tools/package.sh), installed with dpkg -i, tried as a system
+#      tool (tests/mount/test_package.py with TARSEEK_PACKAGE_TEST=1: /usr/bin/tarseek,
+#      mount -t fuse.tarseek, an fstab line, man, bash completion) and removed with dpkg -r,
+#      also when something fails on the way; skipped if a tarseek package is installed
+#      already (it is not replaced);
+#   3. again built with AddressSanitizer + UndefinedBehaviorSanitizer (any report fails): the
 #      unit tests and the mount tests, except the exhaustive matrices (test_damage,
 #      test_hostile, test_stress), which SANITIZE=full adds;
-#   3. each libFuzzer harness for FUZZ_SECONDS (default 10).
+#   4. each libFuzzer harness for FUZZ_SECONDS (default 10).
 #   sudo tools/test.sh                 (from the project root)
-#   BUILD=dir  SANITIZE=0|1|full  FUZZ_SECONDS=N (0: none)
+#   BUILD=dir  PACKAGE=0|1  SANITIZE=0|1|full  FUZZ_SECONDS=N (0: none)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh
@@ -16,6 +21,32 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 ninja -C "$build"
 meson test -C "$build" --print-errorlogs --num-processes 2 "$@"
+
+package_status() { dpkg-query -W -f='${Status}' tarseek 2>/dev/null || true; }
+if [ "${PACKAGE:-1}" != 0 ]; then
+  if [ -n "$(package_status)" ] && [ "$(package_status)" != "unknown ok not-installed" ]; then
+    echo "test.sh: a tarseek package is installed ($(package_status)): not replacing it;" \
+      "the package step is skipped (dpkg -r tarseek to run it)" >&2
+  else
+    pkg_dir=$(mktemp -d /tmp/tarseek-pkgtest.XXXXXX)
+    package_cleanup() {
+      if [ -n "$(package_status)" ] && [ "$(package_status)" != "unknown ok not-installed" ]; then
+        dpkg -r tarseek >/dev/null || dpkg --purge --force-all tarseek
+      fi
+      rm -rf "$pkg_dir"
+    }
+    trap package_cleanup EXIT
+    pkg_start=$SECONDS
+    deb=$(bash tools/package.sh "$pkg_dir" | tail -n 1)
+    dpkg -i "$deb" >/dev/null
+    TARSEEK_PACKAGE_TEST=1 TARSEEK_BUILD="$(realpath "$build")" TARSEEK_SOURCE="$PWD" \
+      /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs tests/mount/test_package.py
+    dpkg -r tarseek >/dev/null
+    package_cleanup
+    trap - EXIT
+    echo "package step: built, installed, tried and removed in $((SECONDS - pkg_start)) s"
+  fi
+fi
 
 sanitize=${SANITIZE:-1}
 if [ "$sanitize" != 0 ]; then
