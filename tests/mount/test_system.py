@@ -2,11 +2,17 @@
 mount helpers and systemd call it, and tarseek -u.
 
 mount(8) runs `mount.fuse3 SRC MNT -o OPTS`, which runs `tarseek SRC MNT -o OPTS` found on
-PATH: each test puts the build's tarseek first on PATH.  Every case checks what /proc/mounts
+PATH -- but mount(8) gives its helpers the default PATH (/usr/local/sbin:/usr/local/bin:...),
+not the caller's.  So this file runs in a mount namespace of its own (unshare at import,
+before any thread starts), where /usr/local/bin is a folder holding only a link to the
+build's tarseek: mount(8) finds the build, never an installed tarseek, and nothing outside
+the test sees the change.  The tests that call mount.fuse3 or tarseek directly also put the
+build first on PATH.  Every case checks what /proc/mounts
 says (ro, whatever was asked) and that the mount serves the archive; failures must be a
 non-zero status with the reason, and leave nothing mounted.  Needs root.
 """
 
+import ctypes
 import fcntl
 import os
 import pwd
@@ -19,6 +25,24 @@ import time
 import pytest
 
 from conftest import TARSEEK, is_mounted, run
+
+CLONE_NEWNS = 0x00020000
+
+
+def private_namespace_with_build_on_default_path():
+    """This process into a mount namespace of its own, with the build's tarseek as the only
+    program in /usr/local/bin (the first folder of mount(8)'s PATH that may be empty)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+    subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0755", "tarseek-test",
+                    "/usr/local/bin"], check=True)
+    os.symlink(TARSEEK, "/usr/local/bin/tarseek")
+
+
+if os.geteuid() == 0 and shutil.which("mount.fuse3") and os.path.isdir("/usr/local/bin"):
+    private_namespace_with_build_on_default_path()
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("mount.fuse3"),
                                 reason="needs root and mount.fuse3")
