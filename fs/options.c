@@ -56,7 +56,7 @@ static const struct spec specs[] = {
     {O_SINGLE, "single-thread", 's', NULL, "serve requests on one thread", true},
     {O_NO_UNION, "no-union", 0, NULL, "mount each SOURCE in its own folder, named after it", true},
     {O_RECURSIVE, "recursive", 'r', NULL,
-     "archives inside archives (.tar, .tar.gz, .zip, .gz, ...)\n"
+     "archives inside archives (.tar, .tar.gz, .zip, .7z, .gz, ...)\n"
      "and in folder sources are mounted as folders in their place",
      true},
     {O_DEPTH, "recursion-depth", 0, "N", "at most N levels of archives inside archives (-r: 32)",
@@ -116,12 +116,13 @@ void opt_usage(FILE *f)
 		"Usage: tarseek [options] SOURCE... MOUNTPOINT\n"
 		"       tarseek -u MOUNTPOINT...\n"
 		"\n"
-		"Mounts tar archives (plain, or compressed with %s), zip archives,\n"
-		"single compressed files and plain folders as one read-only filesystem.  The\n"
-		"first mount builds an index of each archive (ARCHIVE.index.sqlite beside it,\n"
-		"or in ~/.cache/tarseek/); later mounts reuse it.  Several SOURCEs are merged:\n"
-		"the last one wins for a file, folders merge.  Every version of a repeated path\n"
-		"is under PATH.versions/1..N.\n"
+		"Mounts tar archives (plain, or compressed with %s), zip and 7z\n"
+		"archives, single compressed files and plain folders as one read-only\n"
+		"filesystem.  The first mount builds an index of each archive\n"
+		"(ARCHIVE.index.sqlite beside it, or in ~/.cache/tarseek/, /var/cache/tarseek/\n"
+		"without HOME); later mounts reuse it.  Several SOURCEs are merged: the last\n"
+		"one wins for a file, folders merge.  Every version of a repeated path is under\n"
+		"PATH.versions/1..N.\n"
 		"\n"
 		"Options:\n",
 		codec_list());
@@ -290,7 +291,7 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 		opt_usage(stdout);
 		exit(0);
 	case O_VERSION:
-		printf("tarseek %s\ncodecs: %s\ncontainers: tar, zip\nFUSE library %d\n",
+		printf("tarseek %s\ncodecs: %s\ncontainers: tar, zip, 7z\nFUSE library %d\n",
 		       TARSEEK_VERSION, codec_list(), fuse_version());
 		exit(0);
 	case O_OPTION:

@@ -27,7 +27,7 @@ apt_install() {
     { apt-get update -q && apt-get install -y -q --no-install-recommends "$@"; }
 }
 
-tools=(build-essential dpkg-dev debhelper devscripts)
+tools=(build-essential dpkg-dev debhelper lintian)
 missing=()
 for p in "${tools[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs
 #   1. every test (unit + mount);
-#   2. the Debian package: built (tools/package.sh), installed with dpkg -i, tried as a system
-#      tool (tests/mount/test_package.py with TARSEEK_PACKAGE_TEST=1: /usr/bin/tarseek,
+#   2. the Debian package: built (tools/package.sh), checked by lintian (errors fail),
+#      installed with apt-get install ./DEB, tried as a system tool (tests/mount/test_package.py with TARSEEK_PACKAGE_TEST=1: /usr/bin/tarseek,
 #      mount -t fuse.tarseek, an fstab line, man, bash completion) and removed with dpkg -r,
 #      also when something fails on the way; skipped if a tarseek package is installed
 #      already (it is not replaced);
@@ -38,7 +38,9 @@ if [ "${PACKAGE:-1}" != 0 ]; then
     trap package_cleanup EXIT
     pkg_start=$SECONDS
     deb=$(bash tools/package.sh "$pkg_dir" | tail -n 1)
-    dpkg -i "$deb" >/dev/null
+    # lintian: errors fail the step (warnings are printed)
+    lintian --fail-on error "$deb"
+    apt-get install -y -q "$deb" >/dev/null
     TARSEEK_PACKAGE_TEST=1 TARSEEK_BUILD="$(realpath "$build")" TARSEEK_SOURCE="$PWD" \
       /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs tests/mount/test_package.py
     dpkg -r tarseek >/dev/null

@@ -291,24 +291,25 @@ for d in /usr/local/bin /usr/local/sbin; do
 done
 found=$(env -i /bin/sh -c 'command -v tarseek')
 if [ "$found" != /usr/bin/tarseek ]; then echo "the shell finds tarseek at $found"; exit 1; fi
-trap 'umount -l "$MNT" 2>/dev/null || true' EXIT
-check() {
-    pid=$(getfattr --only-values -n user.tarseek.pid "$MNT")
+trap 'umount -l "$MNT" 2>/dev/null || true; umount -l "$MNT2" 2>/dev/null || true' EXIT
+check() { # NAME MOUNTPOINT FILE
+    pid=$(getfattr --only-values -n user.tarseek.pid "$2")
     exe=$(readlink "/proc/$pid/exe")
     if [ "$exe" != /usr/bin/tarseek ]; then echo "$1: the daemon is $exe"; exit 1; fi
-    cmp "$MNT/$FILE" "$EXPECT"
-    if ! grep -q "^[^ ]* $MNT fuse.tarseek ro," /proc/mounts; then
-        echo "$1: not a read-only fuse.tarseek mount:"; grep " $MNT " /proc/mounts; exit 1
+    cmp "$2/$3" "$EXPECT"
+    if ! grep -q "^[^ ]* $2 fuse.tarseek ro," /proc/mounts; then
+        echo "$1: not a read-only fuse.tarseek mount:"; grep " $2 " /proc/mounts; exit 1
     fi
-    /usr/bin/tarseek -u "$MNT"
-    if grep -q " $MNT " /proc/mounts; then echo "$1: still mounted"; exit 1; fi
+    /usr/bin/tarseek -u "$2"
+    if grep -q " $2 " /proc/mounts; then echo "$1: still mounted"; exit 1; fi
     if kill -0 "$pid" 2>/dev/null; then echo "$1: the daemon did not end"; exit 1; fi
     echo "$1: ok"
 }
 mount -t fuse.tarseek -o ro,allow_other,recursive "$ARCHIVE" "$MNT"
-check "mount -t fuse.tarseek"
-mount -T "$FSTAB" "$MNT"
-check "fstab"
+check "mount -t fuse.tarseek" "$MNT" "$FILE"
+mount -T "$FSTAB" -a
+check "fstab" "$MNT" "$FILE"
+check "fstab -o recursive" "$MNT2" "$INNER"
 '''
 
 
@@ -318,14 +319,24 @@ def test_mount_t_and_fstab_run_the_installed_binary(archive, tmp_path):
     mnt.mkdir()
     expect = tmp_path / "expect"
     expect.write_bytes(FILES["docs/readme.txt"])
+    mnt2 = tmp_path / "mnt2"
+    mnt2.mkdir()
+    # an archive holding the archive: with recursive its members show inside it
+    outer = tmp_path / "outer.tar"
+    subprocess.run(["tar", "-cf", outer, "-C", archive.parent, archive.name], check=True)
     fstab = tmp_path / "fstab"
-    fstab.write_text(f"{archive} {mnt} fuse.tarseek ro,allow_other,recursive 0 0\n")
+    fstab.write_text(f"# mount -T FILE -a: a plain entry and one with tarseek's options\n"
+                     f"{archive} {mnt} fuse.tarseek defaults 0 0\n"
+                     f"{outer} {mnt2} fuse.tarseek ro,nofail,recursive,cache_size=64M,"
+                     f"index_folder={tmp_path} 0 0\n")
     r = subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c",
                         MOUNT_SCRIPT], capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, MNT=str(mnt), ARCHIVE=str(archive),
+                       env=dict(os.environ, MNT=str(mnt), MNT2=str(mnt2), ARCHIVE=str(archive),
+                                INNER=f"{archive.name}/docs/readme.txt",
                                 FILE="docs/readme.txt", EXPECT=str(expect), FSTAB=str(fstab)))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.splitlines()[-2:] == ["mount -t fuse.tarseek: ok", "fstab: ok"], r.stdout
+    assert r.stdout.splitlines()[-3:] == ["mount -t fuse.tarseek: ok", "fstab: ok",
+                                          "fstab -o recursive: ok"], r.stdout
     # and outside: which tarseek mount(8) would start on this machine
     found = subprocess.run(["env", "-i", "/bin/sh", "-c", "command -v tarseek"],
                            capture_output=True, text=True).stdout.strip()
