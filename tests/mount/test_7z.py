@@ -787,3 +787,19 @@ def test_damage_after_indexing(tmp_path, damage_src, big, kind):
     counts, log = outcome(tmp_path, archive, files, *args, name="after")
     assert "indexed" not in log, log
     assert counts["eio"] == 1 and counts["intact"] == len(files) - 1, (counts, log)
+
+
+# ---- other writers -----------------------------------------------------------------------------
+
+@pytest.mark.skipif(not shutil.which("bsdtar"), reason="bsdtar is needed")
+@pytest.mark.parametrize("compression", ["lzma2", "deflate", "store"])
+def test_bsdtar_7zip(mount, tmp_path, tree, compression):
+    """libarchive's 7z writer (bsdtar --format 7zip), compared with what 7zz extracts."""
+    archive = tmp_path / "bsd.7z"
+    run("bsdtar", "--format", "7zip", "--options", f"7zip:compression={compression}",
+        "-cf", archive, "-C", tree, ".")
+    ref = tmp_path / "ref"
+    extract(archive, ref)
+    got, log = check_mount(mount, archive, ref)
+    assert len(got) > 80
+    assert "indexed bsd.7z" in log, log

@@ -11,7 +11,7 @@ size, mtime, symlink target and byte: conftest.compare_trees).
   has no zone, tarseek shows it as local time as unzip extracts it).
 - Many small files (3,000: whole-mode streams, read all) and large deflated entries (40 MiB,
   and 1 GiB from a pipe: decoded while indexing, with checkpoints), read at many random
-  offsets; large bzip2 and LZMA entries with a small spacing.
+  offsets; an entry over 4 GiB (zip64); large bzip2 and LZMA entries with a small spacing.
 - A zip inside a tar.gz and a tar.gz inside a zip with -r; a union of a zip and a tar; a name
   stored twice (PATH.versions); user.tarseek.info.
 - Encrypted (zip -P) and unsupported (method 9) entries: listed with their size, reads fail
@@ -327,6 +327,31 @@ def test_1gib_deflated_entry(mount, tmp_path):
                     assert got == gib_bytes(pool, o, len(got)), o
         assert ("indexed" in m.log()) == (n == 0), m.log()
     assert checkpoints(archive, "deflate") >= 200  # one every 4 MiB
+
+
+def test_entry_over_4gib(mount, tmp_path):
+    """4.4 GB of zeros deflated by zip from a pipe (zip64 sizes in the data descriptor and the
+    directory): its size, reads on both sides of 4 GiB and at the end, a second mount."""
+    archive = tmp_path / "z64.zip"
+    size = 4_400_000_000
+    with open(archive, "wb") as out:
+        head = subprocess.Popen(["head", "-c", str(size), "/dev/zero"], stdout=subprocess.PIPE)
+        subprocess.run(["zip", "-q", "-1", "-fz", "-", "-"], stdin=head.stdout, stdout=out,
+                       check=True)
+        assert head.wait() == 0
+    with zipfile.ZipFile(archive) as z:
+        assert z.getinfo("-").file_size == size
+    for n in range(2):
+        with mount(archive) as m:
+            path = os.path.join(m.path, "-")
+            assert os.path.getsize(path) == size
+            with open(path, "rb") as f:
+                for off in (0, (1 << 32) - 5000, 1 << 32, size - 10_000):
+                    f.seek(off)
+                    assert f.read(10_000) == bytes(10_000), off
+                f.seek(size - 1)
+                assert f.read(10) == b"\0"
+        assert ("indexed" in m.log()) == (n == 0), m.log()
 
 
 def test_large_bzip2_lzma_entries(mount, tmp_path):
