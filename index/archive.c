@@ -442,6 +442,7 @@ int arch_prefetch(struct arch *a, struct prefetch *pf)
 	 * each decodes at its first read, from memory then) */
 	if (!err && (!n || n > PF_MAX_STREAMS) && a->fd >= 0) {
 		uint64_t size = src_size(a->file);
+		free(ids);
 		if (size > pf_room(pf) || !pf_add_file(pf, a->fd, size)) {
 			tfs_log(TFS_LOG_INFO, "%s: not read ahead: larger than the prefetch budget "
 				"has left", a->path);
