@@ -104,8 +104,8 @@ static int rec_member(void *opaque, const struct arc_member *m)
 		r->bad++; /* a member's stream is the one declared just before it */
 	if (m->stream && m->data_off + m->size > r->s[m->stream - 1].usize)
 		r->bad++;
-	if (m->unreadable && !(m->unreadable == -EOPNOTSUPP || m->unreadable == -EACCES ||
-			       m->unreadable == -EIO))
+	if (m->unreadable &&
+	    !(m->unreadable == -EOPNOTSUPP || m->unreadable == -EACCES || m->unreadable == -EIO))
 		r->bad++;
 	if (m->unreadable && !m->why)
 		r->bad++;
@@ -142,8 +142,11 @@ int parse(const uint8_t *buf, size_t len, struct rec *r, struct cont_stats *st)
 	rec_free(r);
 	r->fail_at = fail_at;
 	r->size = len;
-	struct cont_sink sink = {.stream = rec_stream, .member = rec_member,
-				 .progress = rec_progress, .opaque = r, .name = "test.zip"};
+	struct cont_sink sink = {.stream = rec_stream,
+				 .member = rec_member,
+				 .progress = rec_progress,
+				 .opaque = r,
+				 .name = "test.zip"};
 	memset(st, 0x55, sizeof(*st)); /* the parse sets every field */
 	int err = cont_zip.parse(s, &sink, st);
 	src_free(s);
@@ -158,7 +161,8 @@ int parse(const uint8_t *buf, size_t len, struct rec *r, struct cont_stats *st)
 struct rmember *find(struct rec *r, const char *path)
 {
 	for (size_t i = 0; i < r->nm; i++)
-		if (strlen(path) == r->m[i].path_len && memcmp(r->m[i].path, path, r->m[i].path_len) == 0)
+		if (strlen(path) == r->m[i].path_len &&
+		    memcmp(r->m[i].path, path, r->m[i].path_len) == 0)
 			return &r->m[i];
 	return NULL;
 }
@@ -167,7 +171,7 @@ struct rmember *find(struct rec *r, const char *path)
  * after its local header, else its stream decoded with the declared codec through a window
  * of the archive. */
 uint8_t *member_bytes(const uint8_t *zip, size_t ziplen, const struct rec *r,
-			     const struct rmember *m, size_t *len)
+		      const struct rmember *m, size_t *len)
 {
 	struct src *file = src_from_mem(zip, ziplen);
 	uint8_t *out = NULL;
@@ -190,8 +194,8 @@ uint8_t *member_bytes(const uint8_t *zip, size_t ziplen, const struct rec *r,
 	if (start > ziplen || s->clen > ziplen - start || s->usize > (64u << 20))
 		goto done;
 	struct src *win = src_window(file, start, s->clen);
-	struct codec_opts opts = {.spacing = 1u << 20, .threads = 1, .params = s->params,
-				  .params_len = s->params_len};
+	struct codec_opts opts = {
+	    .spacing = 1u << 20, .threads = 1, .params = s->params, .params_len = s->params_len};
 	struct codec_sink sink = {.checkpoint = NULL};
 	struct codec_scan *scan = NULL;
 	int e = c->scan_new(win, &opts, &sink, &scan);
@@ -417,8 +421,8 @@ void check_against_python(const char *zippath, const struct rec *r)
 		const struct rmember *m = &r->m[i];
 		bool dir = e->name_len && e->name[e->name_len - 1] == '/';
 		if (e->name_len != m->path_len || memcmp(e->name, m->path, m->path_len) != 0) {
-			fprintf(stderr, "  entry %zu: name '%s', zipfile reads '%.*s'\n", i, m->path,
-				(int)e->name_len, e->name);
+			fprintf(stderr, "  entry %zu: name '%s', zipfile reads '%.*s'\n", i,
+				m->path, (int)e->name_len, e->name);
 			tu_failures++;
 			continue;
 		}
@@ -534,8 +538,7 @@ int64_t tree_mtime(size_t i)
 }
 
 /* The members of an Info-ZIP archive of the tree against the tree itself. */
-void check_tree(const uint8_t *zip, size_t len, struct rec *r, unsigned how,
-		       const char *codec)
+void check_tree(const uint8_t *zip, size_t len, struct rec *r, unsigned how, const char *codec)
 {
 	for (size_t i = 0; i < NTREE; i++) {
 		const struct tfile *t = &TREE[i];
@@ -550,8 +553,9 @@ void check_tree(const uint8_t *zip, size_t len, struct rec *r, unsigned how,
 		snprintf(p, sizeof(p), "%s/%s", tree, t->path);
 		CHECK(lstat(p, &st) == 0);
 		CHECK_EQ(m->mode, st.st_mode & 07777);
-		CHECK_EQ(m->type, t->type == 'd' ? MEMBER_DIR : t->type == 'l' ? MEMBER_SYMLINK
-									      : MEMBER_REG);
+		CHECK_EQ(m->type, t->type == 'd'   ? MEMBER_DIR
+				  : t->type == 'l' ? MEMBER_SYMLINK
+						   : MEMBER_REG);
 		CHECK(m->link_empty);
 		CHECK_EQ(m->mtime, tree_mtime(i));
 		CHECK_EQ(m->nsec, 0);
@@ -678,13 +682,18 @@ static const char PY_MAKE[] =
     "                      ('dos-only', b''),\n"
     "                      ('ux4', ux(1234, 4, 5678, 4)), ('ux2', ux(1000, 2, 100, 2)),\n"
     "                      ('ux1-8', ux(7, 1, 2**40, 8)), ('ux0', ux(0, 4, 0, 4)),\n"
-    "                      ('ux-v2', x(0x7875, bytes([2, 4]) + bytes(4) + bytes([4]) + bytes(4))),\n"
+    "                      ('ux-v2', x(0x7875, bytes([2, 4]) + bytes(4) + bytes([4]) + "
+    "bytes(4))),\n"
     "                      ('ux-short', x(0x7875, bytes([1, 4, 1, 2]))),\n"
-    "                      ('ux-size9', x(0x7875, bytes([1, 9]) + bytes(9) + bytes([4]) + bytes(4))),\n"
-    "                      ('cafe.txt', x(0x7075, b'\\1' + struct.pack('<I', zlib.crc32(b'cafe.txt'))\n"
+    "                      ('ux-size9', x(0x7875, bytes([1, 9]) + bytes(9) + bytes([4]) + "
+    "bytes(4))),\n"
+    "                      ('cafe.txt', x(0x7075, b'\\1' + struct.pack('<I', "
+    "zlib.crc32(b'cafe.txt'))\n"
     "                                     + 'caf\\u00e9.txt'.encode())),\n"
-    "                      ('wrongcrc.txt', x(0x7075, b'\\1' + struct.pack('<I', 1234) + b'other')),\n"
-    "                      ('upath-v2', x(0x7075, b'\\2' + struct.pack('<I', zlib.crc32(b'upath-v2'))\n"
+    "                      ('wrongcrc.txt', x(0x7075, b'\\1' + struct.pack('<I', 1234) + "
+    "b'other')),\n"
+    "                      ('upath-v2', x(0x7075, b'\\2' + struct.pack('<I', "
+    "zlib.crc32(b'upath-v2'))\n"
     "                                     + b'other')),\n"
     "                      ('unknown-then-ut', x(0xcafe, b'xyz') + ut(1500000000)),\n"
     "                      ('overrun', struct.pack('<HH', 0x5455, 200) + b'\\1abcd')):\n"
@@ -791,8 +800,9 @@ struct hzip hz_build(const struct hent *e, size_t n, size_t prefix, unsigned fla
 	for (size_t i = 0; i < n; i++) {
 		size_t nl = e[i].name_len ? e[i].name_len : strlen(e[i].name);
 		uint64_t usize = e[i].method == 0 && !e[i].usize ? e[i].len : e[i].usize;
-		uint32_t crc = e[i].crc || e[i].method ? e[i].crc
-						     : (uint32_t)crc32(0, e[i].data, (uInt)e[i].len);
+		uint32_t crc = e[i].crc || e[i].method
+				   ? e[i].crc
+				   : (uint32_t)crc32(0, e[i].data, (uInt)e[i].len);
 		z.lho[i] = z.len;
 		put32(&z, 0x04034b50);
 		put16(&z, 20);
@@ -813,8 +823,9 @@ struct hzip hz_build(const struct hent *e, size_t n, size_t prefix, unsigned fla
 	for (size_t i = 0; i < n; i++) {
 		size_t nl = e[i].name_len ? e[i].name_len : strlen(e[i].name);
 		uint64_t usize = e[i].method == 0 && !e[i].usize ? e[i].len : e[i].usize;
-		uint32_t crc = e[i].crc || e[i].method ? e[i].crc
-						     : (uint32_t)crc32(0, e[i].data, (uInt)e[i].len);
+		uint32_t crc = e[i].crc || e[i].method
+				   ? e[i].crc
+				   : (uint32_t)crc32(0, e[i].data, (uInt)e[i].len);
 		size_t x64 = 8 * (e[i].z64_usize + e[i].z64_csize + e[i].z64_lho);
 		z.cen[i] = z.len;
 		put32(&z, 0x02014b50);
@@ -948,10 +959,9 @@ void prepare(void)
 	if (tu_have("bsdtar"))
 		run("cd %s && bsdtar --format zip -cf %s/bsd.zip .", tree, tmpdir);
 	py_make_all();
-	static const char *const dumped[] = {"z6.zip", "z0.zip", "z1.zip", "z9.zip", "zb.zip",
-					     "zx.zip", "zp.zip", "pipe.zip", "bsd.zip",
-					     "methods.zip", "dos.zip",
-					     "force64.zip", "utf8.zip"};
+	static const char *const dumped[] = {
+	    "z6.zip",	"z0.zip",  "z1.zip",	  "z9.zip",  "zb.zip",	    "zx.zip",  "zp.zip",
+	    "pipe.zip", "bsd.zip", "methods.zip", "dos.zip", "force64.zip", "utf8.zip"};
 	for (size_t i = 0; i < sizeof(dumped) / sizeof(dumped[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", tmpdir, dumped[i]);
 		if (access(p, F_OK) == 0)

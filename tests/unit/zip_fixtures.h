@@ -76,8 +76,8 @@ struct tfile {
 	const char *path; /* as zip -r stores it (folders with their '/') */
 	char type;	  /* 'f', 'd', 'l' */
 	mode_t mode;
-	size_t size;	  /* 'f': gen(path, size) unless noise */
-	bool noise;	  /* incompressible: zip stores it */
+	size_t size; /* 'f': gen(path, size) unless noise */
+	bool noise;  /* incompressible: zip stores it */
 	const char *target;
 };
 
@@ -115,7 +115,7 @@ void rec_free(struct rec *r);
 int parse(const uint8_t *buf, size_t len, struct rec *r, struct cont_stats *st);
 struct rmember *find(struct rec *r, const char *path);
 uint8_t *member_bytes(const uint8_t *zip, size_t ziplen, const struct rec *r,
-			     const struct rmember *m, size_t *len);
+		      const struct rmember *m, size_t *len);
 int null_ckpt(void *opaque, const struct codec_ckpt *ck, const void *aux, size_t auxlen);
 void check_all_bytes(const uint8_t *zip, size_t len, const struct rec *r);
 int run(const char *fmt, ...);
@@ -124,8 +124,7 @@ uint8_t *gen(const char *name, size_t n);
 void check_against_python(const char *zippath, const struct rec *r);
 extern char tree[300];
 int64_t tree_mtime(size_t i);
-void check_tree(const uint8_t *zip, size_t len, struct rec *r, unsigned how,
-		       const char *codec);
+void check_tree(const uint8_t *zip, size_t len, struct rec *r, unsigned how, const char *codec);
 uint8_t *py_make(const char *v, const char *name, size_t *len);
 void set32(uint8_t *p, uint32_t v);
 void set16(uint8_t *p, unsigned v);
