@@ -73,16 +73,17 @@
 
 #include "../common/byteio.h"
 #include "../common/log.h"
-#include "trailing.h"
+#include "inflater.h"
 #include "liberr.h"
+#include "trailing.h"
 
 #define GZ_CK_MEMBER 0x1u /* checkpoint flag: coff is the first byte of a member header */
 
-#define GZ_WINSIZE 32768u		/* deflate's window */
+#define GZ_WINSIZE INFL_WINSIZE		/* deflate's window */
 #define GZ_SCAN_INBUF (256u << 10)	/* compressed bytes the scan reads at once */
 #define GZ_DEC_INBUF (64u << 10)	/* compressed bytes a decoder reads at once */
-#define GZ_QBUF (512u << 10)		/* decompressed bytes per scan buffer */
-#define GZ_QLEN 6			/* scan buffers when a worker thread inflates */
+#define GZ_QBUF (1u << 20)		/* decompressed bytes per scan buffer */
+#define GZ_QLEN 4			/* scan buffers when a worker thread inflates */
 #define GZ_DIRECT_MIN (64u << 10)	/* inline: inflate straight into reads this big */
 #define GZ_NAME_MAX 4096		/* longer FNAMEs are dropped */
 #define GZ_DEFAULT_SPACING (1ull << 20) /* when opts->spacing is 0 */
@@ -95,7 +96,7 @@
 #define GZ_FRESERVED 0xe0
 
 _Static_assert(GZ_DEC_INBUF >= GZ_WINSIZE, "a decoder unpacks its window into its input buffer");
-_Static_assert(GZ_QBUF <= UINT_MAX, "zlib counts in uInt");
+_Static_assert(GZ_QBUF <= UINT_MAX, "zlib and ISA-L count in 32 bits");
 
 static bool gz_probe(const uint8_t *head, size_t len)
 {
@@ -104,34 +105,47 @@ static bool gz_probe(const uint8_t *head, size_t len)
 
 /* ---- Compressed input ------------------------------------------------------------------ */
 
-/* A window on the compressed file.  zs->next_in / zs->avail_in are the cursor: inflate
- * advances them, and so do the header and trailer readers below. */
+/* A window on the compressed file.  next / avail are the cursor: the inflater advances them
+ * (gz_inflate), and so do the header and trailer readers below. */
 struct gz_in {
 	struct src *src;
-	z_stream *zs;
+	const uint8_t *next;
+	size_t avail;
 	uint8_t *buf;
 	size_t cap;
 	size_t len;   /* bytes in buf */
 	uint64_t off; /* file offset of buf[0] */
 };
 
-static void gz_in_init(struct gz_in *in, struct src *src, z_stream *zs, uint8_t *buf, size_t cap,
-		       uint64_t off)
+static void gz_in_init(struct gz_in *in, struct src *src, uint8_t *buf, size_t cap, uint64_t off)
 {
 	in->src = src;
-	in->zs = zs;
 	in->buf = buf;
 	in->cap = cap;
 	in->len = 0;
 	in->off = off;
-	zs->next_in = buf;
-	zs->avail_in = 0;
+	in->next = buf;
+	in->avail = 0;
 }
 
 /* File offset of the next unread byte. */
 static uint64_t gz_in_pos(const struct gz_in *in)
 {
-	return in->off + (uint64_t)(in->zs->next_in - in->buf);
+	return in->off + (uint64_t)(in->next - in->buf);
+}
+
+/* Moves the cursor to file offset pos: within the buffer, or the next fill reads there. */
+static void gz_in_seek(struct gz_in *in, uint64_t pos)
+{
+	if (pos >= in->off && pos <= in->off + in->len) {
+		in->next = in->buf + (pos - in->off);
+		in->avail = in->len - (size_t)(pos - in->off);
+		return;
+	}
+	in->off = pos;
+	in->len = 0;
+	in->next = in->buf;
+	in->avail = 0;
 }
 
 /* Refills the buffer once it is used up.  Returns the bytes available, 0 at the end of the
@@ -140,11 +154,11 @@ static ssize_t gz_in_fill(struct gz_in *in)
 {
 	ssize_t n;
 
-	if (in->zs->avail_in)
-		return in->zs->avail_in;
+	if (in->avail)
+		return (ssize_t)in->avail;
 	in->off += in->len;
 	in->len = 0;
-	in->zs->next_in = in->buf;
+	in->next = in->buf;
 	n = src_pread(in->src, in->buf, in->cap, in->off);
 	if (n < 0) {
 		tfs_log(TFS_LOG_ERR, "gzip: read error at compressed offset %llu: %s",
@@ -152,20 +166,20 @@ static ssize_t gz_in_fill(struct gz_in *in)
 		return n;
 	}
 	in->len = (size_t)n;
-	in->zs->avail_in = (uInt)n;
+	in->avail = (size_t)n;
 	return n;
 }
 
 /* One byte: 1, 0 at the end of the source, or -errno.  *crc (if not NULL) takes it in. */
 static int gz_in_byte(struct gz_in *in, uint8_t *b, uLong *crc)
 {
-	if (!in->zs->avail_in) {
+	if (!in->avail) {
 		ssize_t n = gz_in_fill(in);
 		if (n <= 0)
 			return (int)n;
 	}
-	*b = *in->zs->next_in++;
-	in->zs->avail_in--;
+	*b = *in->next++;
+	in->avail--;
 	if (crc)
 		*crc = crc32(*crc, b, 1);
 	return 1;
@@ -175,15 +189,15 @@ static int gz_in_byte(struct gz_in *in, uint8_t *b, uLong *crc)
 static int gz_in_skip(struct gz_in *in, size_t n, uLong *crc)
 {
 	while (n) {
-		if (!in->zs->avail_in) {
+		if (!in->avail) {
 			ssize_t r = gz_in_fill(in);
 			if (r <= 0)
 				return (int)r;
 		}
-		uInt k = in->zs->avail_in < n ? in->zs->avail_in : (uInt)n;
-		*crc = crc32(*crc, in->zs->next_in, k);
-		in->zs->next_in += k;
-		in->zs->avail_in -= k;
+		size_t k = in->avail < n ? in->avail : n;
+		*crc = crc32(*crc, in->next, (uInt)k);
+		in->next += k;
+		in->avail -= k;
 		n -= k;
 	}
 	return 1;
@@ -347,21 +361,59 @@ static int gz_trailer(struct gz_in *in, const struct gz_where *w, uint8_t t[8])
 	return 1;
 }
 
-/* Logs a failed inflate() or a source that ended inside deflate data.  Returns -errno. */
-static int gz_inflate_fail(const struct gz_in *in, const struct gz_where *w, int zret)
+/* Logs a failed inflate (err: -errno, f says why) or, with err 0, a source that ended inside
+ * deflate data.  Returns -errno. */
+static int gz_inflate_fail(const struct gz_in *in, const struct gz_where *w,
+			   const struct inflater *f, int err)
 {
 	unsigned long long at = gz_in_pos(in), off = w->off;
 
-	if (zret == Z_OK) {
+	if (err == 0) {
 		tfs_log(TFS_LOG_ERR,
 			"gzip: %sunexpected end of file at compressed offset %llu (member %s %llu)",
 			w->who, at, w->rel, off);
 		return -EIO;
 	}
+	if (err != -EIO) {
+		tfs_log(TFS_LOG_ERR, "gzip: %sinflate failed at compressed offset %llu: %s", w->who,
+			at, strerror(-err));
+		return err;
+	}
 	tfs_log(TFS_LOG_ERR,
 		"gzip: %scorrupt deflate data near compressed offset %llu (member %s %llu): %s",
-		w->who, at, w->rel, off, in->zs->msg ? in->zs->msg : zError(zret));
-	return liberr_zlib(zret) ? liberr_zlib(zret) : -EIO;
+		w->who, at, w->rel, off, infl_msg(f));
+	return -EIO;
+}
+
+/* Inflates from the cursor into out[0..room), advancing the cursor; *made: the bytes written.
+ * Returns what infl_run does, or -EAGAIN: no progress although there was input and room
+ * (never with good data: looping on it would hang).  After INFL_END the cursor is at the
+ * first byte after the deflate data; after INFL_BLOCK, *at is the next block's bit offset. */
+static int gz_inflate(struct inflater *f, struct gz_in *in, uint8_t *out, size_t room,
+		      enum infl_mode mode, size_t *made, uint64_t *at)
+{
+	struct infl_io io = {.in = in->next, .in_len = in->avail, .in_off = gz_in_pos(in),
+			     .out = out, .out_len = room};
+	int ret = infl_run(f, &io, mode);
+	size_t used = in->avail - io.in_len;
+
+	in->next += used;
+	in->avail -= used;
+	*made = room - io.out_len;
+	*at = io.at;
+	if (ret == INFL_END)
+		gz_in_seek(in, io.at / 8);
+	if (ret == INFL_MORE && !used && !*made && in->avail && room)
+		return -EAGAIN;
+	return ret;
+}
+
+/* A bit offset as a checkpoint has it: the first byte not even partly consumed, and how many
+ * of the top bits of the byte before it are still to be read. */
+static void gz_bitpos(uint64_t at, uint64_t *coff, uint32_t *bits)
+{
+	*coff = (at + 7) / 8;
+	*bits = (uint32_t)((8 - at % 8) % 8);
 }
 
 /* ---- The scan: producer ------------------------------------------------------------------ */
@@ -393,13 +445,14 @@ enum gz_pstate {
 
 /* The inflating half of a scan: used by one thread (the worker, or scan_read's). */
 struct gz_prod {
-	z_stream zs;
-	bool zinit;
+	struct inflater *inf;
 	struct gz_in in;
 	uint64_t spacing;
 	uint64_t uoff;	  /* decompressed bytes produced */
 	uint64_t last_ck; /* uoff of the last checkpoint */
 	uint64_t prev_ck; /* and of the one before */
+	uint64_t hunt_from; /* uoff where the spacing is counted from: last_ck, or where a
+			     * hunt for a boundary gave up */
 	uint64_t member;  /* compressed offset of the current member's header */
 	enum gz_pstate state;
 	int err;
@@ -407,7 +460,78 @@ struct gz_prod {
 	struct codec_ckpt pend;
 	bool in_end;  /* the file has ended (zlib may still hold output) */
 	bool raw;     /* raw deflate: one stream, no header or trailer */
+	/* where zlib can take over when ISA-L's hunt sees no boundary (gz_fallback): the last
+	 * checkpoint, or the start of the current member's deflate data if that is later */
+	uint64_t re_uoff, re_coff;
+	uint32_t re_bits;
+	size_t re_wlen;
+	uint8_t *re_win; /* GZ_WINSIZE */
 };
+
+static void gz_restart_point(struct gz_prod *p, uint64_t uoff, uint64_t coff, uint32_t bits,
+			     const uint8_t *win, size_t wlen)
+{
+	p->re_uoff = uoff;
+	p->re_coff = coff;
+	p->re_bits = bits;
+	p->re_wlen = wlen;
+	if (wlen)
+		memcpy(p->re_win, win, wlen);
+}
+
+/* ISA-L's hunt saw no block boundary in INFL_HUNT_MAX bytes (fixed-Huffman blocks, whose
+ * 3-bit headers it almost never catches): zlib inflates the rest of the scan.  It starts at
+ * the restart point, inflates up to the current offset again (discarding the bytes) and goes
+ * on from there, finding boundaries with Z_BLOCK.  0 or -errno. */
+static int gz_fallback(struct gz_prod *p)
+{
+	struct inflater *z = infl_new(INFL_ZLIB, true);
+	uint64_t skip = p->uoff - p->re_uoff, at;
+	uint8_t *scratch = NULL, byte = 0;
+	int err = -ENOMEM, ret;
+	size_t made;
+
+	tfs_log(TFS_LOG_INFO, "gzip: no block boundary visible to ISA-L after offset %llu "
+		"(fixed-Huffman blocks?): inflating with zlib from offset %llu",
+		(unsigned long long)p->hunt_from, (unsigned long long)p->re_uoff);
+	scratch = malloc(GZ_SCAN_INBUF);
+	if (!z || !scratch)
+		goto fail;
+	if (p->re_bits) {
+		err = src_pread_full(p->in.src, &byte, 1, p->re_coff - 1);
+		if (err)
+			goto fail;
+	}
+	err = infl_resume(z, p->re_bits, byte >> (8 - p->re_bits), p->re_win, p->re_wlen);
+	if (err)
+		goto fail;
+	gz_in_seek(&p->in, p->re_coff);
+	p->in_end = false;
+	while (skip) {
+		if (!p->in.avail) {
+			ssize_t n = gz_in_fill(&p->in);
+			err = n < 0 ? (int)n : -EIO; /* it was there a moment ago */
+			if (n <= 0)
+				goto fail;
+		}
+		ret = gz_inflate(z, &p->in, scratch, skip < GZ_SCAN_INBUF ? skip : GZ_SCAN_INBUF,
+				 INFL_RUN, &made, &at);
+		err = ret < 0 ? ret : -EIO;
+		if (ret < 0 || ret == INFL_END)
+			goto fail;
+		skip -= made;
+	}
+	free(scratch);
+	infl_free(p->inf);
+	p->inf = z;
+	return 0;
+fail:
+	tfs_log(TFS_LOG_ERR, "gzip: zlib could not take over at offset %llu: %s",
+		(unsigned long long)p->re_uoff, strerror(-err));
+	free(scratch);
+	infl_free(z);
+	return err;
+}
 
 static void gz_mark(struct gz_prod *p, uint64_t coff, uint32_t bits, uint32_t flags)
 {
@@ -425,13 +549,11 @@ static void gz_attach(struct gz_prod *p, struct gz_buf *b)
 	b->has_ck = true;
 	b->ck = p->pend;
 	if (!(b->ck.flags & GZ_CK_MEMBER)) {
-		uInt wl = GZ_WINSIZE;
-		if (inflateGetDictionary(&p->zs, b->win, &wl) != Z_OK)
-			wl = 0; /* cannot happen with a live stream; a member start needs none */
-		b->ck.extra = wl;
+		b->ck.extra = infl_window(p->inf, b->win);
+		gz_restart_point(p, b->ck.uoff, b->ck.coff, b->ck.bits, b->win, b->ck.extra);
 	}
 	p->prev_ck = p->last_ck;
-	p->last_ck = p->pend.uoff;
+	p->last_ck = p->hunt_from = p->pend.uoff;
 	p->pending = false;
 }
 
@@ -471,10 +593,17 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 			p->state = GZ_P_END;
 			p->err = r;
 		} else {
-			inflateReset(&p->zs);
+			r = infl_restart(p->inf);
+			if (r < 0) {
+				p->state = GZ_P_END;
+				p->err = r;
+			}
 			p->member = at;
-			p->state = GZ_P_INFLATE;
-			if (p->uoff - p->last_ck >= p->spacing)
+			if (!r) {
+				p->state = GZ_P_INFLATE;
+				gz_restart_point(p, p->uoff, gz_in_pos(&p->in), 0, NULL, 0);
+			}
+			if (!r && p->uoff - p->last_ck >= p->spacing)
 				gz_mark(p, at, 0, GZ_CK_MEMBER);
 		}
 	}
@@ -487,19 +616,20 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 		gz_attach(p, b);
 
 	for (;;) {
-		size_t room = b->cap - b->len;
-		uint64_t since = p->uoff - p->last_ck;
-		int flush = Z_NO_FLUSH, ret;
+		size_t room = b->cap - b->len, made;
+		uint64_t since = p->uoff - p->hunt_from, at;
+		enum infl_mode mode = INFL_RUN;
+		int ret;
 
 		if (!room)
 			return;
 		if (since >= p->spacing)
-			flush = Z_BLOCK;
+			mode = INFL_TO_BLOCK;
 		else if (p->spacing - since < room)
 			room = (size_t)(p->spacing - since);
-		/* At the end of a truncated file, zlib may still hold output (the rest of a match,
-		 * bits it has already read): asked with no input, it gives it, or Z_BUF_ERROR. */
-		if (!p->zs.avail_in && !p->in_end) {
+		/* At the end of a truncated file, the inflater may still hold output (the rest of
+		 * a match, bits it has already read): asked with no input, it gives it. */
+		if (!p->in.avail && !p->in_end) {
 			ssize_t n = gz_in_fill(&p->in);
 			if (n < 0) {
 				gz_prod_fail(p, b, (int)n);
@@ -507,19 +637,16 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 			}
 			p->in_end = n == 0;
 		}
-		p->zs.next_out = b->data + b->len;
-		p->zs.avail_out = (uInt)room;
-		ret = inflate(&p->zs, flush);
-		room -= p->zs.avail_out;
-		b->len += room;
-		p->uoff += room;
-		if (ret == Z_BUF_ERROR && p->in_end) {
+		ret = gz_inflate(p->inf, &p->in, b->data + b->len, room, mode, &made, &at);
+		b->len += made;
+		p->uoff += made;
+		if (ret == INFL_MORE && !made && p->in_end) {
 			struct gz_where w = {"", "at", p->member};
-			gz_prod_truncated(p, b, gz_inflate_fail(&p->in, &w, Z_OK));
+			gz_prod_truncated(p, b, gz_inflate_fail(&p->in, &w, p->inf, 0));
 			return;
 		}
 
-		if (ret == Z_STREAM_END && p->raw) { /* the one stream ended: the end */
+		if (ret == INFL_END && p->raw) { /* the one stream ended: the end */
 			if (b->has_ck && !b->len && b->ck.uoff) {
 				b->has_ck = false;
 				p->last_ck = p->prev_ck;
@@ -529,7 +656,7 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 			b->last = true;
 			return;
 		}
-		if (ret == Z_STREAM_END) {
+		if (ret == INFL_END) {
 			uint8_t t[8];
 			struct gz_where w = {"", "at", p->member};
 			int r = gz_trailer(&p->in, &w, t);
@@ -556,15 +683,26 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 			p->state = GZ_P_NEXT;
 			return;
 		}
-		/* Z_BUF_ERROR means no progress although there was input and room: never
-		 * with good data, and looping on it would hang. */
-		if (ret != Z_OK) {
+		if (ret < 0) {
 			struct gz_where w = {"", "at", p->member};
-			gz_prod_fail(p, b, gz_inflate_fail(&p->in, &w, ret));
+			gz_prod_fail(p, b, gz_inflate_fail(&p->in, &w, p->inf,
+							   ret == -EAGAIN ? -EIO : ret));
 			return;
 		}
-		if (flush == Z_BLOCK && (p->zs.data_type & 0xc0) == 0x80) {
-			gz_mark(p, gz_in_pos(&p->in), (uint32_t)p->zs.data_type & 7, 0);
+		if (ret == INFL_NOBLOCK) {
+			int err = gz_fallback(p);
+			if (err) {
+				gz_prod_fail(p, b, err);
+				return;
+			}
+			continue;
+		}
+		if (ret == INFL_BLOCK) {
+			uint64_t coff;
+			uint32_t bits;
+
+			gz_bitpos(at, &coff, &bits);
+			gz_mark(p, coff, bits, 0);
 			if (b->len)
 				return;
 			gz_attach(p, b);
@@ -598,6 +736,7 @@ struct codec_scan {
 	struct gz_buf *bufs;
 	unsigned nbuf;
 	bool threaded;
+	bool direct; /* inline, large reads are inflated in place (zlib only: see scan_start) */
 	pthread_t worker;
 	pthread_mutex_t mu;
 	pthread_cond_t more; /* filled went up, or the worker ended */
@@ -641,7 +780,7 @@ static struct gz_buf *gz_next_buf(struct codec_scan *s, void *buf, size_t len)
 {
 	if (!s->threaded) {
 		struct gz_buf *b = &s->bufs[0];
-		bool direct = len >= GZ_DIRECT_MIN;
+		bool direct = s->direct && len >= GZ_DIRECT_MIN;
 
 		b->data = direct ? buf : b->own;
 		b->cap = direct ? (len < UINT_MAX ? len : UINT_MAX) : GZ_QBUF;
@@ -822,11 +961,11 @@ static void gz_scan_free(struct codec_scan *s)
 		pthread_cond_destroy(&s->more);
 		pthread_mutex_destroy(&s->mu);
 	}
-	if (s->prod.zinit)
-		inflateEnd(&s->prod.zs);
+	infl_free(s->prod.inf);
 	if (s->dinit)
 		deflateEnd(&s->ds);
 	free(s->prod.in.buf);
+	free(s->prod.re_win);
 	free(s->aux);
 	if (s->bufs)
 		for (i = 0; i < s->nbuf; i++)
@@ -867,15 +1006,18 @@ static int gz_scan_start(struct src *in, const struct codec_opts *opts,
 	p = &s->prod;
 	p->spacing = opts && opts->spacing ? opts->spacing : GZ_DEFAULT_SPACING;
 	p->in.buf = malloc(GZ_SCAN_INBUF);
-	if (!p->in.buf)
+	p->re_win = malloc(GZ_WINSIZE);
+	if (!p->in.buf || !p->re_win)
 		goto fail;
-	r = inflateInit2(&p->zs, -15);
-	if (r != Z_OK) {
-		err = liberr_zlib(r);
+	p->inf = infl_new(infl_default(), true);
+	if (!p->inf)
 		goto fail;
-	}
-	p->zinit = true;
-	gz_in_init(&p->in, in, &p->zs, p->in.buf, GZ_SCAN_INBUF, 0);
+	/* ISA-L copies 32 KiB of history per call, so it gets the whole GZ_QBUF each time; and
+	 * where a hunt for a block boundary catches one depends on where calls end, so the
+	 * calls must not depend on the caller's read sizes (the same checkpoints inline and
+	 * threaded, whatever the reads) */
+	s->direct = infl_default() == INFL_ZLIB;
+	gz_in_init(&p->in, in, p->in.buf, GZ_SCAN_INBUF, 0);
 
 	/* The first header is read here, so that scan_name works at once; an error in it is
 	 * reported by the first scan_read, like any other. */
@@ -888,6 +1030,7 @@ static int gz_scan_start(struct src *in, const struct codec_opts *opts,
 		p->state = GZ_P_INFLATE;
 		p->member = 0;
 		gz_mark(p, 0, 0, raw ? 0 : GZ_CK_MEMBER);
+		gz_restart_point(p, 0, gz_in_pos(&p->in), 0, NULL, 0);
 	}
 
 	if (s->nbuf > 1) {
@@ -934,46 +1077,21 @@ enum gz_dstate {
 };
 
 struct codec_dec {
-	z_stream zs;
-	bool zinit;
+	struct inflater *inf;
 	struct gz_in in;
 	struct gz_where where; /* the current member, for messages */
 	enum gz_dstate state;
 	int err;
-	bool in_end; /* the file has ended: zlib may still hold output (see gz_produce) */
+	bool in_end; /* the file has ended: the inflater may still hold output (see gz_produce) */
 	bool raw;    /* raw deflate: the stream's end is the end */
-	size_t zmem; /* bytes zlib allocated */
 	uint8_t inbuf[GZ_DEC_INBUF];
 };
-
-/* zlib allocators that count, for dec_memory. */
-static voidpf gz_zalloc(voidpf opaque, uInt items, uInt size)
-{
-	size_t *total = opaque;
-	size_t n = (size_t)items * size;
-	size_t *p = malloc(n + sizeof(size_t) * 2); /* keep 16-byte alignment */
-
-	if (!p)
-		return NULL;
-	p[0] = n;
-	*total += n;
-	return p + 2;
-}
-
-static void gz_zfree(voidpf opaque, voidpf ptr)
-{
-	size_t *total = opaque, *p = (size_t *)ptr - 2;
-
-	*total -= p[0];
-	free(p);
-}
 
 static void gz_dec_free(struct codec_dec *d)
 {
 	if (!d)
 		return;
-	if (d->zinit)
-		inflateEnd(&d->zs);
+	infl_free(d->inf);
 	free(d);
 }
 
@@ -981,6 +1099,8 @@ static int gz_dec_start(struct src *in, const struct codec_ckpt *ck, const void 
 			size_t auxlen, bool raw, struct codec_dec **out)
 {
 	struct codec_dec *d;
+	unsigned value = 0;
+	uLongf wl = 0;
 	int err, r;
 
 	*out = NULL;
@@ -991,17 +1111,12 @@ static int gz_dec_start(struct src *in, const struct codec_ckpt *ck, const void 
 	if (!d)
 		return -ENOMEM;
 	memset(d, 0, offsetof(struct codec_dec, inbuf));
-	d->zs.zalloc = gz_zalloc;
-	d->zs.zfree = gz_zfree;
-	d->zs.opaque = &d->zmem;
-	r = inflateInit2(&d->zs, -15);
-	if (r != Z_OK) {
-		err = liberr_zlib(r);
+	err = -ENOMEM;
+	d->inf = infl_new(infl_default(), false);
+	if (!d->inf)
 		goto fail;
-	}
-	d->zinit = true;
 	d->raw = raw;
-	gz_in_init(&d->in, in, &d->zs, d->inbuf, sizeof(d->inbuf), ck->coff);
+	gz_in_init(&d->in, in, d->inbuf, sizeof(d->inbuf), ck->coff);
 	d->where = (struct gz_where){"decoder: ", "containing", ck->coff};
 	if (ck->flags & GZ_CK_MEMBER)
 		d->where.rel = "at";
@@ -1013,39 +1128,33 @@ static int gz_dec_start(struct src *in, const struct codec_ckpt *ck, const void 
 			err = r;
 			goto fail;
 		}
-	} else {
-		if (ck->bits) {
-			uint8_t byte;
-			err = src_pread_full(in, &byte, 1, ck->coff - 1);
-			if (err) {
-				tfs_log(TFS_LOG_ERR, "gzip: cannot read compressed offset %llu: %s",
-					(unsigned long long)ck->coff - 1, strerror(-err));
-				goto fail;
-			}
-			r = inflatePrime(&d->zs, (int)ck->bits, byte >> (8 - ck->bits));
-			if (r != Z_OK) {
-				err = liberr_zlib(r);
-				goto fail;
-			}
+		*out = d;
+		return 0;
+	}
+	if (ck->bits) {
+		uint8_t byte;
+		err = src_pread_full(in, &byte, 1, ck->coff - 1);
+		if (err) {
+			tfs_log(TFS_LOG_ERR, "gzip: cannot read compressed offset %llu: %s",
+				(unsigned long long)ck->coff - 1, strerror(-err));
+			goto fail;
 		}
-		if (ck->extra) {
-			/* The input buffer is empty until the first dec_read: unpack there. */
-			uLongf wl = GZ_WINSIZE;
-			r = uncompress(d->inbuf, &wl, aux, (uLong)auxlen);
-			if (r != Z_OK || wl != ck->extra) {
-				tfs_log(TFS_LOG_ERR,
-					"gzip: corrupt window for the checkpoint at offset %llu",
-					(unsigned long long)ck->uoff);
-				err = -EIO;
-				goto fail;
-			}
-			r = inflateSetDictionary(&d->zs, d->inbuf, (uInt)wl);
-			if (r != Z_OK) {
-				err = liberr_zlib(r);
-				goto fail;
-			}
+		value = byte >> (8 - ck->bits);
+	}
+	if (ck->extra) {
+		/* The input buffer is empty until the first dec_read: unpack there. */
+		wl = GZ_WINSIZE;
+		r = uncompress(d->inbuf, &wl, aux, (uLong)auxlen);
+		if (r != Z_OK || wl != ck->extra) {
+			tfs_log(TFS_LOG_ERR, "gzip: corrupt window for the checkpoint at offset %llu",
+				(unsigned long long)ck->uoff);
+			err = -EIO;
+			goto fail;
 		}
 	}
+	err = infl_resume(d->inf, ck->bits, value, d->inbuf, (size_t)wl);
+	if (err)
+		goto fail;
 	*out = d;
 	return 0;
 fail:
@@ -1067,34 +1176,34 @@ static int deflate_dec_new(struct src *in, const struct codec_ckpt *ck, const vo
 
 static ssize_t gz_dec_read(struct codec_dec *d, void *buf, size_t len)
 {
-	if (len > UINT_MAX)
-		len = UINT_MAX;
 	while (len) {
 		size_t got;
+		uint64_t at;
 		int ret, r;
 
 		if (d->state == GZ_D_END)
 			return d->err;
 		if (d->state == GZ_D_NEXT) {
 			uint8_t t[8];
-			uint64_t at = 0;
+			uint64_t mstart = 0;
 
 			r = gz_trailer(&d->in, &d->where, t);
 			if (r > 0) {
-				at = gz_in_pos(&d->in);
+				mstart = gz_in_pos(&d->in);
 				r = gz_member_start(&d->in, false, true, NULL, 0);
 			}
+			if (r > 0)
+				r = infl_restart(d->inf) ? -ENOMEM : 1;
 			if (r <= 0) {
 				d->state = GZ_D_END;
 				d->err = r;
 				continue;
 			}
-			inflateReset(&d->zs);
 			d->where.rel = "at";
-			d->where.off = at;
+			d->where.off = mstart;
 			d->state = GZ_D_INFLATE;
 		}
-		if (!d->zs.avail_in && !d->in_end) {
+		if (!d->in.avail && !d->in_end) {
 			ssize_t n = gz_in_fill(&d->in);
 			if (n < 0) {
 				d->err = (int)n;
@@ -1103,20 +1212,17 @@ static ssize_t gz_dec_read(struct codec_dec *d, void *buf, size_t len)
 			}
 			d->in_end = n == 0;
 		}
-		d->zs.next_out = buf;
-		d->zs.avail_out = (uInt)len;
-		ret = inflate(&d->zs, Z_NO_FLUSH);
-		got = len - d->zs.avail_out;
-		if (ret == Z_STREAM_END && d->raw) {
+		ret = gz_inflate(d->inf, &d->in, buf, len, INFL_RUN, &got, &at);
+		if (ret == INFL_END && d->raw) {
 			d->state = GZ_D_END;
 			d->err = 0;
-		} else if (ret == Z_STREAM_END) {
+		} else if (ret == INFL_END) {
 			d->state = GZ_D_NEXT;
-		} else if (ret == Z_BUF_ERROR && d->in_end) { /* nothing more without input */
-			d->err = gz_inflate_fail(&d->in, &d->where, Z_OK);
+		} else if (ret == INFL_MORE && !got && d->in_end) { /* nothing more without input */
+			d->err = gz_inflate_fail(&d->in, &d->where, d->inf, 0);
 			d->state = GZ_D_END;
-		} else if (ret != Z_OK) { /* Z_BUF_ERROR too: see gz_produce() */
-			d->err = gz_inflate_fail(&d->in, &d->where, ret);
+		} else if (ret < 0) {
+			d->err = gz_inflate_fail(&d->in, &d->where, d->inf, ret == -EAGAIN ? -EIO : ret);
 			d->state = GZ_D_END;
 		}
 		if (got)
@@ -1127,7 +1233,7 @@ static ssize_t gz_dec_read(struct codec_dec *d, void *buf, size_t len)
 
 static size_t gz_dec_memory(const struct codec_dec *d)
 {
-	return sizeof(*d) + d->zmem;
+	return sizeof(*d) + infl_memory(d->inf);
 }
 
 const struct codec codec_gzip = {

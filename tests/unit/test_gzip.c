@@ -5,11 +5,19 @@
  * the original, and then decoded from every checkpoint to a bit past the next one.  Damaged
  * streams (flipped bytes, truncations, garbage) must fail with -EIO or, where the damage is
  * harmless, give the original bytes; never anything else, never a crash or a hang.
+ *
+ * Everything runs once with each inflater (zlib's, and ISA-L's when built in).  Then the two
+ * are compared: every checkpoint the ISA-L scan finds by its hunt must be a block boundary
+ * that zlib's Z_BLOCK walk reports (at the same bit, with the same output before it), the
+ * hunt must find about as many as zlib's scan, and each engine's decoders must resume at the
+ * other's checkpoints.
  */
 #include "codec.h"
+#include "inflater.h"
 #include "log.h"
 #include "testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -381,6 +389,257 @@ static size_t header_len(const uint8_t *gz)
 	if (f & 2)
 		p += 2;
 	return p;
+}
+
+/* ---- the two inflaters ---- */
+
+struct boundary {
+	uint64_t uoff, coff;
+	uint32_t bits;
+};
+
+/* Every block boundary of a gzip file (all members), by zlib's Z_BLOCK: an oracle that does
+ * not use the codec.  Returns the count; *out is malloc'd. */
+static size_t zlib_boundaries(const uint8_t *gz, size_t gzlen, struct boundary **out)
+{
+	z_stream zs = {0};
+	size_t n = 0, cap = 1024, off = 0;
+	uint64_t uoff = 0;
+	uint8_t *buf = malloc(1 << 16);
+	struct boundary *b = malloc(cap * sizeof(*b));
+
+	CHECK_EQ(inflateInit2(&zs, 31), Z_OK);
+	while (off < gzlen && gz[off] == 0x1f) {
+		int ret;
+		inflateReset(&zs);
+		zs.next_in = (Bytef *)gz + off;
+		zs.avail_in = (uInt)(gzlen - off);
+		do {
+			zs.next_out = buf;
+			zs.avail_out = 1 << 16;
+			ret = inflate(&zs, Z_BLOCK);
+			uoff += (1 << 16) - zs.avail_out;
+			if (ret == Z_OK && (zs.data_type & 0xc0) == 0x80) {
+				if (n == cap)
+					b = realloc(b, (cap *= 2) * sizeof(*b));
+				uint64_t at = (uint64_t)(zs.next_in - gz) * 8 - (zs.data_type & 7);
+				b[n++] = (struct boundary){uoff, (at + 7) / 8, (uint32_t)((8 - at % 8) % 8)};
+			}
+		} while (ret == Z_OK);
+		CHECK_EQ(ret, Z_STREAM_END);
+		if (ret != Z_STREAM_END)
+			break;
+		off = (size_t)(zs.next_in - gz);
+	}
+	inflateEnd(&zs);
+	free(buf);
+	*out = b;
+	return n;
+}
+
+/* How many of r's checkpoints that are not member starts are not boundaries of all[]. */
+static size_t off_boundaries(const struct scan_res *r, const struct boundary *all, size_t n)
+{
+	size_t bad = 0, j = 0;
+
+	for (size_t i = 0; i < r->ncks; i++) {
+		const struct codec_ckpt *c = &r->cks[i].c;
+		bool found = false;
+		if (c->flags & 1)
+			continue;
+		while (j < n && all[j].uoff < c->uoff)
+			j++;
+		for (size_t k = j; k < n && all[k].uoff == c->uoff; k++)
+			found |= all[k].coff == c->coff && all[k].bits == c->bits;
+		if (!found) {
+			fprintf(stderr, "  checkpoint at %llu (compressed %llu, %u bits) is no boundary\n",
+				(unsigned long long)c->uoff, (unsigned long long)c->coff, c->bits);
+			bad++;
+		}
+	}
+	return bad;
+}
+
+/* A deflate stream of fixed-Huffman blocks only, in a gzip member made by zlib. */
+static uint8_t *zlib_gzip_fixed(const uint8_t *in, size_t inlen, size_t *outlen)
+{
+	z_stream zs = {0};
+	size_t cap = inlen + inlen / 8 + 1024;
+	uint8_t *out = malloc(cap);
+
+	CHECK_EQ(deflateInit2(&zs, 6, Z_DEFLATED, 31, 8, Z_FIXED), Z_OK);
+	zs.next_in = (Bytef *)in;
+	zs.avail_in = (uInt)inlen;
+	zs.next_out = out;
+	zs.avail_out = (uInt)cap;
+	CHECK_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+	*outlen = cap - zs.avail_out;
+	deflateEnd(&zs);
+	return out;
+}
+
+static uint8_t *self_exe(size_t *len)
+{
+	FILE *f = fopen("/proc/self/exe", "rb");
+	size_t cap = 1 << 20, n = 0, k;
+	uint8_t *b = malloc(cap);
+
+	CHECK(f != NULL);
+	while (f && (k = fread(b + n, 1, cap - n, f)) > 0)
+		if ((n += k) == cap)
+			b = realloc(b, cap *= 2);
+	if (f)
+		fclose(f);
+	*len = n;
+	return b;
+}
+
+/* Real text: the C headers of /usr/include (there on every machine that builds this), up to
+ * max bytes. */
+static uint8_t *headers_text(size_t max, size_t *len)
+{
+	DIR *d = opendir("/usr/include");
+	uint8_t *b = malloc(max);
+	struct dirent *e;
+	size_t n = 0;
+
+	CHECK(d != NULL);
+	while (d && n < max && (e = readdir(d))) {
+		char path[512];
+		size_t l = strlen(e->d_name);
+		FILE *f;
+		if (l < 3 || strcmp(e->d_name + l - 2, ".h"))
+			continue;
+		snprintf(path, sizeof(path), "/usr/include/%s", e->d_name);
+		if ((f = fopen(path, "rb"))) {
+			n += fread(b + n, 1, max - n, f);
+			fclose(f);
+		}
+	}
+	if (d)
+		closedir(d);
+	*len = n;
+	return b;
+}
+
+/* One file: the ISA-L scan's checkpoints are boundaries, nearly as many as zlib's; each
+ * engine resumes at the other's. */
+static void check_engines(const char *what, const uint8_t *gz, size_t gzlen, const uint8_t *orig,
+			  size_t origlen, bool small_hdr)
+{
+	struct boundary *all;
+	size_t n = zlib_boundaries(gz, gzlen, &all);
+	struct scan_res z, x, x1;
+
+	infl_set_default(INFL_ZLIB);
+	CHECK_EQ(scan(gz, gzlen, SPACING, 2, 65536, &z), 0);
+	infl_set_default(INFL_ISAL);
+	CHECK_EQ(scan(gz, gzlen, SPACING, 2, 65536, &x), 0);
+	CHECK_EQ(scan(gz, gzlen, 1, 1, 65536, &x1), 0); /* a hunt after every byte */
+	CHECK(x.len == origlen && memcmp(x.out, orig, origlen) == 0);
+	fprintf(stderr, "%s: %zu boundaries; checkpoints at spacing %u: zlib %zu, ISA-L %zu; "
+		"ISA-L at spacing 1: %zu\n", what, n, SPACING, z.ncks, x.ncks, x1.ncks);
+	CHECK_EQ(off_boundaries(&x, all, n), 0);
+	CHECK_EQ(off_boundaries(&x1, all, n), 0);
+	CHECK_EQ(off_boundaries(&z, all, n), 0);
+	/* A hunt that misses a boundary takes the next one: a checkpoint comes at most one
+	 * block plus INFL_HUNT_MAX (after which zlib takes over) past the mark; and on files with
+	 * headers of a usual size, at a spacing of several blocks, about as many as zlib's
+	 * (small_hdr: the synthetic text's headers are short, fixed-Huffman ones 3 bits: the
+	 * hunt misses more of them) */
+	{
+		uint64_t maxblock = 0;
+		for (size_t i = 1; i < n; i++)
+			if (all[i].uoff - all[i - 1].uoff > maxblock)
+				maxblock = all[i].uoff - all[i - 1].uoff;
+		struct scan_res zw, xw;
+		infl_set_default(INFL_ZLIB);
+		CHECK_EQ(scan(gz, gzlen, 4 * SPACING, 2, 65536, &zw), 0);
+		infl_set_default(INFL_ISAL);
+		CHECK_EQ(scan(gz, gzlen, 4 * SPACING, 2, 65536, &xw), 0);
+		fprintf(stderr, "  at spacing %u: zlib %zu, ISA-L %zu\n", 4 * SPACING, zw.ncks,
+			xw.ncks);
+		if (!small_hdr)
+			CHECK(xw.ncks * 4 >= zw.ncks * 3);
+		for (size_t i = 0; i + 1 < xw.ncks; i++)
+			CHECK(xw.cks[i + 1].c.uoff - xw.cks[i].c.uoff <=
+			      4 * SPACING + maxblock + INFL_HUNT_MAX);
+		CHECK_EQ(off_boundaries(&xw, all, n), 0);
+		res_free(&zw);
+		res_free(&xw);
+	}
+	/* the same checkpoint found by both: the same window */
+	for (size_t i = 0, j = 0; i < x.ncks; i++) {
+		while (j < z.ncks && z.cks[j].c.uoff < x.cks[i].c.uoff)
+			j++;
+		if (j < z.ncks && !memcmp(&z.cks[j].c, &x.cks[i].c, sizeof(z.cks[j].c)))
+			CHECK(z.cks[j].auxlen == x.cks[i].auxlen &&
+			      !memcmp(z.cks[j].aux, x.cks[i].aux, x.cks[i].auxlen));
+	}
+	/* ISA-L's checkpoints decoded by zlib, zlib's by ISA-L */
+	infl_set_default(INFL_ZLIB);
+	for (size_t i = 0; i < x.ncks; i++)
+		check_ck(gz, gzlen, &x, i, orig, origlen, 4096);
+	infl_set_default(INFL_ISAL);
+	for (size_t i = 0; i < z.ncks; i++)
+		check_ck(gz, gzlen, &z, i, orig, origlen, 4096);
+	for (size_t i = 0; i < x1.ncks; i += 1 + x1.ncks / 200)
+		check_ck(gz, gzlen, &x1, i, orig, origlen, 0);
+	res_free(&z);
+	res_free(&x);
+	res_free(&x1);
+	free(all);
+}
+
+static void test_engines_agree(const uint8_t *text, size_t len)
+{
+	size_t exelen, gzlen, l1, l2, l3;
+	uint8_t *exe = self_exe(&exelen), *noise = malloc(400000), *gz, *a, *b, *c, *m;
+
+	if (!infl_have_isal()) {
+		fprintf(stderr, "no ISA-L in this build: the engines are not compared\n");
+		free(exe);
+		free(noise);
+		return;
+	}
+	gz = tool("gzip -6 -c", text, len, &gzlen);
+	check_engines("text, gzip -6", gz, gzlen, text, len, true);
+	free(gz);
+	size_t hlen;
+	uint8_t *h = headers_text(3 << 20, &hlen);
+	CHECK(hlen > (1u << 20));
+	gz = tool("gzip -6 -c", h, hlen, &gzlen);
+	check_engines("real text (/usr/include/*.h), gzip -6", gz, gzlen, h, hlen, false);
+	free(gz);
+	gz = tool("pigz -9 -p 2 -c", h, hlen, &gzlen);
+	check_engines("real text, pigz -9", gz, gzlen, h, hlen, false);
+	free(gz);
+	free(h);
+	gz = tool("gzip -9 -c", exe, exelen, &gzlen);
+	check_engines("binary (this test), gzip -9", gz, gzlen, exe, exelen, false);
+	free(gz);
+	gz = tool("pigz -6 -p 2 -c", text, len, &gzlen);
+	check_engines("text, pigz", gz, gzlen, text, len, true);
+	free(gz);
+	a = tool("gzip -1 -c", text, len / 2, &l1);
+	b = tool("pigz -c", exe, exelen, &l2);
+	c = tool("gzip -c", text + len / 2, len - len / 2, &l3);
+	m = malloc(len + exelen);
+	memcpy(m, text, len / 2);
+	memcpy(m + len / 2, exe, exelen);
+	memcpy(m + len / 2 + exelen, text + len / 2, len - len / 2);
+	uint8_t *ab = cat2(a, l1, b, l2, &gzlen), *abc = cat2(ab, gzlen, c, l3, &gzlen);
+	check_engines("three members", abc, gzlen, m, len + exelen, true);
+	free(a), free(b), free(c), free(ab), free(abc), free(m);
+	tu_fill(noise, 400000, 5, 0);
+	gz = tool("gzip -6 -c", noise, 400000, &gzlen);
+	check_engines("noise (stored blocks)", gz, gzlen, noise, 400000, false);
+	free(gz);
+	gz = zlib_gzip_fixed(text, len, &gzlen);
+	check_engines("text, fixed-Huffman blocks", gz, gzlen, text, len, true);
+	free(gz);
+	free(noise);
+	free(exe);
 }
 
 /* ---- the tests ---- */
@@ -889,18 +1148,23 @@ static int test(void)
 	text_fill(text, len, 1);
 
 	test_probe();
-	test_levels_and_tools(text, len);
-	test_stored_blocks();
-	test_multi_member();
-	test_flushed(text, 1 << 20);
-	test_header_extras(text, 1 << 20);
-	test_empty();
-	test_corruption(text, 1 << 20);
-	test_truncation(text, 1 << 20);
-	test_trailing(text, 1 << 20);
-	test_bad_checkpoints(text, 1 << 20);
-	test_random_damage();
-	test_sink_error(text, 1 << 20);
+	for (int e = 0; e < (infl_have_isal() ? 2 : 1); e++) {
+		infl_set_default(e ? INFL_ISAL : INFL_ZLIB);
+		fprintf(stderr, "---- inflater: %s\n", infl_kind_name(infl_default()));
+		test_levels_and_tools(text, len);
+		test_stored_blocks();
+		test_multi_member();
+		test_flushed(text, 1 << 20);
+		test_header_extras(text, 1 << 20);
+		test_empty();
+		test_corruption(text, 1 << 20);
+		test_truncation(text, 1 << 20);
+		test_trailing(text, 1 << 20);
+		test_bad_checkpoints(text, 1 << 20);
+		test_random_damage();
+		test_sink_error(text, 1 << 20);
+	}
+	test_engines_agree(text, len);
 	free(text);
 	return tu_exit();
 }

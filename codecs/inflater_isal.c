@@ -1,0 +1,220 @@
+/* The ISA-L engine of inflater.h: isal_inflate on raw deflate, with what zlib gives for free
+ * built around it.
+ *
+ * - Entering a stream at a checkpoint: isal_inflate_set_dict before the first call, and the
+ *   leftover bits of the byte before the checkpoint put into read_in / read_in_length (LSB
+ *   first), exactly what zlib's inflatePrime takes.
+ * - The end of the stream: after the last block, the bits ISA-L read ahead are still in
+ *   read_in (ISA-L 2.30 does not give them back), so the first byte after the deflate data
+ *   is read_in_length / 8 bytes before next_in (the rest of read_in_length is the padding of
+ *   the last byte).
+ * - Block boundaries: ISA-L has no "stop at the next block" call, and it does not stop
+ *   between blocks on its own.  But when the input ends inside a block header, it restores
+ *   read_in / read_in_length to the header's first bit, keeps the header's bytes so far in
+ *   tmp_in_buffer and leaves block_state at ISAL_BLOCK_HDR (ISAL_BLOCK_NEW_HDR when the input
+ *   ended right at the boundary).  So a hunt feeds the input INFL_HUNT_PIECE bytes at a time
+ *   and stops as soon as a call ends in that state with all its output given out: the
+ *   header starts at bit 8 * (end of the input fed) - 8 * tmp_in_size - read_in_length.  A
+ *   dynamic-Huffman header (tens of bytes) is almost always caught; a fixed-Huffman one (3
+ *   bits) only when a piece happens to end in it, so a hunt can pass boundaries (a stored
+ *   block says how long it is: the hunt feeds it to its last byte and catches its end); after INFL_HUNT_MAX bytes of output it gives up (INFL_NOBLOCK).  Every
+ *   boundary it reports is a real one: the same zlib's Z_BLOCK finds (the unit tests compare
+ *   the two).  Small pieces cost calls (each moves up to 32 KiB of ISA-L's history), which is
+ *   why a hunt starts only at the spacing mark.
+ * - The window: ISA-L keeps its history inside its state, in no documented form, so with
+ *   track set the engine keeps a 32 KiB ring of the stream's last output itself.
+ * - 32-bit counters: avail_in / avail_out / total_out are 32-bit; calls are capped and the
+ *   64-bit offsets are the caller's.
+ */
+#include "inflater_int.h"
+
+#include <isa-l/igzip_lib.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define INFL_HUNT_PIECE 64u /* input per call while hunting: 256 and more miss boundaries */
+#define INFL_CALL_MAX (1u << 30)
+
+_Static_assert(ISAL_DEF_HIST_SIZE == INFL_WINSIZE, "deflate's window is 32 KiB");
+
+struct isal_infl {
+	struct inflate_state st;
+	bool track;
+	size_t rpos;   /* ring: where the next byte of output goes */
+	size_t rfill;  /* ring: bytes of this stream in it (INFL_WINSIZE once full) */
+	uint64_t hunt; /* output since the hunt started */
+	uint8_t ring[];
+};
+
+struct isal_infl *isal_infl_new(bool track)
+{
+	struct isal_infl *x = malloc(sizeof(*x) + (track ? INFL_WINSIZE : 0));
+
+	if (!x)
+		return NULL;
+	isal_inflate_init(&x->st);
+	x->st.crc_flag = ISAL_DEFLATE;
+	x->track = track;
+	x->rpos = x->rfill = 0;
+	x->hunt = 0;
+	return x;
+}
+
+void isal_infl_free(struct isal_infl *x)
+{
+	free(x);
+}
+
+int isal_infl_restart(struct isal_infl *x)
+{
+	isal_inflate_reset(&x->st);
+	x->st.crc_flag = ISAL_DEFLATE;
+	x->rpos = x->rfill = 0;
+	x->hunt = 0;
+	return 0;
+}
+
+static void ring_put(struct isal_infl *x, const uint8_t *p, size_t n)
+{
+	size_t k;
+
+	if (n >= INFL_WINSIZE) {
+		memcpy(x->ring, p + n - INFL_WINSIZE, INFL_WINSIZE);
+		x->rpos = 0;
+		x->rfill = INFL_WINSIZE;
+		return;
+	}
+	k = INFL_WINSIZE - x->rpos;
+	if (k > n)
+		k = n;
+	memcpy(x->ring + x->rpos, p, k);
+	memcpy(x->ring, p + k, n - k);
+	x->rpos = (x->rpos + n) % INFL_WINSIZE;
+	x->rfill = x->rfill + n < INFL_WINSIZE ? x->rfill + n : INFL_WINSIZE;
+}
+
+int isal_infl_resume(struct isal_infl *x, unsigned bits, unsigned value, const uint8_t *win,
+		     size_t wlen)
+{
+	if (wlen && isal_inflate_set_dict(&x->st, (uint8_t *)win, (uint32_t)wlen) != COMP_OK)
+		return -EINVAL;
+	x->st.read_in = value & ((1u << bits) - 1);
+	x->st.read_in_length = (int32_t)bits;
+	if (x->track)
+		ring_put(x, win, wlen);
+	return 0;
+}
+
+size_t isal_infl_window(struct isal_infl *x, uint8_t *win)
+{
+	size_t head;
+
+	if (!x->track)
+		return 0;
+	if (x->rfill < INFL_WINSIZE) { /* not wrapped yet */
+		memcpy(win, x->ring, x->rfill);
+		return x->rfill;
+	}
+	head = INFL_WINSIZE - x->rpos;
+	memcpy(win, x->ring + x->rpos, head);
+	memcpy(win + head, x->ring, x->rpos);
+	return INFL_WINSIZE;
+}
+
+size_t isal_infl_memory(const struct isal_infl *x)
+{
+	return sizeof(*x) + (x->track ? INFL_WINSIZE : 0);
+}
+
+static const char *isal_msg(int ret)
+{
+	switch (ret) {
+	case ISAL_INVALID_BLOCK:
+		return "invalid block type or header";
+	case ISAL_INVALID_SYMBOL:
+		return "invalid code";
+	case ISAL_INVALID_LOOKBACK:
+		return "invalid distance too far back";
+	default:
+		return "invalid deflate data";
+	}
+}
+
+/* Between blocks, with all output given out: a call's input ended in (or right before) a
+ * block header. */
+static bool at_boundary(const struct inflate_state *s)
+{
+	return (s->block_state == ISAL_BLOCK_HDR || s->block_state == ISAL_BLOCK_NEW_HDR) &&
+	       s->tmp_out_valid == s->tmp_out_processed && !s->write_overflow_len &&
+	       !s->copy_overflow_length;
+}
+
+/* Input for the next call of a hunt: INFL_HUNT_PIECE, or in a stored block exactly the rest
+ * of it, so that the input ends at its end, and its boundary is caught every time. */
+static size_t hunt_piece(const struct inflate_state *s)
+{
+	if (s->block_state == ISAL_BLOCK_TYPE0 && s->type0_block_len > s->read_in_length / 8)
+		return (size_t)(s->type0_block_len - s->read_in_length / 8);
+	return INFL_HUNT_PIECE;
+}
+
+int isal_infl_run(struct isal_infl *x, struct infl_io *io, enum infl_mode mode, const char **msg)
+{
+	struct inflate_state *s = &x->st;
+
+	/* the last call (a run) may have ended in a header already */
+	if (mode == INFL_TO_BLOCK && at_boundary(s) && (s->read_in_length || s->tmp_in_size)) {
+		io->at = io->in_off * 8 - (uint64_t)s->tmp_in_size * 8 - (uint64_t)s->read_in_length;
+		x->hunt = 0;
+		return INFL_BLOCK;
+	}
+	for (;;) {
+		size_t piece = io->in_len, room = io->out_len, used, made;
+		int ret;
+
+		if (mode == INFL_TO_BLOCK && piece > hunt_piece(s))
+			piece = hunt_piece(s);
+		if (piece > INFL_CALL_MAX)
+			piece = INFL_CALL_MAX;
+		if (room > INFL_CALL_MAX)
+			room = INFL_CALL_MAX;
+		s->next_in = (uint8_t *)io->in;
+		s->avail_in = (uint32_t)piece;
+		s->next_out = io->out;
+		s->avail_out = (uint32_t)room;
+		ret = isal_inflate(s);
+		used = piece - s->avail_in;
+		made = room - s->avail_out;
+		if (x->track && made)
+			ring_put(x, io->out, made);
+		io->in += used;
+		io->in_len -= used;
+		io->in_off += used;
+		io->out += made;
+		io->out_len -= made;
+		if (ret < 0) {
+			*msg = isal_msg(ret);
+			return -EIO;
+		}
+		if (s->block_state == ISAL_BLOCK_FINISH) {
+			io->at = (io->in_off - (uint64_t)s->read_in_length / 8) * 8;
+			return INFL_END;
+		}
+		if (mode != INFL_TO_BLOCK)
+			return INFL_MORE;
+		x->hunt += made;
+		if (at_boundary(s)) {
+			io->at = io->in_off * 8 - (uint64_t)s->tmp_in_size * 8 -
+				 (uint64_t)s->read_in_length;
+			x->hunt = 0;
+			return INFL_BLOCK;
+		}
+		if (x->hunt >= INFL_HUNT_MAX) {
+			x->hunt = 0;
+			return INFL_NOBLOCK;
+		}
+		if (!io->in_len || !io->out_len || (!used && !made))
+			return INFL_MORE;
+	}
+}
