@@ -151,7 +151,9 @@ def test_gzip_spacing_option(mount, tmp_path, tree):
             assert "built with other options" in m.log(), m.log()
     usize = os.path.getsize(tar)
     assert counts["1"] <= usize // 2**20 + 2
-    assert counts[SPACING] >= usize // 65536 // 2
+    # ISA-L sees a block boundary only when a piece of its input ends inside the header, so
+    # it may take the next boundary: fewer checkpoints than zlib's one per spacing
+    assert counts[SPACING] >= usize // 65536 // 3
     assert counts["256k"] < counts[SPACING]
     # a plain tar's index does not depend on the spacing
     plain = tmp_path / "p.tar"
