@@ -72,6 +72,7 @@
 #include <zlib.h>
 
 #include "../common/byteio.h"
+#include "../common/crc32.h"
 #include "../common/log.h"
 #include "inflater.h"
 #include "liberr.h"
@@ -87,6 +88,7 @@
 #define GZ_DIRECT_MIN (64u << 10)	/* inline: inflate straight into reads this big */
 #define GZ_NAME_MAX 4096		/* longer FNAMEs are dropped */
 #define GZ_DEFAULT_SPACING (1ull << 20) /* when opts->spacing is 0 */
+#define GZ_FALLBACKS_MAX 2		/* ISA-L hunts that fail before zlib inflates the rest */
 
 /* Header flags (RFC 1952). */
 #define GZ_FHCRC 0x02
@@ -466,6 +468,8 @@ struct gz_prod {
 	uint32_t re_bits;
 	size_t re_wlen;
 	uint8_t *re_win; /* GZ_WINSIZE */
+	bool fallback;	 /* zlib stands in for ISA-L until the next boundary */
+	unsigned fallbacks; /* how often: from GZ_FALLBACKS_MAX on, zlib stays */
 };
 
 static void gz_restart_point(struct gz_prod *p, uint64_t uoff, uint64_t coff, uint32_t bits,
@@ -479,10 +483,10 @@ static void gz_restart_point(struct gz_prod *p, uint64_t uoff, uint64_t coff, ui
 		memcpy(p->re_win, win, wlen);
 }
 
-/* ISA-L's hunt saw no block boundary in INFL_HUNT_MAX bytes (fixed-Huffman blocks, whose
- * 3-bit headers it almost never catches): zlib inflates the rest of the scan.  It starts at
- * the restart point, inflates up to the current offset again (discarding the bytes) and goes
- * on from there, finding boundaries with Z_BLOCK.  0 or -errno. */
+/* ISA-L's hunt saw no block boundary in INFL_HUNT_MAX bytes of input (short or fixed-Huffman
+ * headers): zlib stands in until the next boundary.  It starts at the restart point,
+ * inflates up to the current offset again (discarding the bytes) and goes on from there,
+ * finding the boundary with Z_BLOCK; gz_back_to_isal hands over again.  0 or -errno. */
 static int gz_fallback(struct gz_prod *p)
 {
 	struct inflater *z = infl_new(INFL_ZLIB, true);
@@ -492,7 +496,7 @@ static int gz_fallback(struct gz_prod *p)
 	size_t made;
 
 	tfs_log(TFS_LOG_INFO, "gzip: no block boundary visible to ISA-L after offset %llu "
-		"(fixed-Huffman blocks?): inflating with zlib from offset %llu",
+		"(fixed-Huffman blocks?): zlib stands in from offset %llu",
 		(unsigned long long)p->hunt_from, (unsigned long long)p->re_uoff);
 	scratch = malloc(GZ_SCAN_INBUF);
 	if (!z || !scratch)
@@ -524,6 +528,9 @@ static int gz_fallback(struct gz_prod *p)
 	free(scratch);
 	infl_free(p->inf);
 	p->inf = z;
+	p->fallback = ++p->fallbacks < GZ_FALLBACKS_MAX;
+	if (!p->fallback)
+		tfs_log(TFS_LOG_INFO, "gzip: zlib inflates the rest of this file");
 	return 0;
 fail:
 	tfs_log(TFS_LOG_ERR, "gzip: zlib could not take over at offset %llu: %s",
@@ -531,6 +538,27 @@ fail:
 	free(scratch);
 	infl_free(z);
 	return err;
+}
+
+/* zlib, standing in, stopped at the block boundary at coff/bits: ISA-L resumes there (with
+ * zlib's window).  If it cannot, zlib goes on. */
+static void gz_back_to_isal(struct gz_prod *p, uint64_t coff, uint32_t bits)
+{
+	struct inflater *x = infl_new(INFL_ISAL, true);
+	size_t wl = infl_window(p->inf, p->re_win);
+	uint8_t byte = 0;
+
+	if (!x)
+		return;
+	if ((bits && src_pread_full(p->in.src, &byte, 1, coff - 1)) ||
+	    infl_resume(x, bits, byte >> (8 - bits), p->re_win, wl)) {
+		infl_free(x);
+		return;
+	}
+	gz_in_seek(&p->in, coff);
+	infl_free(p->inf);
+	p->inf = x;
+	p->fallback = false;
 }
 
 static void gz_mark(struct gz_prod *p, uint64_t coff, uint32_t bits, uint32_t flags)
@@ -702,6 +730,8 @@ static void gz_produce(struct gz_prod *p, struct gz_buf *b)
 			uint32_t bits;
 
 			gz_bitpos(at, &coff, &bits);
+			if (p->fallback)
+				gz_back_to_isal(p, coff, bits);
 			gz_mark(p, coff, bits, 0);
 			if (b->len)
 				return;
@@ -871,7 +901,7 @@ static int gz_check_member(struct codec_scan *s, const struct gz_buf *b)
 /* Takes n bytes of b (already in the caller's buffer, or just copied there) as returned. */
 static void gz_account(struct codec_scan *s, struct gz_buf *b, size_t n)
 {
-	s->crc = crc32(s->crc, b->data + b->pos, (uInt)n);
+	s->crc = tfs_crc32((uint32_t)s->crc, b->data + b->pos, n);
 	b->pos += n;
 	s->uout += n;
 	s->msize += n;

@@ -32,7 +32,7 @@
  *                                         the first byte after the deflate data (the caller
  *                                         re-reads from there: it may be before io->in);
  *                             INFL_NOBLOCK (INFL_TO_BLOCK only) no boundary was caught within
- *                                         INFL_HUNT_MAX bytes of output (ISA-L sees headers
+ *                                         INFL_HUNT_MAX bytes of input (ISA-L sees headers
  *                                         only when the input ends inside one; see
  *                                         inflater_isal.c): go on, try again later;
  *                             -EIO        the data is not deflate (infl_msg says why);
@@ -52,7 +52,8 @@
 #include <stdint.h>
 
 #define INFL_WINSIZE 32768u		/* deflate's window */
-#define INFL_HUNT_MAX (1u << 20)	/* output a boundary hunt gives up after */
+#define INFL_HUNT_MAX (256u << 10) /* input a boundary hunt gives up after: zlib's blocks take
+				      * up to ~64 KiB of it (a block can give MiBs of output) */
 
 enum infl_kind {
 	INFL_ZLIB,

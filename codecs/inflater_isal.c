@@ -14,11 +14,13 @@
  *   tmp_in_buffer and leaves block_state at ISAL_BLOCK_HDR (ISAL_BLOCK_NEW_HDR when the input
  *   ended right at the boundary).  So a hunt feeds the input INFL_HUNT_PIECE bytes at a time
  *   and stops as soon as a call ends in that state with all its output given out: the
- *   header starts at bit 8 * (end of the input fed) - 8 * tmp_in_size - read_in_length.  A
- *   dynamic-Huffman header (tens of bytes) is almost always caught; a fixed-Huffman one (3
- *   bits) only when a piece happens to end in it, so a hunt can pass boundaries (a stored
- *   block says how long it is: the hunt feeds it to its last byte and catches its end); after INFL_HUNT_MAX bytes of output it gives up (INFL_NOBLOCK).  Every
- *   boundary it reports is a real one: the same zlib's Z_BLOCK finds (the unit tests compare
+ *   header starts at bit 8 * (end of the input fed) - 8 * tmp_in_size - read_in_length.
+ *   A header of usual size (a dynamic one of real text or binaries: 60 bytes and more) is
+ *   nearly always caught; a short one (small alphabets) or a fixed-Huffman one (3 bits) only
+ *   when a piece happens to end in it, so a hunt can pass boundaries and take a later one.
+ *   A stored block says how long it is: the hunt feeds it to its last byte and catches its
+ *   end every time.  After INFL_HUNT_MAX bytes of input the hunt gives up (INFL_NOBLOCK).
+ *   Every boundary it reports is a real one, one zlib's Z_BLOCK finds (the unit tests compare
  *   the two).  Small pieces cost calls (each moves up to 32 KiB of ISA-L's history), which is
  *   why a hunt starts only at the spacing mark.
  * - The window: ISA-L keeps its history inside its state, in no documented form, so with
@@ -43,7 +45,7 @@ struct isal_infl {
 	bool track;
 	size_t rpos;   /* ring: where the next byte of output goes */
 	size_t rfill;  /* ring: bytes of this stream in it (INFL_WINSIZE once full) */
-	uint64_t hunt; /* output since the hunt started */
+	uint64_t hunt; /* input since the hunt started */
 	uint8_t ring[];
 };
 
@@ -203,7 +205,7 @@ int isal_infl_run(struct isal_infl *x, struct infl_io *io, enum infl_mode mode, 
 		}
 		if (mode != INFL_TO_BLOCK)
 			return INFL_MORE;
-		x->hunt += made;
+		x->hunt += used;
 		if (at_boundary(s)) {
 			io->at = io->in_off * 8 - (uint64_t)s->tmp_in_size * 8 -
 				 (uint64_t)s->read_in_length;

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "../common/crc32.h"
 #include "../common/log.h"
 #include "segment.h"
 #include "workers.h"
@@ -407,7 +408,7 @@ static int step_segment(struct creader *r, struct rd_live *l, bool mine, uint8_t
 		dst = *scratch;
 	}
 	err = decode_segment(r, l, dst, len);
-	if (!err && r->crcs && (uint32_t)crc32(0, dst, (uInt)len) != r->crcs[key->seg]) {
+	if (!err && r->crcs && tfs_crc32(0, dst, len) != r->crcs[key->seg]) {
 		tfs_log(TFS_LOG_ERR,
 			"%s: decoded data does not match the index (CRC) at decompressed offset %llu, "
 			"checkpoint %zu at compressed offset %llu: the archive is corrupt or changed",
@@ -615,7 +616,7 @@ static int whole_decode(struct creader *r, const bool *mine, uint64_t want, stru
 			uint64_t a = g->off > start ? g->off : start;
 			uint64_t b = g->off + g->len < start + len ? g->off + g->len : start + len;
 			if (a < b)
-				rcrc[j] = (uint32_t)crc32(rcrc[j], bufs[k]->data + (a - start), (uInt)(b - a));
+				rcrc[j] = tfs_crc32(rcrc[j], bufs[k]->data + (a - start), b - a);
 		}
 		while (ri < r->nranges && r->ranges[ri].off + r->ranges[ri].len <= start + len) {
 			if (rcrc[ri] != r->ranges[ri].crc) {

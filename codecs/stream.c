@@ -18,6 +18,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "../common/crc32.h"
 #include "../common/log.h"
 #include "segment.h"
 
@@ -193,7 +194,7 @@ static int account(struct cstream *s, const uint8_t *p, size_t len)
 			n = SEG_SIZE - s->piece_len;
 		if (s->nqueue && s->queue[0].ck.uoff - s->acct < n)
 			n = s->queue[0].ck.uoff - s->acct;
-		s->piece_crc = (uint32_t)crc32(s->piece_crc, p, (uInt)n);
+		s->piece_crc = tfs_crc32(s->piece_crc, p, n);
 		s->piece_len += n;
 		s->acct += n;
 		p += n;

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "../common/crc32.h"
 #include "../common/log.h"
 #include "db.h"
 #include "zip.h"
@@ -309,7 +310,7 @@ static int job_read(struct job *j, struct cstream *cs, uint64_t *end)
 									  : pos + (uint64_t)n;
 			if (a >= z)
 				continue;
-			crc[i] = (uint32_t)crc32(crc[i], buf + (a - pos), (uInt)(z - a));
+			crc[i] = tfs_crc32(crc[i], buf + (a - pos), z - a);
 			if (link[i])
 				memcpy(link[i] + (a - m->off), buf + (a - pos), (size_t)(z - a));
 		}

