@@ -565,7 +565,8 @@ static void check_engines(const char *what, const uint8_t *gz, size_t gzlen, con
 			j++;
 		if (j < z.ncks && !memcmp(&z.cks[j].c, &x.cks[i].c, sizeof(z.cks[j].c)))
 			CHECK(z.cks[j].auxlen == x.cks[i].auxlen &&
-			      !memcmp(z.cks[j].aux, x.cks[i].aux, x.cks[i].auxlen));
+			      (!x.cks[i].auxlen ||
+			       !memcmp(z.cks[j].aux, x.cks[i].aux, x.cks[i].auxlen)));
 	}
 	/* ISA-L's checkpoints decoded by zlib, zlib's by ISA-L */
 	infl_set_default(INFL_ZLIB);
