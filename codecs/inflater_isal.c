@@ -46,12 +46,14 @@ struct isal_infl {
 	size_t rpos;   /* ring: where the next byte of output goes */
 	size_t rfill;  /* ring: bytes of this stream in it (INFL_WINSIZE once full) */
 	uint64_t hunt; /* input since the hunt started */
+	const char *err; /* a failed call: its bytes still in the state go out first */
 	uint8_t ring[];
 };
 
 struct isal_infl *isal_infl_new(bool track)
 {
-	struct isal_infl *x = malloc(sizeof(*x) + (track ? INFL_WINSIZE : 0));
+	/* zeroed: see isal_infl_restart */
+	struct isal_infl *x = calloc(1, sizeof(*x) + (track ? INFL_WINSIZE : 0));
 
 	if (!x)
 		return NULL;
@@ -68,12 +70,20 @@ void isal_infl_free(struct isal_infl *x)
 	free(x);
 }
 
+/* ISA-L does not reject every distance that reaches before the stream's start (zlib's
+ * "invalid distance too far back"): such a copy reads its history buffer.  So that damaged
+ * data decodes to the same bytes however the stream was entered -- a scan from the start, a
+ * decoder at a checkpoint, after another member -- that buffer starts zeroed every time.  The
+ * bytes are wrong either way; the member's CRC-32 (gzip's trailer, zip's directory) and the
+ * index's segment CRCs report the damage. */
 int isal_infl_restart(struct isal_infl *x)
 {
+	memset(x->st.tmp_out_buffer, 0, sizeof(x->st.tmp_out_buffer));
 	isal_inflate_reset(&x->st);
 	x->st.crc_flag = ISAL_DEFLATE;
 	x->rpos = x->rfill = 0;
 	x->hunt = 0;
+	x->err = NULL;
 	return 0;
 }
 
@@ -165,6 +175,25 @@ int isal_infl_run(struct isal_infl *x, struct infl_io *io, enum infl_mode mode, 
 {
 	struct inflate_state *s = &x->st;
 
+	/* After an error, ISA-L drops what it decoded into its own buffer but had no room to
+	 * give: those bytes are good (they precede the damage), and zlib gives them all, so they
+	 * go out first, whatever the sizes of the calls. */
+	if (x->err) {
+		size_t k = (size_t)(s->tmp_out_valid - s->tmp_out_processed);
+		if (!k) {
+			*msg = x->err;
+			return -EIO;
+		}
+		if (k > io->out_len)
+			k = io->out_len;
+		memcpy(io->out, s->tmp_out_buffer + s->tmp_out_processed, k);
+		if (x->track)
+			ring_put(x, io->out, k);
+		s->tmp_out_processed += (int32_t)k;
+		io->out += k;
+		io->out_len -= k;
+		return INFL_MORE;
+	}
 	/* the last call (a run) may have ended in a header already */
 	if (mode == INFL_TO_BLOCK && at_boundary(s) && (s->read_in_length || s->tmp_in_size)) {
 		io->at = io->in_off * 8 - (uint64_t)s->tmp_in_size * 8 - (uint64_t)s->read_in_length;
@@ -196,7 +225,10 @@ int isal_infl_run(struct isal_infl *x, struct infl_io *io, enum infl_mode mode, 
 		io->out += made;
 		io->out_len -= made;
 		if (ret < 0) {
-			*msg = isal_msg(ret);
+			x->err = isal_msg(ret);
+			if (s->tmp_out_valid > s->tmp_out_processed)
+				return INFL_MORE; /* with its bytes, the next call */
+			*msg = x->err;
 			return -EIO;
 		}
 		if (s->block_state == ISAL_BLOCK_FINISH) {
