@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/crc32.h"
 #include "../common/hash.h"
 #include "../common/log.h"
 
@@ -192,7 +193,7 @@ static void *disk_writer(void *arg)
 		pthread_mutex_unlock(d->lock);
 		bool ok = slot && pwrite(d->fd, j->buf->data, j->buf->len, (off_t)off) ==
 					  (ssize_t)j->buf->len;
-		uint32_t crc = ok ? (uint32_t)crc32(0, j->buf->data, (uInt)j->buf->len) : 0;
+		uint32_t crc = ok ? tfs_crc32(0, j->buf->data, j->buf->len) : 0;
 		pthread_mutex_lock(d->lock);
 		if (ok && !d->inflight_dropped) { /* else (disk full or failing): the slot stays dead */
 			slot->crc = crc;
@@ -274,7 +275,7 @@ struct cache_buf *cdisk_get(struct cdisk *d, const struct cache_key *k)
 	pthread_mutex_unlock(d->lock);
 	b = cache_buf_new(len);
 	bool ok = b && pread(d->fd, b->data, len, (off_t)off) == (ssize_t)len &&
-		  (uint32_t)crc32(0, b->data, len) == crc;
+		  tfs_crc32(0, b->data, len) == crc;
 	pthread_mutex_lock(d->lock);
 	if (ok) {
 		d->hits++;

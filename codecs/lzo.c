@@ -87,6 +87,7 @@
 #include <lzo/lzo1x.h>
 #include <lzo/lzoconf.h>
 
+#include "../common/crc32.h"
 #include "../common/byteio.h"
 #include "../common/log.h"
 #include "pipeline.h"
@@ -223,7 +224,7 @@ static int lzop_lib_init(void)
 /* Adler-32 (from 1) or CRC-32 (from 0) of a buffer, continuing from sum. */
 static uint32_t lzop_sum(bool crc, uint32_t sum, const uint8_t *p, size_t n)
 {
-	return crc ? (uint32_t)crc32(sum, p, (uInt)n) : (uint32_t)adler32(sum, p, (uInt)n);
+	return crc ? tfs_crc32(sum, p, n) : (uint32_t)adler32(sum, p, (uInt)n);
 }
 
 static uint32_t lzop_sum_init(bool crc)

@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "../common/byteio.h"
+#include "../common/crc32.h"
 #include "../common/log.h"
 #include "sevenzip_graph.h"
 
@@ -287,7 +288,7 @@ static void sz_sub_next(struct codec_scan *s)
 static int sz_scan_check(struct codec_scan *s, const uint8_t *p, size_t n)
 {
 	if (s->f.has_crc)
-		s->fold_crc = (uint32_t)crc32(s->fold_crc, p, (uInt)n);
+		s->fold_crc = tfs_crc32(s->fold_crc, p, n);
 	if (!s->f.nsubs) {
 		s->decoded += n;
 		return 0;
@@ -302,7 +303,7 @@ static int sz_scan_check(struct codec_scan *s, const uint8_t *p, size_t n)
 			return -EINVAL; /* the table adds up to the folder's size (scan_new) */
 		if (k > s->sub_left)
 			k = (size_t)s->sub_left;
-		s->sub_crc = (uint32_t)crc32(s->sub_crc, p, (uInt)k);
+		s->sub_crc = tfs_crc32(s->sub_crc, p, k);
 		s->sub_left -= k;
 		s->decoded += k;
 		p += k;

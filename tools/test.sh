@@ -6,12 +6,15 @@
 #      mount -t fuse.tarseek, an fstab line, man, bash completion) and removed with dpkg -r,
 #      also when something fails on the way; skipped if a tarseek package is installed
 #      already (it is not replaced);
+#   2b. again built without ISA-L (meson -Disal=disabled, where libisal was found): the whole
+#      tree must compile, and the unit tests of the inflate users (gzip, zip, 7z, the index)
+#      pass on zlib alone (the mount tests run zlib's path at run time: test_*_zlib);
 #   3. again built with AddressSanitizer + UndefinedBehaviorSanitizer (any report fails): the
 #      unit tests and the mount tests, except the exhaustive matrices (test_damage,
 #      test_hostile, test_stress), which SANITIZE=full adds;
 #   4. each libFuzzer harness for FUZZ_SECONDS (default 10).
 #   sudo tools/test.sh                 (from the project root)
-#   BUILD=dir  PACKAGE=0|1  SANITIZE=0|1|full  FUZZ_SECONDS=N (0: none)
+#   BUILD=dir  PACKAGE=0|1  NOISAL=0|1  SANITIZE=0|1|full  FUZZ_SECONDS=N (0: none)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh
@@ -48,6 +51,17 @@ if [ "${PACKAGE:-1}" != 0 ]; then
     trap - EXIT
     echo "package step: built, installed, tried and removed in $((SECONDS - pkg_start)) s"
   fi
+fi
+
+if [ "${NOISAL:-1}" != 0 ] && grep -q '^#define HAVE_ISAL 1' "$build/config.h"; then
+  noisal="$build-noisal"
+  if [ ! -f "$noisal/build.ninja" ]; then
+    meson setup "$noisal" -Dwerror=true -Disal=disabled >/dev/null
+  fi
+  ninja -C "$noisal" >/dev/null
+  grep -q '^#define HAVE_ISAL 0' "$noisal/config.h"
+  meson test -C "$noisal" --no-rebuild --print-errorlogs --num-processes 2 \
+    gzip zip sevenzip index fuzz_regress reader stream
 fi
 
 sanitize=${SANITIZE:-1}
