@@ -126,8 +126,7 @@ int infl_restart(struct inflater *f)
 	return liberr_zlib(inflateReset(&f->zs));
 }
 
-int infl_resume(struct inflater *f, unsigned bits, unsigned value, const uint8_t *win,
-		size_t wlen)
+int infl_resume(struct inflater *f, unsigned bits, unsigned value, const uint8_t *win, size_t wlen)
 {
 	int r;
 

@@ -51,9 +51,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define INFL_WINSIZE 32768u		/* deflate's window */
-#define INFL_HUNT_MAX (256u << 10) /* input a boundary hunt gives up after: zlib's blocks take
-				      * up to ~64 KiB of it (a block can give MiBs of output) */
+#define INFL_WINSIZE 32768u /* deflate's window */
+/* input a boundary hunt gives up after: zlib's blocks take up to ~64 KiB of it (a block can
+ * give MiBs of output) */
+#define INFL_HUNT_MAX (256u << 10)
 
 enum infl_kind {
 	INFL_ZLIB,
@@ -95,8 +96,7 @@ const char *infl_kind_name(enum infl_kind kind);
 struct inflater *infl_new(enum infl_kind kind, bool track);
 void infl_free(struct inflater *f);
 int infl_restart(struct inflater *f);
-int infl_resume(struct inflater *f, unsigned bits, unsigned value, const uint8_t *win,
-		size_t wlen);
+int infl_resume(struct inflater *f, unsigned bits, unsigned value, const uint8_t *win, size_t wlen);
 int infl_run(struct inflater *f, struct infl_io *io, enum infl_mode mode);
 size_t infl_window(struct inflater *f, uint8_t *win);
 const char *infl_msg(const struct inflater *f);

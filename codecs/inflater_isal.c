@@ -43,9 +43,9 @@ _Static_assert(ISAL_DEF_HIST_SIZE == INFL_WINSIZE, "deflate's window is 32 KiB")
 struct isal_infl {
 	struct inflate_state st;
 	bool track;
-	size_t rpos;   /* ring: where the next byte of output goes */
-	size_t rfill;  /* ring: bytes of this stream in it (INFL_WINSIZE once full) */
-	uint64_t hunt; /* input since the hunt started */
+	size_t rpos;	 /* ring: where the next byte of output goes */
+	size_t rfill;	 /* ring: bytes of this stream in it (INFL_WINSIZE once full) */
+	uint64_t hunt;	 /* input since the hunt started */
 	const char *err; /* a failed call: its bytes still in the state go out first */
 	uint8_t ring[];
 };
@@ -196,7 +196,8 @@ int isal_infl_run(struct isal_infl *x, struct infl_io *io, enum infl_mode mode, 
 	}
 	/* the last call (a run) may have ended in a header already */
 	if (mode == INFL_TO_BLOCK && at_boundary(s) && (s->read_in_length || s->tmp_in_size)) {
-		io->at = io->in_off * 8 - (uint64_t)s->tmp_in_size * 8 - (uint64_t)s->read_in_length;
+		io->at =
+		    io->in_off * 8 - (uint64_t)s->tmp_in_size * 8 - (uint64_t)s->read_in_length;
 		x->hunt = 0;
 		return INFL_BLOCK;
 	}
