@@ -1,0 +1,113 @@
+"""Mount tests of an archive of many members: 200k tiny files (written by Python's tarfile, GNU
+format), in 150 folders of 1000, one folder of 50,000 and one folder 40 levels deep.
+
+- A walk of the mount lists every member exactly once, and every folder.
+- stat of random members gives their size, mode and mtime; reads give their bytes.
+- The folder of 50,000 entries and the deep folder are listed completely.
+- Requests: after a walk that lists every folder (READDIRPLUS gives the kernel an entry and
+  the attributes of every name), a stat of every member costs no LOOKUP at all.
+"""
+
+import io
+import os
+import random
+import stat
+import tarfile
+
+import pytest
+
+from conftest import have
+
+pytestmark = pytest.mark.skipif(not have("tar"), reason="needs GNU tar")
+
+SPREAD = 150  # folders of 1000
+BIG = 50_000  # members of the big folder
+DEPTH = 40
+
+
+def member_data(name):
+    return name.encode() * 2
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory):
+    """(tar path, {member path: (data, mtime)}, deep folder path)"""
+    d = tmp_path_factory.mktemp("many")
+    tar = d / "many.tar"
+    members = {}
+    deep = "/".join(f"l{i:02d}" for i in range(DEPTH))
+    names = [f"d{i // 1000:03d}/f{i:06d}" for i in range(SPREAD * 1000)]
+    names += [f"big/g{i:05d}" for i in range(BIG)]
+    names.append(f"{deep}/leaf.txt")
+    with tarfile.open(tar, "w", format=tarfile.GNU_FORMAT) as t:
+        for k, name in enumerate(names):
+            data = member_data(name)
+            ti = tarfile.TarInfo(name)
+            ti.size, ti.mtime, ti.mode = len(data), 1_600_000_000 + k, 0o640
+            t.addfile(ti, io.BytesIO(data))
+            members[name] = (data, ti.mtime)
+    return tar, members, deep
+
+
+def requests(mnt):
+    out = {}
+    for line in os.getxattr(mnt, "user.tarseek.requests").decode().splitlines():
+        name, count, _ = line.split()
+        out[name] = int(count)
+    return out
+
+
+def test_walk_lists_every_member_once(mount, many):
+    tar, members, deep = many
+    with mount(tar, "--no-prefetch") as m:
+        files, dirs = [], []
+        for dirpath, dirnames, filenames in os.walk(m.path):
+            rel = os.path.relpath(dirpath, m.path)
+            dirs += [os.path.normpath(os.path.join(rel, x)) for x in dirnames]
+            files += [os.path.normpath(os.path.join(rel, x)) for x in filenames]
+        assert len(files) == len(set(files)) == len(members)
+        assert set(files) == set(members)
+        want_dirs = {os.path.dirname(n) for n in members}
+        want_dirs |= {"/".join(deep.split("/")[:i]) for i in range(1, DEPTH + 1)}
+        assert len(dirs) == len(set(dirs)) and set(dirs) == want_dirs
+
+
+def test_stat_and_read_random_members(mount, many):
+    tar, members, _ = many
+    rng = random.Random(20)
+    with mount(tar, "--no-prefetch") as m:
+        for name in rng.sample(sorted(members), 2000):
+            data, mtime = members[name]
+            st = os.stat(os.path.join(m.path, name))
+            assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o640, name
+            assert st.st_size == len(data) and int(st.st_mtime) == mtime, name
+        for name in rng.sample(sorted(members), 300):
+            with open(os.path.join(m.path, name), "rb") as f:
+                assert f.read() == members[name][0], name
+
+
+def test_big_and_deep_folders_listed_completely(mount, many):
+    tar, members, deep = many
+    with mount(tar, "--no-prefetch") as m:
+        big = os.listdir(os.path.join(m.path, "big"))
+        assert len(big) == BIG and set(big) == {f"g{i:05d}" for i in range(BIG)}
+        assert os.listdir(os.path.join(m.path, deep)) == ["leaf.txt"]
+        with open(os.path.join(m.path, deep, "leaf.txt"), "rb") as f:
+            assert f.read() == members[f"{deep}/leaf.txt"][0]
+        # every level of the chain holds just the next one
+        for i in range(DEPTH - 1):
+            level = "/".join(deep.split("/")[: i + 1])
+            assert os.listdir(os.path.join(m.path, level)) == [f"l{i + 1:02d}"]
+
+
+def test_stat_after_a_listing_costs_no_lookup(mount, many):
+    tar, members, _ = many
+    with mount(tar, "--no-prefetch") as m:
+        for dirpath, _, _ in os.walk(m.path):  # READDIRPLUS for every folder
+            pass
+        before = requests(m.path)
+        for name in members:
+            os.stat(os.path.join(m.path, name))
+        after = requests(m.path)
+        assert after.get("lookup", 0) == before.get("lookup", 0), (before, after)
+        assert after.get("readdirplus", 0) > 0
