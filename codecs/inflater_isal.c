@@ -216,8 +216,10 @@ int isal_infl_run(struct isal_infl *x, struct infl_io *io, enum infl_mode mode, 
 		s->next_out = io->out;
 		s->avail_out = (uint32_t)room;
 		ret = isal_inflate(s);
-		used = piece - s->avail_in;
-		made = room - s->avail_out;
+		/* after an error avail_in can be past zero (0xffffffff: ISA-L took the bits it
+		 * had read ahead as input): the cursor then stops at the end of the piece */
+		used = s->avail_in <= piece ? piece - s->avail_in : piece;
+		made = s->avail_out <= room ? room - s->avail_out : 0;
 		if (x->track && made)
 			ring_put(x, io->out, made);
 		io->in += used;

@@ -46,14 +46,16 @@ maxlen() {
 
 # one harness: its log says everything; the exit status only says "ran to the end or not"
 one() {
-	local h=$1 art=$run/artifacts/$1/ dict=()
+	local h=$1 art=$run/artifacts/$1/ dict=() regress=()
 	mkdir -p "$run/corpus/$h" "$art"
 	case $h in fuzz_tar | fuzz_index) dict=(-dict="$here/tar.dict") ;; esac
+	# inputs that once broke a harness (tests/fuzz/regress/NAME) run first, every time
+	[ -d "$here/regress/$h" ] && regress=("$here/regress/$h")
 	# the seeds are read but never written; new inputs go to the corpus folder
 	timeout -k 10 $((secs + 120)) "$root/$build/tests/fuzz/$h" \
 		-max_total_time="$secs" -timeout=10 -rss_limit_mb=2560 -max_len="$(maxlen "$h")" \
 		-print_final_stats=1 -artifact_prefix="$art" "${dict[@]}" \
-		"$run/corpus/$h" "$run/seeds/$h" >"$run/logs/$h.log" 2>&1
+		"$run/corpus/$h" "$run/seeds/$h" "${regress[@]}" >"$run/logs/$h.log" 2>&1
 }
 
 # each harness in a background job that leaves its exit status in a file (bash forgets the
