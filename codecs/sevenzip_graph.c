@@ -280,9 +280,10 @@ static ssize_t sz_delta_read(struct sz_node *n, uint8_t *buf, size_t len)
 
 static ssize_t sz_deflate_read(struct sz_node *n, uint8_t *buf, size_t len)
 {
-	z_stream *z = &n->u.zl.zs;
+	struct inflater *f = n->u.zl.inf;
 	uint8_t x;
 	bool check_end = false;
+	size_t got = 0;
 
 	if (len > n->size - n->done)
 		len = (size_t)(n->size - n->done);
@@ -291,50 +292,57 @@ static ssize_t sz_deflate_read(struct sz_node *n, uint8_t *buf, size_t len)
 		len = 1;
 		check_end = true;
 	}
-	z->next_out = buf;
-	z->avail_out = (uInt)(len > UINT32_MAX ? UINT32_MAX : len);
-	len = z->avail_out;
 	for (;;) {
 		ssize_t r = sz_fill(n, 0);
-		size_t before;
+		struct sz_ibuf *ib = &n->ib[0];
+		struct infl_io io;
 		int ret;
 
 		if (r < 0)
 			return r;
-		z->next_in = n->ib[0].buf + n->ib[0].pos;
-		z->avail_in = (uInt)(n->ib[0].len - n->ib[0].pos);
-		before = z->avail_in;
-		ret = inflate(z, Z_NO_FLUSH);
-		n->ib[0].pos += before - z->avail_in;
-		if (check_end && z->avail_out == 0)
+		/* offsets counted within ib->buf */
+		io = (struct infl_io){.in = ib->buf + ib->pos, .in_len = ib->len - ib->pos,
+				      .in_off = ib->pos, .out = buf + got, .out_len = len - got};
+		size_t had = io.in_len;
+		ret = infl_run(f, &io, INFL_RUN);
+		ib->pos = (size_t)io.in_off;
+		got = (size_t)(io.out - buf);
+		if (check_end && got)
 			return sz_fail(n, -EIO, "decodes to more than the %" PRIu64
 						" bytes the header states",
 				       n->size);
-		if (ret == Z_STREAM_END) {
+		if (ret == INFL_END) {
+			/* the bytes the inflater read past its last block are not its own (ISA-L
+			 * reads ahead; those of an earlier buffer are gone: all of this one
+			 * follows the stream) */
+			ib->pos = io.at / 8 <= io.in_off ? (size_t)(io.at / 8) : 0;
 			if (check_end) {
 				int err = sz_drained(n, 0);
 				return err ? err : 0;
 			}
-			if (n->done + (len - z->avail_out) < n->size)
+			if (n->done + got < n->size)
 				return sz_fail(n, -EIO,
 					       "the stream ends after %" PRIu64 " of the %" PRIu64
 					       " bytes the header states",
-					       n->done + (len - z->avail_out), n->size);
+					       n->done + got, n->size);
 			break;
 		}
-		if (ret != Z_OK && !(ret == Z_BUF_ERROR && r > 0))
-			return sz_fail(n, liberr_zlib(ret), "%s after %" PRIu64 " decoded bytes",
-				       z->msg ? z->msg : "inflate error",
-				       n->done + (len - z->avail_out));
-		if (z->avail_out < len)
+		if (ret < 0)
+			return sz_fail(n, ret, "%s after %" PRIu64 " decoded bytes", infl_msg(f),
+				       n->done + got);
+		if (got)
 			break;
 		if (r == 0)
 			return sz_fail(n, -EIO,
 				       "the packed data ends after %" PRIu64 " of %" PRIu64
 				       " decoded bytes (truncated)",
 				       n->done, n->size);
+		if (had && io.in_len == had) /* input and room, nothing taken: never good data */
+			return sz_fail(n, -EIO, "invalid deflate data after %" PRIu64
+						" decoded bytes",
+				       n->done);
 	}
-	return (ssize_t)(len - z->avail_out);
+	return (ssize_t)got;
 }
 
 static ssize_t sz_bzip2_read(struct sz_node *n, uint8_t *buf, size_t len)
@@ -815,14 +823,11 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 				n->u.delta.hist[(start - n->u.delta.dist + i) & 255] = st->hist[i];
 		break;
 	case SZM_DEFLATE: {
-		int ret;
-
 		n = sz_node_new(ch, SZN_DEFLATE, (int)c, f->unpack_size[c]);
-		ret = inflateInit2(&n->u.zl.zs, -15);
-		if (ret != Z_OK)
-			return sz_refuse(ch, liberr_zlib(ret), "cannot start inflate");
-		n->u.zl.init = true;
-		ch->mem += 48 << 10;
+		n->u.zl.inf = infl_new(infl_default(), false);
+		if (!n->u.zl.inf)
+			return sz_refuse(ch, -ENOMEM, "cannot start inflate");
+		ch->mem += infl_memory(n->u.zl.inf);
 		break;
 	}
 	case SZM_BZIP2: {
@@ -903,8 +908,8 @@ void sz_chain_free(struct sz_chain *ch)
 			free(n->ib[k].buf);
 		if (n->kind == SZN_XZ)
 			lzma_end(&n->u.xz.strm);
-		else if (n->kind == SZN_DEFLATE && n->u.zl.init)
-			inflateEnd(&n->u.zl.zs);
+		else if (n->kind == SZN_DEFLATE)
+			infl_free(n->u.zl.inf);
 		else if (n->kind == SZN_BZIP2 && n->u.bz.init)
 			BZ2_bzDecompressEnd(&n->u.bz.bz);
 	}

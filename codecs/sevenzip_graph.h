@@ -7,8 +7,8 @@
  * bytes on; LZMA and LZMA2, with any BCJ filters stacked directly on them (x86, PPC, IA64, ARM,
  * ARMT, SPARC, ARM64), are one liblzma raw decoder (LZMA as LZMA1EXT with the size the folder
  * states, so its end is known without an end marker); Delta is done here (so that a decoder can
- * start with a saved history); Deflate is zlib's raw inflate; BZip2 is libbz2 (concatenated
- * streams included); BCJ2 is bcj2.c with its four inputs.  Each node checks that its coder
+ * start with a saved history); Deflate is inflater.h (ISA-L, or zlib); BZip2 is libbz2
+ * (concatenated streams included); BCJ2 is bcj2.c with its four inputs.  Each node checks that its coder
  * ends exactly at the stated size (LZMA2's end marker, deflate's last block, bzip2's stream
  * end) and that its input is used up, so a folder whose sizes or data do not agree fails
  * with -EIO rather than giving other bytes.  A filter stacked on anything but LZMA/LZMA2
@@ -26,10 +26,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include <zlib.h>
 
 #include "../common/source.h"
 #include "bcj2.h"
+#include "inflater.h"
 #include "sevenzip_chain.h"
 
 #define SZ_CK_LZMA2 1u /* checkpoint flags: at an LZMA2 chunk that resets the dictionary */
@@ -78,8 +78,7 @@ struct sz_node {
 			bool wrap_end; /* ... the end marker is written */
 		} xz;
 		struct {
-			z_stream zs;
-			bool init;
+			struct inflater *inf; /* zlib's or ISA-L's (inflater.h) */
 		} zl;
 		struct {
 			bz_stream bz;
