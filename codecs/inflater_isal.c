@@ -162,6 +162,13 @@ static bool at_boundary(const struct inflate_state *s)
 	       !s->copy_overflow_length;
 }
 
+/* The bit offset of the block header the input ended in: its bytes so far are in
+ * tmp_in_buffer, its first bits in read_in; in_off is the offset after the input fed. */
+static uint64_t header_bit(const struct inflate_state *s, uint64_t in_off)
+{
+	return in_off * 8 - (uint64_t)s->tmp_in_size * 8 - (uint64_t)s->read_in_length;
+}
+
 /* Input for the next call of a hunt: INFL_HUNT_PIECE, or in a stored block exactly the rest
  * of it, so that the input ends at its end, and its boundary is caught every time. */
 static size_t hunt_piece(const struct inflate_state *s)
@@ -196,8 +203,7 @@ int isal_infl_run(struct isal_infl *x, struct infl_io *io, enum infl_mode mode, 
 	}
 	/* the last call (a run) may have ended in a header already */
 	if (mode == INFL_TO_BLOCK && at_boundary(s) && (s->read_in_length || s->tmp_in_size)) {
-		io->at =
-		    io->in_off * 8 - (uint64_t)s->tmp_in_size * 8 - (uint64_t)s->read_in_length;
+		io->at = header_bit(s, io->in_off);
 		x->hunt = 0;
 		return INFL_BLOCK;
 	}
@@ -242,8 +248,7 @@ int isal_infl_run(struct isal_infl *x, struct infl_io *io, enum infl_mode mode, 
 			return INFL_MORE;
 		x->hunt += used;
 		if (at_boundary(s)) {
-			io->at = io->in_off * 8 - (uint64_t)s->tmp_in_size * 8 -
-				 (uint64_t)s->read_in_length;
+			io->at = header_bit(s, io->in_off);
 			x->hunt = 0;
 			return INFL_BLOCK;
 		}

@@ -317,25 +317,29 @@ static uint8_t *mixed(size_t len, uint32_t seed)
 	return b;
 }
 
-/* A gzip member with FEXTRA, FNAME, FCOMMENT and FHCRC, written by zlib. */
-static uint8_t *zlib_gzip_extras(const uint8_t *in, size_t inlen, size_t *outlen)
+/* A gzip member written by zlib: with FEXTRA, FNAME, FCOMMENT and FHCRC (extras), and with
+ * the given deflate strategy (Z_FIXED: fixed-Huffman blocks only). */
+static uint8_t *zlib_gzip(const uint8_t *in, size_t inlen, int strategy, bool extras,
+			  size_t *outlen)
 {
 	static uint8_t extra[] = {'T', 'S', 4, 0, 1, 2, 3, 4};
 	gz_header h;
 	z_stream z;
-	size_t cap = compressBound(inlen) + 1024;
+	size_t cap = compressBound(inlen) + inlen / 8 + 1024;
 	uint8_t *out = malloc(cap);
 
 	memset(&z, 0, sizeof(z));
 	memset(&h, 0, sizeof(h));
-	CHECK_EQ(deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
-	h.extra = extra;
-	h.extra_len = sizeof(extra);
-	h.name = (Bytef *)"archive.tar";
-	h.comment = (Bytef *)"made by test_gzip with every header field";
-	h.hcrc = 1;
-	h.os = 3;
-	CHECK_EQ(deflateSetHeader(&z, &h), Z_OK);
+	CHECK_EQ(deflateInit2(&z, 6, Z_DEFLATED, 31, 8, strategy), Z_OK);
+	if (extras) {
+		h.extra = extra;
+		h.extra_len = sizeof(extra);
+		h.name = (Bytef *)"archive.tar";
+		h.comment = (Bytef *)"made by test_gzip with every header field";
+		h.hcrc = 1;
+		h.os = 3;
+		CHECK_EQ(deflateSetHeader(&z, &h), Z_OK);
+	}
 	z.next_in = (Bytef *)in;
 	z.avail_in = (uInt)inlen;
 	z.next_out = out;
@@ -344,6 +348,11 @@ static uint8_t *zlib_gzip_extras(const uint8_t *in, size_t inlen, size_t *outlen
 	*outlen = cap - z.avail_out;
 	deflateEnd(&z);
 	return out;
+}
+
+static uint8_t *zlib_gzip_extras(const uint8_t *in, size_t inlen, size_t *outlen)
+{
+	return zlib_gzip(in, inlen, Z_DEFAULT_STRATEGY, true, outlen);
 }
 
 /* A gzip member from zlib, with a Z_SYNC_FLUSH every chunk bytes and after the last byte,
@@ -458,24 +467,6 @@ static size_t off_boundaries(const struct scan_res *r, const struct boundary *al
 		}
 	}
 	return bad;
-}
-
-/* A deflate stream of fixed-Huffman blocks only, in a gzip member made by zlib. */
-static uint8_t *zlib_gzip_fixed(const uint8_t *in, size_t inlen, size_t *outlen)
-{
-	z_stream zs = {0};
-	size_t cap = inlen + inlen / 8 + 1024;
-	uint8_t *out = malloc(cap);
-
-	CHECK_EQ(deflateInit2(&zs, 6, Z_DEFLATED, 31, 8, Z_FIXED), Z_OK);
-	zs.next_in = (Bytef *)in;
-	zs.avail_in = (uInt)inlen;
-	zs.next_out = out;
-	zs.avail_out = (uInt)cap;
-	CHECK_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-	*outlen = cap - zs.avail_out;
-	deflateEnd(&zs);
-	return out;
 }
 
 static uint8_t *self_exe(size_t *len)
@@ -627,7 +618,7 @@ static void test_engines_agree(const uint8_t *text, size_t len)
 	gz = tool("gzip -6 -c", noise, 400000, &gzlen);
 	check_engines("noise (stored blocks)", gz, gzlen, noise, 400000, false);
 	free(gz);
-	gz = zlib_gzip_fixed(text, len, &gzlen);
+	gz = zlib_gzip(text, len, Z_FIXED, false, &gzlen);
 	check_engines("text, fixed-Huffman blocks", gz, gzlen, text, len, true);
 	free(gz);
 	free(noise);
