@@ -223,9 +223,13 @@ int isal_infl_run(struct isal_infl *x, struct infl_io *io, enum infl_mode mode, 
 		s->avail_out = (uint32_t)room;
 		ret = isal_inflate(s);
 		/* after an error avail_in can be past zero (0xffffffff: ISA-L took the bits it
-		 * had read ahead as input): the cursor then stops at the end of the piece */
+		 * had read ahead as input): the cursor then stops at the end of the piece; and
+		 * avail_out too (0xffffff22 seen after an invalid code met while decoding into
+		 * the caller's buffer), so the output is counted by next_out, which stays right */
 		used = s->avail_in <= piece ? piece - s->avail_in : piece;
-		made = s->avail_out <= room ? room - s->avail_out : 0;
+		made = (size_t)(s->next_out - io->out);
+		if (made > room)
+			made = room;
 		if (x->track && made)
 			ring_put(x, io->out, made);
 		io->in += used;
