@@ -17,6 +17,15 @@ static const struct codec *const codecs[] = {
 #if HAVE_LZO
 	&codec_lzo,
 #endif
+#if HAVE_LZ4
+	&codec_lz4,
+#endif
+#if HAVE_LZIP
+	&codec_lzip,
+#endif
+	/* no magic of its own: a header that looks like LZMA properties, probed last */
+	&codec_compress,
+	&codec_lzma,
 };
 
 #define NCODECS (sizeof(codecs) / sizeof(codecs[0]))
@@ -70,7 +79,8 @@ static const char *const suffixes[][2] = {
 	{".tzst", ".tar"},   {".tar.lzo", ".tar"}, {".tzo", ".tar"}, {".gz", ""},
 	{".gzip", ""},	     {".z", ""},	{".bz2", ""},	   {".bz", ""},
 	{".xz", ""},	     {".pxz", ""},	{".lzma", ""},	   {".zst", ""},
-	{".zstd", ""},	     {".lzo", ""},
+	{".zstd", ""},	     {".lzo", ""},	{".tlz", ".tar"},  {".tlz4", ".tar"},
+	{".lz4", ""},	     {".lz", ""},
 };
 
 char *codec_strip_suffix(const char *archive_path)

@@ -84,7 +84,8 @@ struct codec_scan;
 struct codec_dec;
 
 struct codec {
-	const char *name; /* "gzip", "bzip2", "xz", "zstd", "lzo"; of container streams only:
+	const char *name; /* "gzip", "bzip2", "xz", "zstd", "lzo", "lz4", "lzip", "lzma",
+			     "compress"; of container streams only:
 			     "deflate", "lzma-zip", "stored", "7z" */
 
 	/* True if head (the first len bytes of the file, len <= 512 and possibly less when
@@ -161,6 +162,14 @@ extern const struct codec codec_zstd;
 #if HAVE_LZO
 extern const struct codec codec_lzo;
 #endif
+#if HAVE_LZ4
+extern const struct codec codec_lz4;
+#endif
+#if HAVE_LZIP
+extern const struct codec codec_lzip;
+#endif
+extern const struct codec codec_lzma;	  /* .lzma (LZMA_alone) */
+extern const struct codec codec_compress; /* .Z (compress, LZW) */
 
 /* The codec whose magic starts head, or NULL (an uncompressed file). */
 const struct codec *codec_probe(const uint8_t *head, size_t len);

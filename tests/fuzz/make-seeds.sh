@@ -26,7 +26,7 @@ note() { echo "make-seeds: $*" >&2; }
 T=$out/fuzz_tar
 I=$out/fuzz_index
 mkdir -p "$T" "$I"
-for c in gzip bzip2 xz zstd lzo; do mkdir -p "$out/fuzz_codec_$c"; done
+for c in gzip bzip2 xz zstd lzo lz4 lzip lzma compress; do mkdir -p "$out/fuzz_codec_$c"; done
 
 # ---- the tree ------------------------------------------------------------------------------
 src=$work/src
@@ -142,9 +142,17 @@ comp zstd zstd-nocheck zstd -1 --no-check --no-content-size -c
 comp lzo lzop lzop -c
 comp lzo lzop-9 lzop -9 -c
 comp lzo lzop-F lzop -F -c
+comp lz4 lz4 lz4 -c
+comp lz4 lz4-BD lz4 -BD -c
+comp lz4 lz4-BX-B4 lz4 -BX -B4 -c
+comp lz4 lz4-l lz4 -l -c
+comp lzip lzip lzip -0 -c
+comp lzip plzip plzip -0 -B 16KiB -c
+comp lzma lzma xz --format=lzma -0 -c
+comp compress compress compress -c
 # seekable zstd is what `zstd --seekable` (newer zstd) writes; the index harness builds its own.
 # several members / frames / parts, one after the other
-for c in gzip bzip2 xz zstd lzo; do
+for c in gzip bzip2 xz zstd lzo lz4 lzip lzma compress; do
 	d=$out/fuzz_codec_$c
 	first=$(ls "$d" | grep -- '-small$' | head -1 || true)
 	[ -n "$first" ] || continue
