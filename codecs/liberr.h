@@ -1,5 +1,5 @@
 /* The compression libraries' return codes as -errno: the one place each is mapped, for every
- * codec that uses the library (gzip.c and sevenzip_graph.c use zlib, xz.c, lzma_zip.c and
+ * codec that uses the library (gzip.c and sevenzip_graph.c use zlib, xz.c, lzma1.c and
  * sevenzip_graph.c liblzma, bzip2.c and sevenzip_graph.c libbz2).
  *
  * 0 for success and for the end of a stream; -ENOMEM when the library ran out of memory
