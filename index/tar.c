@@ -549,10 +549,17 @@ static int member_fill(struct parser *p, struct mstate *m, struct arc_member *e,
 	if (err)
 		return err;
 
-	/* On a stream the source's end is unknown: prove the data is all there. */
+	/* On a stream the source's end is unknown: prove the data is all there (a last byte in
+	 * the block peek_block read is known already: the stream cannot go back to it). */
 	if (p->srcsize == SRC_SIZE_UNKNOWN && e->stored) {
+		uint64_t last = e->data_off + e->stored - 1;
 		uint8_t c;
-		ssize_t n = tar_read(p, &c, 1, e->data_off + e->stored - 1);
+		ssize_t n;
+
+		if (p->has_peek && last >= p->peek_off && last < p->peek_off + TAR_BLOCK)
+			n = last < p->peek_off + p->peek_len;
+		else
+			n = tar_read(p, &c, 1, last);
 
 		if (n < 0)
 			return (int)n;
