@@ -269,6 +269,13 @@ static ssize_t lzw_read(struct lzw *z, uint8_t *buf, size_t len)
 	uint8_t fin = z->fin;
 	bool have_prev = z->have_prev;
 	const uint8_t *in = z->inbuf;
+	uint16_t *prefix = z->prefix;
+	uint8_t *suffix = z->suffix;
+	uint16_t *lens = z->len;
+	/* (locals too: every byte stored through buf may alias *z for the compiler) */
+	const uint32_t maxmax = z->maxmax;
+	const unsigned maxbits = z->maxbits;
+	const bool block = z->block;
 	uint64_t last = UINT64_MAX; /* bp after the last code read from this buffer */
 
 	while (pos < len) {
@@ -278,7 +285,7 @@ static ssize_t lzw_read(struct lzw *z, uint8_t *buf, size_t len)
 			bp = z->bp;
 			nbits++;
 			mask = (1u << nbits) - 1;
-			maxcode = nbits >= z->maxbits ? z->maxmax : mask;
+			maxcode = nbits >= maxbits ? maxmax : mask;
 		}
 		if (bp + nbits > limit) {
 			if (last != UINT64_MAX)
@@ -304,7 +311,7 @@ static ssize_t lzw_read(struct lzw *z, uint8_t *buf, size_t len)
 		bp += nbits;
 		last = bp;
 
-		if (code == LZW_CLEAR && z->block) {
+		if (code == LZW_CLEAR && block) {
 			z->bp = bp;
 			lzw_skip_group(z, nbits);
 			bp = z->bp;
@@ -329,18 +336,19 @@ static ssize_t lzw_read(struct lzw *z, uint8_t *buf, size_t len)
 		}
 		uint32_t c = code, slen;
 		if (code >= free_ent) {
-			if (code > free_ent || free_ent >= z->maxmax) {
+			if (code > free_ent || free_ent >= maxmax) {
 				z->free_ent = free_ent;
 				lzw_bad_code(z, code, z->buf_off * 8 + at);
 				break;
 			}
-			slen = (uint32_t)z->len[prev] + 1; /* KwKwK: prev's string + its first byte */
+			slen = (uint32_t)lens[prev] + 1; /* KwKwK: prev's string + its first byte */
 			c = prev;
 		} else {
-			slen = z->len[code];
+			slen = lens[code];
 		}
 		uint8_t *dst;
-		if (slen <= len - pos) {
+		bool pending = slen > len - pos;
+		if (!pending) {
 			dst = buf + pos;
 			pos += slen;
 		} else { /* hand it out from the pending buffer */
@@ -352,19 +360,19 @@ static ssize_t lzw_read(struct lzw *z, uint8_t *buf, size_t len)
 		if (c != code)
 			*--p = fin;
 		while (c >= 256) {
-			*--p = z->suffix[c];
-			c = z->prefix[c];
+			*--p = suffix[c];
+			c = prefix[c];
 		}
 		*--p = (uint8_t)c;
 		fin = (uint8_t)c;
-		if (free_ent < z->maxmax) {
-			z->prefix[free_ent] = (uint16_t)prev;
-			z->suffix[free_ent] = fin;
-			z->len[free_ent] = (uint16_t)(z->len[prev] + 1);
+		if (free_ent < maxmax) {
+			prefix[free_ent] = (uint16_t)prev;
+			suffix[free_ent] = fin;
+			lens[free_ent] = (uint16_t)(lens[prev] + 1);
 			free_ent++;
 		}
 		prev = code;
-		if (z->pend_len)
+		if (pending)
 			break;
 	}
 	if (last != UINT64_MAX)
