@@ -170,6 +170,10 @@ _TRIAL = {
     "xz": (["xz", "-c"], ".tar.xz"),
     "zstd": (["zstd", "-q", "-c"], ".tar.zst"),
     "lzo": (["lzop", "-c"], ".tar.lzo"),
+    "lz4": (["lz4", "-c"], ".tar.lz4"),
+    "lzip": (["lzip", "-c"], ".tar.lz"),
+    "lzma": (["xz", "--format=lzma", "-c"], ".tar.lzma"),
+    "compress": (["compress", "-c"], ".tar.Z"),
 }
 
 

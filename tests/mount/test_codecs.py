@@ -87,6 +87,13 @@ VARIANTS = {
     "zstd": ("zstd", ["zstd", "-q", "-3", "-c"], ".tar.zst", 1),
     "zstd-frames": ("zstd", ["zstd", "-q", "-1", "-T2", "--rsyncable", "-c"], ".tzst", 1),
     "lzop": ("lzo", ["lzop", "-c"], ".tar.lzo", 2),
+    "lz4": ("lz4", ["lz4", "-c"], ".tar.lz4", 1),
+    "lz4-B4-BX": ("lz4", ["lz4", "-B4", "-BX", "-c"], ".tar.lz4", 2),
+    "lz4-linked": ("lz4", ["lz4", "-BD", "-c"], ".tar.lz4", 1),
+    "lzip": ("lzip", ["lzip", "-c"], ".tar.lz", 1),
+    "plzip": ("lzip", ["plzip", "-1", "-n", "2", "-B", "256KiB", "-c"], ".tar.lz", 2),
+    "lzma": ("lzma", ["xz", "--format=lzma", "-c"], ".tar.lzma", 1),
+    "compress": ("compress", ["compress", "-c"], ".tar.Z", 1),
 }
 
 
