@@ -36,6 +36,9 @@ static const struct codec *const stream_codecs[] = {
 	&codec_lzma_zip,
 	&codec_stored,
 	&codec_7z,
+#if HAVE_LIBARCHIVE
+	&codec_libarchive,
+#endif
 };
 
 const struct codec *codec_probe(const uint8_t *head, size_t len)

@@ -156,6 +156,9 @@ extern const struct codec codec_stored;   /* bytes as they are (zip's method 0):
 extern const struct codec codec_bzip2;
 extern const struct codec codec_xz;
 extern const struct codec codec_7z; /* 7z folders (container streams only; probe says no) */
+#if HAVE_LIBARCHIVE
+extern const struct codec codec_libarchive; /* entries libarchive decodes (container streams) */
+#endif
 #if HAVE_ZSTD
 extern const struct codec codec_zstd;
 #endif

@@ -11,6 +11,7 @@
 
 #include "../codecs/codec.h"
 #include "../codecs/inflater.h"
+#include "../index/container.h"
 #include "../common/size.h"
 #include "config.h"
 #define FUSE_USE_VERSION 312
@@ -292,9 +293,9 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 		opt_usage(stdout);
 		exit(0);
 	case O_VERSION:
-		printf("tarseek %s\ncodecs: %s\ncontainers: tar, zip, 7z\ninflate (gzip, zip): %s\n"
+		printf("tarseek %s\ncodecs: %s\ncontainers: %s\ninflate (gzip, zip): %s\n"
 		       "FUSE library %d\n",
-		       TARSEEK_VERSION, codec_list(), infl_kind_name(infl_default()),
+		       TARSEEK_VERSION, codec_list(), cont_list(), infl_kind_name(infl_default()),
 		       fuse_version());
 		exit(0);
 	case O_OPTION:

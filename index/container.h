@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "../common/source.h"
 #include "member.h"
 
@@ -64,7 +65,7 @@ struct cont_stats {
 };
 
 struct container {
-	const char *name; /* "zip", "7z" */
+	const char *name; /* "zip", "7z", "libarchive" */
 	/* True if the archive file in is in this format.  head: its first len bytes (len <=
 	 * 512, fewer for a small file); the probe may read more (zip: the end of the file). */
 	bool (*probe)(struct src *in, const uint8_t *head, size_t len);
@@ -74,6 +75,12 @@ struct container {
 
 extern const struct container cont_zip;
 extern const struct container cont_7z;
+#if HAVE_LIBARCHIVE
+extern const struct container cont_libarchive; /* rar, iso9660, cpio, ar, ... (libarchive.c) */
+#endif
+
+/* Names of the containers compiled in, for --version: "tar, zip, 7z, ...". */
+const char *cont_list(void);
 
 /* The container in is made with, or NULL. */
 const struct container *cont_probe(struct src *in, const uint8_t *head, size_t len);
