@@ -61,6 +61,7 @@ struct las {
 	uint64_t boff;	    /* its offset in the entry */
 	bool have_blk, eof;
 	bool sparse; /* the entry has holes: blocks may skip ahead, the tail may be one */
+	uint64_t done; /* bytes of the entries that ended, libarchive's checks passed */
 	int err;
 };
 
@@ -157,6 +158,7 @@ static ssize_t las_read(struct las *s, uint8_t *buf, size_t len)
 		if (s->epos == r->size && s->eof) {
 			s->active = false;
 			s->next++;
+			s->done += r->size;
 			continue;
 		}
 		if (!s->have_blk && !s->eof) {
@@ -291,7 +293,8 @@ static ssize_t las_scan_read(struct codec_scan *s, void *buf, size_t len)
 
 static uint64_t las_scan_verified(struct codec_scan *s)
 {
-	return s->out; /* the format's own checks passed for what was returned */
+	/* the entries libarchive read to their end (rar's CRC is checked there) */
+	return s->d.done < s->out ? s->d.done : s->out;
 }
 
 static void las_scan_free(struct codec_scan *s)
