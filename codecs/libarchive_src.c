@@ -3,6 +3,7 @@
 
 #include <archive.h>
 #include <errno.h>
+#include <locale.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,13 @@ const char *la_formats(void)
 			strcat(list, formats[i].name);
 		}
 	return list;
+}
+
+void la_init(void)
+{
+	if (!setlocale(LC_CTYPE, "C.UTF-8"))
+		tfs_log(TFS_LOG_INFO, "libarchive: no C.UTF-8 locale: names that are not ASCII "
+			"are left out of xar and rar archives");
 }
 
 int la_open(struct la_src *l, struct src *in)

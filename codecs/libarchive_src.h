@@ -31,6 +31,12 @@ struct la_src {
 	int io_err;	  /* a read of the source failed: -errno */
 };
 
+/* Once at program start, before any thread: libarchive converts names between the format's
+ * charset and the locale's, and in the C locale it cannot give non-ASCII UTF-8 names (a
+ * xar's, a rar's unicode ones) at all; tarseek takes names as bytes, so LC_CTYPE becomes
+ * C.UTF-8 (always there in Debian 12's glibc).  Nothing else in tarseek depends on it. */
+void la_init(void);
+
 /* Opens a reader over in.  0, or -errno after logging why (-EINVAL: libarchive reads no
  * header of a format it was given; -ENOMEM).  la_close in any case. */
 int la_open(struct la_src *l, struct src *in);

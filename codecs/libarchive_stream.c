@@ -53,6 +53,7 @@ struct las {
 	bool open;
 	struct las_rec *rec;
 	size_t nrec, next; /* records; the one being decoded (or next) */
+	size_t stop;	   /* las_read returns 0 at this record (the scan: its chunk's end) */
 	uint64_t headers;  /* headers read so far */
 	bool active;	   /* rec[next]'s header has been read */
 	uint64_t epos;	   /* bytes of the entry returned */
@@ -90,6 +91,7 @@ static int las_start(struct las *s, struct src *in, const void *recs, size_t len
 	err = las_records(recs, len, s);
 	if (err)
 		return err;
+	s->stop = s->nrec;
 	err = la_open(&s->l, in);
 	s->open = true;
 	if (err == -EINVAL) {
@@ -148,7 +150,7 @@ static ssize_t las_read(struct las *s, uint8_t *buf, size_t len)
 {
 	while (!s->err) {
 		if (!s->active) {
-			if (s->next >= s->nrec)
+			if (s->next >= s->stop)
 				return 0;
 			int err = las_seek_entry(s);
 			if (err)
@@ -252,8 +254,7 @@ static int las_emit(struct codec_scan *s)
 
 	while (j < d->nrec && (bytes < s->spacing || j == d->next))
 		bytes += d->rec[j++].size;
-	/* a chunk of entries that are all empty starts nothing: they join the next */
-	s->chunk_end = j;
+	s->chunk_end = d->stop = j;
 	uint8_t *aux = malloc((j - d->next) * LAS_REC);
 	if (!aux)
 		return -ENOMEM;
@@ -274,21 +275,21 @@ static ssize_t las_scan_read(struct codec_scan *s, void *buf, size_t len)
 {
 	struct las *d = &s->d;
 
-	if (d->err)
-		return d->err;
-	/* skip empty entries at a chunk start: a chunk must start with a byte */
-	while (!d->active && d->next < d->nrec && d->next >= s->chunk_end &&
-	       d->rec[d->next].size == 0)
-		d->next++, s->chunk_end = d->next;
-	if (!d->active && d->next < d->nrec && d->next >= s->chunk_end) {
-		int err = las_emit(s);
-		if (err)
-			return d->err = err;
+	for (;;) {
+		if (d->err)
+			return d->err;
+		/* at a chunk's end (the records are never empty): the next chunk's checkpoint */
+		if (!d->active && d->next < d->nrec && d->next >= s->chunk_end) {
+			int err = las_emit(s);
+			if (err)
+				return d->err = err;
+		}
+		ssize_t n = las_read(d, buf, len);
+		if (n > 0)
+			s->out += (uint64_t)n;
+		if (n != 0 || d->next >= d->nrec)
+			return n;
 	}
-	ssize_t n = las_read(d, buf, len);
-	if (n > 0)
-		s->out += (uint64_t)n;
-	return n;
 }
 
 static uint64_t las_scan_verified(struct codec_scan *s)

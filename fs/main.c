@@ -36,6 +36,9 @@
 #include "prefetch.h"
 #include "tfs.h"
 #include "warmup.h"
+#if HAVE_LIBARCHIVE
+#include "../codecs/libarchive_src.h"
+#endif
 
 #define AHEAD_THREADS 4 /* threads decoding ahead, at most (and at most one per core) */
 #define TFS_HANDLES 4096 /* idle files and folders kept open by inode (no open mode) */
@@ -371,6 +374,9 @@ int main(int argc, char **argv)
 	int ret = 1;
 
 	tfs_log_set_prog("tarseek");
+#if HAVE_LIBARCHIVE
+	la_init();
+#endif
 	t.ready_fd = -1;
 	/* Decoded segments are 1 MiB buffers made by one thread and freed by another (eviction):
 	 * one malloc arena, so a freed buffer is reused by whichever thread decodes next.  With

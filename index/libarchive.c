@@ -70,6 +70,14 @@ struct lac_ent {
 	int unreadable;
 };
 
+/* A hard link that carries the data of its target, which was listed before it with none (cpio
+ * stores a file's bytes with its last link): the target is shown with these bytes. */
+struct lac_linkdata {
+	char *target;
+	uint64_t file_off, soff, size;
+	int unreadable;
+};
+
 struct lac {
 	struct src *in;
 	const char *name;
@@ -79,7 +87,15 @@ struct lac {
 	size_t nrecs, recs_cap;
 	uint64_t usize;
 	bool damaged;
+	struct lac_linkdata *ld; /* sorted by target after pass 1 */
+	size_t nld, ld_cap;
 };
+
+static int ld_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct lac_linkdata *)a)->target,
+		      ((const struct lac_linkdata *)b)->target);
+}
 
 static bool in_place_format(int fmt)
 {
@@ -155,7 +171,7 @@ static bool is_reg(struct archive_entry *e)
 
 static bool has_data(struct archive_entry *e)
 {
-	return is_reg(e) && !archive_entry_hardlink(e) && archive_entry_size(e) > 0;
+	return is_reg(e) && archive_entry_size(e) > 0;
 }
 
 /* Pass 1: the headers, and where each entry's data is. */
@@ -211,9 +227,34 @@ static int lac_pass1(struct lac *c)
 				}
 			}
 		}
+		if (!err && archive_entry_hardlink(e) && has_data(e)) {
+			if (c->nld == c->ld_cap) {
+				size_t cap = c->ld_cap ? c->ld_cap * 2 : 16;
+				struct lac_linkdata *p = realloc(c->ld, cap * sizeof(*p));
+				if (!p) {
+					err = -ENOMEM;
+					break;
+				}
+				c->ld = p;
+				c->ld_cap = cap;
+			}
+			struct lac_linkdata *d = &c->ld[c->nld];
+			d->target = strdup(archive_entry_hardlink(e));
+			if (!d->target) {
+				err = -ENOMEM;
+				break;
+			}
+			d->file_off = x->file_off;
+			d->soff = x->soff;
+			d->size = (uint64_t)archive_entry_size(e);
+			d->unreadable = x->unreadable;
+			c->nld++;
+		}
 		c->n++;
 	}
 	la_close(&l);
+	if (c->nld)
+		qsort(c->ld, c->nld, sizeof(*c->ld), ld_cmp);
 	return err;
 }
 
@@ -237,7 +278,11 @@ static int lac_pass2(struct lac *c, const struct cont_sink *sink, uint64_t sid,
 	while (k < c->n && (ret = archive_read_next_header(l.a, &e)) != ARCHIVE_EOF) {
 		const struct lac_ent *x = &c->e[k++];
 		struct arc_member m = {0};
+		/* the name as stored (in the daemon's C locale libarchive gives names it would
+		 * have to convert, a xar's UTF-8 ones, only as UTF-8) */
 		const char *path = archive_entry_pathname(e);
+		if (!path)
+			path = archive_entry_pathname_utf8(e);
 
 		if (ret < ARCHIVE_WARN) {
 			err = l.io_err ? l.io_err : -EIO;
@@ -269,6 +314,8 @@ static int lac_pass2(struct lac *c, const struct cont_sink *sink, uint64_t sid,
 			m.link = (const uint8_t *)archive_entry_hardlink(e);
 		} else if (m.type == MEMBER_SYMLINK) {
 			const char *t = archive_entry_symlink(e);
+			if (!t)
+				t = archive_entry_symlink_utf8(e);
 			m.link = (const uint8_t *)(t ? t : "");
 		}
 		m.path = (const uint8_t *)path;
@@ -277,8 +324,21 @@ static int lac_pass2(struct lac *c, const struct cont_sink *sink, uint64_t sid,
 		m.hdr_off = archive_read_header_position(l.a) > 0
 				? (uint64_t)archive_read_header_position(l.a)
 				: 0;
+		struct lac_ent moved = *x;
+		const struct lac_linkdata *ld = NULL;
+		if (m.type == MEMBER_REG && c->nld && archive_entry_size(e) == 0) {
+			struct lac_linkdata key = {.target = (char *)path};
+			ld = bsearch(&key, c->ld, c->nld, sizeof(*c->ld), ld_cmp);
+			if (ld) { /* the data comes with a later link to it */
+				moved.file_off = ld->file_off;
+				moved.soff = ld->soff;
+				moved.unreadable = ld->unreadable;
+				x = &moved;
+			}
+		}
 		if (m.type == MEMBER_REG) {
-			m.size = archive_entry_size(e) > 0 ? (uint64_t)archive_entry_size(e) : 0;
+			m.size = ld ? ld->size
+				    : archive_entry_size(e) > 0 ? (uint64_t)archive_entry_size(e) : 0;
 			m.stored = m.size;
 			if (x->file_off != LAC_NONE) {
 				m.stream = 0;
@@ -348,6 +408,9 @@ static int lac_parse(struct src *in, const struct cont_sink *sink, struct cont_s
 	st.damaged = c.damaged;
 	if (stats)
 		*stats = st;
+	for (size_t i = 0; i < c.nld; i++)
+		free(c.ld[i].target);
+	free(c.ld);
 	free(c.e);
 	free(c.recs);
 	return err;

@@ -18,6 +18,9 @@
 #include "../common/size.h"
 #include "config.h"
 #include "open.h"
+#if HAVE_LIBARCHIVE
+#include "../codecs/libarchive_src.h"
+#endif
 
 static void usage(FILE *f)
 {
@@ -78,6 +81,9 @@ int main(int argc, char **argv)
 	char *end;
 
 	tfs_log_set_prog("tarseek-index");
+#if HAVE_LIBARCHIVE
+	la_init();
+#endif
 	o.build.threads = n > 0 ? (unsigned)n : 1;
 	while ((c = getopt_long(argc, argv, "criqhV", longopts, NULL)) != -1) {
 		switch (c) {
