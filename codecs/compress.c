@@ -2,7 +2,7 @@
  *
  * The format.  Three header bytes: the magic 0x1f 0x9d, then a flags byte -- its low 5 bits
  * the largest code width the compressor used (maxbits, 9..16; `compress -b`), 0x80 "block
- * mode" (code 256 is CLEAR, which empties the table; every compress since 3.0 sets it), 0x60
+ * mode" (code 256 is CLEAR, which empties the table; compress sets it unless told -C), 0x60
  * reserved.  Then LZW codes, packed least significant bit first, with no end marker and no
  * checksum.  Codes 0..255 are the bytes; each code after the first (after the start or a
  * CLEAR) adds one string to the table: the previous code's string followed by the first byte
@@ -25,11 +25,25 @@
  * bytes that nothing can detect (the index's segment CRCs check later reads against what this
  * scan returned; that is all).  Without an end marker, a file cut where a code ends looks
  * complete: we call the file truncated only when it ends with a whole byte or more that holds
- * no complete code (compress pads its last code to a byte, never more).  Invalid codes (past
- * the next free one, or a string code where only a byte can come) are damage: -EIO, logged
- * with the compressed offset, after the bytes decoded before them have been returned.
- * maxbits below 9 is damage (-EIO); above 16 (no compress we know writes it) and the
- * reserved bits are features we refuse (-ENOTSUP), both logged, as ncompress refuses them.
+ * no complete code (compress pads its last code to a byte, never more), so about half of the
+ * cuts of a 16-bit file, fewer at smaller widths, go unnoticed.  We do not ask the padding
+ * bits to be zero (ncompress writes zeros; we do not rely on other writers doing so).  For the
+ * same reason bytes appended to a .Z file, a second .Z file among them, decode as codes: to
+ * wrong bytes or an invalid code, as with compress itself.  Invalid codes (past the next free
+ * one, or a string code where only a byte can come) are damage: -EIO, logged with the
+ * compressed offset, after the bytes decoded before them have been returned.  maxbits below 9
+ * is damage (-EIO); above 16 (no compress we know writes it) and the reserved bits are
+ * features we refuse (-ENOTSUP), both logged.  (ncompress 4.2.4 refuses maxbits 17 too, but
+ * ignores the reserved bits, and gzip only warns about them: we would rather refuse a variant
+ * we do not know than decode it to bytes that may be wrong.)  An empty file is -EIO here;
+ * compress -dc makes nothing of it, without an error.
+ *
+ * Two kinds of file that ncompress 4.2.4 writes but that no decoder reads -- neither its own,
+ * nor gzip's, nor libarchive's, nor this one, which decodes what they decode: with -b 9 its
+ * encoder keeps 9-bit codes when the table is full, where every decoder widens them to 10
+ * bits (as the original compress 4.0's encoder did, as far as we can tell); and with -C (no
+ * block mode) its codes apparently start at 257, where the decoders start at 256.  Both
+ * decode to wrong bytes or an invalid code; test_compress checks we do as compress -dc does.
  *
  * Checkpoints.  LZW cannot be entered in the middle (the table is built from everything since
  * the last CLEAR, and compress writes CLEARs only when the ratio drops, often never): the only
@@ -43,8 +57,8 @@
  * what is left of the caller's buffer is decoded into a pending buffer and handed out from
  * there.  Codes are taken with one unaligned 32-bit load from a padded input buffer.
  *
- * Memory: ~330 KiB per scan or decoder (the tables 320 KiB for 16-bit codes, 64 KiB input,
- * 64 KiB pending output), whatever maxbits says.
+ * Memory: ~450 KiB per scan or decoder (the tables 320 KiB for 16-bit codes, 64 KiB of input,
+ * 64 KiB of pending output), whatever maxbits says.
  */
 #include "codec.h"
 
@@ -165,7 +179,7 @@ static int lzw_header(struct lzw *z)
 	z->maxmax = 1u << z->maxbits;
 	z->nbits = LZW_MIN_BITS;
 	/* as the original: 511 at the start, whatever maxbits (with -b 9 the width still grows
-	 * to 10 bits when the table is full; compress writes that too) */
+	 * to 10 bits when the table is full, as in compress 4.0 and every decoder) */
 	z->maxcode = (1u << LZW_MIN_BITS) - 1;
 	z->free_ent = z->block ? 257 : 256;
 	z->buf_off = LZW_HEAD;
@@ -216,8 +230,9 @@ static int lzw_at_end(struct lzw *z)
 
 	if (end >= z->last_end + 8) {
 		tfs_log(TFS_LOG_ERR,
-			"compress: truncated: the file ends inside a code at compressed offset %llu",
-			(unsigned long long)(z->buf_off + z->have));
+			"compress: truncated: the file ends %llu bits after the last whole code, at "
+			"compressed offset %llu",
+			(unsigned long long)(end - z->last_end), (unsigned long long)(end >> 3));
 		return lzw_fail(z, -EIO);
 	}
 	return z->err = 1;
