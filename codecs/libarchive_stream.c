@@ -180,6 +180,8 @@ static ssize_t las_read(struct las *s, uint8_t *buf, size_t len)
 			if ((uint64_t)off < s->epos || (uint64_t)off > r->size ||
 			    n > r->size - (uint64_t)off)
 				return las_fail(s, -EIO, "it decodes to more bytes than its size");
+			if (!n)
+				continue; /* (libarchive gives empty blocks, even with NULL) */
 			s->blk = p;
 			s->blen = n;
 			s->boff = (uint64_t)off;

@@ -1,4 +1,4 @@
-/* libFuzzer harness: one codec (compiled once per codec with -DFUZZ_CODEC=gzip|bzip2|xz|zstd|lzo)
+/* libFuzzer harness: one codec (compiled once per codec with -DFUZZ_CODEC=gzip|bzip2|xz|zstd|lzo|lz4|lzip|lzma|compress)
  * on arbitrary bytes, through everything the index builder and the reader do with it.
  *
  *  1. probe the head;
@@ -28,7 +28,7 @@
 #include <zlib.h>
 
 #ifndef FUZZ_CODEC
-#error "compile with -DFUZZ_CODEC=gzip (or bzip2, xz, zstd, lzo)"
+#error "compile with -DFUZZ_CODEC=gzip (or bzip2, xz, zstd, lzo, lz4, lzip, lzma, compress)"
 #endif
 #define FZ_CAT(a, b) a##b
 #define FZ_XCAT(a, b) FZ_CAT(a, b)

@@ -11,6 +11,8 @@
 #   DIR/fuzz_zip/            zips by Info-ZIP (-0/-6/-9, bzip2, -P, to a pipe: data
 #                            descriptors), Python's zipfile (LZMA, zip64 forced), bsdtar, xz and
 #                            zstd entries written by hand, a prefixed one, damaged ones
+#   DIR/fuzz_libarchive/     cpio (newc, odc, bin, crc), ar, iso9660, xar and warc of a small
+#                            tree, libarchive's rar/cab/lha samples, damaged copies
 # Nothing binary is kept in the repository: the seeds are made at run time.  Tools that are
 # missing are skipped with a note (tools/install-deps.sh installs them all).
 #   tests/fuzz/make-seeds.sh DIR
@@ -18,6 +20,7 @@ set -euo pipefail
 out=${1:?usage: make-seeds.sh DIR}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -321,6 +324,44 @@ for f in deflate bzip2 py-lzma pipe; do
 	cp "$Zp/$f.zip" "$Zp/flipped-dir-$f.zip"
 	printf '\x55' | dd of="$Zp/flipped-dir-$f.zip" bs=1 seek=$((n - 40)) conv=notrunc status=none
 	{ cat "$Zp/$f.zip"; printf 'trailing garbage'; } >"$Zp/garbage-$f.zip"
+done
+
+# ---- the libarchive harness: cpio, ar, iso9660, xar, warc of the small tree; libarchive's
+# own rar, cab and lha samples (tests/data/libarchive); truncated and flipped copies
+L=$out/fuzz_libarchive
+mkdir -p "$L"
+if have cpio; then
+	for f in newc odc bin crc; do
+		(cd "$small" && find . -mindepth 1 | LC_ALL=C sort | cpio -o --quiet -H $f) >"$L/$f.cpio"
+	done
+fi
+have ar && (cd "$small" && find . -type f | head -3 | xargs ar rc "$L/files.a")
+have genisoimage && genisoimage -quiet -R -J -o "$L/small.iso" "$small"
+have bsdtar && bsdtar --format xar -cf "$L/small.xar" -C "$small" .
+have bsdtar && (cd "$small" && find . -type f | head -4 | xargs bsdtar --format warc -cf "$L/small.warc")
+python3 - "$here/../data/libarchive" "$L" <<'PY'
+import binascii, os, sys
+for f in sorted(os.listdir(sys.argv[1])):
+    if not f.endswith(".uu"):
+        continue
+    out = bytearray()
+    for line in open(os.path.join(sys.argv[1], f), "rb"):
+        if line.startswith(b"begin ") or not line.strip():
+            continue
+        if line.strip() == b"end":
+            break
+        n = (line[0] - 32) & 63
+        out += binascii.a2b_uu(line[:((n + 2) // 3) * 4 + 1].rstrip(b"\n") + b"\n")
+    if len(out) < 131072:
+        open(os.path.join(sys.argv[2], f[:-3]), "wb").write(out)
+PY
+for f in "$L"/*; do
+	[ -f "$f" ] || continue
+	n=$(stat -c %s "$f")
+	[ "$n" -gt 64 ] || continue
+	head -c $((n / 2)) "$f" >"$f.trunc"
+	cp "$f" "$f.flipped"
+	printf '\x55' | dd of="$f.flipped" bs=1 seek=$((n * 2 / 3)) conv=notrunc status=none
 done
 
 # the codec harnesses also start from the plain tars (the magic is the first thing to find)
