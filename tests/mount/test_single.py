@@ -89,7 +89,7 @@ CASES = {
     # codecs still being written: skipped until a trial mount shows them working
     "zstd": ("zstd", ["zstd", "-q", "-k"], "vm.img", None, "vm.img"),
     "lzop": ("lzo", ["lzop"], "vm.img", None, "vm.img"),
-    "lz4": ("lz4", ["lz4", "-q", "-k"], "vm.img", None, "vm.img"),
+    "lz4": ("lz4", ["lz4", "-q", "-m"], "vm.img", None, "vm.img"),  # -m: to vm.img.lz4
     "lzip": ("lzip", ["lzip", "-k"], "vm.img", None, "vm.img"),
     "plzip": ("lzip", ["plzip", "-k", "-B", "128KiB"], "vm.img", None, "vm.img"),
     "lzma-alone": ("lzma", ["xz", "-k", "--format=lzma"], "vm.img", None, "vm.img"),
