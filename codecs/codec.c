@@ -125,8 +125,9 @@ bool codec_names_tar(const char *archive_path)
 }
 
 /* Archives of the other containers (container.h), as -r looks for them. */
-static const char *const container_suffixes[] = {".tar", ".zip", ".7z", ".jar", ".war",
-						 ".ear", ".apk", ".whl", ".epub"};
+static const char *const container_suffixes[] = {
+    ".tar", ".zip", ".7z",   ".jar", ".war", ".ear",  ".apk", ".whl", ".epub", ".rar", ".iso",
+    ".cpio", ".deb", ".rpm", ".cab", ".lzh", ".lha", ".xar", ".warc"};
 
 /* the suffix of name[0..len) among suffixes[] or container_suffixes[], or 0 */
 static size_t archive_suffix(const char *name, size_t len)

@@ -153,6 +153,7 @@ comp lzip lzip lzip -0 -c
 comp lzip plzip plzip -0 -B 16KiB -c
 comp lzma lzma xz --format=lzma -0 -c
 comp compress compress compress -c
+comp compress compress-b12 compress -b 12 -c
 # seekable zstd is what `zstd --seekable` (newer zstd) writes; the index harness builds its own.
 # several members / frames / parts, one after the other
 for c in gzip bzip2 xz zstd lzo lz4 lzip lzma compress; do
