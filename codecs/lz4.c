@@ -99,6 +99,7 @@
 
 #include "../common/byteio.h"
 #include "../common/log.h"
+#include "inwin.h"
 #include "pipeline.h"
 #include "trailing.h"
 
@@ -342,68 +343,6 @@ static void lz4_hist_add(uint8_t *hist, size_t *hlen, const uint8_t *p, size_t n
 	memmove(hist, hist + *hlen - keep, keep);
 	memcpy(hist + keep, p, n);
 	*hlen = keep + n;
-}
-
-/* A window on the compressed file, read ahead (as lzo.c's). */
-struct lz4_win {
-	struct src *in;
-	uint8_t *buf;
-	size_t cap;
-	uint64_t off; /* file offset of buf[0] */
-	size_t len;   /* bytes in buf */
-	bool eof;     /* the source ends at off + len */
-};
-
-/* Makes [off, off + want) available, reading max(want, ahead) bytes when it is not.  Returns
- * the bytes available at off up to want (fewer only at the end of the source) with *p set,
- * or -errno. */
-static ssize_t lz4_win_get(struct lz4_win *w, uint64_t off, size_t want, size_t ahead,
-			   const uint8_t **p)
-{
-	size_t n = want > ahead ? want : ahead;
-	ssize_t got;
-
-	if (w->buf && off >= w->off && off - w->off <= w->len) {
-		size_t at = (size_t)(off - w->off), have = w->len - at;
-
-		if (have >= want || w->eof) {
-			*p = w->buf + at;
-			return (ssize_t)(have < want ? have : want);
-		}
-	}
-	if (n > w->cap) {
-		free(w->buf);
-		w->len = w->cap = 0;
-		w->buf = malloc(n);
-		if (!w->buf)
-			return -ENOMEM;
-		w->cap = n;
-	}
-	got = src_pread(w->in, w->buf, n, off);
-	if (got < 0) {
-		w->len = 0;
-		return got;
-	}
-	w->off = off;
-	w->len = (size_t)got;
-	w->eof = (size_t)got < n;
-	*p = w->buf;
-	return (ssize_t)((size_t)got < want ? (size_t)got : want);
-}
-
-/* Grows a buffer to at least n bytes.  0 or -ENOMEM. */
-static int lz4_reserve(uint8_t **buf, size_t *cap, size_t n)
-{
-	uint8_t *b;
-
-	if (*cap >= n)
-		return 0;
-	b = realloc(*buf, n);
-	if (!b)
-		return -ENOMEM;
-	*buf = b;
-	*cap = n;
-	return 0;
 }
 
 /* Reads the 4 bytes at off into *v.  1, 0 if fewer than 4 remain (*n says how many), or
@@ -743,7 +682,7 @@ static void lz4_job_ckpt(const struct lz4_job *j, struct codec_ckpt *ck)
 
 /* A worker's buffers. */
 struct lz4_worker {
-	struct lz4_win win;
+	struct inwin win;
 	uint8_t *hist; /* LZ4_HIST bytes, for linked frames */
 };
 
@@ -892,7 +831,7 @@ static int lz4_run_group(struct codec_scan *s, struct lz4_worker *wk, struct pl_
 	(void)s;
 	if (err)
 		return err;
-	n = lz4_win_get(&wk->win, j->coff, (size_t)j->clen, 0, &p);
+	n = inwin_get(&wk->win, j->coff, (size_t)j->clen, 0, &p);
 	if (n < 0) {
 		err = lz4_fail(&msg, (int)n, "lz4: read error at compressed offset %" PRIu64 ": %s",
 			       j->coff, strerror((int)-n));
@@ -978,11 +917,11 @@ static int lz4_run_linked(struct lz4_worker *wk, struct pl_job *job, struct pl_n
 			if (err)
 				return err;
 		}
-		n = lz4_win_get(&wk->win, at, 4, ahead, &p);
+		n = inwin_get(&wk->win, at, 4, ahead, &p);
 		if (n >= 4) {
 			err = lz4_parse_blk(le32(p), &j->fh, &b, &why) || b.end ? -EINVAL : 0;
 			if (!err)
-				n = lz4_win_get(&wk->win, at, (size_t)b.total, ahead, &p);
+				n = inwin_get(&wk->win, at, (size_t)b.total, ahead, &p);
 		}
 		if (n < 0) {
 			err = lz4_fail(&msg, (int)n,
@@ -1138,7 +1077,7 @@ static uint64_t lz4_scan_verified(struct codec_scan *s)
 /* ---- Decoders ------------------------------------------------------------------------------ */
 
 struct codec_dec {
-	struct lz4_win win;
+	struct inwin win;
 	struct codec_ckpt ck;
 	int state;	     /* LZ4_W_* */
 	struct lz4_fhdr fh;  /* the current frame's */
@@ -1355,7 +1294,7 @@ static int lz4_dec_block(struct codec_dec *d)
 			uint64_t rest = d->ck.coff + d->ck.clen - d->pos;
 			ahead = rest < LZ4_DEC_AHEAD_MAX ? (size_t)rest : LZ4_DEC_AHEAD_MAX;
 		}
-		n = lz4_win_get(&d->win, d->pos, 4, ahead, &p);
+		n = inwin_get(&d->win, d->pos, 4, ahead, &p);
 		if (n < 0)
 			return lz4_dec_read_error(d->pos, n);
 		if (d->state == LZ4_W_LEGACY) {
@@ -1394,7 +1333,7 @@ static int lz4_dec_block(struct codec_dec *d)
 				continue;
 			}
 		}
-		n = lz4_win_get(&d->win, d->pos, (size_t)b.total, ahead, &p);
+		n = inwin_get(&d->win, d->pos, (size_t)b.total, ahead, &p);
 		if (n < 0)
 			return lz4_dec_read_error(d->pos, n);
 		if ((size_t)n < b.total) {
@@ -1406,7 +1345,7 @@ static int lz4_dec_block(struct codec_dec *d)
 		}
 		break;
 	}
-	err = lz4_reserve(&d->out, &d->cap, bmax);
+	err = buf_reserve(&d->out, &d->cap, bmax);
 	if (err)
 		return err;
 	bool linked = d->state == LZ4_W_FRAME && !(d->fh.flg & LZ4_F_INDEP);

@@ -90,6 +90,7 @@
 #include "../common/crc32.h"
 #include "../common/byteio.h"
 #include "../common/log.h"
+#include "inwin.h"
 #include "pipeline.h"
 #include "trailing.h"
 
@@ -610,69 +611,6 @@ mismatch:
 			 who, blockno, coff, what, stored, sum);
 }
 
-/* A window on the compressed file, read ahead: the scan's workers read a whole group at once,
- * decoders their group and then one default block at a time. */
-struct lzop_win {
-	struct src *in;
-	uint8_t *buf;
-	size_t cap;
-	uint64_t off; /* file offset of buf[0] */
-	size_t len;   /* bytes in buf */
-	bool eof;     /* the source ends at off + len */
-};
-
-/* Makes [off, off + want) available, reading max(want, ahead) bytes when it is not.  Returns
- * the bytes available at off up to want (fewer only at the end of the source) with *p set,
- * or -errno. */
-static ssize_t lzop_win_get(struct lzop_win *w, uint64_t off, size_t want, size_t ahead,
-			    const uint8_t **p)
-{
-	size_t n = want > ahead ? want : ahead;
-	ssize_t got;
-
-	if (w->buf && off >= w->off && off - w->off <= w->len) {
-		size_t at = (size_t)(off - w->off), have = w->len - at;
-
-		if (have >= want || w->eof) {
-			*p = w->buf + at;
-			return (ssize_t)(have < want ? have : want);
-		}
-	}
-	if (n > w->cap) {
-		free(w->buf);
-		w->len = w->cap = 0;
-		w->buf = malloc(n);
-		if (!w->buf)
-			return -ENOMEM;
-		w->cap = n;
-	}
-	got = src_pread(w->in, w->buf, n, off);
-	if (got < 0) {
-		w->len = 0;
-		return got;
-	}
-	w->off = off;
-	w->len = (size_t)got;
-	w->eof = (size_t)got < n;
-	*p = w->buf;
-	return (ssize_t)((size_t)got < want ? (size_t)got : want);
-}
-
-/* Grows a buffer to at least n bytes.  0 or -ENOMEM. */
-static int lzop_reserve(uint8_t **buf, size_t *cap, size_t n)
-{
-	uint8_t *b;
-
-	if (*cap >= n)
-		return 0;
-	b = realloc(*buf, n);
-	if (!b)
-		return -ENOMEM;
-	*buf = b;
-	*cap = n;
-	return 0;
-}
-
 /* ---- Walking the block headers ------------------------------------------------------------- */
 
 /* Consecutive blocks of one part: one checkpoint. */
@@ -831,7 +769,7 @@ struct codec_scan {
 	struct src *in;
 	struct codec_sink sink;
 	struct lzop_walk walk; /* the dispatch turn's (name: read-only after scan_new) */
-	struct lzop_win *win;  /* one per worker */
+	struct inwin *win;  /* one per worker */
 	unsigned nworkers;
 	struct pipeline *pl;
 };
@@ -858,7 +796,7 @@ static int lzop_pl_run(void *ctx, unsigned worker, struct pl_job *job, struct pl
 {
 	struct codec_scan *s = ctx;
 	const struct lzop_group *g = job->own;
-	struct lzop_win *w = &s->win[worker];
+	struct inwin *w = &s->win[worker];
 	struct lzop_msg msg = {0};
 	const uint8_t *p;
 	uint8_t *out;
@@ -870,7 +808,7 @@ static int lzop_pl_run(void *ctx, unsigned worker, struct pl_job *job, struct pl
 
 	if (err)
 		return err;
-	n = lzop_win_get(w, g->coff, (size_t)g->clen, 0, &p);
+	n = inwin_get(w, g->coff, (size_t)g->clen, 0, &p);
 	if (n < 0) {
 		err =
 		    lzop_fail(&msg, (int)n, "lzo: read error at compressed offset %" PRIu64 ": %s",
@@ -1049,7 +987,7 @@ static int lzop_index_blocks(struct src *in, const struct codec_opts *opts,
 /* ---- Decoders ------------------------------------------------------------------------------ */
 
 struct codec_dec {
-	struct lzop_win win;
+	struct inwin win;
 	struct codec_ckpt ck;
 	uint32_t flags;	   /* the current part's */
 	uint64_t pos;	   /* next block header (or end marker) */
@@ -1136,7 +1074,7 @@ static int lzop_dec_block(struct codec_dec *d)
 			uint64_t rest = d->ck.coff + d->ck.clen - d->pos;
 			ahead = rest < LZOP_DEC_AHEAD_MAX ? (size_t)rest : LZOP_DEC_AHEAD_MAX;
 		}
-		n = lzop_win_get(&d->win, d->pos, LZOP_BHDR_MAX, ahead, &p);
+		n = inwin_get(&d->win, d->pos, LZOP_BHDR_MAX, ahead, &p);
 		if (n < 0) {
 			tfs_log(TFS_LOG_ERR,
 				"lzo: decoder: read error at compressed offset %" PRIu64 ": %s",
@@ -1145,7 +1083,7 @@ static int lzop_dec_block(struct codec_dec *d)
 		}
 		t = lzop_parse_bhdr(p, (size_t)n, d->flags, &b, &why);
 		if (t == LZOP_BH_BLOCK) {
-			n = lzop_win_get(&d->win, d->pos, b.hlen + b.clen, ahead, &p);
+			n = inwin_get(&d->win, d->pos, b.hlen + b.clen, ahead, &p);
 			if (n < 0) {
 				tfs_log(TFS_LOG_ERR,
 					"lzo: decoder: read error at compressed offset %" PRIu64
@@ -1185,7 +1123,7 @@ static int lzop_dec_block(struct codec_dec *d)
 		d->flags = h.flags;
 		d->pos = h.end;
 	}
-	err = lzop_reserve(&d->out, &d->cap, b.ulen);
+	err = buf_reserve(&d->out, &d->cap, b.ulen);
 	if (err)
 		return err;
 	err = lzop_decode(&b, p + b.hlen, d->flags, d->out, d->blockno, d->pos, "decoder: ", &m);
