@@ -4,11 +4,12 @@
 set -euo pipefail
 pkgs=(
   build-essential meson ninja-build pkg-config
-  libfuse3-dev fuse3 libsqlite3-dev zlib1g-dev liblzma-dev libbz2-dev libzstd-dev libxxhash-dev liblzo2-dev libisal-dev liblz4-dev
+  libfuse3-dev fuse3 libsqlite3-dev zlib1g-dev liblzma-dev libbz2-dev libzstd-dev libxxhash-dev liblzo2-dev libisal-dev liblz4-dev libarchive-dev
   libssl-dev
   python3 python3-pytest
   groff-base man-db bash-completion
-  tar gzip pigz bzip2 xz-utils pixz zstd lzop lz4 lzip plzip ncompress libarchive-tools 7zip attr e2fsprogs sqlite3
+  tar gzip pigz bzip2 xz-utils pixz zstd lzop lz4 lzip plzip tarlz ncompress libarchive-tools 7zip attr e2fsprogs sqlite3
+  cpio genisoimage xorriso
   clang libclang-rt-14-dev
 )
 missing=()

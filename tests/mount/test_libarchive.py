@@ -1,6 +1,6 @@
 """Archives tarseek reads through libarchive (index/libarchive.c), made by the real tools --
 GNU cpio in every -H format it writes, ar, dpkg-deb, genisoimage and xorriso, bsdtar for xar
-and warc -- and libarchive's own rar, rar5, cab and lha test files (tests/data/libarchive,
+and warc -- and libarchive's own rar, rar5, cab, lha and rpm test files (tests/data/libarchive,
 see its README): mounted and compared with what bsdtar extracts from the same archive
 (conftest.compare_trees: paths, types, modes, sizes, mtimes, link targets, bytes).
 
@@ -99,7 +99,7 @@ def cpio(src, archive, fmt):
                        stdout=out, check=True)
 
 
-@pytest.mark.parametrize("fmt", ["newc", "odc", "crc", "bin"])
+@pytest.mark.parametrize("fmt", ["newc", "odc", "crc", "bin", "hpodc"])
 def test_cpio(la, mount, tmp_path, fmt):
     require_tool("cpio")
     src = tree_with_big(tmp_path)
@@ -198,7 +198,8 @@ def test_bsdtar_formats(la, mount, tmp_path, fmt):
 
 # sample: folders the archive does not list (bsdtar makes them at extraction)
 SAMPLES = {"test_read_format_rar.rar": (), "test_read_format_rar5_multiple_files.rar": (),
-           "test_read_format_cab_1.cab": ("dir1", "dir2"), "test_read_format_lha_lh6.lzh": ()}
+           "test_read_format_cab_1.cab": ("dir1", "dir2"), "test_read_format_lha_lh6.lzh": (),
+           "test_read_format_cpio_svr4_gzip_rpm.rpm": ("etc",)}
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))

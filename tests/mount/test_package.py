@@ -75,7 +75,8 @@ def test_meson_install_makes_the_whole_tree(tmp_path):
 DEV_PACKAGES = {"threads": None, "m": None, "sqlite3": "libsqlite3-dev", "zlib": "zlib1g-dev",
                 "liblzma": "liblzma-dev", "bz2": "libbz2-dev", "libzstd": "libzstd-dev",
                 "libxxhash": "libxxhash-dev", "lzo2": "liblzo2-dev", "fuse3": "libfuse3-dev",
-                "libcrypto": "libssl-dev", "libisal": "libisal-dev"}
+                "libcrypto": "libssl-dev", "libisal": "libisal-dev", "liblz4": "liblz4-dev",
+                "libarchive": "libarchive-dev"}
 
 
 def test_debian_build_depends_cover_meson_build():
