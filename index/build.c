@@ -641,8 +641,9 @@ static int build_members(struct builder *b, const struct idx_input *in,
 		}
 	} else {
 		tfs_log(TFS_LOG_ERR,
-			"%s is not an archive nor a compressed file tarseek knows (tar, zip; codecs: %s)",
-			in->name, codec_list());
+			"%s is not an archive nor a compressed file tarseek knows (containers: %s; "
+			"codecs: %s)",
+			in->name, cont_list(), codec_list());
 		err = -EINVAL;
 	}
 	src_free(prog);
