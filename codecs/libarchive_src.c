@@ -78,12 +78,14 @@ const char *la_formats(void)
 {
 	static char list[128];
 
-	if (!list[0])
+	if (!list[0]) {
 		for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
 			if (i)
 				strcat(list, ",");
 			strcat(list, formats[i].name);
 		}
+		strcat(list, ",rpm"); /* a filter before cpio */
+	}
 	return list;
 }
 

@@ -17,6 +17,7 @@
 #include "../common/log.h"
 #include "../common/size.h"
 #include "config.h"
+#include "container.h"
 #include "open.h"
 #if HAVE_LIBARCHIVE
 #include "../codecs/libarchive_src.h"
@@ -144,7 +145,8 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'V':
-			printf("tarseek-index %s\ncodecs: %s\n", TARSEEK_VERSION, codec_list());
+			printf("tarseek-index %s\ncodecs: %s\ncontainers: %s\n", TARSEEK_VERSION,
+			       codec_list(), cont_list());
 			return 0;
 		default:
 			fprintf(stderr, "Try 'tarseek-index --help'.\n");
