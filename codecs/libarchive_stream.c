@@ -219,7 +219,6 @@ struct codec_scan {
 	struct las d;
 	struct codec_sink sink;
 	uint64_t spacing;
-	size_t chunk_end; /* records of the current chunk end here */
 	uint64_t out;
 };
 
@@ -241,6 +240,7 @@ static int las_scan_new(struct src *in, const struct codec_opts *opts,
 		free(s);
 		return err;
 	}
+	s->d.stop = 0; /* the first chunk, and its checkpoint, start with the first read */
 	s->sink = *sink;
 	s->spacing = opts->spacing ? opts->spacing : LAS_SPACING;
 	*out = s;
@@ -256,7 +256,7 @@ static int las_emit(struct codec_scan *s)
 
 	while (j < d->nrec && (bytes < s->spacing || j == d->next))
 		bytes += d->rec[j++].size;
-	s->chunk_end = d->stop = j;
+	d->stop = j; /* las_read ends the chunk there */
 	uint8_t *aux = malloc((j - d->next) * LAS_REC);
 	if (!aux)
 		return -ENOMEM;
@@ -281,7 +281,7 @@ static ssize_t las_scan_read(struct codec_scan *s, void *buf, size_t len)
 		if (d->err)
 			return d->err;
 		/* at a chunk's end (the records are never empty): the next chunk's checkpoint */
-		if (!d->active && d->next < d->nrec && d->next >= s->chunk_end) {
+		if (!d->active && d->next < d->nrec && d->next >= d->stop) {
 			int err = las_emit(s);
 			if (err)
 				return d->err = err;

@@ -109,6 +109,7 @@ static bool in_place_format(int fmt)
 static uint64_t lac_locate(struct la_src *l, uint64_t size, int *err)
 {
 	uint64_t first = LAC_NONE, got = 0;
+	bool in_place = true; /* so far; once not, the data is read on to its end */
 	const void *p;
 	size_t n;
 	la_int64_t off;
@@ -116,13 +117,12 @@ static uint64_t lac_locate(struct la_src *l, uint64_t size, int *err)
 
 	*err = 0;
 	while ((ret = archive_read_data_block(l->a, &p, &n, &off)) == ARCHIVE_OK) {
-		uint64_t at = la_where(l, p, n);
 		if (!n)
 			continue;
-		if (at == LA_NOWHERE || off < 0 || (uint64_t)off != got ||
-		    (first != LAC_NONE && at != first + got))
-			first = LAC_NONE, got = UINT64_MAX - size; /* not in place: read on */
-		else if (first == LAC_NONE && got == 0)
+		uint64_t at = la_where(l, p, n);
+		if (at == LA_NOWHERE || off < 0 || (uint64_t)off != got || (got && at != first + got))
+			in_place = false;
+		else if (!got)
 			first = at;
 		got += n;
 	}
@@ -130,7 +130,7 @@ static uint64_t lac_locate(struct la_src *l, uint64_t size, int *err)
 		*err = l->io_err ? l->io_err : -EIO;
 		return LAC_NONE;
 	}
-	return got == size ? first : LAC_NONE;
+	return in_place && got == size ? first : LAC_NONE;
 }
 
 static int lac_grow(struct lac *c)
