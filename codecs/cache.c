@@ -260,6 +260,34 @@ bool cache_try_reserve(struct cache *c, const struct cache_key *k)
 	return ok;
 }
 
+int cache_claim(struct cache *c, const struct cache_key *k)
+{
+	struct cache_buf *b;
+	struct entry *e;
+
+	pthread_mutex_lock(&c->lock);
+	e = find(c, k, NULL);
+	if (e) {
+		int held = e->buf ? 0 : 2;
+		pthread_mutex_unlock(&c->lock);
+		return held;
+	}
+	e = reserve(c, k);
+	b = e && c->disk ? cdisk_get(c->disk, k) : NULL;
+	if (b) {
+		e = find(c, k, NULL); /* the lock may have been let go meanwhile */
+		if (e && !e->buf)
+			publish_locked(c, e, b);
+		c->hits++;
+		pthread_cond_broadcast(&c->filled);
+		pthread_mutex_unlock(&c->lock);
+		cache_buf_put(b);
+		return 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return 1;
+}
+
 bool cache_contains(struct cache *c, const struct cache_key *k)
 {
 	pthread_mutex_lock(&c->lock);

@@ -66,8 +66,10 @@ struct cache_stats {
 struct cache *cache_new(uint64_t budget);
 void cache_free(struct cache *c); /* NULL does nothing; no reservation may be pending */
 
-/* Adds the disk tier: up to size bytes in an unlinked file created in dir.  Call before
- * use.  0 or -errno (the cache then works without it). */
+/* Adds the disk tier: up to size bytes in an unlinked file created in dir.  May be called
+ * once, also while the cache is in use (what was published before stays in RAM only); its
+ * writer thread starts with the first write, so a process that forks adds it in the child.
+ * 0 or -errno (the cache then works without it). */
 int cache_set_disk(struct cache *c, const char *dir, uint64_t size);
 
 uint64_t cache_new_stream_id(struct cache *c);
@@ -77,6 +79,10 @@ int cache_get(struct cache *c, const struct cache_key *k, struct cache_buf **out
 
 /* Reserves k if it is neither present nor reserved.  Never waits. */
 bool cache_try_reserve(struct cache *c, const struct cache_key *k);
+
+/* As cache_get, but never waits: 0 present (in RAM, or brought back from the disk tier),
+ * 1 absent and now reserved by the caller, 2 reserved by someone else. */
+int cache_claim(struct cache *c, const struct cache_key *k);
 
 /* True if k is present (no reference taken, no LRU update).  For tests and heuristics. */
 bool cache_contains(struct cache *c, const struct cache_key *k);

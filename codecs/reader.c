@@ -213,6 +213,8 @@ static void dec_release(struct creader *r, struct codec_dec *d)
 	pthread_mutex_unlock(&r->pool_lock);
 }
 
+#define ADVISE_SLACK ((uint64_t)64 << 10) /* decoders read their input 64 KiB at a time */
+
 static int start_decoder(struct creader *r, size_t i, struct rd_live *l);
 static bool bg_will_pass(struct creader *r, size_t i, uint64_t target);
 
@@ -306,6 +308,8 @@ static void pool_put(struct creader *r, struct rd_live *l)
 		r->codec->dec_free(drop[k]);
 }
 
+#define ADVISE_SLACK ((uint64_t)64 << 10) /* decoders read their input 64 KiB at a time */
+
 static int start_decoder(struct creader *r, size_t i, struct rd_live *l)
 {
 	void *aux = NULL;
@@ -317,6 +321,13 @@ static int start_decoder(struct creader *r, size_t i, struct rd_live *l)
 		if (err)
 			return err;
 	}
+	/* a source that reads by requests fetches the chunk's compressed span now, in one
+	 * request: from the byte before the checkpoint (a gzip checkpoint's unread bits) to the
+	 * next one, plus what a decoder's last read of its input buffer takes past it */
+	uint64_t from = r->ck[i].coff ? r->ck[i].coff - 1 : 0;
+	uint64_t to = i + 1 < r->n && r->ck[i + 1].coff > from ? r->ck[i + 1].coff + ADVISE_SLACK
+							     : UINT64_MAX;
+	src_advise(r->in, from, to - from);
 	err = r->codec->dec_new(r->in, &r->ck[i], aux, auxlen, &l->dec);
 	free(aux);
 	if (err == -EINVAL) { /* fields the codec cannot use: the index is damaged */

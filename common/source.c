@@ -153,6 +153,24 @@ int src_pread_full(struct src *s, void *buf, size_t len, uint64_t off)
 	return (size_t)n == len ? 0 : -EIO;
 }
 
+void src_advise(struct src *s, uint64_t off, uint64_t len)
+{
+	if (!s->ops->advise || len == 0)
+		return;
+	if (s->size != SRC_SIZE_UNKNOWN) {
+		if (off >= s->size)
+			return;
+		if (len > s->size - off)
+			len = s->size - off;
+	}
+	s->ops->advise(s->opaque, off, len);
+}
+
+void *src_opaque_if(const struct src *s, const struct src_ops *ops)
+{
+	return s && s->ops == ops ? s->opaque : NULL;
+}
+
 uint64_t src_size(const struct src *s)
 {
 	return s->size;
@@ -193,7 +211,16 @@ static ssize_t window_pread(void *opaque, void *buf, size_t len, uint64_t off)
 	return src_pread(w->parent, buf, len, w->off + off);
 }
 
-static const struct src_ops window_ops = {.pread = window_pread, .close = free};
+static void window_advise(void *opaque, uint64_t off, uint64_t len)
+{
+	const struct window *w = opaque;
+
+	if (off < w->len)
+		src_advise(w->parent, w->off + off, len < w->len - off ? len : w->len - off);
+}
+
+static const struct src_ops window_ops = {
+	.pread = window_pread, .close = free, .advise = window_advise};
 
 struct src *src_window(struct src *parent, uint64_t off, uint64_t len)
 {

@@ -9,6 +9,8 @@
  *  - A source made by src_open_file() or src_from_mem() is safe to read from several threads
  *    at once.  A source made from other ops is as thread-safe as its ops.
  *  - src_free(NULL) does nothing.  src_free() calls ops->close(opaque) once.
+ *  - src_advise() is a hint, never needed for correctness: a source that reads by requests
+ *    (a remote object, remote.h) fetches the span now, in one request; others ignore it.
  */
 #ifndef TARSEEK_SOURCE_H
 #define TARSEEK_SOURCE_H
@@ -26,6 +28,8 @@ struct src_ops {
 	ssize_t (*pread)(void *opaque, void *buf, size_t len, uint64_t off);
 	/* Release opaque; may be NULL. */
 	void (*close)(void *opaque);
+	/* The bytes [off, off + len) will be read soon: fetch them now.  May be NULL. */
+	void (*advise)(void *opaque, uint64_t off, uint64_t len);
 };
 
 /* A source over custom ops; size may be SRC_SIZE_UNKNOWN.  NULL if out of memory (ops->close
@@ -48,6 +52,12 @@ ssize_t src_pread(struct src *s, void *buf, size_t len, uint64_t off);
 
 /* Reads exactly len bytes: 0, -EIO if the source ends before (a truncated input), or -errno. */
 int src_pread_full(struct src *s, void *buf, size_t len, uint64_t off);
+
+/* A hint that [off, off + len) will be read soon (clipped to the source; see above). */
+void src_advise(struct src *s, uint64_t off, uint64_t len);
+
+/* The opaque of s if it was made with ops, else NULL. */
+void *src_opaque_if(const struct src *s, const struct src_ops *ops);
 
 /* Total size in bytes, or SRC_SIZE_UNKNOWN. */
 uint64_t src_size(const struct src *s);

@@ -26,6 +26,8 @@
 #include "../codecs/codec.h"
 #include "../common/log.h"
 #include "../common/size.h"
+#include "../net/net.h"
+#include "cache.h"
 #include "config.h"
 #include "dirtree.h"
 #include "open.h"
@@ -57,6 +59,10 @@ static void raise_fd_limit(void)
 /* The name a source shows as (its folder with --no-union): its base name. */
 static const char *base_name(const char *path, char *buf, size_t size)
 {
+	char *shown = http_is_url(path) ? http_shown(path) : NULL; /* no query, no password */
+
+	if (shown)
+		path = shown;
 	size_t n = strlen(path);
 
 	while (n > 1 && path[n - 1] == '/')
@@ -65,6 +71,7 @@ static const char *base_name(const char *path, char *buf, size_t size)
 	while (b > path && b[-1] != '/')
 		b--;
 	snprintf(buf, size, "%.*s", (int)(path + n - b), b);
+	free(shown);
 	return buf;
 }
 
@@ -98,7 +105,7 @@ static int add_source(struct un *un, const char *path, const struct arch_opts *a
 	int err;
 
 	base_name(path, name, sizeof(name));
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (!http_is_url(path) && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		struct dirtree *d;
 		char *hide = inside_rel(path, ao->idx.mountpoint);
 		err = dirtree_open(path, hide, ao->idx.build.recursion > 0, &d);
@@ -113,7 +120,7 @@ static int add_source(struct un *un, const char *path, const struct arch_opts *a
 	err = arch_open(path, ao, &a);
 	if (err)
 		return err;
-	if (pf) {
+	if (pf && !http_is_url(path)) { /* a remote archive fetches only what is read */
 		err = arch_prefetch(a, pf);
 		if (err)
 			tfs_log(TFS_LOG_WARNING, "%s: no prefetch: %s", path, strerror(-err));
@@ -165,6 +172,8 @@ static int check_paths(struct options *o, char **mnt_abs)
 {
 	for (int i = 0; i < o->nsources; i++) {
 		struct stat st;
+		if (http_is_url(o->sources[i]))
+			continue; /* checked when opened */
 		if (stat(o->sources[i], &st) < 0) {
 			fprintf(stderr, "tarseek: archive %s: %s\n", o->sources[i], strerror(errno));
 			return -1;
@@ -188,13 +197,59 @@ static int check_paths(struct options *o, char **mnt_abs)
 	}
 	o->mountpoint = *mnt_abs;
 	for (int i = 0; i < o->nsources; i++) {
-		if (mp_inside(o->sources[i], o->mountpoint)) {
+		if (!http_is_url(o->sources[i]) && mp_inside(o->sources[i], o->mountpoint)) {
 			fprintf(stderr, "tarseek: %s is inside the mount point %s: the mount would hide "
 				"it (and read itself)\n", o->sources[i], o->mountpoint);
 			return -1;
 		}
 	}
 	return 0;
+}
+
+/* Remote sources: the cache of fetched pages they share (its disk tier is added once the
+ * daemon has forked: its writer thread must be the child's). */
+static struct net_env net_env;
+
+static const char *disk_dir(const struct options *o)
+{
+	if (o->disk_cache_dir)
+		return o->disk_cache_dir;
+	return getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
+}
+
+static int make_net_env(const struct options *o, struct arch_env *env)
+{
+	bool any = false;
+
+	for (int i = 0; i < o->nsources; i++)
+		any = any || http_is_url(o->sources[i]);
+	if (!any)
+		return 0;
+	if (http_global_init() < 0) {
+		fprintf(stderr, "tarseek: cannot initialise libcurl\n");
+		return -1;
+	}
+	net_env.http = (struct http_opts){.s3_endpoint = o->s3_endpoint,
+					  .timeout_ms = o->remote_timeout * 1000u};
+	net_env.pages = cache_new(o->remote_cache_size);
+	if (!net_env.pages) {
+		fprintf(stderr, "tarseek: out of memory\n");
+		return -1;
+	}
+	env->net = &net_env;
+	return 0;
+}
+
+static void add_net_disk(const struct options *o)
+{
+	int err;
+
+	if (!net_env.pages || !o->remote_disk_size)
+		return;
+	err = cache_set_disk(net_env.pages, disk_dir(o), o->remote_disk_size);
+	if (err)
+		tfs_log(TFS_LOG_WARNING, "no disk cache for fetched data in %s (%s): it is kept in "
+			"memory only", disk_dir(o), strerror(-err));
 }
 
 /* The chunk cache (with its disk tier) and the decoding-ahead threads the sources share. */
@@ -210,9 +265,7 @@ static int make_env(const struct options *o, struct arch_env *env)
 		return -1;
 	}
 	if (o->disk_cache_size) {
-		const char *dir = o->disk_cache_dir;
-		if (!dir)
-			dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
+		const char *dir = disk_dir(o);
 		err = cache_set_disk(env->cache, dir, o->disk_cache_size);
 		if (err && o->disk_cache_dir) {
 			fprintf(stderr, "tarseek: --disk-cache-dir %s: %s\n", dir, strerror(-err));
@@ -222,15 +275,14 @@ static int make_env(const struct options *o, struct arch_env *env)
 			tfs_log(TFS_LOG_WARNING, "no disk cache in %s (%s): decoded data is kept in "
 				"memory only", dir, strerror(-err));
 	}
-	return 0;
+	return make_net_env(o, env);
 }
 
 /* The FUSE arguments: read-only, named after the (last) source, plus the user's -o options.
  * 0 or -ENOMEM. */
 static int fuse_args_for(struct options *o, const char *argv0, struct fuse_args *args)
 {
-	const char *base = strrchr(o->sources[o->nsources - 1], '/');
-	char *esc = NULL, *fsname = NULL;
+	char base[256], *esc = NULL, *fsname = NULL;
 	int n;
 
 	if (fuse_opt_add_arg(args, argv0) < 0 || fuse_opt_add_arg(args, "-o") < 0 ||
@@ -238,7 +290,7 @@ static int fuse_args_for(struct options *o, const char *argv0, struct fuse_args 
 		return -ENOMEM;
 	if (o->debug && fuse_opt_add_arg(args, "-d") < 0)
 		return -ENOMEM;
-	base = base ? base + 1 : o->sources[o->nsources - 1];
+	base_name(o->sources[o->nsources - 1], base, sizeof(base));
 	if (fuse_opt_add_opt_escaped(&esc, base) < 0)
 		return -ENOMEM;
 	n = asprintf(&fsname, "fsname=tarseek:%s", esc);
@@ -328,6 +380,7 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 		openlog("tarseek", LOG_PID, LOG_DAEMON);
 		tfs_log_set_sink(syslog_sink, NULL);
 	}
+	add_net_disk(o);
 	if (pf && pf_start(pf) < 0)
 		tfs_log(TFS_LOG_WARNING, "no prefetch: cannot start its threads");
 	uint64_t entries, bytes;
@@ -450,6 +503,7 @@ out:
 	un_free(t.un);
 	workers_free(env.workers);
 	cache_free(env.cache);
+	cache_free(net_env.pages); /* after the remote sources */
 	free(mnt_abs);
 	opt_free(&o);
 	return ret;

@@ -37,6 +37,10 @@ enum opt_id {
 	O_THREADS,
 	O_PREFETCH_SIZE,
 	O_NO_PREFETCH,
+	O_S3_ENDPOINT,
+	O_REMOTE_TIMEOUT,
+	O_REMOTE_CACHE,
+	O_REMOTE_DISK,
 	O_UNMOUNT,
 	O_QUIET,
 	O_HELP,
@@ -101,6 +105,20 @@ static const struct spec specs[] = {
      "at most SIZE together (default: the --cache-size)",
      true},
     {O_NO_PREFETCH, "no-prefetch", 0, NULL, "decode only what is read", true},
+    {O_S3_ENDPOINT, "s3-endpoint", 0, "URL",
+     "an S3-compatible store for s3:// sources (path-style;\n"
+     "default $AWS_ENDPOINT_URL, else AWS)",
+     true},
+    {O_REMOTE_TIMEOUT, "remote-timeout", 0, "SECONDS",
+     "a request to a server, retries included, fails (EIO)\n"
+     "after this long (default 30)",
+     true},
+    {O_REMOTE_CACHE, "remote-cache-size", 0, "SIZE",
+     "bytes fetched from servers kept in memory (default 128M)", true},
+    {O_REMOTE_DISK, "remote-disk-cache", 0, "SIZE",
+     "... and behind it on disk, in the --disk-cache-dir\n"
+     "(default 1G; 0: none)",
+     true},
     {O_UNMOUNT, "unmount", 'u', NULL,
      "unmount the MOUNTPOINTs given and wait for their\n"
      "daemons to end (tarseek -u MOUNTPOINT...)",
@@ -284,6 +302,36 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 	case O_NO_PREFETCH:
 		o->no_prefetch = true;
 		return 0;
+	case O_S3_ENDPOINT:
+		if (strncmp(val, "http://", 7) != 0 && strncmp(val, "https://", 8) != 0) {
+			fprintf(stderr, "tarseek: %s: '%s' is not an http:// or https:// URL\n", how,
+				val);
+			return -1;
+		}
+		o->s3_endpoint = val;
+		return 0;
+	case O_REMOTE_TIMEOUT:
+		if (!parse_uint(val, 10, 86400, &v) || v < 1) {
+			fprintf(stderr, "tarseek: %s: '%s' is not a number of seconds from 1 to "
+				"86400\n", how, val);
+			return -1;
+		}
+		o->remote_timeout = (unsigned)v;
+		return 0;
+	case O_REMOTE_CACHE:
+		if (!parse_size(val, &o->remote_cache_size) || o->remote_cache_size < (4u << 20)) {
+			fprintf(stderr, "tarseek: %s: '%s' is not a size of at least 4M\n", how, val);
+			return -1;
+		}
+		return 0;
+	case O_REMOTE_DISK:
+		if (!parse_size(val, &o->remote_disk_size) ||
+		    (o->remote_disk_size && o->remote_disk_size < (16u << 20))) {
+			fprintf(stderr, "tarseek: %s: '%s' is not 0 or a size of at least 16M\n", how,
+				val);
+			return -1;
+		}
+		return 0;
 	case O_UNMOUNT:
 		o->unmount = true;
 		return 0;
@@ -466,6 +514,9 @@ int opt_parse(int argc, char **argv, struct options *o)
 
 	o->cache_size = (uint64_t)DEFAULT_CACHE_MIB << 20;
 	o->disk_cache_size = (uint64_t)DEFAULT_DISK_CACHE_GIB << 30;
+	o->remote_timeout = DEFAULT_REMOTE_TIMEOUT;
+	o->remote_cache_size = (uint64_t)DEFAULT_REMOTE_CACHE_MIB << 20;
+	o->remote_disk_size = (uint64_t)DEFAULT_REMOTE_DISK_MIB << 20;
 	o->gzip_spacing = (uint64_t)DEFAULT_GZIP_SPACING_MIB << 20;
 	o->threads = ncpu > 0 ? (unsigned)ncpu : 1;
 	for (size_t i = 0; i < NSPECS; i++) {

@@ -32,6 +32,9 @@
 #define DEFAULT_DISK_CACHE_GIB 4
 #define DEFAULT_GZIP_SPACING_MIB 4
 #define MAX_RECURSION 32
+#define DEFAULT_REMOTE_TIMEOUT 30 /* seconds */
+#define DEFAULT_REMOTE_CACHE_MIB 128
+#define DEFAULT_REMOTE_DISK_MIB 1024
 
 struct options {
 	bool foreground, debug, single_thread, quiet, recreate, no_union, strip_ext, ignore_zeros;
@@ -44,6 +47,9 @@ struct options {
 	uint64_t prefetch_size; /* 0: the memory cache's size */
 	const char *disk_cache_dir;
 	unsigned threads;
+	const char *s3_endpoint;	     /* or NULL */
+	unsigned remote_timeout;	     /* seconds */
+	uint64_t remote_cache_size, remote_disk_size;
 	/* uid=, gid=, umask=, dmask=, fmask= */
 	bool set_uid, set_gid;
 	uint32_t uid, gid;

@@ -733,6 +733,8 @@ uint64_t arch_file_size(const struct arch_file *f)
 	return f->size;
 }
 
+#define ADVISE_MAX ((uint64_t)8 << 20) /* of a plain member, announced at its first read */
+
 /* Reads len bytes of the member's stored data at rel. */
 static ssize_t read_stored(struct arch_file *f, void *buf, size_t len, uint64_t rel)
 {
@@ -742,6 +744,11 @@ static ssize_t read_stored(struct arch_file *f, void *buf, size_t len, uint64_t 
 	if (rel + len > f->stored) {
 		tfs_log(TFS_LOG_ERR, "read past the member's stored data (index inconsistent)");
 		return -EIO;
+	}
+	if (!f->st && !f->advised) { /* a remote archive fetches the member in one request */
+		uint64_t left = f->stored - rel;
+		src_advise(a->file, f->data_off + rel, left < ADVISE_MAX ? left : ADVISE_MAX);
+		f->advised = true;
 	}
 	if (!f->st)
 		n = src_pread(a->file, buf, len, f->data_off + rel);

@@ -34,9 +34,12 @@ struct prefetch;
 /* What the archives of a mount share: the chunk cache (needed for compressed archives) and the
  * threads that decode ahead (NULL: no decoding ahead).  Borrowed: they outlive every archive
  * opened with them. */
+struct net_env;
+
 struct arch_env {
 	struct cache *cache;
 	struct workers *workers;
+	const struct net_env *net; /* remote archives (net.h), or NULL: none */
 };
 
 struct arch_info {

@@ -74,6 +74,7 @@ struct arch_file {
 		uint64_t off, len, phys;
 	} *ext;
 	size_t next;
+	bool advised; /* its stored bytes were announced to the source (src_advise) */
 };
 
 /* A connection from the pool (or a new one): 0 and *out, or -errno (-ENOMEM, -EIO when the

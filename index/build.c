@@ -839,6 +839,10 @@ int idx_build_finish(const char *tmp, const struct idx_input *in, const struct i
 					  (uint64_t)(in->mtime * 1000000000ll + in->mtime_nsec));
 	err = err ? err : db_meta_set(db, "fingerprint", fp);
 	err = err ? err : db_meta_set(db, "options", opts);
+	if (in->etag && *in->etag) /* built from a URL: a changed object is noticed cheaply */
+		err = err ? err : db_meta_set(db, "remote_etag", in->etag);
+	if (in->last_modified && *in->last_modified)
+		err = err ? err : db_meta_set(db, "remote_last_modified", in->last_modified);
 	err = err ? err : db_exec(db, "COMMIT");
 	err = err ? err : db_meta_set(db, "complete", "1");
 	free(codec);

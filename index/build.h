@@ -34,6 +34,8 @@ struct idx_input {
 	int64_t mtime;	  /* the root's (and a single file's) owner and mtime */
 	uint32_t mtime_nsec;
 	bool quiet;	  /* the summary line only at debug level (nested archives) */
+	const char *etag; /* a remote object's ETag and Last-Modified, recorded; or NULL */
+	const char *last_modified;
 };
 
 struct idx_build_stats {
@@ -55,8 +57,8 @@ struct idx_build_stats {
 int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx_build_opts *o,
 		   struct idx_build_stats *stats);
 
-/* Completes the index at tmp: nlink, the archive's size, mtime and fingerprint (in's), the
- * options o, the 'complete' marker, the seal.  0 or -errno (logged). */
+/* Completes the index at tmp: nlink, the archive's size, mtime and fingerprint (in's), a
+ * remote object's ETag and Last-Modified, the options o, the 'complete' marker, the seal.  0 or -errno (logged). */
 int idx_build_finish(const char *tmp, const struct idx_input *in, const struct idx_build_opts *o);
 
 #endif

@@ -18,6 +18,7 @@
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/size.h"
+#include "../net/net.h"
 #include "db.h"
 #include "nested.h"
 #include "validate.h"
@@ -242,13 +243,48 @@ static char *cache_dir(void)
 	return out;
 }
 
+/* What an index is found for: a local file (path), or a remote object (obj, its bytes src). */
+struct target {
+	const char *name;     /* the path, or the URL as shown: messages and cache names */
+	const char *path;     /* a local file, or NULL */
+	struct http_obj *obj; /* a remote object, or NULL */
+	struct src *src;      /* its bytes (remote only) */
+};
+
+static int validate_target(const char *index, const struct target *t, const struct idx_opts *o,
+			   char *why, size_t whylen)
+{
+	if (t->path)
+		return idx_validate(index, t->path, &o->build, why, whylen);
+	struct idx_subject a = {.src = t->src, .etag = http_etag(t->obj)};
+	return idx_validate_remote(index, &a, &o->build, why, whylen);
+}
+
+static int build_target(const struct target *t, const char *index, const struct idx_opts *o,
+			struct idx_build_stats *stats)
+{
+	if (t->path)
+		return idx_build(t->path, index, &o->build, stats);
+	struct idx_input in = {
+		.src = t->src,
+		.name = t->name,
+		.mode = S_IFREG | 0444,
+		.uid = geteuid(),
+		.gid = getegid(),
+		.mtime = http_mtime(t->obj),
+		.etag = http_etag(t->obj),
+		.last_modified = http_last_modified(t->obj),
+	};
+	return idx_build_from(&in, index, &o->build, stats);
+}
+
 /* Uses path if valid (0), else builds it when allowed.  -EAGAIN: not usable, try the next
  * location. */
-static int use_or_build(const char *path, const char *archive, const struct idx_opts *o,
+static int use_or_build(const char *path, const struct target *t, const struct idx_opts *o,
 			bool may_build, bool explicit, bool *built, struct idx_build_stats *stats)
 {
 	char why[200] = "";
-	int err = o->recreate ? -ESTALE : idx_validate(path, archive, &o->build, why, sizeof(why));
+	int err = o->recreate ? -ESTALE : validate_target(path, t, o, why, sizeof(why));
 
 	if (err == 0)
 		return 0;
@@ -288,7 +324,7 @@ static int use_or_build(const char *path, const char *archive, const struct idx_
 		tfs_log(TFS_LOG_INFO, "rebuilding index %s (--recreate-index)", path);
 	else if (err == -ESTALE)
 		tfs_log(TFS_LOG_NOTICE, "rebuilding index %s: %s", path, why);
-	err = idx_build(archive, path, &o->build, stats);
+	err = build_target(t, path, o, stats);
 	if (err == 0)
 		*built = true;
 	else if (err != -EINVAL && err != -EIO)
@@ -315,15 +351,45 @@ static bool dir_writable(const char *path)
 	return ok;
 }
 
-int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool *built,
-		struct idx_build_stats *stats)
+/* The index published beside a remote archive (URL.index.sqlite), fetched into p if it is
+ * valid for the object.  0, or -EAGAIN (none, or not valid: said why). */
+static int fetch_published(const char *p, const struct target *t, const struct idx_opts *o)
 {
+	char *tmp, why[200] = "";
+	int err;
+
+	if (asprintf(&tmp, "%s.fetch.%d", p, (int)getpid()) < 0)
+		return -ENOMEM;
+	err = http_download_beside(t->obj, ".index.sqlite", tmp);
+	if (err) {
+		if (err == -ENOENT)
+			tfs_log(TFS_LOG_DEBUG, "%s: no index published beside it", t->name);
+		free(tmp);
+		return -EAGAIN;
+	}
+	err = validate_target(tmp, t, o, why, sizeof(why));
+	if (err == 0 && rename(tmp, p) < 0)
+		err = -errno;
+	if (err == 0)
+		tfs_log(TFS_LOG_INFO, "using the index published beside %s", t->name);
+	else
+		tfs_log(TFS_LOG_NOTICE, "not using the index published beside %s: %s", t->name,
+			*why ? why : strerror(-err));
+	unlink(tmp);
+	free(tmp);
+	return err ? -EAGAIN : 0;
+}
+
+static int prepare(const struct target *t, const struct idx_opts *o, char **path, bool *built,
+		   struct idx_build_stats *stats)
+{
+	const char *archive = t->name;
 	char *p = NULL, *dir = NULL;
 	int err;
 
 	*path = NULL;
 	*built = false;
-	if (access(archive, R_OK) < 0) {
+	if (t->path && access(t->path, R_OK) < 0) {
 		err = -errno;
 		tfs_log(TFS_LOG_ERR, "cannot read archive %s: %s", archive, strerror(errno));
 		return err;
@@ -335,7 +401,7 @@ int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool
 			return -EINVAL;
 		}
 		p = strdup(o->index_file);
-		err = p ? use_or_build(p, archive, o, true, true, built, stats) : -ENOMEM;
+		err = p ? use_or_build(p, t, o, true, true, built, stats) : -ENOMEM;
 		goto out;
 	}
 	if (o->index_folder) {
@@ -351,19 +417,21 @@ int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool
 			err = -EINVAL;
 		}
 		if (!err)
-			err = use_or_build(p, archive, o, true, true, built, stats);
+			err = use_or_build(p, t, o, true, true, built, stats);
 		goto out;
 	}
-	if (asprintf(&p, "%s.index.sqlite", archive) < 0) {
-		p = NULL;
-		return -ENOMEM;
+	if (t->path) { /* beside the archive */
+		if (asprintf(&p, "%s.index.sqlite", archive) < 0) {
+			p = NULL;
+			return -ENOMEM;
+		}
+		if (!inside(p, o->mountpoint)) {
+			err = use_or_build(p, t, o, dir_writable(p), false, built, stats);
+			if (err != -EAGAIN)
+				goto out;
+		}
+		free(p);
 	}
-	if (!inside(p, o->mountpoint)) {
-		err = use_or_build(p, archive, o, dir_writable(p), false, built, stats);
-		if (err != -EAGAIN)
-			goto out;
-	}
-	free(p);
 	dir = cache_dir();
 	if (!dir)
 		return -ENOMEM;
@@ -383,7 +451,16 @@ int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool
 		err = -EINVAL;
 		goto out;
 	}
-	err = use_or_build(p, archive, o, true, false, built, stats);
+	if (!t->path) { /* remote: a valid copy here, else the one published beside it */
+		err = use_or_build(p, t, o, false, false, built, stats);
+		if (err != -EAGAIN)
+			goto out;
+		if (!o->recreate && !o->check_only && fetch_published(p, t, o) == 0) {
+			err = 0;
+			goto out;
+		}
+	}
+	err = use_or_build(p, t, o, true, false, built, stats);
 	if (err == -EAGAIN) { /* the last place is taken too (said why) */
 		tfs_log(TFS_LOG_ERR, "no place for the index of %s: use --index-file or "
 			"--index-folder", archive);
@@ -399,19 +476,108 @@ out:
 	return 0;
 }
 
+int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool *built,
+		struct idx_build_stats *stats)
+{
+	struct target t = {.name = archive, .path = archive};
+
+	return prepare(&t, o, path, built, stats);
+}
+
+int idx_prepare_remote(struct http_obj *obj, struct src *src, const struct idx_opts *o,
+		       char **path, bool *built, struct idx_build_stats *stats)
+{
+	struct target t = {.name = http_name(obj), .obj = obj, .src = src};
+
+	return prepare(&t, o, path, built, stats);
+}
+
 /* ---- opening ---------------------------------------------------------------------------- */
+
+/* Opens the index found at index for data (the archive's, also on error), named name. */
+static int open_found(const char *index, struct src *data, const char *name, const char *shown_as,
+		      const struct arch_opts *o, bool built, const struct idx_build_stats *stats,
+		      struct arch **out)
+{
+	char *shown = realpath(index, NULL), *mem = NULL;
+	sqlite3 *keeper = NULL;
+	struct stat st;
+	int err;
+
+	if (!shown) {
+		err = -errno;
+		tfs_log(TFS_LOG_ERR, "cannot find the index %s: %s", index, strerror(errno));
+		src_free(data);
+		return err;
+	}
+	if (stat(shown, &st) == 0 && st.st_size <= MEMDB_MAX) {
+		sqlite3 *db = NULL;
+		err = db_open_ro(shown, &db);
+		if (!err)
+			err = db_to_memdb(db, &mem, &keeper);
+		sqlite3_close(db);
+		if (err) {
+			tfs_log(TFS_LOG_ERR, "cannot load the index %s: %s", shown, strerror(-err));
+			src_free(data);
+			goto out;
+		}
+	}
+	err = arch_open_index(mem ? mem : shown, shown, data, name, &o->env, out);
+	if (err)
+		goto out;
+	arch_keep(*out, keeper);
+	keeper = NULL;
+	if (built)
+		arch_set_built(*out, stats);
+	if (arch_get_info(*out)->damaged && !built)
+		tfs_log(TFS_LOG_WARNING, "%s is damaged: the mount shows only what was readable",
+			shown_as);
+out:
+	sqlite3_close(keeper);
+	free(shown);
+	free(mem);
+	return err;
+}
+
+static int arch_open_remote(const char *url, const struct arch_opts *o, struct arch **out)
+{
+	struct idx_build_stats stats = {0};
+	struct http_obj *obj;
+	struct src *src;
+	char *index = NULL;
+	bool built = false;
+	int err;
+
+	if (!o->env.net) {
+		char *shown = http_shown(url);
+		tfs_log(TFS_LOG_ERR, "%s: remote archives are not available here", shown ? shown : "?");
+		free(shown);
+		return -ENOTSUP;
+	}
+	err = net_open(url, o->env.net, &src, &obj);
+	if (err)
+		return err; /* logged */
+	err = idx_prepare_remote(obj, src, &o->idx, &index, &built, &stats);
+	if (err) {
+		src_free(src);
+		return err;
+	}
+	err = open_found(index, src, http_name(obj), http_name(obj), o, built, &stats, out);
+	free(index);
+	return err;
+}
 
 int arch_open(const char *archive, const struct arch_opts *o, struct arch **out)
 {
 	struct idx_build_stats stats = {0};
-	char *path = NULL, *index = NULL, *shown = NULL, *mem = NULL;
-	sqlite3 *keeper = NULL;
+	char *path = NULL, *index = NULL;
 	struct src *file = NULL;
-	struct stat st;
 	bool built = false;
 	int err;
 
 	*out = NULL;
+	if (http_is_url(archive))
+		return arch_open_remote(archive, o, out);
 	/* the daemon changes its working folder when it detaches: keep absolute paths */
 	path = realpath(archive, NULL);
 	if (!path) {
@@ -422,45 +588,14 @@ int arch_open(const char *archive, const struct arch_opts *o, struct arch **out)
 	err = idx_prepare(path, &o->idx, &index, &built, &stats);
 	if (err)
 		goto out;
-	shown = realpath(index, NULL);
-	if (!shown) {
-		err = -errno;
-		tfs_log(TFS_LOG_ERR, "cannot find the index %s: %s", index, strerror(errno));
-		goto out;
-	}
 	err = src_open_file(path, &file);
 	if (err) {
 		tfs_log(TFS_LOG_ERR, "cannot open %s: %s", archive, strerror(-err));
 		goto out;
 	}
-	if (stat(shown, &st) == 0 && st.st_size <= MEMDB_MAX) {
-		sqlite3 *db = NULL;
-		err = db_open_ro(shown, &db);
-		if (!err)
-			err = db_to_memdb(db, &mem, &keeper);
-		sqlite3_close(db);
-		if (err) {
-			tfs_log(TFS_LOG_ERR, "cannot load the index %s: %s", shown, strerror(-err));
-			goto out;
-		}
-	}
-	err = arch_open_index(mem ? mem : shown, shown, file, path, &o->env, out);
-	file = NULL; /* the archive's now, also on error */
-	if (err)
-		goto out;
-	arch_keep(*out, keeper);
-	keeper = NULL;
-	if (built)
-		arch_set_built(*out, &stats);
-	if (arch_get_info(*out)->damaged && !built)
-		tfs_log(TFS_LOG_WARNING, "%s is damaged: the mount shows only what was readable",
-			archive);
+	err = open_found(index, file, path, archive, o, built, &stats, out);
 out:
-	sqlite3_close(keeper);
-	src_free(file);
 	free(path);
 	free(index);
-	free(shown);
-	free(mem);
 	return err;
 }

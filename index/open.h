@@ -53,12 +53,23 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool *built,
 		struct idx_build_stats *stats);
 
+struct http_obj;
+
+/* As idx_prepare, for a remote object (net.h) whose bytes src reads.  Where its index lives
+ * (first match): --index-file; --index-folder (NAME.HASH, HASH from the URL as shown); a
+ * valid copy in the cache folder (4. above); the index published beside it on the server,
+ * URL.index.sqlite, fetched into the cache folder if it is valid for the object; else one
+ * built there.  Nothing is ever written beside a remote archive. */
+int idx_prepare_remote(struct http_obj *obj, struct src *src, const struct idx_opts *o,
+		       char **path, bool *built, struct idx_build_stats *stats);
+
 struct arch_opts {
 	struct idx_opts idx;
 	struct arch_env env;
 };
 
-/* Opens archive: finds or builds its index and opens it.  Indexes up to 4 MiB are copied into
+/* Opens archive (a path, or an http://, https:// or s3:// URL: env.net must be set): finds
+ * or builds its index and opens it.  Indexes up to 4 MiB are copied into
  * memory (no descriptor per connection: a union of many small archives stays light).  0 or
  * -errno (-ENOENT, -EACCES, -EINVAL not an archive, -EIO damaged/unreadable, -EEXIST no place
  * for the index, -ENOMEM); the reason is logged.  *out = NULL on error. */

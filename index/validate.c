@@ -41,8 +41,9 @@ __attribute__((format(printf, 4, 5))) static int why_is(char *why, size_t whylen
 	return err;
 }
 
-int idx_validate(const char *index_path, const char *archive, const struct idx_build_opts *o,
-		 char *why, size_t whylen)
+/* archive: a local file; else rem: a remote object. */
+static int validate(const char *index_path, const char *archive, const struct idx_subject *rem,
+		    const struct idx_build_opts *o, char *why, size_t whylen)
 {
 	struct stat ist, ast;
 	sqlite3 *db = NULL;
@@ -61,7 +62,10 @@ int idx_validate(const char *index_path, const char *archive, const struct idx_b
 	}
 	/* someone else's file that we did not build and that others could have changed is not
 	 * trusted: only ours, root's or the archive owner's, and not writable by others */
-	if (stat(archive, &ast) == 0 && ist.st_uid != geteuid() && ist.st_uid != 0 &&
+	if (!archive && ist.st_uid != geteuid() && ist.st_uid != 0)
+		return why_is(why, whylen, -EPERM, "owned by uid %u, who is neither you nor root",
+			      (unsigned)ist.st_uid);
+	if (archive && stat(archive, &ast) == 0 && ist.st_uid != geteuid() && ist.st_uid != 0 &&
 	    ist.st_uid != ast.st_uid) {
 		return why_is(why, whylen, -EPERM,
 			      "owned by uid %u, who is neither you, root nor the archive's owner",
@@ -109,22 +113,30 @@ int idx_validate(const char *index_path, const char *archive, const struct idx_b
 		snprintf(why, whylen, "%s", "damaged (its checksum does not match)");
 		goto out;
 	}
-	if (stat(archive, &ast) < 0) {
-		err = -errno;
-		goto out;
-	}
-	if (!db_meta_get_u64(db, "archive_size", &v) || v != (uint64_t)ast.st_size) {
-		snprintf(why, whylen, "%s", "the archive's size changed");
-		goto out;
-	}
-	if (!db_meta_get_u64(db, "archive_mtime_ns", &v) ||
-	    v != (uint64_t)(ast.st_mtim.tv_sec * 1000000000ll + ast.st_mtim.tv_nsec)) {
-		snprintf(why, whylen, "%s", "the archive was modified (its mtime changed)");
-		goto out;
-	}
-	if (src_open_file(archive, &file) < 0) {
-		snprintf(why, whylen, "%s", "the archive cannot be read");
-		goto out;
+	if (!archive) {
+		file = rem->src;
+		if (!db_meta_get_u64(db, "archive_size", &v) || v != src_size(file)) {
+			snprintf(why, whylen, "%s", "the object's size differs");
+			goto out;
+		}
+	} else {
+		if (stat(archive, &ast) < 0) {
+			err = -errno;
+			goto out;
+		}
+		if (!db_meta_get_u64(db, "archive_size", &v) || v != (uint64_t)ast.st_size) {
+			snprintf(why, whylen, "%s", "the archive's size changed");
+			goto out;
+		}
+		if (!db_meta_get_u64(db, "archive_mtime_ns", &v) ||
+		    v != (uint64_t)(ast.st_mtim.tv_sec * 1000000000ll + ast.st_mtim.tv_nsec)) {
+			snprintf(why, whylen, "%s", "the archive was modified (its mtime changed)");
+			goto out;
+		}
+		if (src_open_file(archive, &file) < 0) {
+			snprintf(why, whylen, "%s", "the archive cannot be read");
+			goto out;
+		}
 	}
 	ssize_t hn = src_pread(file, head, sizeof(head), 0);
 	const struct codec *c = hn > 0 ? codec_probe(head, (size_t)hn) : NULL;
@@ -142,6 +154,19 @@ int idx_validate(const char *index_path, const char *archive, const struct idx_b
 		goto out;
 	}
 	free(s);
+	s = NULL;
+	if (!archive && rem->etag && *rem->etag) { /* an index built from this URL: its ETag */
+		s = db_meta_get(db, "remote_etag");
+		if (s && *s && strcmp(s, rem->etag) != 0) {
+			snprintf(why, whylen, "%s", "the object changed on the server (its ETag)");
+			goto out;
+		}
+		if (s && *s) { /* the same object: no need to fetch its fingerprint */
+			err = 0;
+			goto out;
+		}
+		free(s);
+	}
 	s = db_meta_get(db, "fingerprint");
 	if (idx_fingerprint(file, fp, sizeof(fp)) < 0 || !s || strcmp(s, fp) != 0) {
 		snprintf(why, whylen, "%s", "the archive's content changed");
@@ -150,7 +175,20 @@ int idx_validate(const char *index_path, const char *archive, const struct idx_b
 	err = 0;
 out:
 	free(s);
-	src_free(file);
+	if (archive)
+		src_free(file);
 	sqlite3_close(db);
 	return err;
+}
+
+int idx_validate(const char *index_path, const char *archive, const struct idx_build_opts *o,
+		 char *why, size_t whylen)
+{
+	return validate(index_path, archive, NULL, o, why, whylen);
+}
+
+int idx_validate_remote(const char *index_path, const struct idx_subject *a,
+			const struct idx_build_opts *o, char *why, size_t whylen)
+{
+	return validate(index_path, NULL, a, o, why, whylen);
 }

@@ -5,7 +5,7 @@
  * 64 MiB), trusted (ours, root's or the archive owner's, and not writable by others), and
  * records the archive's size, mtime, format, fingerprint and the options that shape the index
  * (stamp.h).  Nothing about the host is recorded, so an index built elsewhere for the same
- * file is valid here.
+ * file is valid here.  For a remote archive, see idx_subject.
  */
 #ifndef TARSEEK_VALIDATE_H
 #define TARSEEK_VALIDATE_H
@@ -19,5 +19,20 @@
  * all: never overwrite it), -EPERM (not trusted). */
 int idx_validate(const char *index_path, const char *archive, const struct idx_build_opts *o,
 		 char *why, size_t whylen);
+
+/* The archive as validation sees it, for one that is not a local file (or is read through
+ * another source).  A remote object has no mtime to trust and no owner: its size, format and
+ * fingerprint are compared, and when the index was built from the URL (it records the ETag)
+ * a differing ETag is stale at once, and a matching one spares fetching the fingerprint.  An
+ * index built from a local copy records no ETag, so it validates against the uploaded object
+ * by size, format and fingerprint. */
+struct idx_subject {
+	struct src *src;	/* the archive's bytes */
+	const char *etag;	/* the remote object's ETag now ("" if none) */
+};
+
+/* As idx_validate, for a remote archive. */
+int idx_validate_remote(const char *index_path, const struct idx_subject *a,
+			const struct idx_build_opts *o, char *why, size_t whylen);
 
 #endif

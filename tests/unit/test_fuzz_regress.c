@@ -161,7 +161,7 @@ static void test_gzip_crc_after_checkpoints(void)
 		struct arch_attr at_a;
 		struct arch_file *f = NULL;
 		uint8_t got[512];
-		CHECK_EQ(arch_open_index(index, NULL, src_from_mem(gz.p, gz.len), "x", &(struct arch_env){c, NULL}, &a), 0);
+		CHECK_EQ(arch_open_index(index, NULL, src_from_mem(gz.p, gz.len), "x", &(struct arch_env){.cache = c}, &a), 0);
 		if (a && arch_lookup(a, 1, "a.bin", 5, &at_a) == 0 && arch_file_open(a, at_a.ino, &f) == 0) {
 			ssize_t n = arch_file_read(f, got, sizeof(got), 0);
 			fprintf(stderr, "  (a.bin read %zd bytes, %s)\n", n,

@@ -1,0 +1,35 @@
+/* A URL as a source: the HTTP transport under the page cache (see net.h). */
+#include "net.h"
+
+#include <errno.h>
+#include <string.h>
+
+static int xfer_get(void *opaque, void *buf, size_t len, uint64_t off)
+{
+	return http_get(opaque, buf, len, off);
+}
+
+static void xfer_close(void *opaque)
+{
+	http_close(opaque);
+}
+
+int net_open(const char *url, const struct net_env *e, struct src **src, struct http_obj **obj)
+{
+	struct http_obj *h;
+	int err;
+
+	*src = NULL;
+	*obj = NULL;
+	if (!e || !e->pages)
+		return -ENOTSUP;
+	err = http_open(url, &e->http, &h);
+	if (err)
+		return err;
+	struct rmt_xfer x = {.get = xfer_get, .close = xfer_close, .opaque = h};
+	*src = rmt_src_new(&x, http_size(h), e->pages, &e->plan);
+	if (!*src)
+		return -ENOMEM; /* h closed by rmt_src_new */
+	*obj = h;
+	return 0;
+}

@@ -1,0 +1,62 @@
+/* A source (source.h) over an object that is read by range requests (an HTTP(S) or S3 object,
+ * http.h): what the parsers and codecs read is fetched in few large requests and kept in a
+ * bounded cache of fixed-size pages, so that a re-read costs no second request.
+ *
+ * Request planning -- what is fetched for a read:
+ *  - the pages the read covers that no one holds or is fetching, as runs of adjacent pages,
+ *    one request per run (at most max_request bytes each);
+ *  - a read that continues where the previous fetch ended (the first mount's scan, a long
+ *    member) is sequential: its run grows ahead, doubling from seq_first up to max_request,
+ *    so that a scan costs few large requests;
+ *  - src_advise(off, len) -- a decoder starting at a checkpoint says which compressed span it
+ *    will read, up to the next checkpoint -- fetches that whole span now, in one request (or
+ *    in parallel pieces of max_request, capped at advise_max), instead of in the small reads
+ *    the codec then issues.
+ * Pages being fetched by one thread are waited for by the others (one request per page, also
+ * under contention); a failed fetch leaves nothing behind, and the read fails with the
+ * transport's error.
+ *
+ * The transport is an interface, so that unit tests plan against a fake one.
+ * Thread-safe.  The cache (cache.h, keyed by one stream id per source) may be shared by
+ * several remote sources; its disk tier, if set, keeps fetched pages on local disk.
+ */
+#ifndef TARSEEK_REMOTE_H
+#define TARSEEK_REMOTE_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "../common/source.h"
+
+struct cache;
+
+struct rmt_xfer {
+	/* Reads exactly len bytes at off into buf: 0 or -errno.  Called from any thread. */
+	int (*get)(void *opaque, void *buf, size_t len, uint64_t off);
+	void (*close)(void *opaque); /* may be NULL */
+	void *opaque;
+};
+
+struct rmt_opts {
+	size_t page;	      /* bytes per cache page (0: 64 KiB) */
+	uint64_t max_request; /* largest single request (0: 16 MiB) */
+	uint64_t seq_first;   /* first sequential run (0: 1 MiB) */
+	uint64_t advise_max;  /* most bytes one advice fetches (0: 64 MiB) */
+};
+
+struct rmt_stats {
+	uint64_t requests;   /* transport calls */
+	uint64_t bytes;	     /* bytes fetched */
+	uint64_t advised;    /* src_advise calls that fetched something */
+	uint64_t page_hits;  /* pages found in the cache */
+};
+
+/* A source of size bytes over x (whose close is called by src_free, also when this fails).
+ * cache is borrowed and must outlive the source.  NULL if out of memory. */
+struct src *rmt_src_new(const struct rmt_xfer *x, uint64_t size, struct cache *cache,
+			const struct rmt_opts *o);
+
+/* The counters of a source made by rmt_src_new (zeros for any other). */
+void rmt_get_stats(struct src *s, struct rmt_stats *out);
+
+#endif
