@@ -120,7 +120,9 @@ static int add_source(struct un *un, const char *path, const struct arch_opts *a
 	err = arch_open(path, ao, &a);
 	if (err)
 		return err;
-	if (pf && !http_is_url(path)) { /* a remote archive fetches only what is read */
+	if (pf && http_is_url(path)) { /* a remote archive fetches only what is read */
+		pf_note_skipped(pf);
+	} else if (pf) {
 		err = arch_prefetch(a, pf);
 		if (err)
 			tfs_log(TFS_LOG_WARNING, "%s: no prefetch: %s", path, strerror(-err));

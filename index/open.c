@@ -351,6 +351,30 @@ static bool dir_writable(const char *path)
 	return ok;
 }
 
+/* An index that validated against the object by its fingerprint (one built from a local copy
+ * records no ETag) learns the object's ETag, so that later mounts check it cheaply; then it is
+ * sealed again.  0 or -errno. */
+static int adopt_etag(const char *index, const struct target *t)
+{
+	const char *etag = http_etag(t->obj);
+	sqlite3 *db = NULL;
+	char *have;
+	int err;
+
+	if (!*etag)
+		return 0;
+	err = db_open_build(index, &db);
+	if (err)
+		return err;
+	have = db_meta_get(db, "remote_etag");
+	if (!have || !*have)
+		err = db_meta_set(db, "remote_etag", etag);
+	free(have);
+	if (sqlite3_close(db) != SQLITE_OK && !err)
+		err = -EIO;
+	return err ? err : db_seal(index);
+}
+
 /* The index published beside a remote archive (URL.index.sqlite), fetched into p if it is
  * valid for the object.  0, or -EAGAIN (none, or not valid: said why). */
 static int fetch_published(const char *p, const struct target *t, const struct idx_opts *o)
@@ -368,6 +392,8 @@ static int fetch_published(const char *p, const struct target *t, const struct i
 		return -EAGAIN;
 	}
 	err = validate_target(tmp, t, o, why, sizeof(why));
+	if (err == 0)
+		err = adopt_etag(tmp, t);
 	if (err == 0 && rename(tmp, p) < 0)
 		err = -errno;
 	if (err == 0)

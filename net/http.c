@@ -22,7 +22,8 @@
 #define DEFAULT_CONNECTIONS 4u
 #define MAX_IDLE 16u
 #define CONNECT_TIMEOUT_MS 10000L
-#define STALL_SECONDS 10L	     /* a transfer receiving nothing this long is retried */
+#define HEAD_BYTES ((size_t)64 << 10) /* what the probe asks for (served again from memory) */
+#define STALL_SECONDS 10L /* a transfer receiving nothing this long is retried (at most) */
 #define BACKOFF_FIRST_MS 100.0
 #define BACKOFF_MAX_MS 2000.0
 /* the payload hash of a request without a body, which S3 wants in x-amz-content-sha256 */
@@ -41,11 +42,16 @@ struct http_obj {
 	bool strong_etag;
 	int64_t mtime;
 	unsigned timeout_ms, max_idle;
+	uint8_t head[HEAD_BYTES]; /* the object's first bytes, from the probe */
+	size_t head_len;
 
 	pthread_mutex_t lock;
 	CURL *idle[MAX_IDLE];
 	unsigned nidle;
 	atomic_uint_fast64_t requests, bytes, retries;
+	/* after a request gave up, for one more timeout: one try each (a dead server fails
+	 * each read at once instead of after another timeout); a success ends it */
+	_Atomic double broken_until;
 };
 
 /* ---- URLs ------------------------------------------------------------------------------- */
@@ -113,7 +119,7 @@ struct req {
 	bool not_ranged;   /* the server answered the whole object */
 	bool too_long;	   /* more body than asked */
 	bool have_crange;
-	uint64_t crange_first, crange_total; /* Content-Range: bytes FIRST-LAST/TOTAL */
+	uint64_t crange_first, crange_last, crange_total; /* Content-Range: FIRST-LAST/TOTAL */
 	bool total_unknown;
 	char etag[256], lastmod[80];
 	long retry_after; /* seconds, -1: none */
@@ -157,6 +163,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *opaque)
 		if (sscanf(tmp, "bytes %llu-%llu/%llu", &first, &last, &total) == 3) {
 			r->have_crange = true;
 			r->crange_first = first;
+			r->crange_last = last;
 			r->crange_total = total;
 		} else if (sscanf(tmp, "bytes */%llu", &total) == 1) {
 			r->have_crange = true;
@@ -225,7 +232,10 @@ static CURL *take_handle(struct http_obj *h)
 		curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, STALL_SECONDS);
+	/* a stalled transfer is cut early enough to be retried within the timeout */
+	long stall = (long)h->timeout_ms / 3000 < STALL_SECONDS ? (long)h->timeout_ms / 3000
+								  : STALL_SECONDS;
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall < 1 ? 1L : stall);
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	if (h->sign) {
@@ -413,6 +423,7 @@ static int perform(struct http_obj *h, const char *url, struct req *r, uint64_t 
 		   const char *if_match, const char *what)
 {
 	double start = mono_now(), deadline = start + h->timeout_ms / 1000.0;
+	bool quick = start < atomic_load(&h->broken_until);
 	double backoff = BACKOFF_FIRST_MS;
 	char why[CURL_ERROR_SIZE + 128] = "";
 	unsigned tries = 0;
@@ -429,13 +440,18 @@ static int perform(struct http_obj *h, const char *url, struct req *r, uint64_t 
 		tries++;
 		size_t got = r->got;
 		out = attempt(h, c, url, r, off + r->got, deadline, if_match, &err, why, sizeof(why));
-		if (out == DONE && r->ranged && r->got < r->want && r->status != 416) {
+		/* short is complete only where the object ends (the probe asks past it) */
+		bool at_end = r->have_crange && !r->total_unknown &&
+			      r->crange_last + 1 == r->crange_total &&
+			      off + r->got == r->crange_total;
+		if (out == DONE && r->ranged && r->got < r->want && r->status != 416 && !at_end) {
 			snprintf(why, sizeof(why), "the answer ended %zu bytes early",
 				 r->want - r->got);
 			out = RETRY;
 		}
 		if (out == DONE) {
 			give_handle(h, c, true);
+			atomic_store(&h->broken_until, 0.0);
 			if (tries > 1)
 				tfs_log(TFS_LOG_NOTICE, "%s: %s: done after %u tries", h->name, what,
 					tries);
@@ -455,9 +471,15 @@ static int perform(struct http_obj *h, const char *url, struct req *r, uint64_t 
 			wait = (double)r->retry_after > wait ? (double)r->retry_after : wait;
 		if (r->got > got)
 			backoff = BACKOFF_FIRST_MS; /* progress: start the backoff over */
+		if (quick) {
+			tfs_log(TFS_LOG_ERR, "%s: %s: %s (not retried: the server has been failing)",
+				h->name, what, why);
+			return -EIO;
+		}
 		if (now + wait >= deadline) {
 			tfs_log(TFS_LOG_ERR, "%s: %s: gave up after %u tries in %.1f s (the limit is "
 				"--remote-timeout): %s", h->name, what, tries, now - start, why);
+			atomic_store(&h->broken_until, mono_now() + h->timeout_ms / 1000.0);
 			return -EIO;
 		}
 		TFS_DEBUG("%s: %s: %s; retrying in %.2f s", h->name, what, why, wait);
@@ -481,6 +503,10 @@ int http_get(struct http_obj *h, void *buf, size_t len, uint64_t off)
 		return 0;
 	if (off > h->size || len > h->size - off)
 		return -EIO;
+	if (off + len <= h->head_len) {
+		memcpy(buf, h->head + off, len);
+		return 0;
+	}
 	snprintf(what, sizeof(what), "reading %zu bytes at %" PRIu64, len, off);
 	err = perform(h, h->url, &r, off, h->strong_etag ? h->etag : NULL, what);
 	if (err)
@@ -533,8 +559,8 @@ static void set_last_modified(struct http_obj *h, const char *lm)
 /* The first request: size, ETag, Last-Modified, and proof that ranges work. */
 static int probe(struct http_obj *h)
 {
-	uint8_t one;
-	struct req r = {.h = h, .buf = &one, .want = 1, .ranged = true, .retry_after = -1};
+	struct req r = {.h = h, .buf = h->head, .want = HEAD_BYTES, .ranged = true,
+			.retry_after = -1};
 	int err = perform(h, h->url, &r, 0, NULL, "opening");
 
 	if (err) {
@@ -548,6 +574,7 @@ static int probe(struct http_obj *h)
 		return -ENOTSUP;
 	} else {
 		h->size = r.crange_total;
+		h->head_len = r.got;
 	}
 	snprintf(h->etag, sizeof(h->etag), "%s", r.etag);
 	h->strong_etag = *h->etag == '"';

@@ -4,9 +4,13 @@
 #include <errno.h>
 #include <string.h>
 
+/* Under a mount every failed fetch is EIO (the reason is logged): a changed object, a
+ * denied or vanished one, a server gone. */
 static int xfer_get(void *opaque, void *buf, size_t len, uint64_t off)
 {
-	return http_get(opaque, buf, len, off);
+	int err = http_get(opaque, buf, len, off);
+
+	return err && err != -ENOMEM ? -EIO : err;
 }
 
 static void xfer_close(void *opaque)

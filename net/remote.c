@@ -13,6 +13,7 @@
 #define DEFAULT_MAX_REQUEST ((uint64_t)16 << 20)
 #define DEFAULT_SEQ_FIRST ((uint64_t)1 << 20)
 #define DEFAULT_ADVISE_MAX ((uint64_t)64 << 20)
+#define SEQ_STREAMS 8
 
 struct rmt {
 	struct rmt_xfer x;
@@ -21,8 +22,11 @@ struct rmt {
 	uint64_t stream;
 	size_t page;
 	uint64_t max_request, seq_first, advise_max;
-	atomic_uint_fast64_t seq_next; /* the page after the last fetched run */
-	atomic_uint_fast64_t seq_run;  /* pages the next sequential run fetches ahead */
+	/* sequential readers: where each of the last few reads ended (a read starting there
+	 * continues a scan), and how far the next run fetches ahead */
+	atomic_uint_fast64_t ends[SEQ_STREAMS];
+	atomic_uint next_slot;
+	atomic_uint_fast64_t seq_run; /* pages */
 	atomic_uint_fast64_t requests, bytes, advised, page_hits;
 };
 
@@ -79,7 +83,7 @@ static int fetch_missing(struct rmt *r, uint64_t p0, uint64_t p1, uint64_t ahead
 {
 	uint64_t last = p1 + ahead < r->npages ? p1 + ahead : r->npages - 1;
 	uint64_t run_start = 0, end = p1;
-	bool in_run = false, fetched = false;
+	bool in_run = false;
 	int err = 0;
 
 	for (uint64_t p = p0; p <= last; p++) {
@@ -91,7 +95,7 @@ static int fetch_missing(struct rmt *r, uint64_t p0, uint64_t p1, uint64_t ahead
 			break; /* read ahead only while the pages are free */
 		if (mine && !in_run) {
 			run_start = p;
-			in_run = fetched = true;
+			in_run = true;
 		} else if (!mine && in_run) {
 			int e = fetch_run(r, run_start, p - 1);
 			err = err ? err : e;
@@ -105,8 +109,6 @@ static int fetch_missing(struct rmt *r, uint64_t p0, uint64_t p1, uint64_t ahead
 		int e = fetch_run(r, run_start, end);
 		err = err ? err : e;
 	}
-	if (fetched) /* where a scan would go on */
-		atomic_store(&r->seq_next, end + 1);
 	return err;
 }
 
@@ -123,17 +125,25 @@ static ssize_t rmt_pread(void *opaque, void *buf, size_t len, uint64_t off)
 		len = (size_t)(r->size - off);
 	p0 = off / r->page;
 	p1 = (off + len - 1) / r->page;
-	/* a read that starts where the last fetch ended continues a scan: fetch ahead, more
-	 * each time; any other read starts the growth over */
-	uint64_t next = atomic_load(&r->seq_next);
-	if (p0 <= next && next <= p1 + 1 && !cache_contains(r->cache, &(struct cache_key){r->stream, next})) {
-		uint64_t run = atomic_load(&r->seq_run);
-		ahead = run;
-		run = run * 2 > r->max_request / r->page ? r->max_request / r->page : run * 2;
-		atomic_store(&r->seq_run, run);
-	} else if (!(p0 <= next && next <= p1 + 1)) {
+	/* a read that starts where one of the last few ended continues a scan: if it has to
+	 * fetch, it fetches ahead, more each time; one elsewhere that fetches starts over */
+	unsigned slot = SEQ_STREAMS;
+	for (unsigned i = 0; i < SEQ_STREAMS && off; i++)
+		if (atomic_load(&r->ends[i]) == off)
+			slot = i;
+	bool missing = !cache_contains(r->cache, &(struct cache_key){r->stream, p0}) ||
+		       !cache_contains(r->cache, &(struct cache_key){r->stream, p1});
+	if (slot < SEQ_STREAMS && missing) {
+		uint64_t run = atomic_load(&r->seq_run), most = r->max_request / r->page;
+		ahead = run + (p1 - p0 + 1) > most ? (most > p1 - p0 + 1 ? most - (p1 - p0 + 1) : 0)
+						     : run; /* one request of at most max_request */
+		atomic_store(&r->seq_run, run * 2 > most ? most : run * 2);
+	} else if (missing) {
 		atomic_store(&r->seq_run, r->seq_first / r->page ? r->seq_first / r->page : 1);
 	}
+	if (slot == SEQ_STREAMS)
+		slot = atomic_fetch_add(&r->next_slot, 1) % SEQ_STREAMS;
+	atomic_store(&r->ends[slot], off + len);
 	err = fetch_missing(r, p0, p1, ahead);
 	if (err)
 		return err;
@@ -212,7 +222,9 @@ struct src *rmt_src_new(const struct rmt_xfer *x, uint64_t size, struct cache *c
 	r->advise_max = o && o->advise_max ? o->advise_max : DEFAULT_ADVISE_MAX;
 	if (r->max_request < r->page)
 		r->max_request = r->page;
-	atomic_init(&r->seq_next, 0);
+	for (unsigned i = 0; i < SEQ_STREAMS; i++)
+		atomic_init(&r->ends[i], 0);
+	atomic_init(&r->next_slot, 0);
 	atomic_init(&r->seq_run, r->seq_first / r->page ? r->seq_first / r->page : 1);
 	s = src_new(&rmt_ops, r, size);
 	if (!s)

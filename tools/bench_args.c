@@ -6,6 +6,7 @@
 #include "bench_args.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -48,6 +49,11 @@ static char *base_dup(const char *path)
 	return s;
 }
 
+static bool is_url(const char *s)
+{
+	return !strncmp(s, "http://", 7) || !strncmp(s, "https://", 8) || !strncmp(s, "s3://", 5);
+}
+
 static void usage(FILE *f)
 {
 	fputs(
@@ -63,6 +69,7 @@ static void usage(FILE *f)
 	    "\n"
 	    "Configurations, in command-line order (the first is the baseline):\n"
 	    "  ARCHIVE               mounted with the tarseek daemon; named by its file name\n"
+	    "                        (a path, or an http://, https:// or s3:// URL)\n"
 	    "  -d, --dir PATH        an extracted tree, read in place: the physical baseline;\n"
 	    "                        named \"extracted\" (a second --dir: its directory's name)\n"
 	    "      --mount-cmd CMD   mount the ARCHIVEs that follow with CMD instead of tarseek:\n"
@@ -180,6 +187,16 @@ static struct bench_cfg *add_cfg(struct bench *b, enum bench_cfg_kind kind, cons
 	c = &b->cfg[b->ncfg++];
 	memset(c, 0, sizeof(*c));
 	c->kind = kind;
+	if (kind != BENCH_CFG_DIR && is_url(path)) { /* a remote archive: the mounter checks it */
+		c->source = bench_xstrdup(path);
+		char *q = strpbrk(c->source, "?#"), *shown = bench_xstrdup(c->source);
+		shown[q ? (size_t)(q - c->source) : strlen(shown)] = '\0';
+		c->command = command ? bench_xstrdup(command) : NULL;
+		c->name = *name ? *name : base_dup(shown); /* never a presigned URL's signature */
+		*name = NULL;
+		free(shown);
+		return c;
+	}
 	c->source = canonical(path);
 	if (stat(c->source, &st) < 0 || (kind == BENCH_CFG_DIR && !S_ISDIR(st.st_mode)) ||
 	    (kind == BENCH_CFG_TARSEEK && S_ISDIR(st.st_mode))) {

@@ -16,6 +16,8 @@
 #include "../codecs/codec.h"
 #include "../common/log.h"
 #include "../common/size.h"
+#include "../net/net.h"
+#include "cache.h"
 #include "config.h"
 #include "container.h"
 #include "open.h"
@@ -30,7 +32,9 @@ static void usage(FILE *f)
 		"\n"
 		"Builds the index of each ARCHIVE where tarseek looks for it (ARCHIVE.index.sqlite\n"
 		"beside it if that folder is writable, else ~/.cache/tarseek/), or checks it.\n"
-		"Use the options the mounts will use: they shape the index.\n"
+		"An ARCHIVE may be an http://, https:// or s3:// URL.  Use the options the mounts\n"
+		"will use: they shape the index.  An index built for a local file is valid for\n"
+		"the same file once uploaded: publish it beside it as ARCHIVE.index.sqlite.\n"
 		"\n"
 		"  -c, --check             only check: report archives without a valid index\n"
 		"      --index-file PATH   the index of the (single) ARCHIVE goes to PATH\n"
@@ -42,6 +46,8 @@ static void usage(FILE *f)
 		"      --strip-extension   their folders lose the archive extension\n"
 		"  -i, --ignore-zeros      read past the end-of-archive marker (tar --ignore-zeros)\n"
 		"      --threads N         decoder threads (default: all cores)\n"
+		"      --s3-endpoint URL   an S3-compatible store for s3:// URLs\n"
+		"      --remote-timeout S  a request fails after S seconds, retries included\n"
 		"  -q, --quiet             only errors and warnings\n"
 		"  -h, --help; -V, --version\n"
 		"\n"
@@ -56,7 +62,24 @@ enum {
 	OPT_THREADS,
 	OPT_RECURSION_DEPTH,
 	OPT_STRIP_EXT,
+	OPT_S3_ENDPOINT,
+	OPT_REMOTE_TIMEOUT,
 };
+
+/* Opens a URL for idx_prepare_remote; 0 or -errno (logged). */
+static int prepare_url(const char *url, const struct net_env *ne, const struct idx_opts *o,
+		       char **path, bool *built)
+{
+	struct http_obj *obj;
+	struct src *src;
+	int err = net_open(url, ne, &src, &obj);
+
+	if (err)
+		return err;
+	err = idx_prepare_remote(obj, src, o, path, built, NULL);
+	src_free(src);
+	return err;
+}
 
 int main(int argc, char **argv)
 {
@@ -71,12 +94,15 @@ int main(int argc, char **argv)
 		{"strip-extension", no_argument, NULL, OPT_STRIP_EXT},
 		{"ignore-zeros", no_argument, NULL, 'i'},
 		{"threads", required_argument, NULL, OPT_THREADS},
+		{"s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT},
+		{"remote-timeout", required_argument, NULL, OPT_REMOTE_TIMEOUT},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
 	struct idx_opts o = {.build = {.gzip_spacing = 4u << 20, .progress = true}};
+	struct net_env ne = {0};
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	int c, failed = 0;
 	char *end;
@@ -137,6 +163,19 @@ int main(int argc, char **argv)
 			}
 			o.build.threads = (unsigned)n;
 			break;
+		case OPT_S3_ENDPOINT:
+			ne.http.s3_endpoint = optarg;
+			break;
+		case OPT_REMOTE_TIMEOUT:
+			errno = 0;
+			n = strtol(optarg, &end, 10);
+			if (errno || *end || n < 1 || n > 86400) {
+				fprintf(stderr, "tarseek-index: --remote-timeout: '%s' is not a number "
+					"of seconds from 1 to 86400\n", optarg);
+				return 2;
+			}
+			ne.http.timeout_ms = (unsigned)n * 1000u;
+			break;
 		case 'q':
 			tfs_log_level = TFS_LOG_WARNING;
 			o.build.progress = false;
@@ -162,9 +201,20 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (int i = optind; i < argc; i++) {
-		char *path = NULL;
+		char *path = NULL, *shown = NULL;
 		bool built = false;
-		int err = idx_prepare(argv[i], &o, &path, &built, NULL);
+		int err;
+		if (http_is_url(argv[i])) {
+			if (!ne.pages && (http_global_init() < 0 || !(ne.pages = cache_new(64u << 20)))) {
+				fprintf(stderr, "tarseek-index: cannot initialise libcurl\n");
+				return 1;
+			}
+			shown = http_shown(argv[i]);
+			err = prepare_url(argv[i], &ne, &o, &path, &built);
+			argv[i] = shown ? shown : "URL"; /* never a password or a signature */
+		} else {
+			err = idx_prepare(argv[i], &o, &path, &built, NULL);
+		}
 		if (err) {
 			if (!o.check_only || (err != -ENOENT && err != -ESTALE))
 				fprintf(stderr, "tarseek-index: %s: no index (%s)\n", argv[i],
@@ -172,10 +222,13 @@ int main(int argc, char **argv)
 			else
 				printf("%s: %s\n", argv[i], err == -ENOENT ? "no index" : "stale index");
 			failed = 1;
+			free(shown);
 			continue;
 		}
 		printf("%s: %s %s\n", argv[i], built ? "index built at" : "index valid at", path);
 		free(path);
+		free(shown);
 	}
+	cache_free(ne.pages);
 	return failed;
 }
