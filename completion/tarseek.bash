@@ -11,21 +11,23 @@
 _tarseek_options='-f --foreground -d --debug -s --single-thread --no-union -r --recursive
     --recursion-depth --strip-extension -i --ignore-zeros -o --index-file --index-folder
     --recreate-index --gzip-spacing --cache-size --disk-cache-size --disk-cache-dir --threads
-    --prefetch-size --no-prefetch -u --unmount -q --quiet -h --help -V --version'
+    --prefetch-size --no-prefetch --s3-endpoint --remote-timeout --remote-cache-size
+    --remote-disk-cache -u --unmount -q --quiet -h --help -V --version'
 
 # -o: tarseek's own (every long option with a mount form, '-' written '_'), the owner and
 # mode options, and FUSE's.  The generic ones of mount(8) that tarseek accepts and ignores
 # (defaults, noauto, nofail, x-*, ...) are left out: they do nothing here.
 _tarseek_mount_options='foreground debug single_thread no_union recursive recursion_depth=
     strip_extension ignore_zeros index_file= index_folder= recreate_index gzip_spacing=
-    cache_size= disk_cache_size= disk_cache_dir= threads= prefetch_size= no_prefetch quiet
+    cache_size= disk_cache_size= disk_cache_dir= threads= prefetch_size= no_prefetch
+    s3_endpoint= remote_timeout= remote_cache_size= remote_disk_cache= quiet
     uid= gid= umask= dmask= fmask=
     allow_other allow_root default_permissions auto_unmount max_read= fsname= subtype= blkdev
     blksize= suid nosuid dev nodev exec noexec async sync dirsync atime noatime'
 
 _tarseek_index_options='-c --check --index-file --index-folder --recreate-index
     --gzip-spacing -r --recursive --recursion-depth --strip-extension -i --ignore-zeros
-    --threads -q --quiet -h --help -V --version'
+    --threads --s3-endpoint --remote-timeout -q --quiet -h --help -V --version'
 
 _tarseek_bench_options='-d --dir --mount-cmd --name -l --list -0 --null --unquote -s --sample
     -r --runs --cold --warm --seed -b --baseline --exec --workload --pattern --mount-runs
@@ -119,7 +121,8 @@ _tarseek()
             return
             ;;
         --recursion-depth | --gzip-spacing | --cache-size | --disk-cache-size | --threads | \
-            --prefetch-size)
+            --prefetch-size | --s3-endpoint | --remote-timeout | --remote-cache-size | \
+            --remote-disk-cache)
             return
             ;;
     esac

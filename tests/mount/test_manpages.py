@@ -131,7 +131,7 @@ def test_help_parser():
 # a value for each metavariable of the page, one the daemon accepts
 SAMPLES = {"N": "1", "PATH": "/tmp/x.index.sqlite", "DIR": "/tmp", "MIB": "4", "SIZE": "64M",
            "USER": "root", "GROUP": "root", "MASK": "022", "BYTES": "131072", "NAME": "x",
-           "TEXT": "x"}
+           "TEXT": "x", "URL": "http://127.0.0.1:9000", "SECONDS": "30"}
 
 
 def mount_option_tags():

@@ -76,7 +76,7 @@ DEV_PACKAGES = {"threads": None, "m": None, "sqlite3": "libsqlite3-dev", "zlib":
                 "liblzma": "liblzma-dev", "bz2": "libbz2-dev", "libzstd": "libzstd-dev",
                 "libxxhash": "libxxhash-dev", "lzo2": "liblzo2-dev", "fuse3": "libfuse3-dev",
                 "libcrypto": "libssl-dev", "libisal": "libisal-dev", "liblz4": "liblz4-dev",
-                "libarchive": "libarchive-dev"}
+                "libarchive": "libarchive-dev", "libcurl": "libcurl4-openssl-dev"}
 
 
 def test_debian_build_depends_cover_meson_build():
