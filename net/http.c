@@ -16,6 +16,7 @@
 #include "config.h"
 #include "../common/clock.h"
 #include "../common/log.h"
+#include "http_parse.h"
 #include "s3.h"
 
 #define DEFAULT_TIMEOUT_MS 30000u
@@ -71,7 +72,7 @@ char *http_shown(const char *url)
 		return strdup(url);
 	host = p + 3;
 	end = host + strcspn(host, "/?#");
-	at = memchr(host, '@', (size_t)(end - host));
+	at = memrchr(host, '@', (size_t)(end - host)); /* the last: a password may hold one */
 	if (at)
 		host = at + 1;
 	size_t pathlen = strcspn(end, "?#");
@@ -114,68 +115,18 @@ struct req {
 	size_t want, got;
 	FILE *file; /* ... or here (a whole download) */
 	uint64_t file_bytes;
-	long status;
 	bool ranged;	   /* a Range was asked */
 	bool not_ranged;   /* the server answered the whole object */
 	bool too_long;	   /* more body than asked */
-	bool have_crange;
-	uint64_t crange_first, crange_last, crange_total; /* Content-Range: FIRST-LAST/TOTAL */
-	bool total_unknown;
-	char etag[256], lastmod[80];
-	long retry_after; /* seconds, -1: none */
+	struct http_answer a;
 };
 
-/* Header lines: a status line starts a new answer (after a redirect or a 100). */
 static size_t on_header(char *line, size_t size, size_t n, void *opaque)
 {
 	struct req *r = opaque;
-	size_t len = size * n, vl;
-	const char *v;
 
-	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
-		const char *sp = memchr(line, ' ', len);
-		r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-		r->have_crange = false;
-		r->etag[0] = r->lastmod[0] = '\0';
-		r->retry_after = -1;
-		return len;
-	}
-	v = memchr(line, ':', len);
-	if (!v)
-		return len;
-	size_t kl = (size_t)(v - line);
-	v++;
-	while (v < line + len && (*v == ' ' || *v == '\t'))
-		v++;
-	vl = (size_t)(line + len - v);
-	while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
-		vl--;
-	if (kl == 4 && strncasecmp(line, "etag", 4) == 0) {
-		snprintf(r->etag, sizeof(r->etag), "%.*s", (int)vl, v);
-	} else if (kl == 13 && strncasecmp(line, "last-modified", 13) == 0) {
-		snprintf(r->lastmod, sizeof(r->lastmod), "%.*s", (int)vl, v);
-	} else if (kl == 11 && strncasecmp(line, "retry-after", 11) == 0) {
-		r->retry_after = isdigit((unsigned char)*v) ? strtol(v, NULL, 10) : -1;
-	} else if (kl == 13 && strncasecmp(line, "content-range", 13) == 0) {
-		char tmp[128];
-		unsigned long long first, last, total;
-		snprintf(tmp, sizeof(tmp), "%.*s", (int)vl, v);
-		if (sscanf(tmp, "bytes %llu-%llu/%llu", &first, &last, &total) == 3) {
-			r->have_crange = true;
-			r->crange_first = first;
-			r->crange_last = last;
-			r->crange_total = total;
-		} else if (sscanf(tmp, "bytes */%llu", &total) == 1) {
-			r->have_crange = true;
-			r->crange_first = 0;
-			r->crange_total = total;
-		} else if (sscanf(tmp, "bytes %llu-%llu/*", &first, &last) == 2) {
-			r->have_crange = true;
-			r->crange_first = first;
-			r->total_unknown = true;
-		}
-	}
-	return len;
+	http_answer_line(&r->a, line, size * n);
+	return size * n;
 }
 
 static size_t on_body(char *data, size_t size, size_t n, void *opaque)
@@ -183,7 +134,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *opaque)
 	struct req *r = opaque;
 	size_t len = size * n;
 
-	if (r->status < 200 || r->status >= 300)
+	if (r->a.status < 200 || r->a.status >= 300)
 		return len; /* an error page: dropped */
 	if (r->file) {
 		if (fwrite(data, 1, len, r->file) != len)
@@ -191,7 +142,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *opaque)
 		r->file_bytes += len;
 		return len;
 	}
-	if (r->ranged && r->status == 200) {
+	if (r->ranged && r->a.status == 200) {
 		r->not_ranged = true;
 		return 0; /* the whole object is coming: stop now */
 	}
@@ -308,8 +259,7 @@ static enum outcome attempt(struct http_obj *h, CURL *c, const char *url, struct
 		rewind(r->file);
 		r->file_bytes = 0;
 	}
-	r->status = 0;
-	r->have_crange = r->total_unknown = false;
+	http_answer_reset(&r->a);
 	r->not_ranged = r->too_long = false;
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
@@ -357,12 +307,12 @@ static enum outcome attempt(struct http_obj *h, CURL *c, const char *url, struct
 		*err = -EIO;
 		return FAIL;
 	}
-	if (rc == CURLE_WRITE_ERROR && r->status >= 200 && r->status < 300) {
+	if (rc == CURLE_WRITE_ERROR && r->a.status >= 200 && r->a.status < 300) {
 		snprintf(why, whylen, "cannot store what was received");
 		*err = -EIO;
 		return FAIL;
 	}
-	switch (r->status) {
+	switch (r->a.status) {
 	case 200:
 	case 206:
 		break;
@@ -373,16 +323,16 @@ static enum outcome attempt(struct http_obj *h, CURL *c, const char *url, struct
 		return FAIL;
 	case 401:
 	case 403:
-		snprintf(why, whylen, "access denied (HTTP %ld)", r->status);
+		snprintf(why, whylen, "access denied (HTTP %ld)", r->a.status);
 		*err = -EACCES;
 		return FAIL;
 	case 404:
 	case 410:
-		snprintf(why, whylen, "not found (HTTP %ld)", r->status);
+		snprintf(why, whylen, "not found (HTTP %ld)", r->a.status);
 		*err = -ENOENT;
 		return FAIL;
 	case 416:
-		if (r->ranged && r->have_crange && r->crange_total == 0)
+		if (r->ranged && r->a.have_crange && r->a.crange_total == 0)
 			return DONE; /* an empty object (the probe) */
 		snprintf(why, whylen, "range not satisfiable (HTTP 416)");
 		*err = -EIO;
@@ -390,21 +340,21 @@ static enum outcome attempt(struct http_obj *h, CURL *c, const char *url, struct
 	case 408:
 	case 425:
 	case 429:
-		snprintf(why, whylen, "HTTP %ld", r->status);
+		snprintf(why, whylen, "HTTP %ld", r->a.status);
 		return RETRY;
 	default:
-		snprintf(why, whylen, "HTTP %ld", r->status);
-		if (r->status >= 500)
+		snprintf(why, whylen, "HTTP %ld", r->a.status);
+		if (r->a.status >= 500)
 			return RETRY;
 		*err = -EIO;
 		return FAIL;
 	}
-	if (r->ranged && r->status == 206 && r->have_crange && r->crange_first != off) {
+	if (r->ranged && r->a.status == 206 && r->a.have_crange && r->a.crange_first != off) {
 		snprintf(why, whylen, "the server sent another range than asked for");
 		*err = -EIO;
 		return FAIL;
 	}
-	if (r->ranged && r->status == 206 && !r->have_crange) {
+	if (r->ranged && r->a.status == 206 && !r->a.have_crange) {
 		snprintf(why, whylen, "a partial answer without Content-Range");
 		*err = -EIO;
 		return FAIL;
@@ -441,10 +391,10 @@ static int perform(struct http_obj *h, const char *url, struct req *r, uint64_t 
 		size_t got = r->got;
 		out = attempt(h, c, url, r, off + r->got, deadline, if_match, &err, why, sizeof(why));
 		/* short is complete only where the object ends (the probe asks past it) */
-		bool at_end = r->have_crange && !r->total_unknown &&
-			      r->crange_last + 1 == r->crange_total &&
-			      off + r->got == r->crange_total;
-		if (out == DONE && r->ranged && r->got < r->want && r->status != 416 && !at_end) {
+		bool at_end = r->a.have_crange && !r->a.total_unknown &&
+			      r->a.crange_last + 1 == r->a.crange_total &&
+			      off + r->got == r->a.crange_total;
+		if (out == DONE && r->ranged && r->got < r->want && r->a.status != 416 && !at_end) {
 			snprintf(why, sizeof(why), "the answer ended %zu bytes early",
 				 r->want - r->got);
 			out = RETRY;
@@ -458,7 +408,7 @@ static int perform(struct http_obj *h, const char *url, struct req *r, uint64_t 
 			return 0;
 		}
 		/* a connection in doubt is not reused */
-		give_handle(h, c, out == FAIL && r->status != 0);
+		give_handle(h, c, out == FAIL && r->a.status != 0);
 		c = NULL;
 		if (out == FAIL) {
 			if (err == -ENOENT && r->file)
@@ -467,8 +417,8 @@ static int perform(struct http_obj *h, const char *url, struct req *r, uint64_t 
 			return err;
 		}
 		double now = mono_now(), wait = backoff / 1000.0;
-		if (r->retry_after >= 0 && r->retry_after < 60)
-			wait = (double)r->retry_after > wait ? (double)r->retry_after : wait;
+		if (r->a.retry_after >= 0 && r->a.retry_after < 60)
+			wait = (double)r->a.retry_after > wait ? (double)r->a.retry_after : wait;
 		if (r->got > got)
 			backoff = BACKOFF_FIRST_MS; /* progress: start the backoff over */
 		if (quick) {
@@ -495,7 +445,7 @@ static int perform(struct http_obj *h, const char *url, struct req *r, uint64_t 
 
 int http_get(struct http_obj *h, void *buf, size_t len, uint64_t off)
 {
-	struct req r = {.h = h, .buf = buf, .want = len, .ranged = true, .retry_after = -1};
+	struct req r = {.h = h, .buf = buf, .want = len, .ranged = true, .a.retry_after = -1};
 	char what[96];
 	int err;
 
@@ -512,14 +462,14 @@ int http_get(struct http_obj *h, void *buf, size_t len, uint64_t off)
 	if (err)
 		return err;
 	/* every answer must be of the object the mount saw */
-	if (*h->etag && strcmp(r.etag, h->etag) != 0) {
+	if (*h->etag && strcmp(r.a.etag, h->etag) != 0) {
 		tfs_log(TFS_LOG_ERR, "%s: the object changed on the server (ETag %s, was %s)",
-			h->name, *r.etag ? r.etag : "none", h->etag);
+			h->name, *r.a.etag ? r.a.etag : "none", h->etag);
 		return -ESTALE;
 	}
-	if (r.have_crange && !r.total_unknown && r.crange_total != h->size) {
+	if (r.a.have_crange && !r.a.total_unknown && r.a.crange_total != h->size) {
 		tfs_log(TFS_LOG_ERR, "%s: the object changed on the server (size %" PRIu64
-			", was %" PRIu64 ")", h->name, r.crange_total, h->size);
+			", was %" PRIu64 ")", h->name, r.a.crange_total, h->size);
 		return -ESTALE;
 	}
 	return 0;
@@ -527,7 +477,7 @@ int http_get(struct http_obj *h, void *buf, size_t len, uint64_t off)
 
 int http_download_beside(struct http_obj *h, const char *suffix, const char *path)
 {
-	struct req r = {.h = h, .retry_after = -1};
+	struct req r = {.h = h, .a.retry_after = -1};
 	char *url = url_beside(h->url, suffix), what[64];
 	int err;
 
@@ -560,25 +510,25 @@ static void set_last_modified(struct http_obj *h, const char *lm)
 static int probe(struct http_obj *h)
 {
 	struct req r = {.h = h, .buf = h->head, .want = HEAD_BYTES, .ranged = true,
-			.retry_after = -1};
+			.a.retry_after = -1};
 	int err = perform(h, h->url, &r, 0, NULL, "opening");
 
 	if (err) {
 		return err;
-	} else if (r.status == 416) {
+	} else if (r.a.status == 416) {
 		h->size = 0; /* an empty object */
-	} else if (r.status != 206 || !r.have_crange || r.total_unknown) {
+	} else if (r.a.status != 206 || !r.a.have_crange || r.a.total_unknown) {
 		tfs_log(TFS_LOG_ERR, "%s: the server does not honour Range requests (HTTP %ld%s): "
-			"tarseek needs them", h->name, r.status, r.have_crange ? "" :
+			"tarseek needs them", h->name, r.a.status, r.a.have_crange ? "" :
 			", no Content-Range");
 		return -ENOTSUP;
 	} else {
-		h->size = r.crange_total;
+		h->size = r.a.crange_total;
 		h->head_len = r.got;
 	}
-	snprintf(h->etag, sizeof(h->etag), "%s", r.etag);
+	snprintf(h->etag, sizeof(h->etag), "%s", r.a.etag);
 	h->strong_etag = *h->etag == '"';
-	set_last_modified(h, r.lastmod);
+	set_last_modified(h, r.a.lastmod);
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #   DIR/fuzz_zip/            zips by Info-ZIP (-0/-6/-9, bzip2, -P, to a pipe: data
 #                            descriptors), Python's zipfile (LZMA, zip64 forced), bsdtar, xz and
 #                            zstd entries written by hand, a prefixed one, damaged ones
+#   DIR/fuzz_http/           HTTP answers (nginx, S3, HTTP/2) and AWS credentials/config files
 #   DIR/fuzz_libarchive/     cpio (newc, odc, bin, crc), ar, iso9660, xar and warc of a small
 #                            tree, libarchive's rar/cab/lha samples, damaged copies
 # Nothing binary is kept in the repository: the seeds are made at run time.  Tools that are
@@ -364,6 +365,15 @@ for f in "$L"/*; do
 	cp "$f" "$f.flipped"
 	printf '\x55' | dd of="$f.flipped" bs=1 seek=$((n * 2 / 3)) conv=notrunc status=none
 done
+
+# fuzz_http: answers of nginx and S3 as curl receives them, and AWS credentials and config
+H=$out/fuzz_http
+mkdir -p "$H"
+printf 'HTTP/1.1 206 Partial Content\r\nServer: nginx\r\nContent-Type: application/octet-stream\r\nContent-Length: 65536\r\nLast-Modified: Tue, 01 Dec 2026 09:37:00 GMT\r\nConnection: keep-alive\r\nETag: "692d6e4c-2357a1b7"\r\nContent-Range: bytes 0-65535/592959415\r\n\r\n' >"$H/nginx-206"
+printf 'HTTP/1.1 416 Requested Range Not Satisfiable\r\nContent-Range: bytes */0\r\n\r\n' >"$H/empty-416"
+printf 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 Slow Down\r\nRetry-After: 3\r\nx-amz-request-id: 4442587FB7D0A2F9\r\n\r\n' >"$H/s3-503"
+printf 'HTTP/2 206\r\ncontent-range: bytes 100-199/*\r\netag: W/"abc"\r\n\r\n' >"$H/h2-unknown-total"
+printf 'https://user:p@ss@host:8443/a/b.tar.gz?X-Amz-Signature=abc\n[default]\naws_access_key_id = AKID\naws_secret_access_key = SECRET\nregion = eu-west-1\n[profile x]\nregion=us-west-2\n[x]\naws_access_key_id=X\n' >"$H/aws-files"
 
 # the codec harnesses also start from the plain tars (the magic is the first thing to find)
 for f in gnu pax; do
