@@ -201,9 +201,28 @@ int cache_set_disk(struct cache *c, const char *dir, uint64_t size)
 	err = cdisk_new(dir, size, &c->lock, &d);
 	if (err)
 		return err;
+	/* what is in RAM already goes to disk too, or it would be lost when evicted */
+	struct held {
+		struct cache_key k;
+		struct cache_buf *b;
+	} *v = NULL;
+	size_t n = 0;
 	pthread_mutex_lock(&c->lock);
 	c->disk = d;
+	for (struct entry *e = c->lru_head; e; e = e->next)
+		n++;
+	v = n ? malloc(n * sizeof(*v)) : NULL;
+	n = 0;
+	for (struct entry *e = v ? c->lru_head : NULL; e; e = e->next) {
+		cache_buf_ref(e->buf);
+		v[n++] = (struct held){e->key, e->buf};
+	}
+	for (size_t i = 0; i < n; i++) /* may wait for room, letting go of the lock */
+		cdisk_queue(d, &v[i].k, v[i].b);
 	pthread_mutex_unlock(&c->lock);
+	for (size_t i = 0; i < n; i++)
+		cache_buf_put(v[i].b);
+	free(v);
 	return 0;
 }
 
@@ -286,6 +305,14 @@ int cache_claim(struct cache *c, const struct cache_key *k)
 	}
 	pthread_mutex_unlock(&c->lock);
 	return 1;
+}
+
+bool cache_known(struct cache *c, const struct cache_key *k)
+{
+	pthread_mutex_lock(&c->lock);
+	bool ok = find(c, k, NULL) != NULL;
+	pthread_mutex_unlock(&c->lock);
+	return ok;
 }
 
 bool cache_contains(struct cache *c, const struct cache_key *k)

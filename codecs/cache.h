@@ -67,7 +67,7 @@ struct cache *cache_new(uint64_t budget);
 void cache_free(struct cache *c); /* NULL does nothing; no reservation may be pending */
 
 /* Adds the disk tier: up to size bytes in an unlinked file created in dir.  May be called
- * once, also while the cache is in use (what was published before stays in RAM only); its
+ * once, also while the cache is in use (what RAM holds then is written to disk too); its
  * writer thread starts with the first write, so a process that forks adds it in the child.
  * 0 or -errno (the cache then works without it). */
 int cache_set_disk(struct cache *c, const char *dir, uint64_t size);
@@ -83,6 +83,9 @@ bool cache_try_reserve(struct cache *c, const struct cache_key *k);
 /* As cache_get, but never waits: 0 present (in RAM, or brought back from the disk tier),
  * 1 absent and now reserved by the caller, 2 reserved by someone else. */
 int cache_claim(struct cache *c, const struct cache_key *k);
+
+/* True if k is present or reserved (being filled).  For heuristics. */
+bool cache_known(struct cache *c, const struct cache_key *k);
 
 /* True if k is present (no reference taken, no LRU update).  For tests and heuristics. */
 bool cache_contains(struct cache *c, const struct cache_key *k);

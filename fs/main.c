@@ -233,6 +233,7 @@ static int make_net_env(const struct options *o, struct arch_env *env)
 	}
 	net_env.http = (struct http_opts){.s3_endpoint = o->s3_endpoint,
 					  .timeout_ms = o->remote_timeout * 1000u};
+	net_env.plan = (struct rmt_opts){.background = true}; /* decode while the span arrives */
 	net_env.pages = cache_new(o->remote_cache_size);
 	if (!net_env.pages) {
 		fprintf(stderr, "tarseek: out of memory\n");

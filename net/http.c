@@ -115,6 +115,13 @@ struct req {
 	size_t want, got;
 	FILE *file; /* ... or here (a whole download) */
 	uint64_t file_bytes;
+	/* ... or to sink, piece by piece (http_get_stream) */
+	int (*sink)(void *op, const void *data, size_t n);
+	void *sink_op;
+	bool check_object; /* the answer must be of the object opened (its ETag and size) */
+	bool checked;	   /* ... which this answer's first body bytes were */
+	bool changed;	   /* ... and it was not */
+	bool sink_failed;
 	bool ranged;	   /* a Range was asked */
 	bool not_ranged;   /* the server answered the whole object */
 	bool too_long;	   /* more body than asked */
@@ -150,7 +157,22 @@ static size_t on_body(char *data, size_t size, size_t n, void *opaque)
 		r->too_long = true;
 		return 0;
 	}
-	memcpy(r->buf + r->got, data, len);
+	if (r->check_object && !r->checked) { /* before any byte is used */
+		const struct http_obj *h = r->h;
+		r->checked = true;
+		r->changed = (*h->etag && strcmp(r->a.etag, h->etag) != 0) ||
+			     (r->a.have_crange && !r->a.total_unknown && r->a.crange_total != h->size);
+		if (r->changed)
+			return 0;
+	}
+	if (r->sink) {
+		if (r->sink(r->sink_op, data, len) != 0) {
+			r->sink_failed = true;
+			return 0;
+		}
+	} else {
+		memcpy(r->buf + r->got, data, len);
+	}
 	r->got += len;
 	return len;
 }
@@ -260,6 +282,7 @@ static enum outcome attempt(struct http_obj *h, CURL *c, const char *url, struct
 		r->file_bytes = 0;
 	}
 	http_answer_reset(&r->a);
+	r->checked = r->changed = r->sink_failed = false;
 	r->not_ranged = r->too_long = false;
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
@@ -283,6 +306,18 @@ static enum outcome attempt(struct http_obj *h, CURL *c, const char *url, struct
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
 	curl_slist_free_all(hdrs);
 
+	if (r->changed) {
+		snprintf(why, whylen, "the object changed on the server (ETag %.64s, was %.64s; size %"
+			 PRIu64 ", was %" PRIu64 ")", *r->a.etag ? r->a.etag : "none", h->etag,
+			 r->a.have_crange ? r->a.crange_total : h->size, h->size);
+		*err = -ESTALE;
+		return FAIL;
+	}
+	if (r->sink_failed) {
+		snprintf(why, whylen, "cannot keep what was received");
+		*err = -ENOMEM;
+		return FAIL;
+	}
 	if (r->not_ranged) {
 		snprintf(why, whylen, "the server does not honour Range requests (it answered "
 			 "the whole object)");
@@ -443,36 +478,37 @@ static int perform(struct http_obj *h, const char *url, struct req *r, uint64_t 
 
 /* ---- the object ------------------------------------------------------------------------------ */
 
-int http_get(struct http_obj *h, void *buf, size_t len, uint64_t off)
+/* A ranged GET of the object into buf or a sink. */
+static int get_range(struct http_obj *h, void *buf, int (*sink)(void *, const void *, size_t),
+		     void *op, size_t len, uint64_t off)
 {
-	struct req r = {.h = h, .buf = buf, .want = len, .ranged = true, .a.retry_after = -1};
+	struct req r = {.h = h, .buf = buf, .sink = sink, .sink_op = op, .want = len,
+			.ranged = true, .check_object = true, .a.retry_after = -1};
 	char what[96];
-	int err;
 
 	if (len == 0)
 		return 0;
 	if (off > h->size || len > h->size - off)
 		return -EIO;
 	if (off + len <= h->head_len) {
+		if (sink)
+			return sink(op, h->head + off, len);
 		memcpy(buf, h->head + off, len);
 		return 0;
 	}
 	snprintf(what, sizeof(what), "reading %zu bytes at %" PRIu64, len, off);
-	err = perform(h, h->url, &r, off, h->strong_etag ? h->etag : NULL, what);
-	if (err)
-		return err;
-	/* every answer must be of the object the mount saw */
-	if (*h->etag && strcmp(r.a.etag, h->etag) != 0) {
-		tfs_log(TFS_LOG_ERR, "%s: the object changed on the server (ETag %s, was %s)",
-			h->name, *r.a.etag ? r.a.etag : "none", h->etag);
-		return -ESTALE;
-	}
-	if (r.a.have_crange && !r.a.total_unknown && r.a.crange_total != h->size) {
-		tfs_log(TFS_LOG_ERR, "%s: the object changed on the server (size %" PRIu64
-			", was %" PRIu64 ")", h->name, r.a.crange_total, h->size);
-		return -ESTALE;
-	}
-	return 0;
+	return perform(h, h->url, &r, off, h->strong_etag ? h->etag : NULL, what);
+}
+
+int http_get(struct http_obj *h, void *buf, size_t len, uint64_t off)
+{
+	return get_range(h, buf, NULL, NULL, len, off);
+}
+
+int http_get_stream(struct http_obj *h, uint64_t off, uint64_t len,
+		    int (*sink)(void *op, const void *data, size_t n), void *op)
+{
+	return get_range(h, NULL, sink, op, (size_t)len, off);
 }
 
 int http_download_beside(struct http_obj *h, const char *suffix, const char *path)

@@ -69,6 +69,13 @@ const char *http_name(const struct http_obj *h);	  /* the shown URL */
 /* Reads exactly len bytes at off into buf.  0, or -errno (above). */
 int http_get(struct http_obj *h, void *buf, size_t len, uint64_t off);
 
+/* As http_get, handing the bytes to sink in order as they arrive (consecutive pieces: after a
+ * dropped connection the next piece continues where the last stopped).  The answer's ETag
+ * and size are checked before the first byte goes to sink.  sink returns 0, or non-zero to
+ * stop (then -ENOMEM).  0, or -errno as http_get. */
+int http_get_stream(struct http_obj *h, uint64_t off, uint64_t len,
+		    int (*sink)(void *op, const void *data, size_t n), void *op);
+
 void http_get_stats(struct http_obj *h, struct http_stats *out);
 
 void http_close(struct http_obj *h); /* NULL does nothing */

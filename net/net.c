@@ -13,6 +13,14 @@ static int xfer_get(void *opaque, void *buf, size_t len, uint64_t off)
 	return err && err != -ENOMEM ? -EIO : err;
 }
 
+static int xfer_stream(void *opaque, uint64_t off, uint64_t len,
+		       int (*sink)(void *op, const void *data, size_t n), void *op)
+{
+	int err = http_get_stream(opaque, off, len, sink, op);
+
+	return err && err != -ENOMEM ? -EIO : err;
+}
+
 static void xfer_close(void *opaque)
 {
 	http_close(opaque);
@@ -30,7 +38,7 @@ int net_open(const char *url, const struct net_env *e, struct src **src, struct 
 	err = http_open(url, &e->http, &h);
 	if (err)
 		return err;
-	struct rmt_xfer x = {.get = xfer_get, .close = xfer_close, .opaque = h};
+	struct rmt_xfer x = {.get = xfer_get, .stream = xfer_stream, .close = xfer_close, .opaque = h};
 	*src = rmt_src_new(&x, http_size(h), e->pages, &e->plan);
 	if (!*src)
 		return -ENOMEM; /* h closed by rmt_src_new */

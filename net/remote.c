@@ -2,6 +2,7 @@
 #include "remote.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #define DEFAULT_SEQ_FIRST ((uint64_t)1 << 20)
 #define DEFAULT_ADVISE_MAX ((uint64_t)64 << 20)
 #define SEQ_STREAMS 8
+#define FETCHERS 4 /* background fetching threads of the process */
 
 struct rmt {
 	struct rmt_xfer x;
@@ -28,7 +30,178 @@ struct rmt {
 	atomic_uint next_slot;
 	atomic_uint_fast64_t seq_run; /* pages */
 	atomic_uint_fast64_t requests, bytes, advised, page_hits;
+	bool background;
+	unsigned jobs; /* background fetches queued or running (pool.lock) */
 };
+
+/* ---- background fetches ------------------------------------------------------------------ */
+
+struct job {
+	struct rmt *r;
+	uint64_t a, b; /* pages, reserved by the job */
+	struct job *next;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t work, idle;
+	struct job *head, *tail;
+	unsigned threads, busy;
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER,
+	  .idle = PTHREAD_COND_INITIALIZER};
+
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+
+/* fork: wait until no fetch is running (a child must not inherit pages reserved by a thread
+ * it does not have), keep the lock across; the child starts with no thread */
+static void pool_prepare(void)
+{
+	pthread_mutex_lock(&pool.lock);
+	while (pool.head || pool.busy)
+		pthread_cond_wait(&pool.idle, &pool.lock);
+}
+
+static void pool_parent(void)
+{
+	pthread_mutex_unlock(&pool.lock);
+}
+
+static void pool_child(void)
+{
+	pthread_mutex_init(&pool.lock, NULL);
+	pthread_cond_init(&pool.work, NULL);
+	pthread_cond_init(&pool.idle, NULL);
+	pool.threads = 0;
+}
+
+static void pool_init(void)
+{
+	pthread_atfork(pool_prepare, pool_parent, pool_child);
+}
+
+static size_t page_len(const struct rmt *r, uint64_t p);
+
+/* Fills page after page of a background fetch as the bytes arrive, publishing each. */
+struct filler {
+	struct rmt *r;
+	uint64_t page;		/* being filled */
+	struct cache_buf *cb;	/* its buffer, or NULL */
+	size_t fill;
+};
+
+static int fill(void *op, const void *data, size_t n)
+{
+	struct filler *f = op;
+	const uint8_t *d = data;
+
+	while (n) {
+		if (!f->cb) {
+			f->cb = cache_buf_new(page_len(f->r, f->page));
+			f->fill = 0;
+			if (!f->cb)
+				return -1;
+		}
+		size_t take = f->cb->len - f->fill < n ? f->cb->len - f->fill : n;
+		memcpy(f->cb->data + f->fill, d, take);
+		f->fill += take;
+		d += take;
+		n -= take;
+		if (f->fill == f->cb->len) {
+			struct cache_key k = {f->r->stream, f->page};
+			cache_publish(f->r->cache, &k, f->cb);
+			cache_buf_put(f->cb);
+			f->cb = NULL;
+			f->page++;
+		}
+	}
+	return 0;
+}
+
+static void run_job(struct job *j)
+{
+	struct rmt *r = j->r;
+	struct filler f = {.r = r, .page = j->a};
+	uint64_t off = j->a * r->page, end = j->b * r->page + page_len(r, j->b);
+
+	atomic_fetch_add(&r->requests, 1);
+	int err = r->x.stream(r->x.opaque, off, end - off, fill, &f);
+	atomic_fetch_add(&r->bytes, (f.page - j->a) * r->page + (f.cb ? f.fill : 0));
+	cache_buf_put(f.cb);
+	for (uint64_t p = f.page; p <= j->b; p++) { /* what did not arrive: readers fetch it */
+		struct cache_key k = {r->stream, p};
+		cache_abandon(r->cache, &k);
+	}
+	(void)err; /* the readers of the abandoned pages fetch them, and say why they fail */
+}
+
+static void *pool_main(void *arg)
+{
+	pthread_mutex_lock(&pool.lock);
+	for (;;) {
+		while (!pool.head)
+			pthread_cond_wait(&pool.work, &pool.lock);
+		struct job *j = pool.head;
+		pool.head = j->next;
+		if (!pool.head)
+			pool.tail = NULL;
+		pool.busy++;
+		pthread_mutex_unlock(&pool.lock);
+		run_job(j);
+		pthread_mutex_lock(&pool.lock);
+		pool.busy--;
+		j->r->jobs--;
+		free(j);
+		pthread_cond_broadcast(&pool.idle); /* sources closing, forks */
+	}
+	return arg;
+}
+
+/* Queues a background fetch of the reserved pages [a, b]; false if it cannot (the caller
+ * fetches them itself). */
+static bool queue_job(struct rmt *r, uint64_t a, uint64_t b)
+{
+	struct job *j = malloc(sizeof(*j));
+	bool ok = true;
+
+	if (!j)
+		return false;
+	*j = (struct job){.r = r, .a = a, .b = b};
+	pthread_once(&pool_once, pool_init);
+	pthread_mutex_lock(&pool.lock);
+	if (pool.threads < FETCHERS) {
+		pthread_t t;
+		pthread_attr_t at;
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &at, pool_main, NULL) == 0)
+			pool.threads++;
+		pthread_attr_destroy(&at);
+		ok = pool.threads > 0;
+	}
+	if (ok) {
+		if (pool.tail)
+			pool.tail->next = j;
+		else
+			pool.head = j;
+		pool.tail = j;
+		r->jobs++;
+		pthread_cond_signal(&pool.work);
+	}
+	pthread_mutex_unlock(&pool.lock);
+	if (!ok)
+		free(j);
+	return ok;
+}
+
+static void wait_jobs(struct rmt *r)
+{
+	pthread_mutex_lock(&pool.lock);
+	while (r->jobs)
+		pthread_cond_wait(&pool.idle, &pool.lock);
+	pthread_mutex_unlock(&pool.lock);
+}
+
+/* ---- planning ---------------------------------------------------------------------------- */
 
 static struct cache_key key_of(const struct rmt *r, uint64_t p)
 {
@@ -77,9 +250,24 @@ static int fetch_run(struct rmt *r, uint64_t a, uint64_t b)
 	return err;
 }
 
+/* Fetches the reserved pages [a, b]: now, or in the background in pieces of max_request. */
+static int fetch_some(struct rmt *r, uint64_t a, uint64_t b, bool bg)
+{
+	uint64_t per = r->max_request / r->page ? r->max_request / r->page : 1;
+
+	if (!bg || !r->background || !r->x.stream)
+		return fetch_run(r, a, b);
+	for (uint64_t p = a; p <= b; p += per) {
+		uint64_t q = b - p + 1 > per ? p + per - 1 : b;
+		if (!queue_job(r, p, q))
+			return fetch_run(r, p, b);
+	}
+	return 0;
+}
+
 /* Reserves what nobody holds of pages [p0, p1] and, ahead pages past p1 while they are free,
  * and fetches them as runs.  0 or the first error (every reservation given back). */
-static int fetch_missing(struct rmt *r, uint64_t p0, uint64_t p1, uint64_t ahead)
+static int fetch_missing(struct rmt *r, uint64_t p0, uint64_t p1, uint64_t ahead, bool bg)
 {
 	uint64_t last = p1 + ahead < r->npages ? p1 + ahead : r->npages - 1;
 	uint64_t run_start = 0, end = p1;
@@ -88,16 +276,17 @@ static int fetch_missing(struct rmt *r, uint64_t p0, uint64_t p1, uint64_t ahead
 
 	for (uint64_t p = p0; p <= last; p++) {
 		struct cache_key k = key_of(r, p);
-		/* read ahead only into pages nobody has; the ones asked for may come back from
-		 * the cache's disk tier */
-		bool mine = p > p1 ? cache_try_reserve(r->cache, &k) : cache_claim(r->cache, &k) == 1;
-		if (p > p1 && !mine)
-			break; /* read ahead only while the pages are free */
+		/* pages may come back from the cache's disk tier; reading ahead stops at one
+		 * that someone else is fetching */
+		int held = cache_claim(r->cache, &k);
+		bool mine = held == 1;
+		if (p > p1 && held == 2)
+			break;
 		if (mine && !in_run) {
 			run_start = p;
 			in_run = true;
 		} else if (!mine && in_run) {
-			int e = fetch_run(r, run_start, p - 1);
+			int e = fetch_some(r, run_start, p - 1, bg);
 			err = err ? err : e;
 			in_run = false;
 		}
@@ -106,7 +295,7 @@ static int fetch_missing(struct rmt *r, uint64_t p0, uint64_t p1, uint64_t ahead
 		end = p;
 	}
 	if (in_run) {
-		int e = fetch_run(r, run_start, end);
+		int e = fetch_some(r, run_start, end, bg);
 		err = err ? err : e;
 	}
 	return err;
@@ -131,8 +320,10 @@ static ssize_t rmt_pread(void *opaque, void *buf, size_t len, uint64_t off)
 	for (unsigned i = 0; i < SEQ_STREAMS && off; i++)
 		if (atomic_load(&r->ends[i]) == off)
 			slot = i;
-	bool missing = !cache_contains(r->cache, &(struct cache_key){r->stream, p0}) ||
-		       !cache_contains(r->cache, &(struct cache_key){r->stream, p1});
+	/* missing: neither held nor being fetched (a read waiting for a background fetch is
+	 * no reason to fetch more) */
+	bool missing = !cache_known(r->cache, &(struct cache_key){r->stream, p0}) ||
+		       !cache_known(r->cache, &(struct cache_key){r->stream, p1});
 	if (slot < SEQ_STREAMS && missing) {
 		uint64_t run = atomic_load(&r->seq_run), most = r->max_request / r->page;
 		ahead = run + (p1 - p0 + 1) > most ? (most > p1 - p0 + 1 ? most - (p1 - p0 + 1) : 0)
@@ -144,7 +335,7 @@ static ssize_t rmt_pread(void *opaque, void *buf, size_t len, uint64_t off)
 	if (slot == SEQ_STREAMS)
 		slot = atomic_fetch_add(&r->next_slot, 1) % SEQ_STREAMS;
 	atomic_store(&r->ends[slot], off + len);
-	err = fetch_missing(r, p0, p1, ahead);
+	err = fetch_missing(r, p0, p1, ahead, false);
 	if (err)
 		return err;
 	for (uint64_t p = p0; p <= p1; p++) {
@@ -179,7 +370,8 @@ static void rmt_advise(void *opaque, uint64_t off, uint64_t len)
 		len = r->advise_max;
 	if (len > r->size - off)
 		len = r->size - off;
-	(void)fetch_missing(r, off / r->page, (off + len - 1) / r->page, 0); /* errors: the read says */
+	/* errors: the read says */
+	(void)fetch_missing(r, off / r->page, (off + len - 1) / r->page, 0, true);
 	if (atomic_load(&r->requests) != before)
 		atomic_fetch_add(&r->advised, 1);
 }
@@ -188,6 +380,7 @@ static void rmt_close(void *opaque)
 {
 	struct rmt *r = opaque;
 
+	wait_jobs(r);
 	cache_drop_stream(r->cache, r->stream);
 	if (r->x.close)
 		r->x.close(r->x.opaque);
@@ -220,6 +413,14 @@ struct src *rmt_src_new(const struct rmt_xfer *x, uint64_t size, struct cache *c
 	r->max_request = o && o->max_request ? o->max_request : DEFAULT_MAX_REQUEST;
 	r->seq_first = o && o->seq_first ? o->seq_first : DEFAULT_SEQ_FIRST;
 	r->advise_max = o && o->advise_max ? o->advise_max : DEFAULT_ADVISE_MAX;
+	r->background = o && o->background;
+	/* a request must not evict its own first pages before they are read */
+	struct cache_stats cs;
+	cache_get_stats(cache, &cs);
+	if (cs.budget / 4 >= r->page) {
+		r->max_request = r->max_request < cs.budget / 4 ? r->max_request : cs.budget / 4;
+		r->advise_max = r->advise_max < cs.budget / 4 ? r->advise_max : cs.budget / 4;
+	}
 	if (r->max_request < r->page)
 		r->max_request = r->page;
 	for (unsigned i = 0; i < SEQ_STREAMS; i++)

@@ -10,21 +10,27 @@
  *    so that a scan costs few large requests;
  *  - src_advise(off, len) -- a decoder starting at a checkpoint says which compressed span it
  *    will read, up to the next checkpoint -- fetches that whole span now, in one request (or
- *    in parallel pieces of max_request, capped at advise_max), instead of in the small reads
- *    the codec then issues.
+ *    in pieces of max_request, capped at advise_max), instead of in the small reads the codec
+ *    then issues.  With background (and a transport that streams), the request runs on one
+ *    of a few fetching threads and every page is published as soon as its bytes are in, so
+ *    the decoder starts on the first page while the rest of the span arrives.
  * Pages being fetched by one thread are waited for by the others (one request per page, also
  * under contention); a failed fetch leaves nothing behind, and the read fails with the
  * transport's error.
  *
  * The transport is an interface, so that unit tests plan against a fake one.
+ * The fetching threads are shared by every remote source of the process, started with the
+ * first background fetch; a fork waits until they are idle, and the child starts its own.
+ * src_free waits for the source's background fetches to end.
  * Thread-safe.  The cache (cache.h, keyed by one stream id per source) may be shared by
  * several remote sources; its disk tier, if set, keeps fetched pages on local disk.
  */
 #ifndef TARSEEK_REMOTE_H
 #define TARSEEK_REMOTE_H
 
-#include <stdint.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../common/source.h"
 
@@ -33,6 +39,10 @@ struct cache;
 struct rmt_xfer {
 	/* Reads exactly len bytes at off into buf: 0 or -errno.  Called from any thread. */
 	int (*get)(void *opaque, void *buf, size_t len, uint64_t off);
+	/* Optional: the same, handing the bytes to sink in order as they arrive (consecutive
+	 * pieces); sink returns non-zero to stop.  0 or -errno. */
+	int (*stream)(void *opaque, uint64_t off, uint64_t len,
+		      int (*sink)(void *op, const void *data, size_t n), void *op);
 	void (*close)(void *opaque); /* may be NULL */
 	void *opaque;
 };
@@ -42,6 +52,7 @@ struct rmt_opts {
 	uint64_t max_request; /* largest single request (0: 16 MiB) */
 	uint64_t seq_first;   /* first sequential run (0: 1 MiB) */
 	uint64_t advise_max;  /* most bytes one advice fetches (0: 64 MiB) */
+	bool background;      /* advice fetches in the background (the transport's stream) */
 };
 
 struct rmt_stats {

@@ -93,6 +93,16 @@ def xattr_info(path):
                           capture_output=True, text=True).stdout
 
 
+def quiet(ng, seconds=1.0, timeout=30):
+    """Waits until nginx has logged no request for a while."""
+    n, since, t0 = -1, time.monotonic(), time.monotonic()
+    while time.monotonic() - since < seconds and time.monotonic() - t0 < timeout:
+        m = len(ng.requests())
+        if m != n:
+            n, since = m, time.monotonic()
+        time.sleep(0.1)
+
+
 def body_bytes(reqs, uri):
     return sum(r["bytes_sent"] or 0 for r in reqs if r["uri"] == uri)
 
@@ -217,6 +227,28 @@ def test_object_changed_under_the_mount_is_eio(site, mount, tmp_path):
         assert e.value.errno == errno.EIO
         assert "changed on the server" in m.log()
         assert os.listdir(m.path)  # the daemon lives
+
+
+def test_fetched_bytes_are_kept_on_disk(site, mount, tmp_path):
+    """With caches in memory smaller than the file, a second read of it is served by the
+    disk tier of fetched bytes: no request reaches the server."""
+    ng, www, ref, tree = site
+    want = random_archive(www, tmp_path)
+    with mount(f"{ng.url}/r.tar.gz", "--no-prefetch", "--cache-size", "4M",
+               "--disk-cache-size", "0", "--remote-cache-size", "4M",
+               "--remote-disk-cache", "64M", env=cache_env(tmp_path)) as m:
+        ng.clear_log()
+        assert open(m.path + "/r.bin", "rb").read() == want
+        first = [r for r in ng.requests() if r["uri"] == "/r.tar.gz"]
+        assert first and body_bytes(first, "/r.tar.gz") >= len(want) / 2
+        subprocess.run(["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], check=False)
+        quiet(ng)  # a background fetch may still be ending
+        ng.clear_log()
+        with open(m.path + "/r.bin", "rb") as f:  # backwards: nothing of it is in memory
+            for off in range(len(want) - (1 << 20), -1, -(1 << 20)):
+                f.seek(off)
+                assert f.read(1 << 20) == want[off:off + (1 << 20)]
+        assert not [r for r in ng.requests() if r["uri"] == "/r.tar.gz"]
 
 
 def test_refusals_are_clear(site, tmp_path):

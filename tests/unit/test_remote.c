@@ -62,6 +62,36 @@ static int fake_get(void *opaque, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/* The streaming transport: the bytes in pieces of 7 KiB, a round trip between them; with
+ * fail_after set, the request fails once after that many bytes. */
+static atomic_long fail_after = -1;
+
+static int fake_stream(void *opaque, uint64_t off, uint64_t len,
+		       int (*sink)(void *op, const void *data, size_t n), void *op)
+{
+	struct fake *f = opaque;
+	long limit = atomic_exchange(&fail_after, -1);
+
+	pthread_mutex_lock(&f->lock);
+	if (f->nlog < MAX_LOG)
+		f->log[f->nlog++] = (typeof(f->log[0])){off, len};
+	pthread_mutex_unlock(&f->lock);
+	atomic_fetch_add(&f->gets, 1);
+	if (off > f->size || len > f->size - off)
+		return -EINVAL;
+	for (uint64_t done = 0; done < len;) {
+		size_t n = len - done < 7 * KIB ? (size_t)(len - done) : 7 * KIB;
+		if (limit >= 0 && done + n > (uint64_t)limit)
+			return -EIO;
+		if (sink(op, f->data + off + done, n) != 0)
+			return -ENOMEM;
+		done += n;
+		usleep(50);
+	}
+	atomic_fetch_add(&f->bytes, len);
+	return 0;
+}
+
 static uint8_t *object;
 static const size_t object_size = 40 * MIB + 12345; /* not a whole number of pages */
 
@@ -71,7 +101,8 @@ static struct src *make(struct fake *f, struct cache *c, const struct rmt_opts *
 	pthread_mutex_init(&f->lock, NULL);
 	f->data = object;
 	f->size = object_size;
-	struct rmt_xfer x = {.get = fake_get, .opaque = f};
+	struct rmt_xfer x = {.get = fake_get, .stream = o && o->background ? fake_stream : NULL,
+			     .opaque = f};
 	return rmt_src_new(&x, object_size, c, o);
 }
 
@@ -269,6 +300,35 @@ static void test_window_advise(void)
 	cache_free(c);
 }
 
+/* Background advice: one streamed request for the span, pages readable as they arrive; a
+ * stream that breaks leaves the rest to the readers, who fetch it; closing the source waits
+ * for its fetches. */
+static void test_background(void)
+{
+	struct cache *c = cache_new(256 * MIB);
+	struct fake f;
+	struct rmt_opts o = {.background = true};
+	struct src *s = make(&f, c, &o);
+
+	src_advise(s, 6 * MIB, 2 * MIB);
+	for (uint64_t off = 6 * MIB; off < 8 * MIB; off += 100 * KIB)
+		CHECK(read_ok(s, off, 8 * MIB - off < 100 * KIB ? 8 * MIB - off : 100 * KIB));
+	CHECK_EQ(f.nlog, 1);
+	CHECK_EQ(f.log[0].len, 2 * MIB);
+	/* broken after 300 KiB: the pages after it are fetched by the reads */
+	atomic_store(&fail_after, 300 * KIB);
+	src_advise(s, 20 * MIB, 1 * MIB);
+	bool ok = true;
+	for (uint64_t off = 20 * MIB; off < 21 * MIB; off += 64 * KIB)
+		ok = ok && read_ok(s, off, 64 * KIB);
+	CHECK(ok);
+	CHECK(f.nlog >= 2);
+	/* freed while fetching: waits (ASan would see a use after free) */
+	src_advise(s, 30 * MIB, 4 * MIB);
+	src_free(s);
+	cache_free(c);
+}
+
 static void set(const char *k, const char *v)
 {
 	if (v)
@@ -361,6 +421,7 @@ int main(void)
 	test_failure_leaves_nothing();
 	test_concurrent_once();
 	test_window_advise();
+	test_background();
 	test_s3();
 	test_shown();
 	free(object);
