@@ -228,6 +228,24 @@ int cache_set_disk(struct cache *c, const char *dir, uint64_t size)
 
 static void publish_locked(struct cache *c, struct entry *e, struct cache_buf *b);
 
+/* A miss (lock held): reserves k for the caller, unless the disk tier holds it: then it is
+ * published and returned referenced (no reservation left).  Out of memory for the entry:
+ * NULL; the caller decodes anyway, and publish/abandon of an unknown key are no-ops. */
+static struct cache_buf *miss_locked(struct cache *c, const struct cache_key *k)
+{
+	struct entry *e = reserve(c, k);
+	struct cache_buf *b = e && c->disk ? cdisk_get(c->disk, k) : NULL;
+
+	if (b) {
+		e = find(c, k, NULL); /* the lock may have been let go meanwhile */
+		if (e && !e->buf)
+			publish_locked(c, e, b);
+		c->hits++;
+		pthread_cond_broadcast(&c->filled);
+	}
+	return b;
+}
+
 int cache_get(struct cache *c, const struct cache_key *k, struct cache_buf **out)
 {
 	struct entry *e;
@@ -249,16 +267,8 @@ int cache_get(struct cache *c, const struct cache_key *k, struct cache_buf **out
 		}
 		pthread_cond_wait(&c->filled, &c->lock);
 	}
-	/* Out of memory for the entry: the caller decodes anyway; publish/abandon of an
-	 * unknown key are no-ops. */
-	e = reserve(c, k);
-	struct cache_buf *b = e && c->disk ? cdisk_get(c->disk, k) : NULL;
+	struct cache_buf *b = miss_locked(c, k);
 	if (b) {
-		e = find(c, k, NULL); /* the lock may have been let go meanwhile */
-		if (e && !e->buf)
-			publish_locked(c, e, b);
-		c->hits++;
-		pthread_cond_broadcast(&c->filled);
 		pthread_mutex_unlock(&c->lock);
 		*out = b;
 		return 0;
@@ -291,19 +301,12 @@ int cache_claim(struct cache *c, const struct cache_key *k)
 		pthread_mutex_unlock(&c->lock);
 		return held;
 	}
-	e = reserve(c, k);
-	b = e && c->disk ? cdisk_get(c->disk, k) : NULL;
+	b = miss_locked(c, k);
+	pthread_mutex_unlock(&c->lock);
 	if (b) {
-		e = find(c, k, NULL); /* the lock may have been let go meanwhile */
-		if (e && !e->buf)
-			publish_locked(c, e, b);
-		c->hits++;
-		pthread_cond_broadcast(&c->filled);
-		pthread_mutex_unlock(&c->lock);
 		cache_buf_put(b);
 		return 0;
 	}
-	pthread_mutex_unlock(&c->lock);
 	return 1;
 }
 

@@ -670,16 +670,6 @@ void http_get_stats(struct http_obj *h, struct http_stats *out)
 	out->retries = atomic_load(&h->retries);
 }
 
-static void wipe_free(char *s)
-{
-	if (!s)
-		return;
-	volatile char *v = s;
-	while (*v)
-		*v++ = '\0';
-	free(s);
-}
-
 void http_close(struct http_obj *h)
 {
 	if (!h)
@@ -687,10 +677,10 @@ void http_close(struct http_obj *h)
 	for (unsigned i = 0; i < h->nidle; i++)
 		curl_easy_cleanup(h->idle[i]);
 	curl_slist_free_all(h->hdrs); /* the session token: freed, not wiped (libcurl's copy) */
-	wipe_free(h->userpwd);
+	secret_free(h->userpwd);
 	free(h->sigv4);
 	s3_target_free(&h->s3);
-	wipe_free(h->url);
+	secret_free(h->url);
 	free(h->name);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
