@@ -340,6 +340,14 @@ def test_union_recursive_and_no_union(site, mount, tmp_path):
     with mount(str(local), f"{ng.url}/t.tar.zst", env=cache_env(tmp_path)) as m:
         assert open(m.path + "/local-only.txt").read() == "local\n"
         assert open(m.path + "/big.bin", "rb").read() == (tree / "big.bin").read_bytes()
+    # versions: the same path in a local and a remote archive
+    (tmp_path / "ldir" / "big.bin").write_bytes(b"the local one\n")
+    subprocess.run(["tar", "-cf", str(local), "-C", str(tmp_path / "ldir"), "."], check=True)
+    with mount(f"{ng.url}/t.tar.gz", str(local), env=cache_env(tmp_path)) as m:
+        assert open(m.path + "/big.bin", "rb").read() == b"the local one\n"  # the last wins
+        assert open(m.path + "/big.bin.versions/1", "rb").read() == \
+            (tree / "big.bin").read_bytes()
+        assert open(m.path + "/big.bin.versions/2", "rb").read() == b"the local one\n"
     with mount("-r", f"{ng.url}/outer.tar.gz", env=cache_env(tmp_path)) as m:
         compare_trees(m.path + "/inner.tar.gz", ref)
     with mount("--no-union", str(local), f"{ng.url}/t.tar.gz?X-Amz-Signature=SECRETSIG",
