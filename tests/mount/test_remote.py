@@ -227,6 +227,15 @@ def test_object_changed_under_the_mount_is_eio(site, mount, tmp_path):
         assert e.value.errno == errno.EIO
         assert "changed on the server" in m.log()
         assert os.listdir(m.path)  # the daemon lives
+        # deleted: EIO, and the log says so
+        os.remove(www / "r.tar.gz")
+        with pytest.raises(OSError) as e:
+            with open(m.path + "/r.bin", "rb") as f:
+                f.seek(9 << 20)
+                f.read(1 << 20)
+        assert e.value.errno == errno.EIO
+        assert "not found (HTTP 404)" in m.log()
+        assert os.listdir(m.path)
 
 
 def test_fetched_bytes_are_kept_on_disk(site, mount, tmp_path):
@@ -286,44 +295,54 @@ def test_https_http2_and_certificates(tmp_path, mount, archives):
 
 
 def test_faults_are_retried_or_eio_within_the_bound(site, mount, tmp_path):
+    """Each fault on a fresh mount (the index is kept: a mount costs the probe), so that
+    nothing of what is read is held already."""
     ng, www, ref, tree = site
     want = random_archive(www, tmp_path)
+    opts = ("--no-prefetch", "--remote-timeout", "6", "--remote-cache-size", "4M",
+            "--remote-disk-cache", "0", "--cache-size", "4M")
+
+    def read(m, off, n):
+        with open(m.path + "/r.bin", "rb") as f:
+            f.seek(off)
+            return f.read(n)
+
     with FaultProxy("127.0.0.1", ng.port) as px:
         url = f"{px.url}/r.tar.gz"
         px.fail_next(3, status=503)
-        with mount(url, "--no-prefetch", "--remote-timeout", "6", "--remote-cache-size", "4M",
-                   "--remote-disk-cache", "0", "--cache-size", "4M",
-                   env=cache_env(tmp_path), allow_errors=True) as m:
+        with mount(url, *opts, env=cache_env(tmp_path), allow_errors=True) as m:
             assert "done after 4 tries" in m.log()
-            # dropped mid-body, twice, then fine: the right bytes
+            # dropped mid-body (FIN), twice, then fine: the right bytes
             px.drop_next(2, after_bytes=5000)
-            with open(m.path + "/r.bin", "rb") as f:
-                f.seek(2 << 20)
-                assert f.read(1 << 20) == want[2 << 20:3 << 20]
-            # 429 with Retry-After 0, then fine
+            assert read(m, 2 << 20, 1 << 20) == want[2 << 20:3 << 20]
+            assert px.log and not px._faults
+        with mount(url, *opts, env=cache_env(tmp_path), allow_errors=True) as m:
+            # reset (RST) mid-body, then fine
+            px.drop_next(1, after_bytes=20000, reset=True)
+            assert read(m, 3 << 20, 1 << 20) == want[3 << 20:4 << 20]
+            assert not px._faults
+        with mount(url, *opts, env=cache_env(tmp_path), allow_errors=True) as m:
+            # 429 with Retry-After 0, twice, then fine
             px.fail_next(2, status=429, retry_after=0)
-            with open(m.path + "/r.bin", "rb") as f:
-                f.seek(4 << 20)
-                assert f.read(256 << 10) == want[4 << 20:(4 << 20) + (256 << 10)]
+            assert read(m, 4 << 20, 256 << 10) == want[4 << 20:(4 << 20) + (256 << 10)]
+            assert not px._faults
+        with mount(url, *opts, env=cache_env(tmp_path), allow_errors=True) as m:
             # a server that keeps failing: EIO within the bound, nothing wrong returned
             px.fail_next(1000, status=503)
             t0 = time.monotonic()
             with pytest.raises(OSError) as e:
-                with open(m.path + "/r.bin", "rb") as f:
-                    f.seek(5 << 20)
-                    f.read(512 << 10)
+                read(m, 5 << 20, 512 << 10)
             assert e.value.errno == errno.EIO
             assert time.monotonic() - t0 < 6 + 15
             assert "gave up after" in m.log()
             # ... and it comes back
             px.reset()
-            with open(m.path + "/r.bin", "rb") as f:
-                f.seek(5 << 20)
-                assert f.read(512 << 10) == want[5 << 20:(5 << 20) + (512 << 10)]
+            assert read(m, 5 << 20, 512 << 10) == want[5 << 20:(5 << 20) + (512 << 10)]
+        with mount(url, *opts, env=cache_env(tmp_path), allow_errors=True) as m:
             # a stalled body is cut and retried
             px.stall_next(1, seconds=30, after_bytes=100)
-            with open(m.path + "/r.bin", "rb") as f:
-                assert f.read() == want
+            assert read(m, 0, len(want)) == want
+            assert not px._faults
 
 
 def test_union_recursive_and_no_union(site, mount, tmp_path):
@@ -421,10 +440,19 @@ def test_s3rver(tmp_path, mount, archives):
         s3.create_bucket("backups")
         s3.put_object("backups", "host1/t.tar.bz2", str(www / "t.tar.bz2"))
         s3.put_object("backups", "host1/vm.img.gz", str(www / "vm.img.gz"))
+        # the index of the local file, uploaded beside the archive: used, nothing decoded
+        local = tmp_path / "local"
+        os.makedirs(local)
+        shutil.copy(www / "t.tar.bz2", local / "t.tar.bz2")
+        subprocess.run([INDEX_TOOL, "-q", str(local / "t.tar.bz2")], check=True)
+        s3.put_object("backups", "host1/t.tar.bz2.index.sqlite",
+                      str(local / "t.tar.bz2.index.sqlite"))
         env = s3_env(tmp_path, AWS_ACCESS_KEY_ID=S3rver.access_key,
                      AWS_SECRET_ACCESS_KEY=S3rver.secret_key)
         with mount("--no-union", "--s3-endpoint", s3.endpoint, "s3://backups/host1/t.tar.bz2",
                    "s3://backups/host1/vm.img.gz", env=env) as m:
+            assert "using the index published beside s3://backups/host1/t.tar.bz2" in m.log()
+            assert "indexed t.tar.bz2" not in m.log()
             compare_trees(m.path + "/t.tar.bz2", ref)
             want = subprocess.run(["gzip", "-dc", str(www / "vm.img.gz")],
                                   capture_output=True, check=True).stdout
