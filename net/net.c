@@ -6,19 +6,20 @@
 
 /* Under a mount every failed fetch is EIO (the reason is logged): a changed object, a
  * denied or vanished one, a server gone. */
+static int read_error(int err)
+{
+	return err && err != -ENOMEM ? -EIO : err;
+}
+
 static int xfer_get(void *opaque, void *buf, size_t len, uint64_t off)
 {
-	int err = http_get(opaque, buf, len, off);
-
-	return err && err != -ENOMEM ? -EIO : err;
+	return read_error(http_get(opaque, buf, len, off));
 }
 
 static int xfer_stream(void *opaque, uint64_t off, uint64_t len,
 		       int (*sink)(void *op, const void *data, size_t n), void *op)
 {
-	int err = http_get_stream(opaque, off, len, sink, op);
-
-	return err && err != -ENOMEM ? -EIO : err;
+	return read_error(http_get_stream(opaque, off, len, sink, op));
 }
 
 static void xfer_close(void *opaque)

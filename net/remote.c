@@ -117,21 +117,13 @@ static int fill(void *op, const void *data, size_t n)
 	return 0;
 }
 
+static int fetch_piece(struct rmt *r, uint64_t p, uint64_t q);
+
 static void run_job(struct job *j)
 {
-	struct rmt *r = j->r;
-	struct filler f = {.r = r, .page = j->a};
-	uint64_t off = j->a * r->page, end = j->b * r->page + page_len(r, j->b);
-
-	atomic_fetch_add(&r->requests, 1);
-	int err = r->x.stream(r->x.opaque, off, end - off, fill, &f);
-	atomic_fetch_add(&r->bytes, (f.page - j->a) * r->page + (f.cb ? f.fill : 0));
-	cache_buf_put(f.cb);
-	for (uint64_t p = f.page; p <= j->b; p++) { /* what did not arrive: readers fetch it */
-		struct cache_key k = {r->stream, p};
-		cache_abandon(r->cache, &k);
-	}
-	(void)err; /* the readers of the abandoned pages fetch them, and say why they fail */
+	/* on error the pages that did not arrive are given back: their readers fetch them,
+	 * and say why they fail */
+	(void)fetch_piece(j->r, j->a, j->b);
 }
 
 static void *pool_main(void *arg)
@@ -217,6 +209,48 @@ static size_t page_len(const struct rmt *r, uint64_t p)
 
 /* Fetches pages [a, b] (all reserved by the caller) in requests of at most max_request and
  * publishes them.  On error every reservation of [a, b] not yet published is abandoned. */
+/* Fetches the reserved pages [p, q] in one request and publishes them: as they arrive if
+ * the transport streams, else from one buffer.  What is not published is abandoned. */
+static int fetch_piece(struct rmt *r, uint64_t p, uint64_t q)
+{
+	uint64_t off = p * r->page, end = q * r->page + page_len(r, q);
+	uint64_t done = p; /* pages published */
+	int err;
+
+	atomic_fetch_add(&r->requests, 1);
+	if (r->x.stream) {
+		struct filler f = {.r = r, .page = p};
+		err = r->x.stream(r->x.opaque, off, end - off, fill, &f);
+		done = f.page;
+		atomic_fetch_add(&r->bytes, (done - p) * r->page + (f.cb ? f.fill : 0));
+		cache_buf_put(f.cb); /* a page that did not fill */
+	} else {
+		uint8_t *buf = malloc((size_t)(end - off));
+		err = buf ? r->x.get(r->x.opaque, buf, (size_t)(end - off), off) : -ENOMEM;
+		for (; !err && done <= q; done++) {
+			struct cache_key k = key_of(r, done);
+			struct cache_buf *cb = cache_buf_new(page_len(r, done));
+			if (!cb) {
+				err = -ENOMEM;
+				break;
+			}
+			memcpy(cb->data, buf + (done - p) * r->page, cb->len);
+			cache_publish(r->cache, &k, cb);
+			cache_buf_put(cb);
+		}
+		free(buf);
+		if (!err)
+			atomic_fetch_add(&r->bytes, end - off);
+	}
+	for (; done <= q; done++) {
+		struct cache_key k = key_of(r, done);
+		cache_abandon(r->cache, &k);
+	}
+	return err;
+}
+
+/* Fetches pages [a, b] (all reserved by the caller) in requests of at most max_request.  On
+ * error every reservation not yet published is abandoned. */
 static int fetch_run(struct rmt *r, uint64_t a, uint64_t b)
 {
 	uint64_t per = r->max_request / r->page ? r->max_request / r->page : 1;
@@ -224,28 +258,12 @@ static int fetch_run(struct rmt *r, uint64_t a, uint64_t b)
 
 	for (uint64_t p = a; p <= b; p += per) {
 		uint64_t q = b - p + 1 > per ? p + per - 1 : b;
-		uint64_t off = p * r->page, end = q * r->page + page_len(r, q);
-		uint8_t *buf = err ? NULL : malloc((size_t)(end - off));
-		if (!err && !buf)
-			err = -ENOMEM;
-		if (!err) {
-			atomic_fetch_add(&r->requests, 1);
-			err = r->x.get(r->x.opaque, buf, (size_t)(end - off), off);
-			if (!err)
-				atomic_fetch_add(&r->bytes, end - off);
+		if (err) { /* after a failure: only given back */
+			for (uint64_t i = p; i <= q; i++)
+				cache_abandon(r->cache, &(struct cache_key){r->stream, i});
+			continue;
 		}
-		for (uint64_t i = p; i <= q; i++) {
-			struct cache_key k = key_of(r, i);
-			struct cache_buf *cb = err ? NULL : cache_buf_new(page_len(r, i));
-			if (!cb) {
-				cache_abandon(r->cache, &k);
-				continue;
-			}
-			memcpy(cb->data, buf + (i - p) * r->page, cb->len);
-			cache_publish(r->cache, &k, cb);
-			cache_buf_put(cb);
-		}
-		free(buf);
+		err = fetch_piece(r, p, q);
 	}
 	return err;
 }

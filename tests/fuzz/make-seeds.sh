@@ -341,22 +341,7 @@ have ar && (cd "$small" && find . -type f | head -3 | xargs ar rc "$L/files.a")
 have genisoimage && genisoimage -quiet -R -J -o "$L/small.iso" "$small"
 have bsdtar && bsdtar --format xar -cf "$L/small.xar" -C "$small" .
 have bsdtar && (cd "$small" && find . -type f | head -4 | xargs bsdtar --format warc -cf "$L/small.warc")
-python3 - "$here/../data/libarchive" "$L" <<'PY'
-import binascii, os, sys
-for f in sorted(os.listdir(sys.argv[1])):
-    if not f.endswith(".uu"):
-        continue
-    out = bytearray()
-    for line in open(os.path.join(sys.argv[1], f), "rb"):
-        if line.startswith(b"begin ") or not line.strip():
-            continue
-        if line.strip() == b"end":
-            break
-        n = (line[0] - 32) & 63
-        out += binascii.a2b_uu(line[:((n + 2) // 3) * 4 + 1].rstrip(b"\n") + b"\n")
-    if len(out) < 131072:
-        open(os.path.join(sys.argv[2], f[:-3]), "wb").write(out)
-PY
+python3 "$here/../data/libarchive/uudata.py" "$L" 131072
 for f in "$L"/*; do
 	[ -f "$f" ] || continue
 	n=$(stat -c %s "$f")

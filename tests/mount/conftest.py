@@ -20,6 +20,7 @@ import errno
 import os
 import shutil
 import signal
+import sqlite3
 import stat
 import struct
 import subprocess
@@ -279,6 +280,15 @@ def pax_ns(text):
     sec, _, frac = text.partition(".")
     ns = int(sec) * 10**9 + int((frac + "000000000")[:9])
     return ns
+
+
+def checkpoints(index):
+    """The number of checkpoints an index file holds."""
+    db = sqlite3.connect(index)
+    try:
+        return db.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+    finally:
+        db.close()
 
 
 def archive_mtimes(archive):

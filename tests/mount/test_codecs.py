@@ -11,11 +11,10 @@ yet (codecs land one by one), skips its tests (conftest.require_codec).
 import errno
 import os
 import random
-import sqlite3
 
 import pytest
 
-from conftest import (archive_mtimes, compare_trees, gnu_extract, gzip_member, make_tree,
+from conftest import (archive_mtimes, checkpoints, compare_trees, gnu_extract, gzip_member, make_tree,
                       random_bytes, require_codec, require_tool, run, semi_random)
 
 SPACING = "0.0625"  # MiB: a gzip checkpoint every 64 KiB of decompressed data
@@ -59,14 +58,6 @@ def compress(argv, src, dst):
     with open(src, "rb") as i, open(dst, "wb") as o:
         r = subprocess.run(argv, stdin=i, stdout=o, stderr=subprocess.PIPE)
     assert r.returncode == 0, (argv, r.stderr)
-
-
-def checkpoints(index):
-    db = sqlite3.connect(index)
-    try:
-        return db.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
-    finally:
-        db.close()
 
 
 # variant: (codec, compressor argv (stdin -> stdout), suffix, minimum checkpoints for 1.9 MB)

@@ -13,19 +13,20 @@ see its README): mounted and compared with what bsdtar extracts from the same ar
 - Damage: truncated copies mount with fewer members or are refused; every byte served is
   the reference's.
 """
-import binascii
 import errno
 import os
 import random
-import sqlite3
 import subprocess
+import sys
 
 import pytest
 
-from conftest import compare_trees, make_tree, require_tool, run
+from conftest import checkpoints, compare_trees, make_tree, require_tool, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data", "libarchive")
+sys.path.insert(0, DATA)
+import uudata  # noqa: E402  (tests/data/libarchive/uudata.py)
 
 
 def require_libarchive(tarseek_bin):
@@ -46,28 +47,11 @@ def bsdtar_extract(archive, dest):
     return dest
 
 
-def checkpoints(index):
-    db = sqlite3.connect(index)
-    try:
-        return db.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
-    finally:
-        db.close()
-
-
 def uudecode(name, dest):
     """A libarchive test file (uuencoded) into dest/NAME."""
-    out = bytearray()
-    with open(os.path.join(DATA, name + ".uu"), "rb") as f:
-        for line in f:
-            if line.startswith(b"begin ") or not line.strip():
-                continue
-            if line.strip() == b"end":
-                break
-            n = (line[0] - 32) & 63
-            out += binascii.a2b_uu(line[:((n + 2) // 3) * 4 + 1].rstrip(b"\n") + b"\n")
     path = os.path.join(dest, name)
     with open(path, "wb") as f:
-        f.write(out)
+        f.write(uudata.decode(os.path.join(DATA, name + ".uu")))
     return path
 
 

@@ -93,6 +93,12 @@ def xattr_info(path):
                           capture_output=True, text=True).stdout
 
 
+def read_at(path, off, n):
+    with open(path, "rb") as f:
+        f.seek(off)
+        return f.read(n)
+
+
 def quiet(ng, seconds=1.0, timeout=30):
     """Waits until nginx has logged no request for a while."""
     n, since, t0 = -1, time.monotonic(), time.monotonic()
@@ -221,18 +227,14 @@ def test_object_changed_under_the_mount_is_eio(site, mount, tmp_path):
         os.utime(www / "r.tar.gz.new", (1, 1))
         os.replace(www / "r.tar.gz.new", www / "r.tar.gz")
         with pytest.raises(OSError) as e:
-            with open(m.path + "/r.bin", "rb") as f:
-                f.seek(5 << 20)
-                f.read(1 << 20)
+            read_at(m.path + "/r.bin", 5 << 20, 1 << 20)
         assert e.value.errno == errno.EIO
         assert "changed on the server" in m.log()
         assert os.listdir(m.path)  # the daemon lives
         # deleted: EIO, and the log says so
         os.remove(www / "r.tar.gz")
         with pytest.raises(OSError) as e:
-            with open(m.path + "/r.bin", "rb") as f:
-                f.seek(9 << 20)
-                f.read(1 << 20)
+            read_at(m.path + "/r.bin", 9 << 20, 1 << 20)
         assert e.value.errno == errno.EIO
         assert "not found (HTTP 404)" in m.log()
         assert os.listdir(m.path)
@@ -303,9 +305,7 @@ def test_faults_are_retried_or_eio_within_the_bound(site, mount, tmp_path):
             "--remote-disk-cache", "0", "--cache-size", "4M")
 
     def read(m, off, n):
-        with open(m.path + "/r.bin", "rb") as f:
-            f.seek(off)
-            return f.read(n)
+        return read_at(m.path + "/r.bin", off, n)
 
     with FaultProxy("127.0.0.1", ng.port) as px:
         url = f"{px.url}/r.tar.gz"
