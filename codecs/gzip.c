@@ -74,11 +74,10 @@
 #include "../common/byteio.h"
 #include "../common/crc32.h"
 #include "../common/log.h"
+#include "gzip_ckpt.h"
 #include "inflater.h"
 #include "liberr.h"
 #include "trailing.h"
-
-#define GZ_CK_MEMBER 0x1u /* checkpoint flag: coff is the first byte of a member header */
 
 #define GZ_WINSIZE INFL_WINSIZE		/* deflate's window */
 #define GZ_SCAN_INBUF (256u << 10)	/* compressed bytes the scan reads at once */

@@ -767,7 +767,7 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 		tfs_log(TFS_LOG_ERR, "cannot read %s: %s", in->name, strerror(-err));
 		goto out;
 	}
-	b.codec = codec_probe(head, (size_t)hn);
+	b.codec = in->codec ? in->codec : codec_probe(head, (size_t)hn);
 	err = build_open(&b, in, tmp);
 	if (err)
 		goto out;
@@ -820,6 +820,19 @@ out:
 	return err;
 }
 
+static int set_stream_clen(sqlite3 *db, uint64_t clen)
+{
+	sqlite3_stmt *st;
+	int err = db_prepare(db, "UPDATE streams SET clen = ?1 WHERE id = 1", &st);
+
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)clen);
+	err = bld_step_done(st);
+	sqlite3_finalize(st);
+	return err;
+}
+
 int idx_build_finish(const char *tmp, const struct idx_input *in, const struct idx_build_opts *o)
 {
 	sqlite3 *db = NULL;
@@ -839,6 +852,8 @@ int idx_build_finish(const char *tmp, const struct idx_input *in, const struct i
 					  (uint64_t)(in->mtime * 1000000000ll + in->mtime_nsec));
 	err = err ? err : db_meta_set(db, "fingerprint", fp);
 	err = err ? err : db_meta_set(db, "options", opts);
+	if (in->codec) /* a stream written while indexed: its length is the file's now */
+		err = err ? err : set_stream_clen(db, src_size(in->src));
 	if (in->etag && *in->etag) /* built from a URL: a changed object is noticed cheaply */
 		err = err ? err : db_meta_set(db, "remote_etag", in->etag);
 	if (in->last_modified && *in->last_modified)

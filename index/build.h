@@ -36,6 +36,12 @@ struct idx_input {
 	bool quiet;	  /* the summary line only at debug level (nested archives) */
 	const char *etag; /* a remote object's ETag and Last-Modified, recorded; or NULL */
 	const char *last_modified;
+	/* A stream written while it is indexed (index/convert.c): the codec is taken as given,
+	 * not probed, and its scan_new is the writer's (it finds its state through src, which
+	 * reads the archive being converted, for the progress line).  The stream's compressed
+	 * length is the size of the src given to idx_build_finish, the written file.  NULL: the
+	 * codec is probed from src and src is the archive. */
+	const struct codec *codec;
 };
 
 struct idx_build_stats {

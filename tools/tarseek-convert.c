@@ -1,0 +1,218 @@
+/* tarseek-convert: rewrites an archive into a seekable form with its index (index/convert.h).
+ *
+ * Exit status: 0 converted (or, with --check, the output matches the source), 1 failed
+ * (nothing written under OUTPUT's name), 2 usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/size.h"
+#include "config.h"
+#include "convert.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: tarseek-convert [options] SOURCE OUTPUT\n"
+		"\n"
+		"Rewrites SOURCE (a tar, plain or compressed, or a single compressed file) into\n"
+		"the seekable form OUTPUT's extension names, with tarseek's index beside it\n"
+		"(OUTPUT.index.sqlite), so OUTPUT mounts at once and reads fast.  The tar inside\n"
+		"is copied byte for byte; every other tool reads OUTPUT as usual.\n"
+		"  .tar.zst  zstd's seekable format: one frame per block and a seek table\n"
+		"  .tar.xz   one xz stream of independent blocks, sizes in every header\n"
+		"  .tar.gz   one gzip member cut at block boundaries (--gzip-members: a member\n"
+		"            per block, for other tools that seek in gzip files)\n"
+		"  .tar      the plain tar\n"
+		"Blocks hold about --block-size decoded bytes and are cut where a member starts,\n"
+		"so a small file never spans two.  A single compressed file (vm.img.gz) converts\n"
+		"to one too (vm.img.zst).\n"
+		"\n"
+		"  -b, --block-size SIZE   decoded bytes per block (default: zst 2M, xz 4M, gz 2M)\n"
+		"  -l, --level N           the compressor's level (default: zstd 3, xz 6, gzip 6)\n"
+		"      --gzip-members      .tar.gz: one gzip member per block\n"
+		"  -j, --threads N         compressing threads (default: all cores)\n"
+		"      --verify            read OUTPUT back through its index and compare every\n"
+		"                          file with SOURCE before it gets its name\n"
+		"      --check             only compare an existing OUTPUT with SOURCE\n"
+		"  -f, --force             replace an existing OUTPUT\n"
+		"      --index-file PATH   OUTPUT's index goes to PATH\n"
+		"      --source-index PATH SOURCE's index (default: where tarseek looks for it;\n"
+		"                          built there if missing, as a mount would)\n"
+		"      --index-folder DIR  look for (or build) SOURCE's index in DIR\n"
+		"  -q, --quiet             no progress line, only errors\n"
+		"  -h, --help; -V, --version\n"
+		"\n"
+		"Interrupting it (Ctrl-C, SIGTERM) removes what it has written.\n");
+}
+
+enum { OPT_GZIP_MEMBERS = 256, OPT_VERIFY, OPT_CHECK, OPT_INDEX_FILE, OPT_SOURCE_INDEX,
+       OPT_INDEX_FOLDER };
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	cv_interrupt();
+}
+
+/* A name whose extension says a form this tool does not write. */
+static bool other_form(const char *path)
+{
+	static const char *const exts[] = {".bz2", ".tbz", ".tbz2", ".lz4", ".lzo", ".tzo", ".lz",
+					   ".tlz", ".lzma", ".Z", ".zip", ".7z", ".rar"};
+	size_t n = strlen(path);
+
+	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		size_t e = strlen(exts[i]);
+		if (n > e && strcmp(path + n - e, exts[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"block-size", required_argument, NULL, 'b'},
+		{"level", required_argument, NULL, 'l'},
+		{"gzip-members", no_argument, NULL, OPT_GZIP_MEMBERS},
+		{"threads", required_argument, NULL, 'j'},
+		{"verify", no_argument, NULL, OPT_VERIFY},
+		{"check", no_argument, NULL, OPT_CHECK},
+		{"force", no_argument, NULL, 'f'},
+		{"index-file", required_argument, NULL, OPT_INDEX_FILE},
+		{"source-index", required_argument, NULL, OPT_SOURCE_INDEX},
+		{"index-folder", required_argument, NULL, OPT_INDEX_FOLDER},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	struct cv_opts o = {.enc_opts = {.level = ENC_LEVEL_DEFAULT},
+			    .threads = ncpu > 0 ? (unsigned)ncpu : 1,
+			    .progress = true,
+			    .source = {.build = {.gzip_spacing = 4u << 20, .progress = true}}};
+	bool check = false;
+	char *end;
+	int c;
+
+	tfs_log_set_prog("tarseek-convert");
+	while ((c = getopt_long(argc, argv, "b:l:j:fqhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			if (!parse_size(optarg, &o.block_size) || !o.block_size) {
+				fprintf(stderr, "tarseek-convert: bad --block-size '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'l':
+			o.enc_opts.level = (int)strtol(optarg, &end, 10);
+			if (!*optarg || *end) {
+				fprintf(stderr, "tarseek-convert: bad --level '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'j': {
+			long v = strtol(optarg, &end, 10);
+			if (!*optarg || *end || v < 1 || v > 256) {
+				fprintf(stderr, "tarseek-convert: bad --threads '%s' (1..256)\n",
+					optarg);
+				return 2;
+			}
+			o.threads = (unsigned)v;
+			o.source.build.threads = (unsigned)v;
+			break;
+		}
+		case OPT_GZIP_MEMBERS:
+			o.enc_opts.members = true;
+			break;
+		case OPT_VERIFY:
+			o.verify = true;
+			break;
+		case OPT_CHECK:
+			check = true;
+			break;
+		case 'f':
+			o.force = true;
+			break;
+		case OPT_INDEX_FILE:
+			o.index_file = optarg;
+			break;
+		case OPT_SOURCE_INDEX:
+			o.source.index_file = optarg;
+			break;
+		case OPT_INDEX_FOLDER:
+			o.source.index_folder = optarg;
+			break;
+		case 'q':
+			o.progress = false;
+			o.source.build.progress = false;
+			tfs_log_level = TFS_LOG_WARNING;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("tarseek-convert %s\n", TARSEEK_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind != 2) {
+		fprintf(stderr, "tarseek-convert: give SOURCE and OUTPUT (--help tells more)\n");
+		return 2;
+	}
+	const char *source = argv[optind], *output = argv[optind + 1];
+	o.enc = enc_for_path(output);
+	if (!o.enc && other_form(output)) {
+		fprintf(stderr, "tarseek-convert: cannot write the form %s names (it writes %s)\n",
+			output, enc_list());
+		return 2;
+	}
+	if (o.enc_opts.members && (!o.enc || strcmp(o.enc->codec, "gzip"))) {
+		fprintf(stderr, "tarseek-convert: --gzip-members is for .tar.gz outputs\n");
+		return 2;
+	}
+	if (check) {
+		int err = cv_check(source, output, &o);
+		if (!err && o.progress)
+			fprintf(stderr, "%s matches %s\n", output, source);
+		return err ? 1 : 0;
+	}
+
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	struct cv_stats st;
+	int err = cv_convert(source, output, &o, &st);
+	if (err)
+		return 1;
+	if (o.progress) {
+		char in[32], us[32], out[32];
+		format_size(in, sizeof(in), (double)st.source_size);
+		format_size(us, sizeof(us), (double)st.usize);
+		format_size(out, sizeof(out), (double)st.output_size);
+		fprintf(stderr,
+			"%s (%s, %s decoded) -> %s (%s, %.1f%% of the tar): %llu blocks, %llu members, "
+			"%.1f s%s",
+			source, in, us, output, out, st.usize ? 100.0 * st.output_size / st.usize : 0.0,
+			(unsigned long long)st.blocks, (unsigned long long)st.members, st.seconds,
+			st.built_source_index ? " (the source's index built first)" : "");
+		if (o.verify)
+			fprintf(stderr, "; verified in %.1f s", st.verify_seconds);
+		fprintf(stderr, "\n");
+	}
+	return 0;
+}
