@@ -31,7 +31,7 @@ struct enc {
 	int level;
 	bool members;
 	uint64_t blocks;
-	uint32_t crc;	/* of the member so far */
+	uint32_t crc; /* of the member so far */
 	uint64_t isize;
 };
 
@@ -102,8 +102,8 @@ static int eg_compress(const struct enc *e, struct enc_block *b)
 	if (ret == Z_OK)
 		ret = deflate(&zs, b->last || e->members ? Z_FINISH : Z_SYNC_FLUSH);
 	if (ret == Z_OK || ret == Z_STREAM_END) {
-		bool done = ret == Z_STREAM_END || (!(b->last || e->members) && zs.avail_in == 0 &&
-						    zs.avail_out > 0);
+		bool done = ret == Z_STREAM_END ||
+			    (!(b->last || e->members) && zs.avail_in == 0 && zs.avail_out > 0);
 		ret = done ? Z_OK : Z_BUF_ERROR;
 	}
 	b->out_len = at + (size_t)(zs.next_out - (b->out + at));
@@ -180,14 +180,14 @@ static void eg_free(struct enc *e)
 }
 
 const struct encoder encoder_gzip = {
-	.codec = "gzip",
-	.ext = ".tar.gz",
-	.tool = "gzip -d",
-	.init = eg_init,
-	.bound = eg_bound,
-	.head = eg_head,
-	.compress = eg_compress,
-	.commit = eg_commit,
-	.tail = eg_tail,
-	.free = eg_free,
+    .codec = "gzip",
+    .ext = ".tar.gz",
+    .tool = "gzip -d",
+    .init = eg_init,
+    .bound = eg_bound,
+    .head = eg_head,
+    .compress = eg_compress,
+    .commit = eg_commit,
+    .tail = eg_tail,
+    .free = eg_free,
 };

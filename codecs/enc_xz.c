@@ -38,6 +38,11 @@ static int ex_init(const struct enc_opts *o, struct enc **out)
 		free(e);
 		return -EINVAL;
 	}
+	/* a dictionary larger than a block is never used: it would only cost memory, here
+	 * and in every decoder */
+	while (o->block && e->lz.dict_size / 2 >= o->block &&
+	       e->lz.dict_size / 2 >= LZMA_DICT_SIZE_MIN)
+		e->lz.dict_size /= 2;
 	e->index = lzma_index_init(NULL);
 	if (!e->index) {
 		free(e);
@@ -147,14 +152,14 @@ static void ex_free(struct enc *e)
 }
 
 const struct encoder encoder_xz = {
-	.codec = "xz",
-	.ext = ".tar.xz",
-	.tool = "xz -d",
-	.init = ex_init,
-	.bound = ex_bound,
-	.head = ex_head,
-	.compress = ex_compress,
-	.commit = ex_commit,
-	.tail = ex_tail,
-	.free = ex_free,
+    .codec = "xz",
+    .ext = ".tar.xz",
+    .tool = "xz -d",
+    .init = ex_init,
+    .bound = ex_bound,
+    .head = ex_head,
+    .compress = ex_compress,
+    .commit = ex_commit,
+    .tail = ex_tail,
+    .free = ex_free,
 };

@@ -86,8 +86,11 @@ static int ez_compress(const struct enc *e, struct enc_block *b)
 static int ez_commit(struct enc *e, const struct enc_block *b, uint64_t uoff, uint64_t coff,
 		     struct codec_ckpt *ck, uint8_t **aux, size_t *auxlen)
 {
-	struct zs_fdesc fd = {.number = ++e->frames, .coff = coff, .end = coff + b->out_len,
-			      .dsize = b->len, .tix = ZS_UNKNOWN};
+	struct zs_fdesc fd = {.number = ++e->frames,
+			      .coff = coff,
+			      .end = coff + b->out_len,
+			      .dsize = b->len,
+			      .tix = ZS_UNKNOWN};
 	const void *a;
 
 	*aux = NULL;
@@ -140,14 +143,14 @@ static void ez_free(struct enc *e)
 }
 
 const struct encoder encoder_zstd = {
-	.codec = "zstd",
-	.ext = ".tar.zst",
-	.tool = "zstd -d",
-	.init = ez_init,
-	.bound = ez_bound,
-	.head = ez_head,
-	.compress = ez_compress,
-	.commit = ez_commit,
-	.tail = ez_tail,
-	.free = ez_free,
+    .codec = "zstd",
+    .ext = ".tar.zst",
+    .tool = "zstd -d",
+    .init = ez_init,
+    .bound = ez_bound,
+    .head = ez_head,
+    .compress = ez_compress,
+    .commit = ez_commit,
+    .tail = ez_tail,
+    .free = ez_free,
 };

@@ -14,10 +14,10 @@ static const struct {
 	const struct encoder *enc;
 } forms[] = {
 #if HAVE_ZSTD
-	{".tar.zst", &encoder_zstd}, {".tzst", &encoder_zstd}, {".zst", &encoder_zstd},
+    {".tar.zst", &encoder_zstd}, {".tzst", &encoder_zstd}, {".zst", &encoder_zstd},
 #endif
-	{".tar.xz", &encoder_xz},   {".txz", &encoder_xz},	{".xz", &encoder_xz},
-	{".tar.gz", &encoder_gzip}, {".tgz", &encoder_gzip},	{".gz", &encoder_gzip},
+    {".tar.xz", &encoder_xz},	 {".txz", &encoder_xz},	   {".xz", &encoder_xz},
+    {".tar.gz", &encoder_gzip},	 {".tgz", &encoder_gzip},  {".gz", &encoder_gzip},
 };
 
 const struct encoder *enc_for_path(const char *path)

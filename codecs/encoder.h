@@ -34,9 +34,11 @@
 #define ENC_DICT_MAX 32768 /* bytes before a block that compress() may use (deflate's window) */
 
 struct enc_opts {
-	int level;	 /* the library's level; ENC_LEVEL_DEFAULT: the tool's own default */
-	bool members;	 /* gzip: one member per block */
+	int level;	  /* the library's level; ENC_LEVEL_DEFAULT: the tool's own default */
+	bool members;	  /* gzip: one member per block */
 	uint64_t spacing; /* gzip: the spacing an index of this file records (build.h) */
+	uint64_t block;	  /* the largest block the caller will give (xz: the dictionary need
+			     not be larger) */
 };
 #define ENC_LEVEL_DEFAULT (-1000)
 

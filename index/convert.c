@@ -62,11 +62,11 @@ uint64_t cv_default_block(const struct encoder *enc)
 /* ---- The source ---------------------------------------------------------------------------- */
 
 struct cv_source {
-	char *index;	 /* its index file */
-	char *codec;	 /* "none", "gzip", ... */
-	bool single;	 /* a compressed file that is not a tar */
-	uint64_t usize;	 /* decoded bytes */
-	uint64_t *cuts;	 /* member starts, increasing */
+	char *index;	/* its index file */
+	char *codec;	/* "none", "gzip", ... */
+	bool single;	/* a compressed file that is not a tar */
+	uint64_t usize; /* decoded bytes */
+	uint64_t *cuts; /* member starts, increasing */
 	size_t ncuts;
 	struct stat st;
 	struct src *file;
@@ -127,10 +127,11 @@ static int source_facts(struct cv_source *s, const char *name)
 			s->index);
 		err = -EIO;
 	} else if (strcmp(kind, "tar") && strcmp(kind, "single")) {
-		tfs_log(TFS_LOG_ERR,
-			"%s is a %s: tarseek-convert converts tar archives (plain or compressed) and "
-			"single compressed files",
-			name, kind);
+		tfs_log(
+		    TFS_LOG_ERR,
+		    "%s is a %s: tarseek-convert converts tar archives (plain or compressed) and "
+		    "single compressed files",
+		    name, kind);
 		err = -EINVAL;
 	} else if (db_meta_get_u64(db, "damaged", &damaged) && damaged) {
 		tfs_log(TFS_LOG_ERR, "%s is damaged: a conversion would lose what cannot be read",
@@ -210,8 +211,8 @@ struct cv {
 	struct cv_source *s;
 	uint64_t block;
 
-	size_t ci;	    /* next cut to look at */
-	uint64_t read_pos;  /* decoded bytes read from the source */
+	size_t ci;	   /* next cut to look at */
+	uint64_t read_pos; /* decoded bytes read from the source */
 	uint8_t hist[ENC_DICT_MAX];
 	size_t hist_len;
 
@@ -288,14 +289,19 @@ static int fill_one(struct cv *c)
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n < len) {
-		tfs_log(TFS_LOG_ERR, "%s: the source ends at %" PRIu64 " bytes, its index says %" PRIu64,
+		tfs_log(TFS_LOG_ERR,
+			"%s: the source ends at %" PRIu64 " bytes, its index says %" PRIu64,
 			c->name, s + (uint64_t)n, c->s->usize);
 		return -EIO;
 	}
 	memcpy(j->dict, c->hist, c->hist_len);
-	j->b = (struct enc_block){.in = j->in, .len = len, .dict = j->dict,
-				  .dict_len = c->hist_len, .last = end == c->s->usize,
-				  .out = j->b.out, .out_cap = j->b.out_cap};
+	j->b = (struct enc_block){.in = j->in,
+				  .len = len,
+				  .dict = j->dict,
+				  .dict_len = c->hist_len,
+				  .last = end == c->s->usize,
+				  .out = j->b.out,
+				  .out_cap = j->b.out_cap};
 	j->uoff = s;
 	if (len >= ENC_DICT_MAX) {
 		memcpy(c->hist, j->in + len - ENC_DICT_MAX, ENC_DICT_MAX);
@@ -360,7 +366,8 @@ static void progress(struct cv *c, bool force)
 	format_size(pos, sizeof(pos), (double)c->delivered);
 	format_size(size, sizeof(size), (double)c->s->usize);
 	format_size(out, sizeof(out), (double)c->out_pos);
-	fprintf(stderr, "\r\033[Kconverting to %s: %s / %s (%.0f%%), %.1f MB/s, %.0f s left, %s written",
+	fprintf(stderr,
+		"\r\033[Kconverting to %s: %s / %s (%.0f%%), %.1f MB/s, %.0f s left, %s written",
 		c->name, pos, size, c->s->usize ? 100.0 * c->delivered / c->s->usize : 100.0,
 		rate / 1e6, left, out);
 	fflush(stderr);
@@ -519,9 +526,12 @@ static void cv_stop(struct cv *c)
 
 static int cv_start(struct cv *c, unsigned threads)
 {
-	int err = c->enc->init(&c->o->enc_opts, &c->e);
+	struct enc_opts eo = c->o->enc_opts;
 	size_t bound;
+	int err;
 
+	eo.block = c->block;
+	err = c->enc->init(&eo, &c->e);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	if (err)
@@ -574,8 +584,9 @@ static int copy_plain(struct cv *c)
 	int err = buf ? 0 : -ENOMEM;
 
 	while (!err && c->read_pos < c->s->usize) {
-		size_t want = c->s->usize - c->read_pos < CV_COPY ? (size_t)(c->s->usize - c->read_pos)
-								  : CV_COPY;
+		size_t want = c->s->usize - c->read_pos < CV_COPY
+				  ? (size_t)(c->s->usize - c->read_pos)
+				  : CV_COPY;
 		ssize_t n = src_pread(c->s->plain, buf, want, c->read_pos);
 		if (interrupted)
 			err = -EINTR;
@@ -605,16 +616,18 @@ static int finish_output(struct cv *c, const char *tmp, const struct stat *srcst
 	return 0;
 }
 
-static int write_output(struct cv *c, const char *output, struct cv_names *nm,
-			struct cv_stats *st)
+static int write_output(struct cv *c, const char *output, struct cv_names *nm, struct cv_stats *st)
 {
 	const struct cv_opts *o = c->o;
 	struct idx_build_opts bo = {.gzip_spacing = o->enc_opts.spacing ? o->enc_opts.spacing
-									 : CV_DEFAULT_SPACING,
+									: CV_DEFAULT_SPACING,
 				    .threads = o->threads ? o->threads : 1};
 	struct idx_build_stats bs = {0};
-	struct idx_input in = {.name = output, .mode = c->s->st.st_mode, .uid = c->s->st.st_uid,
-			       .gid = c->s->st.st_gid, .mtime = c->s->st.st_mtim.tv_sec,
+	struct idx_input in = {.name = output,
+			       .mode = c->s->st.st_mode,
+			       .uid = c->s->st.st_uid,
+			       .gid = c->s->st.st_gid,
+			       .mtime = c->s->st.st_mtim.tv_sec,
 			       .mtime_nsec = (uint32_t)c->s->st.st_mtim.tv_nsec};
 	struct src *out_src = NULL, *cvsrc = NULL;
 	int err, ifd = -1;
@@ -686,8 +699,7 @@ static int check_paths(const char *source, const char *output, const struct cv_o
 	return 0;
 }
 
-int cv_convert(const char *source, const char *output, const struct cv_opts *o,
-	       struct cv_stats *st)
+int cv_convert(const char *source, const char *output, const struct cv_opts *o, struct cv_stats *st)
 {
 	struct cv_source s = {0};
 	struct cv c = {.o = o, .enc = o->enc, .s = &s, .fd = -1, .name = output};
@@ -728,7 +740,8 @@ int cv_convert(const char *source, const char *output, const struct cv_opts *o,
 	}
 	if (!err && (rename(nm.idx_tmp, nm.idx) || rename(nm.out_tmp, output))) {
 		err = -errno;
-		tfs_log(TFS_LOG_ERR, "cannot rename %s to %s: %s", nm.out_tmp, output, strerror(errno));
+		tfs_log(TFS_LOG_ERR, "cannot rename %s to %s: %s", nm.out_tmp, output,
+			strerror(errno));
 	}
 out:
 	if (c.fd >= 0)

@@ -1,0 +1,282 @@
+"""tarseek-convert: round trips through every form, checked with the formats' own tools.
+
+Sources are made by GNU tar (a tree with every file type, long names, hard links, xattrs, a
+sparse file, many small files and a file spanning several blocks) and compressed by gzip, xz,
+zstd and bzip2.  Each conversion is checked by GNU tar (its listing and its extraction equal
+the source's), by the compressor's own test pass and decoder (the decoded bytes are the
+source's tar, byte for byte), and by a mount that uses the index written beside the output:
+no index is built, no decoder runs until a file is read, and the mounted tree equals the
+extraction.  The zstd and xz indexes must equal what tarseek-index builds by scanning the
+output; zstd frames and xz blocks must start at member boundaries."""
+import os
+import signal
+import sqlite3
+import struct
+import subprocess
+import time
+
+import pytest
+
+from conftest import (BUILD, compare_trees, gnu_extract, have, make_tree, random_bytes, run,
+                      semi_random)
+
+CONVERT = os.path.join(BUILD, "tools", "tarseek-convert")
+INDEX = os.path.join(BUILD, "tools", "tarseek-index")
+BLOCK = 64 << 10  # small blocks, so that a small tree makes many
+
+COMPRESS = {"tar": None, "tar.gz": ["gzip", "-c"], "tar.xz": ["xz", "-c", "-T2"],
+            "tar.zst": ["zstd", "-q", "-c"], "tar.bz2": ["bzip2", "-c"]}
+TEST = {"tar.zst": ["zstd", "-q", "-t"], "tar.xz": ["xz", "-t"], "tar.gz": ["gzip", "-t"]}
+DECODE = {"tar.zst": ["zstd", "-q", "-d", "-c"], "tar.xz": ["xz", "-d", "-c"],
+          "tar.gz": ["gzip", "-d", "-c"], "tar": ["cat"]}
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    """{form: path} of one tar in every source form, and the tar's bytes."""
+    for tool in ("zstd", "xz", "bzip2", "gzip"):
+        if not have(tool):
+            pytest.skip(f"{tool} is not installed")
+    d = tmp_path_factory.mktemp("convert-src")
+    root = make_tree(d / "tree", long_names="all", xattrs=True)
+    small = os.path.join(root, b"small")
+    os.makedirs(small)
+    for i in range(300):
+        with open(os.path.join(small, b"f%03d" % i), "wb") as f:
+            f.write(semi_random(100 + 37 * i, i))
+    with open(os.path.join(root, b"big"), "wb") as f:
+        f.write(semi_random(700_000, 99) + random_bytes(300_000, 98))
+    with open(os.path.join(root, b"sparse"), "wb") as f:
+        f.seek(1 << 20)
+        f.write(b"data in the middle")
+        f.seek(3 << 20)
+        f.write(b"end")
+    tar = d / "src.tar"
+    run("tar", "-c", "-S", "--xattrs", "--xattrs-include=user.*", "-f", tar, "-C", d, "tree")
+    out = {"tar": tar}
+    for form, argv in COMPRESS.items():
+        if argv:
+            p = d / f"src.{form}"
+            with open(tar, "rb") as i, open(p, "wb") as o:
+                subprocess.run(argv, stdin=i, stdout=o, check=True)
+            out[form] = p
+    ref = d / "extracted"
+    gnu_extract(tar, ref)
+    return {"forms": out, "bytes": tar.read_bytes(), "ref": ref, "dir": d}
+
+
+def convert(src, out, *opts, check=True):
+    r = subprocess.run([CONVERT, "-q", "--block-size", f"{BLOCK >> 10}K", *map(str, opts), str(src),
+                        str(out)], capture_output=True, text=True, timeout=300)
+    if check:
+        assert r.returncode == 0, f"tarseek-convert failed:\n{r.stderr}"
+    return r
+
+
+def listing(archive):
+    return run("tar", "-tv", "--full-time", "--numeric-owner", "-f", archive).stdout
+
+
+def decoded(form, path):
+    return run(*DECODE[form], path).stdout
+
+
+def index_rows(index, sql):
+    db = sqlite3.connect(index)
+    try:
+        return db.execute(sql).fetchall()
+    finally:
+        db.close()
+
+
+def member_spans(index):
+    """[(hdr_off, end)] of the tar's members, end = the next member's start."""
+    starts = [r[0] for r in index_rows(
+        index, "SELECT DISTINCT hdr_off FROM entries WHERE id != 1 AND (flags & 4) = 0"
+        " ORDER BY hdr_off")]
+    return starts
+
+
+def check_cut_rule(starts, block_starts, usize):
+    """Every block starts at a member start or inside a member larger than BLOCK / 4, and no
+    member smaller than that spans two blocks."""
+    import bisect
+    ends = starts[1:] + [usize]
+    for b in block_starts[1:]:
+        if b in starts:
+            continue
+        i = bisect.bisect_right(starts, b) - 1
+        assert i >= 0 and ends[i] - starts[i] > BLOCK // 4, \
+            f"a block starts at {b}, inside a member of {ends[i] - starts[i]} bytes"
+    assert len(block_starts) >= 3, "the tree should need several blocks"
+
+
+FORMS = [("tar.zst", ()), ("tar.xz", ()), ("tar.gz", ()), ("tar.gz", ("--gzip-members",)),
+         ("tar", ())]
+
+
+@pytest.mark.parametrize("form,opts", FORMS, ids=[f + "".join(o) for f, o in FORMS])
+def test_round_trip_from_gzip(source, tmp_path, mount, form, opts):
+    src = source["forms"]["tar.gz"]
+    out = tmp_path / f"out.{form}"
+    convert(src, out, "--verify", *opts)
+    index = str(out) + ".index.sqlite"
+    assert os.path.exists(index)
+    assert not [n for n in os.listdir(tmp_path) if ".tsk-" in n]
+    # every other tool reads it, and reads the very same tar
+    if form in TEST:
+        run(*TEST[form], out)
+    assert decoded(form, out) == source["bytes"]
+    assert listing(out) == listing(source["forms"]["tar"])
+    ext = tmp_path / "extracted"
+    gnu_extract(out, ext)
+    compare_trees(ext, source["ref"], check_root=False)
+    # the mount uses the written index: nothing is built, nothing decoded until a read
+    st = os.stat(index)
+    with mount(out, "--no-prefetch") as m:
+        info = os.getxattr(m.path, "user.tarseek.info").decode()
+        if form != "tar":
+            assert "decoders_started=0\n" in info, info
+        assert "indexed" not in m.log()
+        compare_trees(os.path.join(m.path, "tree"), source["ref"] / "tree")
+    after = os.stat(index)
+    assert (after.st_ino, after.st_mtime_ns) == (st.st_ino, st.st_mtime_ns)
+
+
+@pytest.mark.parametrize("form", ["tar", "tar.xz", "tar.zst", "tar.bz2"])
+def test_every_source_codec(source, tmp_path, form):
+    out = tmp_path / "out.tar.zst"
+    convert(source["forms"][form], out)
+    assert decoded("tar.zst", out) == source["bytes"]
+
+
+@pytest.mark.parametrize("form", ["tar.zst", "tar.xz"])
+def test_index_equals_a_scan(source, tmp_path, form):
+    """The checkpoints written with the file are those a scan of it places; so are the
+    members, the stream and the stamp."""
+    out = tmp_path / f"out.{form}"
+    convert(source["forms"]["tar"], out)
+    scanned = tmp_path / "scanned.sqlite"
+    run(INDEX, "-q", "--index-file", scanned, out)
+    for sql in ("SELECT uoff, ulen, coff, clen, extra, bits, flags, crcs, aux FROM checkpoints"
+                " ORDER BY stream, idx",
+                "SELECT * FROM entries ORDER BY id", "SELECT * FROM streams",
+                "SELECT key, value FROM meta WHERE key != 'tarseek_version' ORDER BY key"):
+        assert index_rows(str(out) + ".index.sqlite", sql) == index_rows(scanned, sql), sql
+
+
+def zstd_frames(path):
+    """[(compressed, decoded)] sizes from a seekable zstd file's seek table."""
+    data = open(path, "rb").read()
+    assert struct.unpack("<I", data[-4:])[0] == 0x8F92EAB1
+    n, desc = struct.unpack("<IB", data[-9:-4])
+    esz = 12 if desc & 0x80 else 8
+    size = struct.unpack("<I", data[-9 - n * esz - 4:-9 - n * esz])[0]
+    assert size == n * esz + 9
+    table = data[-9 - n * esz:-9]
+    return [struct.unpack("<II", table[i * esz:i * esz + 8]) for i in range(n)]
+
+
+def test_zstd_frames_at_member_starts(source, tmp_path):
+    out = tmp_path / "out.tar.zst"
+    convert(source["forms"]["tar"], out)
+    frames = zstd_frames(out)
+    assert sum(c for c, _ in frames) + 8 + len(frames) * 8 + 9 == os.path.getsize(out)
+    starts, pos = [], 0
+    for _, d in frames:
+        starts.append(pos)
+        pos += d
+    assert pos == len(source["bytes"])
+    assert max(d for _, d in frames) <= BLOCK
+    check_cut_rule(member_spans(str(out) + ".index.sqlite"), starts, pos)
+
+
+def test_xz_blocks_at_member_starts(source, tmp_path):
+    out = tmp_path / "out.tar.xz"
+    convert(source["forms"]["tar"], out)
+    lines = run("xz", "--robot", "--list", "-vv", out).stdout.decode().splitlines()
+    # block lines: "block", stream, block in stream, block in file, comp offset, uncomp
+    # offset, comp size, uncomp size, ratio, check, check value, header size, sizes present
+    # ("cu": both), ... (xz(1), ROBOT MODE)
+    blocks = [line.split("\t") for line in lines if line.startswith("block\t")]
+    starts = [int(b[5]) for b in blocks]
+    assert all(b[12] == "cu" for b in blocks), "sizes in every block header"
+    check_cut_rule(member_spans(str(out) + ".index.sqlite"), starts, len(source["bytes"]))
+
+
+def test_check_finds_a_flipped_byte(source, tmp_path):
+    out = tmp_path / "out.tar.zst"
+    convert(source["forms"]["tar"], out)
+    r = subprocess.run([CONVERT, "-q", "--check", source["forms"]["tar"], out],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    data = bytearray(out.read_bytes())
+    frames = zstd_frames(out)
+    mid = sum(c for c, _ in frames[:len(frames) // 2]) + 40  # inside a middle frame
+    data[mid] ^= 0x20
+    out.write_bytes(bytes(data))
+    r = subprocess.run([CONVERT, "-q", "--check", source["forms"]["tar"], out],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "error" in r.stderr
+
+
+def test_single_compressed_file(tmp_path, mount):
+    img = tmp_path / "vm.img"
+    img.write_bytes(semi_random(3 << 20, 7))
+    run("gzip", "-k", img)
+    out = tmp_path / "vm.img.zst"
+    convert(tmp_path / "vm.img.gz", out)
+    assert decoded("tar.zst", out) == img.read_bytes()
+    with mount(out, "--no-prefetch") as m:
+        assert os.listdir(m.path) == ["vm.img"]
+        assert open(os.path.join(m.path, "vm.img"), "rb").read() == img.read_bytes()
+
+
+def test_interrupted_conversion_leaves_nothing(tmp_path):
+    src = tmp_path / "big.tar"
+    d = tmp_path / "d"
+    d.mkdir()
+    for i in range(24):
+        (d / f"f{i}").write_bytes(semi_random(2 << 20, i))
+    run("tar", "-cf", src, "-C", tmp_path, "d")
+    run(INDEX, "-q", src)
+    out = tmp_path / "out.tar.xz"
+    p = subprocess.Popen([CONVERT, "-q", "-j", "1", "--level", "9", src, out],
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not [n for n in os.listdir(tmp_path) if ".tsk-" in n]:
+        assert time.monotonic() < deadline and p.poll() is None, "no temporary output seen"
+        time.sleep(0.02)
+    p.send_signal(signal.SIGINT)
+    err = p.communicate(timeout=60)[1]
+    assert p.returncode == 1, err
+    assert "interrupted" in err
+    left = sorted(n for n in os.listdir(tmp_path) if n.startswith("out"))
+    assert left == [], left
+
+
+def test_bad_requests(source, tmp_path):
+    src = source["forms"]["tar"]
+    r = convert(src, tmp_path / "x.tar.bz2", check=False)
+    assert r.returncode == 2 and "cannot write the form" in r.stderr
+    r = convert(tmp_path / "missing.tar", tmp_path / "x.tar.zst", check=False)
+    assert r.returncode == 1 and "missing.tar" in r.stderr
+    out = tmp_path / "x.tar.zst"
+    out.write_bytes(b"keep me")
+    r = convert(src, out, check=False)
+    assert r.returncode == 1 and "exists" in r.stderr
+    assert out.read_bytes() == b"keep me"
+    convert(src, out, "--force")
+    assert decoded("tar.zst", out) == source["bytes"]
+    r = convert(src, src, "--force", check=False)
+    assert r.returncode != 0
+    assert src.read_bytes() == source["bytes"]
+    if have("zip"):
+        z = tmp_path / "a.zip"
+        run("zip", "-q", "-j", z, src)
+        r = convert(z, tmp_path / "z.tar.zst", check=False)
+        assert r.returncode == 1 and "zip" in r.stderr
+    r = convert(src, tmp_path / "y.tar.gz", "--level", "12", check=False)
+    assert r.returncode == 1 and "level" in r.stderr
+    assert not [n for n in os.listdir(tmp_path) if ".tsk-" in n or n.startswith("y.")]
