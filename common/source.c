@@ -49,9 +49,23 @@ static void file_close(void *opaque)
 	close((int)(intptr_t)opaque);
 }
 
+/* A decoder about to read a chunk's compressed span: the kernel reads the span now, in large
+ * requests, rather than as the decoder's 64 KiB reads come (on a disk that does ~100 random
+ * reads a second, a 2 MiB span costs one or two of them instead of 32).  The first
+ * FILE_ADVISE_MAX bytes only: a longer span is a stream read from its start, which the
+ * kernel's own readahead follows. */
+#define FILE_ADVISE_MAX ((uint64_t)32 << 20)
+
+static void file_advise(void *opaque, uint64_t off, uint64_t len)
+{
+	(void)posix_fadvise((int)(intptr_t)opaque, (off_t)off,
+			    (off_t)(len < FILE_ADVISE_MAX ? len : FILE_ADVISE_MAX), POSIX_FADV_WILLNEED);
+}
+
 static const struct src_ops file_ops = {
 	.pread = file_pread,
 	.close = file_close,
+	.advise = file_advise,
 };
 
 int src_open_file(const char *path, struct src **out)

@@ -10,7 +10,9 @@
  *    at once.  A source made from other ops is as thread-safe as its ops.
  *  - src_free(NULL) does nothing.  src_free() calls ops->close(opaque) once.
  *  - src_advise() is a hint, never needed for correctness: a source that reads by requests
- *    (a remote object, remote.h) fetches the span now, in one request; others ignore it.
+ *    (a remote object, remote.h) fetches the span now, in one request; a file has the kernel
+ *    read it now (POSIX_FADV_WILLNEED: large requests, not the decoder's small reads); others
+ *    ignore it.
  */
 #ifndef TARSEEK_SOURCE_H
 #define TARSEEK_SOURCE_H
