@@ -738,10 +738,16 @@ int cv_convert(const char *source, const char *output, const struct cv_opts *o, 
 		err = cv_check(source, nm.out_tmp, &vo);
 		st->verify_seconds = mono_now() - t;
 	}
-	if (!err && (rename(nm.idx_tmp, nm.idx) || rename(nm.out_tmp, output))) {
+	/* the index first: an index without its archive is harmless, the reverse costs a scan */
+	if (!err && rename(nm.idx_tmp, nm.idx)) {
+		err = -errno;
+		tfs_log(TFS_LOG_ERR, "cannot rename %s to %s: %s", nm.idx_tmp, nm.idx,
+			strerror(errno));
+	} else if (!err && rename(nm.out_tmp, output)) {
 		err = -errno;
 		tfs_log(TFS_LOG_ERR, "cannot rename %s to %s: %s", nm.out_tmp, output,
 			strerror(errno));
+		unlink(nm.idx);
 	}
 out:
 	if (c.fd >= 0)
