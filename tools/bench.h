@@ -4,8 +4,9 @@
  * One struct bench lives in main() for the whole run and owns everything reachable from it:
  * every pointer below is malloc'd (or, for the const char * options, points into argv) and is
  * freed once, by free_bench() in tarseek-bench.c.  The modules fill it in order: bench_args
- * (o, cfg), bench_list (files), bench_cfg (tmpdir, each cfg's paths, argv and mount),
- * bench_digest (each cfg's dig); the phases in tarseek-bench.c add the samples.
+ * (o, cfg), bench_list (files), bench_cfg (tmpdir, each cfg's paths, argv and mount, the
+ * sizes), bench_digest (each cfg's dig), bench_io (the cgroup); the phases in tarseek-bench.c
+ * add the samples and the read orders.
  * Single-threaded: nothing here is locked.
  */
 #ifndef TARSEEK_BENCH_H
@@ -14,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bench_io.h"
 #include "bench_stats.h"
 #include "bench_ui.h"
 
@@ -54,8 +56,15 @@ enum bench_metric {
 	BENCH_M_INDEX,
 	BENCH_M_RSS_FIRST,
 	BENCH_M_RSS_MD5,
+	/* the mounter's reads during each timed pass (bench_io.h): rchar, syscr, read_bytes */
+	BENCH_M_IO_BYTES,
+	BENCH_M_IO_CALLS,
+	BENCH_M_IO_DISK,
 	BENCH_NMETRICS
 };
+
+/* The order a pass reads the files in (--order). */
+enum bench_order { BENCH_ORDER_LIST, BENCH_ORDER_ARCHIVE, BENCH_ORDER_RANDOM };
 
 struct bench_cfg {
 	enum bench_cfg_kind kind;
@@ -70,6 +79,11 @@ struct bench_cfg {
 	int died; /* the daemon of the current mount died (reported) */
 	struct bench_samples m[BENCH_NMETRICS];
 	struct bench_digest *dig; /* one per file */
+	double size;		  /* bytes of the archive, or of the tree's files; NaN: unknown */
+	double size_ratio;	  /* size / b->plain_size, NaN if either is unknown */
+	size_t *archive_order;	  /* --order archive: the files by data offset; NULL: list */
+	size_t *orders;		  /* unless --order list: each timed pass's order, nfiles each */
+	size_t norders;		  /* passes recorded in orders */
 };
 
 struct bench_opts {
@@ -94,6 +108,9 @@ struct bench_opts {
 	const char *pattern; /* --pattern, for grep */
 	char *workload_name; /* "md5", the --exec program, "grep -r PATTERN", "tar -c" */
 	const char *csv, *json, *svg;
+	enum bench_order order;
+	const char *throttle;		     /* --throttle as given, NULL: none */
+	struct bench_throttle throttle_spec; /* what it says */
 	double mount_timeout;
 	int quiet, verbose;
 };
@@ -110,6 +127,9 @@ struct bench {
 	char *tarseek; /* resolved daemon path */
 	uint8_t *buf;  /* BENCH_READ_BUF bytes */
 	struct bench_ui ui;
+	double plain_size;	     /* the plain tar's size, NaN: unknown (bench_cfg_sizes) */
+	const char *plain_from;	     /* the configuration it comes from, NULL if unknown */
+	struct bench_cgroup *cgroup; /* --throttle's cgroup while the bench is in it */
 };
 
 #endif

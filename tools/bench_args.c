@@ -107,6 +107,21 @@ static void usage(FILE *f)
 	    "                        members (type, name, size, md5, link) compared (a walk of\n"
 	    "                        the whole tree: readdir, stat and read of every file)\n"
 	    "      --pattern P       what grep looks for (default: error)\n"
+	    "      --order O         the order each run reads the files in: list (default),\n"
+	    "                        archive (by data offset, from the tarseek mount's\n"
+	    "                        user.tarseek.data_offset; files without one last;\n"
+	    "                        --dir and --mount-cmd: list order), random (shuffled\n"
+	    "                        per run from --seed: the same for every configuration)\n"
+	    "      --throttle riops=N,rbps=SIZE[,device=DEV]\n"
+	    "                        read the archives as from a slow disk: the mounters and\n"
+	    "                        readers run in a block-I/O cgroup (v2 io.max, or v1\n"
+	    "                        blkio.throttle) limiting read IOs/s and bytes/s (SIZE:\n"
+	    "                        150M, 2G; a bare number is MiB) of DEV (a device path or\n"
+	    "                        MAJ:MIN; default: the disk holding the first archive).\n"
+	    "                        Root only.  Models a disk's IOPS and bandwidth, not seek\n"
+	    "                        distance or rotation; only reads that reach the device\n"
+	    "                        are slowed, so use it with --cold (riops=100,rbps=150M\n"
+	    "                        is a 7200 rpm disk's random reads)\n"
 	    "      --mount-runs N    first mounts per configuration (default 1)\n"
 	    "      --mount-timeout S seconds a mount may take to come up (default 600)\n"
 	    "\n"
@@ -135,6 +150,19 @@ static void usage(FILE *f)
 	    "timed as a second mount, then the md5 pass is timed, then the daemon's peak RSS\n"
 	    "is read and it is unmounted.  The first mount of every configuration is timed\n"
 	    "before all md5 runs, with its index removed first.\n"
+	    "\n"
+	    "Sizes: every row shows the configuration's size (an archive's bytes; a folder's:\n"
+	    "its regular files' sizes summed) and sizeRatio, that over the plain tar's (an\n"
+	    "archive named .tar, else the --dir tree; blank if neither); the summary table\n"
+	    "ranks the configurations by median md5 time, fastest first, with their sizes.\n"
+	    "\n"
+	    "Reads: bytes read (rchar), read calls (syscr) and disk bytes (read_bytes) of the\n"
+	    "mounter during each timed pass, from /proc/PID/io: tarseek's daemon (its index\n"
+	    "and /dev/fuse included; what of a plain tar it splices shows in disk bytes\n"
+	    "only; its prefetching after the mount is not in the pass); a --mount-cmd\n"
+	    "tool's processes while it stays in the foreground, else a process naming the\n"
+	    "mount point, else blank; for a --dir tree this process's own reads (the\n"
+	    "reader's, --exec's programs included).\n"
 	    "\n"
 	    "Exit status: 0 all digests agree; 1 a digest differs between configurations or\n"
 	    "runs, or a read failed (every such path is listed); 2 usage error (or --cold not\n"
@@ -256,6 +284,8 @@ enum {
 	OPT_SVG,
 	OPT_WORKLOAD,
 	OPT_PATTERN,
+	OPT_ORDER,
+	OPT_THROTTLE,
 };
 
 static const struct option long_opts[] = {
@@ -274,6 +304,8 @@ static const struct option long_opts[] = {
     {"exec", required_argument, NULL, OPT_EXEC},
     {"workload", required_argument, NULL, OPT_WORKLOAD},
     {"pattern", required_argument, NULL, OPT_PATTERN},
+    {"order", required_argument, NULL, OPT_ORDER},
+    {"throttle", required_argument, NULL, OPT_THROTTLE},
     {"mount-runs", required_argument, NULL, OPT_MOUNT_RUNS},
     {"mount-timeout", required_argument, NULL, OPT_MOUNT_TIMEOUT},
     {"tarseek", required_argument, NULL, OPT_TARSEEK},
@@ -412,8 +444,8 @@ static int opt_files(struct bench *b, struct parse_state *ps, int c, const char 
 	return NOT_MINE;
 }
 
-/* --runs, --cold, --warm, --seed, --baseline, --exec, --workload, --pattern, --mount-runs,
- * --mount-timeout. */
+/* --runs, --cold, --warm, --seed, --baseline, --exec, --workload, --pattern, --order,
+ * --throttle, --mount-runs, --mount-timeout. */
 static int opt_runs(struct bench *b, struct parse_state *ps, int c, const char *arg)
 {
 	struct bench_opts *o = &b->o;
@@ -463,6 +495,23 @@ static int opt_runs(struct bench *b, struct parse_state *ps, int c, const char *
 		}
 		o->pattern = arg;
 		return 0;
+	case OPT_ORDER:
+		if (!strcmp(arg, "list")) {
+			o->order = BENCH_ORDER_LIST;
+		} else if (!strcmp(arg, "archive")) {
+			o->order = BENCH_ORDER_ARCHIVE;
+		} else if (!strcmp(arg, "random")) {
+			o->order = BENCH_ORDER_RANDOM;
+		} else {
+			fprintf(stderr,
+				"tarseek-bench: --order is list, archive or random, not '%s'\n",
+				arg);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_THROTTLE:
+		o->throttle = arg;
+		return bench_throttle_parse(arg, &o->throttle_spec);
 	case OPT_MOUNT_RUNS:
 		if (parse_count("--mount-runs", arg, 100000, &v))
 			return -EINVAL;
@@ -716,6 +765,12 @@ int bench_args_check(struct bench *b)
 		fputs("tarseek-bench: only one of --csv, --json and --svg can write to stdout\n",
 		      stderr);
 		return -EINVAL;
+	}
+	if (o->throttle && geteuid() != 0) {
+		fputs("tarseek-bench: --throttle needs root: it makes a block-I/O cgroup and moves "
+		      "the bench into it\n",
+		      stderr);
+		return -EPERM;
 	}
 	if (o->keep_index && !o->index_dir)
 		bench_warn(

@@ -6,10 +6,10 @@
  * (PROGRAM)" for a --mount-cmd).  bench_args_check() then checks what only the whole command
  * line can tell, picks the baseline and finds the tarseek daemon.
  *
- * Both return 0 or -EINVAL after printing "tarseek-bench: ..." on stderr (the caller exits
- * with BENCH_EXIT_USAGE).  Some paths do not return: --help and --version print and exit(0),
- * an ARCHIVE or --dir that does not exist or is of the wrong kind exits with
- * BENCH_EXIT_USAGE.  What they store in b is owned by b (see bench.h); strings of b->o that
+ * Both return 0 or -EINVAL (-EPERM: --throttle without root) after printing
+ * "tarseek-bench: ..." on stderr (the caller exits with BENCH_EXIT_USAGE).  Some paths do not
+ * return: --help and --version print and exit(0), an ARCHIVE or --dir that does not exist or
+ * is of the wrong kind exits with BENCH_EXIT_USAGE.  What they store in b is owned by b (see bench.h); strings of b->o that
  * are not lists point into argv.
  */
 #ifndef TARSEEK_BENCH_ARGS_H

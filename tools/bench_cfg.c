@@ -6,12 +6,15 @@
 #include "bench_cfg.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_list.h"
 #include "bench_mount.h"
 #include "bench_ui.h"
 #include "bench_util.h"
@@ -254,4 +257,74 @@ void bench_cfg_unmount(struct bench *b, struct bench_cfg *c, struct bench_sample
 const char *bench_cfg_root(const struct bench_cfg *c)
 {
 	return c->kind == BENCH_CFG_DIR ? c->source : c->mountpoint;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+void bench_cfg_sizes(struct bench *b)
+{
+	b->plain_size = NAN;
+	b->plain_from = NULL;
+	for (size_t i = 0; i < b->ncfg; i++) {
+		struct bench_cfg *c = &b->cfg[i];
+		struct stat st;
+		uint64_t bytes;
+
+		c->size = NAN;
+		if (stat(c->source, &st) < 0) /* a URL, or gone */
+			continue;
+		if (S_ISDIR(st.st_mode)) { /* --dir, or a folder a --mount-cmd binds */
+			if (bench_list_tree_size(c->source, &bytes))
+				bench_warn(
+				    "%s: some files of %s could not be read; its size counts "
+				    "the others",
+				    c->name, c->source);
+			c->size = (double)bytes;
+		} else {
+			c->size = (double)st.st_size;
+		}
+	}
+	/* the plain tar: an archive named .tar, else the extracted tree */
+	for (int pass = 0; pass < 2 && !b->plain_from; pass++) {
+		for (size_t i = 0; i < b->ncfg && !b->plain_from; i++) {
+			const struct bench_cfg *c = &b->cfg[i];
+
+			if (isnan(c->size) ||
+			    (pass == 0 ? c->kind == BENCH_CFG_DIR || !ends_with(c->source, ".tar")
+				       : c->kind != BENCH_CFG_DIR))
+				continue;
+			b->plain_size = c->size;
+			b->plain_from = c->name;
+		}
+	}
+	for (size_t i = 0; i < b->ncfg; i++)
+		b->cfg[i].size_ratio = bench_times(b->cfg[i].size, b->plain_size);
+}
+
+int bench_cfg_io_pids(struct bench_cfg *c, pid_t *pids, size_t max)
+{
+	char buf[32];
+	ssize_t n;
+
+	if (c->kind == BENCH_CFG_DIR) {
+		pids[0] = 0; /* this process: the reader */
+		return 1;
+	}
+	if (!c->mount)
+		return 0;
+	if (c->kind == BENCH_CFG_TARSEEK) {
+		n = getxattr(c->mountpoint, "user.tarseek.pid", buf, sizeof(buf) - 1);
+		if (n > 0) {
+			buf[n] = '\0';
+			pids[0] = (pid_t)atoi(buf);
+			if (pids[0] > 0)
+				return 1;
+		}
+	}
+	return bench_mount_pids(c->mount, pids, max);
 }

@@ -16,6 +16,9 @@
 #ifndef TARSEEK_BENCH_CFG_H
 #define TARSEEK_BENCH_CFG_H
 
+#include <stddef.h>
+#include <sys/types.h>
+
 struct bench;
 struct bench_cfg;
 struct bench_samples;
@@ -43,5 +46,17 @@ void bench_cfg_unmount(struct bench *b, struct bench_cfg *c, struct bench_sample
 
 /* Where c's files are read: its directory, or its mount point. */
 const char *bench_cfg_root(const struct bench_cfg *c);
+
+/* Each configuration's size (an archive's st_size; a folder's: its regular files' summed),
+ * NaN when it cannot be known (a URL); b->plain_size and b->plain_from: the first archive
+ * whose name ends in ".tar", else the first --dir tree, else NaN and NULL; each size_ratio.
+ * A tree with unreadable entries gets a warning and the size of the rest. */
+void bench_cfg_sizes(struct bench *b);
+
+/* The processes whose /proc/PID/io counts c's reads, into pids[0..max): for a folder this
+ * process (pid 0: the reader, there is no mounter); for tarseek the daemon (its root's
+ * user.tarseek.pid); for a mount command see bench_mount_pids().  How many, 0 if unknown
+ * (not mounted, or a command that left no process to find), or -errno. */
+int bench_cfg_io_pids(struct bench_cfg *c, pid_t *pids, size_t max);
 
 #endif

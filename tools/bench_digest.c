@@ -498,7 +498,8 @@ static void record(struct bench_digest *d, int ok, const struct one *r)
 	}
 }
 
-double bench_digest_pass(struct bench *b, struct bench_cfg *c, const char *label)
+double bench_digest_pass(struct bench *b, struct bench_cfg *c, const char *label,
+			 const size_t *order)
 {
 	const char *root = bench_cfg_root(c);
 	size_t errors = 0, first_error = 0;
@@ -517,7 +518,8 @@ double bench_digest_pass(struct bench *b, struct bench_cfg *c, const char *label
 	}
 	bench_ui_show(&b->ui, 1, "%s", label);
 	t0 = mono_now();
-	for (size_t i = 0; i < b->nfiles; i++) {
+	for (size_t k = 0; k < b->nfiles; k++) {
+		size_t i = order ? order[k] : k;
 		int ok;
 
 		r.error[0] = '\0';
@@ -532,7 +534,7 @@ double bench_digest_pass(struct bench *b, struct bench_cfg *c, const char *label
 		if (!ok && !errors++)
 			first_error = i;
 		record(&c->dig[i], ok, &r);
-		bench_ui_show(&b->ui, 0, "%s  %zu/%zu files  %.1f s", label, i + 1, b->nfiles,
+		bench_ui_show(&b->ui, 0, "%s  %zu/%zu files  %.1f s", label, k + 1, b->nfiles,
 			      mono_now() - t0);
 	}
 	t = mono_now() - t0;

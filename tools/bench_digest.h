@@ -21,13 +21,17 @@
 #ifndef TARSEEK_BENCH_DIGEST_H
 #define TARSEEK_BENCH_DIGEST_H
 
+#include <stddef.h>
+
 struct bench;
 struct bench_cfg;
 
-/* One pass over all of b->files through c, the progress line showing `label`.  Returns the
- * wall time in seconds, or NAN if bench_interrupted was set or c's root cannot be opened (then
- * every entry records that error).  Files that cannot be read are recorded and counted; one
- * warning names the first. */
-double bench_digest_pass(struct bench *b, struct bench_cfg *c, const char *label);
+/* One pass over all of b->files through c, the progress line showing `label`, in the order
+ * order[0..nfiles) gives (file numbers; NULL: the list's order).  Returns the wall time in
+ * seconds, or NAN if bench_interrupted was set or c's root cannot be opened (then every entry
+ * records that error).  Files that cannot be read are recorded and counted; one warning
+ * names the first. */
+double bench_digest_pass(struct bench *b, struct bench_cfg *c, const char *label,
+			 const size_t *order);
 
 #endif

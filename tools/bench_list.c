@@ -115,6 +115,8 @@ struct walk {
 	char **paths;
 	size_t n, cap;
 	size_t errors;
+	int sizes_only; /* sum the regular files' sizes into bytes, keep no paths */
+	uint64_t bytes;
 };
 
 /* Collects the regular files under dirfd (path prefix `rel`, "" at the root).  Symbolic
@@ -146,6 +148,15 @@ static void walk_dir(struct walk *w, int dirfd, const char *rel)
 		}
 		if (type != DT_REG && type != DT_DIR)
 			continue;
+		if (type == DT_REG && w->sizes_only) {
+			struct stat st;
+
+			if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				w->errors++;
+			else if (S_ISREG(st.st_mode))
+				w->bytes += (uint64_t)st.st_size;
+			continue;
+		}
 		path = *rel ? bench_xasprintf("%s/%s", rel, e->d_name) : bench_xstrdup(e->d_name);
 		if (type == DT_DIR) {
 			int fd = openat(dirfd, e->d_name,
@@ -207,4 +218,17 @@ int bench_list_sample(struct bench *b, const char *root)
 	free(w.paths);
 	free(pick);
 	return 0;
+}
+
+int bench_list_tree_size(const char *root, uint64_t *bytes)
+{
+	struct walk w = {.sizes_only = 1};
+	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	*bytes = 0;
+	if (fd < 0)
+		return -errno;
+	walk_dir(&w, fd, "");
+	*bytes = w.bytes;
+	return w.errors ? -EIO : 0;
 }

@@ -10,6 +10,8 @@
 #ifndef TARSEEK_BENCH_LIST_H
 #define TARSEEK_BENCH_LIST_H
 
+#include <stdint.h>
+
 struct bench;
 
 /* Reads b->o.list ("-": stdin), one path a line or NUL-terminated with -0, undoing GNU tar's
@@ -21,5 +23,10 @@ int bench_list_load(struct bench *b);
  * has fewer).  0, -errno if root cannot be opened, -ENOENT if it holds no regular file
  * (logged); entries that cannot be read are skipped with one warning. */
 int bench_list_sample(struct bench *b, const char *root);
+
+/* The apparent size of the tree at root: st_size summed over its regular files (links not
+ * followed).  0, -errno if root cannot be opened, -EIO if some entries could not be read
+ * (*bytes then holds the rest). */
+int bench_list_tree_size(const char *root, uint64_t *bytes);
 
 #endif

@@ -463,9 +463,10 @@ static int process_stat(const char *pid, char *state, pid_t *pgrp)
 }
 
 /* Counts the live (not zombie) processes of a process group other than `skip` and, if hwm is
- * not NULL, sums their VmHWM.  Zombies are skipped: in a container whose init does not reap,
- * an orphan's zombie would otherwise look alive forever. */
-static int scan_group(pid_t pgid, pid_t skip, long *hwm)
+ * not NULL, sums their VmHWM; if pids is not NULL, stores the first `max` of them there.
+ * Zombies are skipped: in a container whose init does not reap, an orphan's zombie would
+ * otherwise look alive forever. */
+static int scan_group(pid_t pgid, pid_t skip, long *hwm, pid_t *pids, size_t max)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -484,6 +485,8 @@ static int scan_group(pid_t pgid, pid_t skip, long *hwm)
 			continue;
 		if (process_stat(e->d_name, &state, &group) < 0 || group != pgid || state == 'Z')
 			continue;
+		if (pids && (size_t)live < max)
+			pids[live] = atoi(e->d_name);
 		live++;
 		if (hwm && (kib = process_hwm(e->d_name)) > 0)
 			*hwm += kib;
@@ -526,10 +529,72 @@ long bench_mount_peak_rss(struct bench_mount *m)
 	 * it exec'd into it ("exec ratarmount -f ..."). */
 	if (m->spec.may_exit && reap(m, 0))
 		return -ESRCH;
-	live = scan_group(m->pid, m->spec.may_exit && is_shell(m->pid) ? m->pid : 0, &kib);
+	live = scan_group(m->pid, m->spec.may_exit && is_shell(m->pid) ? m->pid : 0, &kib, NULL, 0);
 	if (live < 0)
 		return live;
 	return live && kib > 0 ? kib : -ESRCH;
+}
+
+/* 1 if the NUL-separated command line of process `pid` has an argument equal to path. */
+static int cmdline_names(const char *pid, const char *path)
+{
+	char file[64], buf[8192];
+	ssize_t n;
+	int fd;
+
+	snprintf(file, sizeof(file), "/proc/%s/cmdline", pid);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	for (char *p = buf; p < buf + n; p += strlen(p) + 1)
+		if (!strcmp(p, path))
+			return 1;
+	return 0;
+}
+
+/* The processes other than this one whose command line names path; at most max. */
+static int scan_cmdlines(const char *path, pid_t *pids, size_t max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int found = 0;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)) && (size_t)found < max) {
+		char state;
+		pid_t group;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || atoi(e->d_name) == getpid())
+			continue;
+		if (process_stat(e->d_name, &state, &group) < 0 || state == 'Z')
+			continue;
+		if (cmdline_names(e->d_name, path))
+			pids[found++] = atoi(e->d_name);
+	}
+	closedir(d);
+	return found;
+}
+
+int bench_mount_pids(struct bench_mount *m, pid_t *pids, size_t max)
+{
+	int live;
+
+	if (!m->spec.may_exit)
+		return reap(m, 0) ? 0 : (pids[0] = m->pid, 1);
+	if (!reap(m, 0)) {
+		live = scan_group(m->pid, is_shell(m->pid) ? m->pid : 0, NULL, pids, max);
+		if (live != 0)
+			return live < 0 ? live : (live > (int)max ? (int)max : live);
+	}
+	/* the command daemonized (or its shell is all that runs): the process that names the
+	 * mount point on its command line, if there is one */
+	return scan_cmdlines(m->spec.mountpoint, pids, max);
 }
 
 /* Waits up to `seconds` for the mounter's whole process group to end; 1 if it did. */
@@ -539,7 +604,7 @@ static int wait_group(struct bench_mount *m, double seconds)
 
 	for (;;) {
 		reap(m, 0);
-		if (scan_group(m->pid, 0, NULL) <= 0)
+		if (scan_group(m->pid, 0, NULL, NULL, 0) <= 0)
 			return 1;
 		if (mono_now() > until)
 			return 0;

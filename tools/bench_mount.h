@@ -16,6 +16,8 @@
 #define TARSEEK_BENCH_MOUNT_H
 
 #include <signal.h>
+#include <stddef.h>
+#include <sys/types.h>
 
 /* Set by the caller's SIGINT/SIGTERM handler: waits give up with -EINTR. */
 extern volatile sig_atomic_t bench_interrupted;
@@ -50,6 +52,13 @@ int bench_mount_start(const struct bench_mount_spec *spec, struct bench_mount **
  * still runs (the tool stayed in the foreground).  -ESRCH if there is nothing to measure (the
  * command daemonized or just mounted and returned). */
 long bench_mount_peak_rss(struct bench_mount *m);
+
+/* The processes that serve the mount, for their I/O counters, into pids[0..max): the
+ * mounter itself (may_exit 0); for a mount command, the processes of its group but the shell
+ * while the shell runs (the tool stayed in the foreground), else the processes whose command
+ * line names the mount point (a tool that daemonized; not always found).  Returns how many,
+ * 0 if none was found, or -errno. */
+int bench_mount_pids(struct bench_mount *m, pid_t *pids, size_t max);
 
 /* 1 while the mounter process is alive (not exited), else 0. */
 int bench_mount_alive(struct bench_mount *m);

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "size.h"
+
 static int finish(FILE *f)
 {
 	if (fflush(f) || ferror(f))
@@ -155,11 +157,41 @@ static void fmt_num(char *buf, size_t len, double v, int precision)
 		snprintf(buf, len, "%.*f", precision, v);
 }
 
-enum { COL_NAME, COL_RANK, COL_RUNS, COL_MEAN, COL_SD, COL_MIN, COL_MEDIAN, COL_TIMES, NCOLS };
+enum {
+	COL_NAME,
+	COL_RANK,
+	COL_RUNS,
+	COL_MEAN,
+	COL_SD,
+	COL_MIN,
+	COL_MEDIAN,
+	COL_TIMES,
+	COL_SIZE, /* these two only when the table has sizes */
+	COL_RATIO,
+	NCOLS
+};
 
 static const char *const col_head[NCOLS] = {
-    "name", "rank", "runs", "mean", "sd", "min", "median", "timesBaseline",
+    "name", "rank", "runs", "mean", "sd", "min", "median", "timesBaseline", "size", "sizeRatio",
 };
+
+/* A size cell: format_size()'s "1.23 MB", "n/a" when unknown. */
+static void fmt_size(char *buf, size_t len, double bytes)
+{
+	if (isnan(bytes))
+		snprintf(buf, len, "n/a");
+	else
+		format_size(buf, len, bytes);
+}
+
+/* A size ratio cell: three decimals, blank when unknown. */
+static void fmt_ratio(char *buf, size_t len, double ratio)
+{
+	if (isnan(ratio))
+		buf[0] = '\0';
+	else
+		snprintf(buf, len, "%.3f", ratio);
+}
 
 #define CELL 40
 
@@ -187,28 +219,84 @@ static void put_rule(FILE *f, char c, size_t n)
 		fputc(c, f);
 }
 
+/* The header line, the rule under it and the rows of a text table (cells of columns 1 ..
+ * ncols-1 right-aligned, names left-aligned), then an empty line. */
+static void put_grid(FILE *f, size_t ncols, const char *const *head, const char *const *names,
+		     char (*cell)[NCOLS][CELL], size_t nrows)
+{
+	size_t width[NCOLS];
+
+	for (size_t c = 0; c < ncols; c++)
+		width[c] = strlen(head[c]);
+	for (size_t k = 0; k < nrows; k++) {
+		if (display_width(names[k]) > width[0])
+			width[0] = display_width(names[k]);
+		for (size_t c = 1; c < ncols; c++)
+			if (strlen(cell[k][c]) > width[c])
+				width[c] = strlen(cell[k][c]);
+	}
+	fprintf(f, " %-*s", (int)width[0], head[0]);
+	for (size_t c = 1; c < ncols; c++)
+		fprintf(f, " | %*s", (int)width[c], head[c]);
+	fputc('\n', f);
+	put_rule(f, '-', width[0] + 2);
+	for (size_t c = 1; c < ncols; c++) {
+		fputc('|', f);
+		put_rule(f, '-', width[c] + (c == ncols - 1 ? 1 : 2));
+	}
+	fputc('\n', f);
+	for (size_t k = 0; k < nrows; k++) {
+		fputc(' ', f);
+		put_display(f, names[k]);
+		put_rule(f, ' ', width[0] - display_width(names[k]));
+		for (size_t c = 1; c < ncols; c++)
+			fprintf(f, " | %*s", (int)width[c], cell[k][c]);
+		fputc('\n', f);
+	}
+	fputc('\n', f);
+}
+
+/* A table's title, underlined. */
+static void put_title(FILE *f, const char *title, const char *unit, const char *baseline,
+		      const char *base_word)
+{
+	size_t len = display_width(title);
+
+	put_display(f, title);
+	if (unit) {
+		fprintf(f, " (%s; %s ", unit, base_word);
+		put_display(f, baseline);
+		fputc(')', f);
+		len += strlen(unit) + strlen(base_word) + display_width(baseline) + 6;
+	}
+	fputc('\n', f);
+	put_rule(f, '-', len);
+	fputs("\n\n", f);
+}
+
 int bench_report_table_text(FILE *f, const struct bench_table *t)
 {
-	size_t *row, nrows, width[NCOLS];
+	size_t *row, nrows, ncols = t->sizes ? NCOLS : COL_SIZE;
 	char(*cell)[NCOLS][CELL];
+	const char **names;
 
 	row = malloc((t->n ? t->n : 1) * sizeof(*row));
 	cell = malloc((t->n ? t->n : 1) * sizeof(*cell));
-	if (!row || !cell) {
+	names = malloc((t->n ? t->n : 1) * sizeof(*names));
+	if (!row || !cell || !names) {
 		free(row);
 		free(cell);
+		free(names);
 		return -ENOMEM;
 	}
 	nrows = rows_by_rank(t, row);
 	if (!nrows)
 		goto out;
 
-	for (int c = 0; c < NCOLS; c++)
-		width[c] = strlen(col_head[c]);
 	for (size_t k = 0; k < nrows; k++) {
 		const struct bench_result *r = &t->results[row[k]];
-		size_t w = display_width(r->name);
 
+		names[k] = r->name;
 		snprintf(cell[k][COL_RANK], CELL, "%d", r->rank);
 		snprintf(cell[k][COL_RUNS], CELL, "%zu", r->s.n);
 		fmt_num(cell[k][COL_MEAN], CELL, r->s.mean, t->precision);
@@ -216,44 +304,159 @@ int bench_report_table_text(FILE *f, const struct bench_table *t)
 		fmt_num(cell[k][COL_MIN], CELL, r->s.min, t->precision);
 		fmt_num(cell[k][COL_MEDIAN], CELL, r->s.median, t->precision);
 		fmt_num(cell[k][COL_TIMES], CELL, r->times_baseline, 2);
-		if (w > width[COL_NAME])
-			width[COL_NAME] = w;
-		for (int c = COL_RANK; c < NCOLS; c++)
-			if (strlen(cell[k][c]) > width[c])
-				width[c] = strlen(cell[k][c]);
+		fmt_size(cell[k][COL_SIZE], CELL, r->size);
+		fmt_ratio(cell[k][COL_RATIO], CELL, r->size_ratio);
 	}
-
-	fprintf(f, "%s (%s; baseline ", t->title, t->unit);
-	put_display(f, t->baseline);
-	fputs(")\n", f);
-	put_rule(f, '-',
-		 display_width(t->title) + strlen(t->unit) + display_width(t->baseline) + 14);
-	fputs("\n\n", f);
-
-	fprintf(f, " %-*s", (int)width[COL_NAME], col_head[COL_NAME]);
-	for (int c = COL_RANK; c < NCOLS; c++)
-		fprintf(f, " | %*s", (int)width[c], col_head[c]);
-	fputc('\n', f);
-	put_rule(f, '-', width[COL_NAME] + 2);
-	for (int c = COL_RANK; c < NCOLS; c++) {
-		fputc('|', f);
-		put_rule(f, '-', width[c] + (c == NCOLS - 1 ? 1 : 2));
-	}
-	fputc('\n', f);
-	for (size_t k = 0; k < nrows; k++) {
-		const char *name = t->results[row[k]].name;
-
-		fputc(' ', f);
-		put_display(f, name);
-		put_rule(f, ' ', width[COL_NAME] - display_width(name));
-		for (int c = COL_RANK; c < NCOLS; c++)
-			fprintf(f, " | %*s", (int)width[c], cell[k][c]);
-		fputc('\n', f);
-	}
-	fputc('\n', f);
+	put_title(f, t->title, t->unit, t->baseline, "baseline");
+	put_grid(f, ncols, col_head, names, cell, nrows);
 out:
+	free(names);
 	free(cell);
 	free(row);
+	return finish(f);
+}
+
+/* ---- the summary ---- */
+
+struct sum_row {
+	size_t cfg; /* index in the tables' results */
+	int rank;
+	double median, times, size, ratio;
+	double io[3]; /* medians of bytes read, read calls, disk bytes; NaN: none */
+};
+
+static const struct bench_table *table_by_id(const struct bench_report *r, const char *id)
+{
+	for (size_t t = 0; t < r->ntables; t++)
+		if (!strcmp(r->tables[t].id, id))
+			return &r->tables[t];
+	return NULL;
+}
+
+/* The summary's rows, by rank (ties in configuration order), into *out (malloc'd); their
+ * number, 0 if there is no md5 table with data, -ENOMEM. */
+static long summary_rows(const struct bench_report *r, struct sum_row **out)
+{
+	static const char *const io_id[3] = {BENCH_ID_IO_BYTES, BENCH_ID_IO_CALLS,
+					     BENCH_ID_IO_DISK};
+	static const double io_scale[3] = {1024.0 * 1024.0, 1, 1024.0 * 1024.0};
+	const struct bench_table *md5 = table_by_id(r, "md5"), *io[3];
+	struct sum_row *v;
+	double *med, fastest = NAN;
+	int *rank;
+	size_t n = 0;
+
+	*out = NULL;
+	if (!md5 || !md5->n)
+		return 0;
+	for (int k = 0; k < 3; k++)
+		io[k] = table_by_id(r, io_id[k]);
+	v = calloc(md5->n, sizeof(*v));
+	med = calloc(md5->n, sizeof(*med));
+	rank = calloc(md5->n, sizeof(*rank));
+	if (!v || !med || !rank) {
+		free(v);
+		free(med);
+		free(rank);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < md5->n; i++) {
+		med[i] = md5->results[i].nsamples ? md5->results[i].s.median : NAN;
+		if (!isnan(med[i]) && !(med[i] >= fastest))
+			fastest = med[i];
+	}
+	bench_rank(med, md5->n, rank);
+	for (size_t i = 0; i < md5->n; i++) {
+		const struct bench_result *res = &md5->results[i];
+		struct sum_row row = {.cfg = i, .rank = rank[i], .median = med[i]};
+		size_t j;
+
+		if (!res->nsamples)
+			continue;
+		row.times = bench_times(med[i], fastest);
+		row.size = md5->sizes ? res->size : NAN;
+		row.ratio = md5->sizes ? res->size_ratio : NAN;
+		for (int k = 0; k < 3; k++)
+			row.io[k] = io[k] && i < io[k]->n && io[k]->results[i].nsamples
+					? io[k]->results[i].s.median * io_scale[k]
+					: NAN;
+		for (j = n; j > 0 && v[j - 1].rank > row.rank; j--)
+			v[j] = v[j - 1];
+		v[j] = row;
+		n++;
+	}
+	free(med);
+	free(rank);
+	*out = v;
+	return (long)n;
+}
+
+enum { SUM_NAME, SUM_RANK, SUM_MEDIAN, SUM_TIMES, SUM_SIZE, SUM_RATIO, SUM_IO, NSUM = SUM_IO + 3 };
+
+static const char *const sum_head[NSUM] = {
+    "name",	 "rank",       "median",     "timesFastest", "size",
+    "sizeRatio", "bytes read", "read calls", "disk bytes",
+};
+
+int bench_report_summary_text(FILE *f, const struct bench_report *r)
+{
+	const struct bench_table *md5 = table_by_id(r, "md5");
+	char(*cell)[NCOLS][CELL] = NULL, title[200];
+	const char **names = NULL;
+	struct sum_row *v;
+	long n = summary_rows(r, &v);
+
+	_Static_assert((int)NSUM <= (int)NCOLS, "the summary's cells fit a table's");
+	if (n <= 0)
+		return n < 0 ? -ENOMEM : finish(f);
+	cell = malloc((size_t)n * sizeof(*cell));
+	names = malloc((size_t)n * sizeof(*names));
+	if (!cell || !names) {
+		free(cell);
+		free(names);
+		free(v);
+		return -ENOMEM;
+	}
+	for (long k = 0; k < n; k++) {
+		names[k] = md5->results[v[k].cfg].name;
+		snprintf(cell[k][SUM_RANK], CELL, "%d", v[k].rank);
+		fmt_num(cell[k][SUM_MEDIAN], CELL, v[k].median, md5->precision);
+		fmt_num(cell[k][SUM_TIMES], CELL, v[k].times, 2);
+		fmt_size(cell[k][SUM_SIZE], CELL, v[k].size);
+		fmt_ratio(cell[k][SUM_RATIO], CELL, v[k].ratio);
+		for (int i = 0; i < 3; i++) {
+			char *c = cell[k][SUM_IO + i];
+
+			if (isnan(v[k].io[i]))
+				c[0] = '\0';
+			else if (i == 1)
+				snprintf(c, CELL, "%.0f", v[k].io[i]);
+			else
+				format_size(c, CELL, v[k].io[i]);
+		}
+	}
+	snprintf(title, sizeof(title), "summary: %s workload by median time (%s), fastest first",
+		 r->exec ? r->exec : "md5", md5->unit);
+	put_title(f, title, NULL, NULL, NULL);
+	put_grid(f, NSUM, sum_head, names, cell, (size_t)n);
+	if (r->plain_from) {
+		int tree = 0;
+
+		for (size_t i = 0; i < r->nconfigs; i++)
+			if (!strcmp(r->configs[i].name, r->plain_from))
+				tree = !strcmp(r->configs[i].kind, "directory");
+		fputs("sizeRatio: size / the size of ", f);
+		put_display(f, r->plain_from);
+		fprintf(f, " (%.0f bytes, %s).\n", r->plain_size,
+			tree ? "its files' total: no archive named .tar to compare with"
+			     : "the plain tar");
+	}
+	fputs("bytes read, read calls, disk bytes: the mounter's rchar, syscr and read_bytes "
+	      "(/proc/PID/io),\nmedians per timed pass.\n\n",
+	      f);
+	free(names);
+	free(cell);
+	free(v);
 	return finish(f);
 }
 
@@ -347,6 +550,11 @@ int bench_report_text(FILE *f, const struct bench_report *r, size_t max_bad)
 		r->cold ? "cold (page cache dropped and a fresh mount before each run)"
 			: "warm (after one untimed pass, one mount for all runs)");
 	fprintf(f, "digest:    %s\n", r->exec ? r->exec : "md5, computed in-process");
+	if (r->order)
+		fprintf(f, "order:     %s\n", r->order);
+	if (r->throttle)
+		fprintf(f, "throttle:  %s (reads of the archives' disk, through a cgroup)\n",
+			r->throttle);
 	fprintf(f, "seed:      %llu\n", (unsigned long long)r->seed);
 	fputs("configurations:\n", f);
 	for (size_t i = 0; i < r->nconfigs; i++) {
@@ -369,6 +577,9 @@ int bench_report_text(FILE *f, const struct bench_report *r, size_t max_bad)
 		if (ret)
 			return ret;
 	}
+	ret = bench_report_summary_text(f, r);
+	if (ret)
+		return ret;
 	put_check_text(f, r, max_bad);
 	fprintf(f,
 		"\nEach configuration ran %u time%s, in random, non-consecutive order (seed %llu), "
@@ -404,7 +615,9 @@ static void csv_num(FILE *f, double v)
 
 int bench_report_csv(FILE *f, const struct bench_report *r)
 {
-	fputs("metric,unit,name,rank,runs,mean,sd,min,median,max,times_baseline,baseline\n", f);
+	fputs("metric,unit,name,rank,runs,mean,sd,min,median,max,times_baseline,baseline,size,"
+	      "size_ratio\n",
+	      f);
 	for (size_t t = 0; t < r->ntables; t++) {
 		const struct bench_table *tb = &r->tables[t];
 
@@ -432,6 +645,12 @@ int bench_report_csv(FILE *f, const struct bench_report *r)
 			csv_num(f, res->times_baseline);
 			fputc(',', f);
 			csv_str(f, tb->baseline);
+			fputc(',', f);
+			if (tb->sizes && !isnan(res->size))
+				fprintf(f, "%.0f", res->size);
+			fputc(',', f);
+			if (tb->sizes)
+				csv_num(f, res->size_ratio);
 			fputc('\n', f);
 		}
 	}
@@ -509,6 +728,10 @@ static void json_table(FILE *f, const struct bench_table *t)
 		json_num(f, r->s.max);
 		fputs(", \"times_baseline\": ", f);
 		json_num(f, r->times_baseline);
+		fputs(", \"size\": ", f);
+		json_num(f, t->sizes ? r->size : NAN);
+		fputs(", \"size_ratio\": ", f);
+		json_num(f, t->sizes ? r->size_ratio : NAN);
 		fputs(", \"samples\": [", f);
 		for (size_t k = 0; k < r->nsamples; k++) {
 			if (k)
@@ -551,8 +774,70 @@ static void json_checks(FILE *f, const struct bench_report *r)
 	fputs("]},\n", f);
 }
 
+/* A size in bytes: a whole number, or null. */
+static void json_size(FILE *f, double v)
+{
+	if (isnan(v) || isinf(v))
+		fputs("null", f);
+	else
+		fprintf(f, "%.0f", v);
+}
+
+/* The orders a configuration read the files in, one list of file numbers per timed pass;
+ * null when they were not recorded (--order list). */
+static void json_orders(FILE *f, const struct bench_config_info *c, size_t nfiles)
+{
+	if (!c->orders) {
+		fputs("null", f);
+		return;
+	}
+	fputc('[', f);
+	for (size_t p = 0; p < c->norders; p++) {
+		fputs(p ? ", [" : "[", f);
+		for (size_t i = 0; i < nfiles; i++)
+			fprintf(f, i ? ", %zu" : "%zu", c->orders[p * nfiles + i]);
+		fputc(']', f);
+	}
+	fputc(']', f);
+}
+
+static int json_summary(FILE *f, const struct bench_report *r)
+{
+	const struct bench_table *md5 = table_by_id(r, "md5");
+	struct sum_row *v;
+	long n = summary_rows(r, &v);
+
+	if (n < 0)
+		return -ENOMEM;
+	fputs("  \"summary\": [", f);
+	for (long k = 0; k < n; k++) {
+		fputs(k ? ",\n    {\"name\": " : "\n    {\"name\": ", f);
+		json_str(f, md5->results[v[k].cfg].name);
+		fprintf(f, ", \"rank\": %d, \"median\": ", v[k].rank);
+		json_num(f, v[k].median);
+		fputs(", \"times_fastest\": ", f);
+		json_num(f, v[k].times);
+		fputs(", \"size\": ", f);
+		json_size(f, v[k].size);
+		fputs(", \"size_ratio\": ", f);
+		json_num(f, v[k].ratio);
+		fputs(", \"bytes_read\": ", f);
+		json_size(f, v[k].io[0]);
+		fputs(", \"read_calls\": ", f);
+		json_size(f, v[k].io[1]);
+		fputs(", \"disk_bytes\": ", f);
+		json_size(f, v[k].io[2]);
+		fputc('}', f);
+	}
+	fputs("],\n", f);
+	free(v);
+	return 0;
+}
+
 int bench_report_json(FILE *f, const struct bench_report *r)
 {
+	int ret;
+
 	fputs("{\n  \"tool\": \"tarseek-bench\",\n  \"version\": ", f);
 	json_str(f, r->version);
 	fputs(",\n  \"when\": ", f);
@@ -566,6 +851,14 @@ int bench_report_json(FILE *f, const struct bench_report *r)
 	json_str(f, r->list);
 	fprintf(f, ",\n  \"sample\": %zu,\n  \"baseline\": ", r->sample);
 	json_str(f, r->baseline);
+	fputs(",\n  \"order\": ", f);
+	json_str(f, r->order ? r->order : "list");
+	fputs(",\n  \"throttle\": ", f);
+	json_str(f, r->throttle);
+	fputs(",\n  \"plain_size\": ", f);
+	json_size(f, r->plain_size);
+	fputs(",\n  \"plain_from\": ", f);
+	json_str(f, r->plain_from);
 	fputs(",\n  \"configurations\": [", f);
 	for (size_t i = 0; i < r->nconfigs; i++) {
 		const struct bench_config_info *c = &r->configs[i];
@@ -578,6 +871,12 @@ int bench_report_json(FILE *f, const struct bench_report *r)
 		json_str(f, c->source);
 		fputs(", \"command\": ", f);
 		json_str(f, c->command);
+		fputs(", \"size\": ", f);
+		json_size(f, c->size);
+		fputs(", \"size_ratio\": ", f);
+		json_num(f, c->size_ratio);
+		fputs(", \"read_orders\": ", f);
+		json_orders(f, c, r->nfiles);
 		fputc('}', f);
 	}
 	fputs("],\n  \"metrics\": [\n", f);
@@ -587,6 +886,9 @@ int bench_report_json(FILE *f, const struct bench_report *r)
 		json_table(f, &r->tables[t]);
 	}
 	fputs("],\n", f);
+	ret = json_summary(f, r);
+	if (ret)
+		return ret;
 	json_checks(f, r);
 	fputs("  \"files\": [", f);
 	for (size_t i = 0; i < r->nfiles; i++) {
@@ -658,13 +960,106 @@ static double nice_step(double max)
 #define SVG_ROW 30
 #define SVG_BAR 18
 #define SVG_TOP 90
+#define SVG_LOG_SPAN 20 /* a larger max/min of the bars switches to a log axis */
+
+int bench_svg_log_scale(const struct bench_table *t)
+{
+	double lo = INFINITY, hi = 0;
+
+	for (size_t i = 0; i < t->n; i++) {
+		double m = t->results[i].s.mean;
+
+		if (!t->results[i].nsamples)
+			continue;
+		if (!(m > 0))
+			return 0; /* a zero bar has no place on a log axis */
+		if (m < lo)
+			lo = m;
+		if (m > hi)
+			hi = m;
+	}
+	return hi > 0 && hi / lo > SVG_LOG_SPAN;
+}
+
+/* The value axis: linear from 0 to max in round steps, or logarithmic over whole decades
+ * [lo, hi) with ticks at 1, 2 and 5 per decade (only the powers of ten past 3 decades). */
+struct axis {
+	int log;
+	double lo, hi, step;
+	double x0, x1; /* pixels */
+};
+
+static double axis_x(const struct axis *a, double v)
+{
+	if (!a->log)
+		return a->x0 + (a->x1 - a->x0) * v / a->hi;
+	if (v < a->lo)
+		v = a->lo;
+	return a->x0 + (a->x1 - a->x0) * (log10(v) - log10(a->lo)) / (log10(a->hi) - log10(a->lo));
+}
+
+static void axis_make(struct axis *a, const struct bench_table *t, double top)
+{
+	double bottom = INFINITY;
+
+	a->log = bench_svg_log_scale(t);
+	if (!a->log) {
+		a->lo = 0;
+		a->step = nice_step(top);
+		a->hi = ceil(top / a->step - 1e-9) * a->step;
+		return;
+	}
+	for (size_t i = 0; i < t->n; i++)
+		if (t->results[i].nsamples && t->results[i].s.mean < bottom)
+			bottom = t->results[i].s.mean;
+	a->lo = pow(10, floor(log10(bottom) + 1e-9));
+	a->hi = pow(10, ceil(log10(top) - 1e-9));
+	if (a->hi <= a->lo)
+		a->hi = a->lo * 10;
+}
+
+/* Grid lines and their labels under the bars. */
+static void axis_ticks(FILE *f, const struct axis *a, double axis_y)
+{
+	static const double linear_ticks[] = {1}, log_ticks[] = {1, 2, 5};
+	const double *mult = a->log ? log_ticks : linear_ticks;
+	size_t nmult = a->log && log10(a->hi / a->lo) <= 3.5 ? 3 : 1;
+
+	if (!a->log) {
+		for (double v = 0; v <= a->hi + a->step / 2; v += a->step) {
+			fprintf(f,
+				"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" "
+				"stroke=\"#ddd\"/>\n",
+				axis_x(a, v), SVG_TOP - 6, axis_x(a, v), axis_y);
+			fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+				axis_x(a, v), axis_y + 18, v);
+		}
+		return;
+	}
+	for (double dec = a->lo; dec <= a->hi * 1.0001; dec *= 10) {
+		for (size_t k = 0; k < nmult; k++) {
+			double v = dec * mult[k];
+
+			if (v > a->hi * 1.0001)
+				break;
+			fprintf(f,
+				"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" "
+				"stroke=\"%s\"/>\n",
+				axis_x(a, v), SVG_TOP - 6, axis_x(a, v), axis_y,
+				k ? "#eee" : "#ccc");
+			fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+				axis_x(a, v), axis_y + 18, v);
+		}
+	}
+}
 
 int bench_report_svg(FILE *f, const struct bench_table *t, const char *subtitle)
 {
-	double top = 0, step, axis_max, x0, x1;
+	double top = 0;
 	size_t label_chars = 4, rows = t->n ? t->n : 1;
 	int precision = t->precision;
-	double axis_y, height;
+	double axis_y, height, x0, x1;
+	struct axis ax;
 
 	for (size_t i = 0; i < t->n; i++) {
 		const struct bench_result *r = &t->results[i];
@@ -682,15 +1077,14 @@ int bench_report_svg(FILE *f, const struct bench_table *t, const char *subtitle)
 		label_chars = SVG_MAXLABEL + 1;
 	if (!(top > 0))
 		top = 1;
-	step = nice_step(top);
-	axis_max = ceil(top / step - 1e-9) * step;
+	axis_make(&ax, t, top);
 	/* 7.5 px per character is generous for a 13 px sans-serif font. */
-	x0 = 20 + 7.5 * (double)label_chars;
-	x1 = SVG_W - 190;
+	x0 = ax.x0 = 20 + 7.5 * (double)label_chars;
+	x1 = ax.x1 = SVG_W - 190;
 	axis_y = SVG_TOP + (double)rows * SVG_ROW;
 	height = axis_y + 64;
 
-#define X(v) (x0 + (x1 - x0) * (v) / axis_max)
+#define X(v) axis_x(&ax, (v))
 
 	fprintf(f,
 		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -717,13 +1111,7 @@ int bench_report_svg(FILE *f, const struct bench_table *t, const char *subtitle)
 	fputs("</text>\n", f);
 
 	/* Grid and tick labels. */
-	for (double v = 0; v <= axis_max + step / 2; v += step) {
-		fprintf(f,
-			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
-			X(v), SVG_TOP - 6, X(v), axis_y);
-		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n", X(v),
-			axis_y + 18, v);
-	}
+	axis_ticks(f, &ax, axis_y);
 	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n", x0,
 		axis_y, x1, axis_y);
 	fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n", x0,
@@ -733,7 +1121,7 @@ int bench_report_svg(FILE *f, const struct bench_table *t, const char *subtitle)
 	xml_str(f, t->title, (size_t)-1);
 	fputs(" (", f);
 	xml_str(f, t->unit, (size_t)-1);
-	fputs(")</text>\n", f);
+	fputs(ax.log ? ", log scale)</text>\n" : ")</text>\n", f);
 
 	for (size_t i = 0; i < t->n; i++) {
 		const struct bench_result *r = &t->results[i];

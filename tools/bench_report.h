@@ -24,6 +24,9 @@ struct bench_result {
 	struct bench_summary s; /* out */
 	int rank;		/* out: 1 = smallest mean; 0 = no data */
 	double times_baseline;	/* out: mean / baseline mean, NaN if either is missing */
+	double size;		/* in: the configuration's size in bytes (shown when the
+				   table's `sizes` is set), NaN: unknown */
+	double size_ratio;	/* in: size / the plain tar's size, NaN: unknown */
 };
 
 struct bench_table {
@@ -31,6 +34,7 @@ struct bench_table {
 	const char *title;    /* for people: "md5 workload, cold page cache" */
 	const char *unit;     /* "s", "MiB" */
 	int precision;	      /* digits after the point in the text table and the chart */
+	int sizes;	      /* the rows' size and size_ratio are set: show them */
 	const char *baseline; /* out: name of the baseline used, NULL if no row has data */
 	size_t n;
 	struct bench_result *results; /* in configuration order */
@@ -44,9 +48,13 @@ int bench_table_compute(struct bench_table *t, size_t want);
 
 struct bench_config_info {
 	const char *name;
-	const char *kind;    /* "directory", "tarseek" or "command" */
-	const char *source;  /* the directory or archive */
-	const char *command; /* the mount command (kind "command"), else NULL */
+	const char *kind;     /* "directory", "tarseek" or "command" */
+	const char *source;   /* the directory or archive */
+	const char *command;  /* the mount command (kind "command"), else NULL */
+	double size;	      /* bytes, NaN: unknown */
+	double size_ratio;    /* to the plain tar, NaN: unknown */
+	const size_t *orders; /* norders passes of nfiles file numbers each: the order read */
+	size_t norders;
 };
 
 /* One configuration's view of one file that failed the check (digest differs from another
@@ -73,7 +81,11 @@ struct bench_report {
 	const char *const *files;
 	size_t nconfigs;
 	const struct bench_config_info *configs;
-	const char *baseline; /* the configuration asked for as baseline */
+	const char *baseline;	/* the configuration asked for as baseline */
+	const char *order;	/* --order: "list", "archive" or "random"; NULL: list */
+	double plain_size;	/* the size ratios' denominator, NaN: none */
+	const char *plain_from; /* the configuration it is the size of, NULL: none */
+	const char *throttle;	/* --throttle as given, NULL: none */
 	size_t ntables;
 	const struct bench_table *tables;
 	size_t nchecks;
@@ -83,23 +95,45 @@ struct bench_report {
 
 /* One table in the `benchmark` library's layout (rows by rank):
  *    name      | rank | runs |  mean |    sd |   min | median | timesBaseline
- * Tables whose rows all lack data print nothing. */
+ * and, when t->sizes, two more columns: size (as format_size() prints it) | sizeRatio (three
+ * decimals; blank when unknown).  Tables whose rows all lack data print nothing. */
 int bench_report_table_text(FILE *f, const struct bench_table *t);
 
-/* The whole report for people: what was run, every table, the md5 check (at most max_bad
- * files listed; the JSON has them all). */
+/* The ids of the tables the summary reads besides "md5": the mounter's I/O in MiB and calls
+ * during the timed passes. */
+#define BENCH_ID_IO_BYTES "io_bytes_read"
+#define BENCH_ID_IO_CALLS "io_read_calls"
+#define BENCH_ID_IO_DISK "io_disk_bytes"
+
+/* The trade-off at a glance, after the other tables: the configurations of the "md5" table
+ * ranked by their median (fastest first; rank 1 = smallest median, ties share a rank), with
+ * timesFastest (median / the fastest's), size, sizeRatio and the medians of the I/O tables
+ * (blank where a table or a row has no data):
+ *    name | rank | median | timesFastest | size | sizeRatio | bytes read | read calls |
+ *    disk bytes
+ * Nothing without an "md5" table. */
+int bench_report_summary_text(FILE *f, const struct bench_report *r);
+
+/* The whole report for people: what was run, every table, the summary, the md5 check (at
+ * most max_bad files listed; the JSON has them all). */
 int bench_report_text(FILE *f, const struct bench_report *r, size_t max_bad);
 
 /* One line per metric and configuration with data, after a header line:
- * metric,unit,name,rank,runs,mean,sd,min,median,max,times_baseline,baseline
- * Missing numbers are empty fields. */
+ * metric,unit,name,rank,runs,mean,sd,min,median,max,times_baseline,baseline,size,size_ratio
+ * (size in bytes).  Missing numbers are empty fields. */
 int bench_report_csv(FILE *f, const struct bench_report *r);
 
-/* Everything, samples and file list included; missing numbers are null. */
+/* Everything, samples, sizes, the summary, the read orders and the file list included;
+ * missing numbers are null. */
 int bench_report_json(FILE *f, const struct bench_report *r);
 
+/* 1 if the chart of t uses a logarithmic value axis: every bar (the mean of a row with data)
+ * is above 0 and the largest is more than 20 times the smallest; else 0 (linear). */
+int bench_svg_log_scale(const struct bench_table *t);
+
 /* A horizontal bar chart of one table: one bar per configuration (mean), sd error bars, the
- * value and times-baseline beside each bar, an x axis with ticks and a labelled unit. */
+ * value and times-baseline beside each bar, an x axis with ticks and a labelled unit; the
+ * axis is logarithmic (powers of ten, "log scale" in its label) when bench_svg_log_scale(). */
 int bench_report_svg(FILE *f, const struct bench_table *t, const char *subtitle);
 
 /* Writes s with control characters and backslashes escaped the way GNU tar lists names

@@ -28,6 +28,8 @@
  *   bench_list.c     the file list: --list, -0, --unquote, --sample
  *   bench_cfg.c      the temporary folder, the mounters' command lines, mounting, unmounting
  *   bench_digest.c   one pass over the files: md5 in-process or --exec, recorded per file
+ *   bench_order.c    the order a pass reads them in: --order list, archive, random
+ *   bench_io.c       the mounter's reads (/proc/PID/io) and --throttle's cgroup
  *   bench_ui.c       the progress line and the log sink
  *   bench_util.c     allocation that exits on failure, sample lists, word splitting
  *   bench_stats.c, bench_report.c, bench_mount.c, md5.c: statistics and run order, report
@@ -56,6 +58,7 @@
 #include "bench_digest.h"
 #include "bench_list.h"
 #include "bench_mount.h"
+#include "bench_order.h"
 #include "bench_report.h"
 #include "bench_stats.h"
 #include "bench_ui.h"
@@ -206,9 +209,77 @@ static int phase_sample(struct bench *b)
 	return ret;
 }
 
+/* --order archive: each tarseek configuration mounted once more (untimed) to learn where
+ * its files' data lie, so that no timed mount has looked the files up before its pass. */
+static int phase_order(struct bench *b)
+{
+	for (size_t i = 0; i < b->ncfg && !bench_interrupted; i++) {
+		struct bench_cfg *c = &b->cfg[i];
+		int ret;
+
+		if (c->kind != BENCH_CFG_TARSEEK)
+			continue;
+		bench_ui_status(&b->ui, "[order] %s", c->name);
+		ret = bench_cfg_mount(b, c, NULL, "mounting to read the data offsets");
+		if (ret)
+			return ret;
+		bench_order_archive(b, c);
+		bench_cfg_unmount(b, c, NULL);
+	}
+	return bench_interrupted ? -EINTR : 0;
+}
+
+/* The mounter's I/O counters around one timed pass. */
+struct io_probe {
+	pid_t pids[16];
+	int n; /* processes found, <= 0: none (the I/O columns stay blank) */
+	struct bench_io before;
+};
+
+static void io_probe_start(struct bench_cfg *c, struct io_probe *p)
+{
+	p->n = bench_cfg_io_pids(c, p->pids, sizeof(p->pids) / sizeof(p->pids[0]));
+	if (p->n > 0 && bench_io_sum(p->pids, (size_t)p->n, &p->before))
+		p->n = 0;
+}
+
+static void io_probe_end(struct bench_cfg *c, struct io_probe *p)
+{
+	struct bench_io after;
+
+	if (p->n <= 0 || bench_io_sum(p->pids, (size_t)p->n, &after))
+		return;
+	bench_samples_add(&c->m[BENCH_M_IO_BYTES],
+			  (double)(after.rchar - p->before.rchar) / (1024.0 * 1024.0));
+	bench_samples_add(&c->m[BENCH_M_IO_CALLS], (double)(after.syscr - p->before.syscr));
+	bench_samples_add(&c->m[BENCH_M_IO_DISK],
+			  (double)(after.read_bytes - p->before.read_bytes) / (1024.0 * 1024.0));
+}
+
+/* One timed pass of c in its order for the run, recorded with the mounter's I/O. */
+static double timed_pass(struct bench *b, struct bench_cfg *c, const char *label, size_t *buf)
+{
+	size_t run = c->m[BENCH_M_MD5].n;
+	const size_t *order = bench_order_run(b, c, run, buf);
+	struct io_probe io;
+	double t;
+
+	if (b->o.order != BENCH_ORDER_LIST) {
+		c->orders =
+		    bench_xrealloc(c->orders, (c->norders + 1) * b->nfiles * sizeof(*c->orders));
+		memcpy(c->orders + c->norders * b->nfiles, order, b->nfiles * sizeof(*order));
+		c->norders++;
+	}
+	io_probe_start(c, &io);
+	t = bench_digest_pass(b, c, label, order);
+	io_probe_end(c, &io);
+	return t;
+}
+
 static int phase_md5(struct bench *b)
 {
 	size_t *order = NULL, total = b->ncfg * b->o.runs;
+	size_t *files_order = bench_xmalloc(b->nfiles * sizeof(*files_order));
 	char label[64];
 	int ret;
 
@@ -226,7 +297,8 @@ static int phase_md5(struct bench *b)
 				if (ret)
 					goto out;
 			}
-			bench_digest_pass(b, c, "untimed pass");
+			bench_digest_pass(b, c, "untimed pass",
+					  bench_order_run(b, c, 0, files_order));
 		}
 	}
 	for (size_t s = 0; s < total && !bench_interrupted; s++) {
@@ -245,7 +317,7 @@ static int phase_md5(struct bench *b)
 					goto out;
 			}
 		}
-		t = bench_digest_pass(b, c, label);
+		t = timed_pass(b, c, label, files_order);
 		if (!isnan(t))
 			bench_samples_add(&c->m[BENCH_M_MD5], t);
 		if (c->mount && c->kind == BENCH_CFG_TARSEEK && !c->died &&
@@ -262,6 +334,7 @@ static int phase_md5(struct bench *b)
 			bench_cfg_unmount(b, &b->cfg[i], &b->cfg[i].m[BENCH_M_RSS_MD5]);
 	ret = bench_interrupted ? -EINTR : 0;
 out:
+	free(files_order);
 	free(order);
 	return ret;
 }
@@ -353,6 +426,9 @@ static int write_reports(struct bench *b, struct check_list *l)
 	    [BENCH_M_INDEX] = {"index_size", "MiB", 2},
 	    [BENCH_M_RSS_FIRST] = {"peak_rss_first_mount", "MiB", 1},
 	    [BENCH_M_RSS_MD5] = {"peak_rss_md5", "MiB", 1},
+	    [BENCH_M_IO_BYTES] = {BENCH_ID_IO_BYTES, "MiB", 2},
+	    [BENCH_M_IO_CALLS] = {BENCH_ID_IO_CALLS, "calls", 0},
+	    [BENCH_M_IO_DISK] = {BENCH_ID_IO_DISK, "MiB", 2},
 	};
 	char titles[BENCH_NMETRICS][160], when[128], host[64] = "";
 	struct bench_table tables[BENCH_NMETRICS];
@@ -380,6 +456,16 @@ static int write_reports(struct bench *b, struct check_list *l)
 		 "peak RSS of the mounter, first mount");
 	snprintf(titles[BENCH_M_RSS_MD5], sizeof(titles[0]), "peak RSS of the mounter, %s workload",
 		 b->o.workload_name);
+	snprintf(titles[BENCH_M_IO_BYTES], sizeof(titles[0]),
+		 "bytes read by the mounter per %s pass (rchar; a folder: by the reader)",
+		 b->o.workload_name);
+	snprintf(titles[BENCH_M_IO_CALLS], sizeof(titles[0]),
+		 "read calls of the mounter per %s pass (syscr; a folder: of the reader)",
+		 b->o.workload_name);
+	snprintf(titles[BENCH_M_IO_DISK], sizeof(titles[0]),
+		 "disk bytes read for the mounter per %s pass (read_bytes; a folder: for the "
+		 "reader)",
+		 b->o.workload_name);
 
 	for (int m = 0; m < BENCH_NMETRICS; m++) {
 		struct bench_table *t = &tables[ntables];
@@ -389,12 +475,15 @@ static int write_reports(struct bench *b, struct check_list *l)
 					  .title = titles[m],
 					  .unit = meta[m].unit,
 					  .precision = meta[m].precision,
+					  .sizes = 1,
 					  .n = b->ncfg};
 		t->results = bench_xcalloc(b->ncfg, sizeof(*t->results));
 		for (size_t i = 0; i < b->ncfg; i++) {
 			t->results[i].name = b->cfg[i].name;
 			t->results[i].samples = b->cfg[i].m[m].v;
 			t->results[i].nsamples = b->cfg[i].m[m].n;
+			t->results[i].size = b->cfg[i].size;
+			t->results[i].size_ratio = b->cfg[i].size_ratio;
 			with_data += b->cfg[i].m[m].n > 0;
 		}
 		if (!with_data) {
@@ -405,9 +494,20 @@ static int write_reports(struct bench *b, struct check_list *l)
 			bench_oom();
 		ntables++;
 	}
-	for (size_t i = 0; i < b->ncfg; i++)
-		cinfo[i] = (struct bench_config_info){b->cfg[i].name, kind_name[b->cfg[i].kind],
-						      b->cfg[i].source, b->cfg[i].command};
+	for (size_t i = 0; i < b->ncfg; i++) {
+		const struct bench_cfg *c = &b->cfg[i];
+
+		cinfo[i] = (struct bench_config_info){
+		    .name = c->name,
+		    .kind = kind_name[c->kind],
+		    .source = c->source,
+		    .command = c->command,
+		    .size = c->size,
+		    .size_ratio = c->size_ratio,
+		    .orders = c->orders,
+		    .norders = c->norders,
+		};
+	}
 	gethostname(host, sizeof(host) - 1);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
 	if (*host) {
@@ -429,6 +529,10 @@ static int write_reports(struct bench *b, struct check_list *l)
 	    .nconfigs = b->ncfg,
 	    .configs = cinfo,
 	    .baseline = b->cfg[b->baseline].name,
+	    .order = b->o.order != BENCH_ORDER_LIST ? bench_order_name(b->o.order) : NULL,
+	    .plain_size = b->plain_size,
+	    .plain_from = b->plain_from,
+	    .throttle = b->o.throttle,
 	    .ntables = ntables,
 	    .tables = tables,
 	    .nchecks = l->n,
@@ -468,6 +572,21 @@ static int write_reports(struct bench *b, struct check_list *l)
 	return ret;
 }
 
+/* --throttle: into the cgroup before the first mount, the device found from the first
+ * archive on a local disk (else the first folder).  0 or -errno (said why). */
+static int start_throttle(struct bench *b)
+{
+	const char *path = NULL;
+	struct stat st;
+
+	for (int dir = 0; dir < 2 && !path; dir++)
+		for (size_t i = 0; i < b->ncfg && !path; i++)
+			if ((b->cfg[i].kind == BENCH_CFG_DIR) == dir &&
+			    stat(b->cfg[i].source, &st) == 0)
+				path = b->cfg[i].source;
+	return bench_cgroup_enter(&b->o.throttle_spec, path, &b->cgroup);
+}
+
 static void free_bench(struct bench *b, struct check_list *l)
 {
 	for (size_t i = 0; i < l->n; i++)
@@ -482,6 +601,8 @@ static void free_bench(struct bench *b, struct check_list *l)
 			for (size_t k = 0; k < b->nfiles; k++)
 				free(c->dig[k].error);
 		free(c->dig);
+		free(c->archive_order);
+		free(c->orders);
 		for (char **a = c->argv; a && *a; a++)
 			free(*a);
 		free(c->argv);
@@ -548,11 +669,19 @@ int main(int argc, char **argv)
 	bench_info("seed %" PRIu64 " (--seed %" PRIu64 " repeats the order%s)", b->o.seed,
 		   b->o.seed, b->o.sample ? " and the sample" : "");
 
+	if (b->o.throttle && start_throttle(b)) {
+		status = BENCH_EXIT_USAGE;
+		goto out_free;
+	}
 	ret = bench_cfg_setup(b);
-	if (!ret)
+	if (!ret) {
+		bench_cfg_sizes(b);
 		ret = phase_first_mounts(b);
+	}
 	if (!ret && b->o.sample)
 		ret = phase_sample(b);
+	if (!ret && b->o.order == BENCH_ORDER_ARCHIVE)
+		ret = phase_order(b);
 	if (!ret) {
 		for (size_t i = 0; i < b->ncfg; i++)
 			b->cfg[i].dig = bench_xcalloc(b->nfiles, sizeof(*b->cfg[i].dig));
@@ -575,6 +704,8 @@ int main(int argc, char **argv)
 		status = BENCH_EXIT_MISMATCH;
 out_tmp:
 	bench_cfg_cleanup(b);
+	bench_cgroup_leave(b->cgroup); /* after the mounters have gone */
+	b->cgroup = NULL;
 out_free:
 	bench_ui_clear(&b->ui);
 	free_bench(b, &checks);

@@ -27,7 +27,11 @@ BUILD = os.environ.get("TARSEEK_BUILD") or os.path.join(HERE, "..", "..", "build
 BENCH = os.path.join(BUILD, "tools", "tarseek-bench")
 TARSEEK = os.path.join(BUILD, "fs", "tarseek")
 
-TABLE_HEADER = ["name", "rank", "runs", "mean", "sd", "min", "median", "timesBaseline"]
+TABLE_HEADER = ["name", "rank", "runs", "mean", "sd", "min", "median", "timesBaseline",
+                "size", "sizeRatio"]
+IO_METRICS = ("io_bytes_read", "io_read_calls", "io_disk_bytes")
+SUMMARY_HEADER = ["name", "rank", "median", "timesFastest", "size", "sizeRatio", "bytes read",
+                  "read calls", "disk bytes"]
 
 pytestmark = pytest.mark.skipif(
     not os.access(BENCH, os.X_OK), reason=f"tarseek-bench not built ({BENCH})")
@@ -108,7 +112,8 @@ def parse_tables(text):
             title = lines[i - 3]
             assert set(lines[i - 2]) == {"-"} and len(lines[i - 2]) == len(title)
             header = [c.strip() for c in line.split("|")]
-            assert header == TABLE_HEADER, header
+            assert header == (SUMMARY_HEADER if title.startswith("summary:")
+                              else TABLE_HEADER), header
             rule = lines[i + 1]
             assert set(rule) <= {"-", "|"} and len(rule) == len(line)
             rows = []
@@ -165,14 +170,16 @@ def test_report_structure(tmp):
     with open(csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == ["metric", "unit", "name", "rank", "runs", "mean", "sd", "min",
-                             "median", "max", "times_baseline", "baseline"]
+                             "median", "max", "times_baseline", "baseline", "size",
+                             "size_ratio"]
     metrics = {r["metric"] for r in rows}
     assert metrics == {"md5", "first_mount", "second_mount", "index_size",
-                       "peak_rss_first_mount", "peak_rss_md5"}
+                       "peak_rss_first_mount", "peak_rss_md5", *IO_METRICS}
     md5_rows = {r["name"]: r for r in rows if r["metric"] == "md5"}
     assert set(md5_rows) == {"extracted", "same.tar", "same.tar.gz"}
     assert float(md5_rows["extracted"]["times_baseline"]) == 1.0
-    assert all(float(r["mean"]) > 0 for r in rows if r["unit"] == "MiB")
+    assert all(float(r["mean"]) > 0 for r in rows
+               if r["unit"] == "MiB" and r["metric"] not in IO_METRICS)
 
     with open(json_path) as f:
         doc = json.load(f)

@@ -480,6 +480,33 @@ static void test_table(void)
 	CHECK(!strcmp(out, expect));
 	free(out);
 
+	/* With sizes: two more columns, the size as format_size() prints it, the ratio with
+	 * three decimals or blank. */
+	res_md5[0].size = 4000, res_md5[0].size_ratio = 0.8;
+	res_md5[1].size = 1500, res_md5[1].size_ratio = 0.3;
+	res_md5[2].size = NAN, res_md5[2].size_ratio = NAN;
+	tables[0].sizes = 1;
+	CAPTURE(out, bench_report_table_text(f, &tables[0]));
+	expect =
+	    "md5 workload (s; baseline extracted)\n"
+	    "------------------------------------\n"
+	    "\n"
+	    " name             | rank | runs |  mean |    sd |   min | median | timesBaseline |"
+	    "    size | sizeRatio\n"
+	    "------------------|------|------|-------|-------|-------|--------|---------------|"
+	    "---------|----------\n"
+	    " extracted        |    1 |    5 | 0.610 | 0.016 | 0.590 |  0.610 |          1.00 |"
+	    " 4.00 KB |     0.800\n"
+	    " backup.tar.gz    |    2 |    5 | 1.104 | 0.027 | 1.070 |  1.100 |          1.81 |"
+	    " 1.50 KB |     0.300\n"
+	    " odd, \"name\"?<&>\xff |    3 |    1 | 2.500 |   n/a | 2.500 |  2.500 |          "
+	    "4.10 |     n/a |          \n"
+	    "\n";
+	if (strcmp(out, expect))
+		fprintf(stderr, "table:\n%s\nexpected:\n%s\n", out, expect);
+	CHECK(!strcmp(out, expect));
+	free(out);
+
 	/* A table without data prints nothing. */
 	struct bench_result none[] = {{.name = "x"}};
 	struct bench_table empty = {.id = "e", .title = "e", .unit = "s", .n = 1, .results = none};
@@ -491,11 +518,14 @@ static void test_table(void)
 	free(out);
 }
 
+static const size_t orders_gz[] = {2, 0, 1, 1, 2, 0};
+
 static const struct bench_config_info configs[] = {
-    {"extracted", "directory", "/x/tree", NULL},
-    {"backup.tar.gz", "tarseek", "/x/backup.tar.gz", NULL},
-    {"odd, \"name\"\n<&>\xff", "command", "/x/odd", "mount --bind {archive} {mnt}"},
-    {"no data", "tarseek", "/x/none.tar", NULL},
+    {"extracted", "directory", "/x/tree", NULL, 4000, 0.8, NULL, 0},
+    {"backup.tar.gz", "tarseek", "/x/backup.tar.gz", NULL, 1500, 0.3, orders_gz, 2},
+    {"odd, \"name\"\n<&>\xff", "command", "/x/odd", "mount --bind {archive} {mnt}", NAN, NAN, NULL,
+     0},
+    {"no data", "tarseek", "/x/none.tar", NULL, 5000, 1, NULL, 0},
 };
 
 static const char *const files[] = {"a/one", "b two", "c\nthree"};
@@ -512,6 +542,8 @@ static const struct bench_check checks[] = {
 };
 
 static struct bench_report report = {
+    .plain_size = 5000,
+    .plain_from = "no data",
     .version = "0.1.0",
     .when = "today",
     .seed = 12345678901234ULL,
@@ -579,11 +611,15 @@ static void test_csv(void)
 	char *out = NULL;
 
 	CAPTURE(out, bench_report_csv(f, &report));
-	static const char header[] =
-	    "metric,unit,name,rank,runs,mean,sd,min,median,max,times_baseline,baseline\n";
+	static const char header[] = "metric,unit,name,rank,runs,mean,sd,min,median,max,"
+				     "times_baseline,baseline,size,size_ratio\n";
 
 	CHECK(!strncmp(out, header, sizeof(header) - 1));
-	CHECK(strstr(out, "\nmd5,s,extracted,1,5,0.61,0.0158113883,0.59,0.61,0.63,1,extracted\n"));
+	CHECK(strstr(out, "\nmd5,s,extracted,1,5,0.61,0.0158113883,0.59,0.61,0.63,1,extracted,"
+			  "4000,0.8\n"));
+	CHECK(strstr(out, "\nmd5,s,backup.tar.gz,2,5,") && strstr(out, ",extracted,1500,0.3\n"));
+	/* a table without sizes leaves the fields empty */
+	CHECK(strstr(out, ",backup.tar.gz,,\n") != NULL);
 	/* Quoted name (comma, quote, newline), an empty sd for one run. */
 	CHECK(strstr(out, "\nmd5,s,\"odd, \"\"name\"\"\n<&>\xff\",3,1,2.5,,2.5,2.5,2.5,"));
 	CHECK(strstr(out, "\nfirst_mount,s,backup.tar.gz,1,2,7.2,") != NULL);
@@ -614,6 +650,15 @@ static void test_json(void)
 			  "\"Input/output error\"}") != NULL);
 	CHECK(strstr(out, "\"c\\nthree\"") != NULL);
 	CHECK(strstr(out, "nan") == NULL);
+	/* sizes, per configuration and per result; the orders read; the summary */
+	CHECK(strstr(out, "\"source\": \"/x/backup.tar.gz\", \"command\": null, \"size\": 1500, "
+			  "\"size_ratio\": 0.3, \"read_orders\": [[2, 0, 1], [1, 2, 0]]}") != NULL);
+	CHECK(strstr(out, "\"read_orders\": null") != NULL);
+	CHECK(strstr(out, "\"times_baseline\": 1, \"size\": 4000, \"size_ratio\": 0.8, "
+			  "\"samples\"") != NULL);
+	CHECK(strstr(out, "\"plain_size\": 5000,\n  \"plain_from\": \"no data\"") != NULL);
+	CHECK(strstr(out, "\"summary\": [\n    {\"name\": \"extracted\", \"rank\": 1, \"median\": "
+			  "0.61, \"times_fastest\": 1, \"size\": 4000") != NULL);
 	py = python_parses("json", out);
 	CHECK(py != 0);
 	free(out);
@@ -653,6 +698,156 @@ static void test_svg(void)
 	CHECK(!xml_ok("<svg>a & b</svg>"));
 }
 
+/* The summary ranks by median, not mean, and carries sizes and the I/O tables' medians. */
+static void test_summary_table(void)
+{
+	static const double skewed[] = {1, 1, 10}, steady[] = {2, 2, 2}, slow[] = {3, 3, 4};
+	static const double mib_a[] = {1, 1, 1}, mib_b[] = {2, 2, 2}, calls_a[] = {10, 12, 14};
+	struct bench_result md5[] = {
+	    {.name = "steady.tar",
+	     .samples = steady,
+	     .nsamples = 3,
+	     .size = 3000000,
+	     .size_ratio = 1},
+	    {.name = "skewed.tar.xz",
+	     .samples = skewed,
+	     .nsamples = 3,
+	     .size = 400000,
+	     .size_ratio = 400000 / 3e6},
+	    {.name = "slow", .samples = slow, .nsamples = 3, .size = NAN, .size_ratio = NAN},
+	    {.name = "none", .nsamples = 0},
+	};
+	struct bench_result io_bytes[] = {
+	    {.name = "steady.tar", .samples = mib_a, .nsamples = 3},
+	    {.name = "skewed.tar.xz", .samples = mib_b, .nsamples = 3},
+	    {.name = "slow"},
+	    {.name = "none"},
+	};
+	struct bench_result io_calls[] = {
+	    {.name = "steady.tar", .samples = calls_a, .nsamples = 3},
+	    {.name = "skewed.tar.xz"},
+	    {.name = "slow"},
+	    {.name = "none"},
+	};
+	struct bench_table t[] = {
+	    {.id = "md5",
+	     .title = "md5",
+	     .unit = "s",
+	     .precision = 3,
+	     .sizes = 1,
+	     .n = 4,
+	     .results = md5},
+	    {.id = BENCH_ID_IO_BYTES,
+	     .title = "b",
+	     .unit = "MiB",
+	     .precision = 2,
+	     .sizes = 1,
+	     .n = 4,
+	     .results = io_bytes},
+	    {.id = BENCH_ID_IO_CALLS,
+	     .title = "c",
+	     .unit = "calls",
+	     .sizes = 1,
+	     .n = 4,
+	     .results = io_calls},
+	};
+	struct bench_report r = {.nconfigs = 0,
+				 .ntables = 3,
+				 .tables = t,
+				 .plain_size = 3e6,
+				 .plain_from = "steady.tar"};
+	char *out = NULL;
+
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(bench_table_compute(&t[i], 0), 0);
+	/* by mean, steady (2) beats skewed (4); by median skewed (1) is first */
+	CHECK_EQ(md5[0].rank, 1);
+	CAPTURE(out, bench_report_summary_text(f, &r));
+	if (!strstr(out, "|   3.00 MB |     1.000 |    1.05 MB |         12 |"))
+		fprintf(stderr, "summary:\n%s\n", out);
+	const char *a = strstr(out, " skewed.tar.xz |    1 |  1.000 |         1.00 |");
+	const char *b = strstr(out, " steady.tar    |    2 |  2.000 |         2.00 |");
+	const char *c = strstr(out, " slow          |    3 |  3.000 |         3.00 |");
+
+	CHECK(a && b && c && a < b && b < c);
+	CHECK(strstr(out, "summary: md5 workload by median time (s), fastest first\n") == out);
+	CHECK(strstr(out, "| 400.00 KB |     0.133 |    2.10 MB |") != NULL);
+	CHECK(strstr(out, "|   3.00 MB |     1.000 |    1.05 MB |         12 |") != NULL);
+	CHECK(strstr(out, "|       n/a |           |            |            |           \n") !=
+	      NULL);
+	CHECK(strstr(out, "none") == NULL);
+	CHECK(strstr(out, "sizeRatio: size / the size of steady.tar (3000000 bytes, the plain "
+			  "tar).") != NULL);
+	free(out);
+
+	/* No md5 table: nothing. */
+	r.tables = t + 1;
+	r.ntables = 2;
+	CAPTURE(out, bench_report_summary_text(f, &r));
+	CHECK_EQ(strlen(out), 0);
+	free(out);
+}
+
+/* The chart's value axis: log past a 20x spread of the bars, linear otherwise. */
+static void test_log_scale(void)
+{
+	static const double fast[] = {0.1, 0.1}, mid[] = {1.9, 2.1}, slow[] = {2.5, 2.7},
+			    zero[] = {0, 0};
+	struct bench_result r[] = {
+	    {.name = "fast", .samples = fast, .nsamples = 2},
+	    {.name = "mid", .samples = mid, .nsamples = 2},
+	    {.name = "slow", .samples = slow, .nsamples = 2},
+	    {.name = "none"},
+	};
+	struct bench_table t = {.id = "md5",
+				.title = "md5 workload",
+				.unit = "s",
+				.precision = 3,
+				.n = 4,
+				.results = r};
+	char *out = NULL;
+
+	CHECK_EQ(bench_table_compute(&t, 0), 0);
+	CHECK_EQ(bench_svg_log_scale(&t), 1); /* 2.6 / 0.1 = 26 */
+	CAPTURE(out, bench_report_svg(f, &t, "sub"));
+	CHECK(xml_ok(out));
+	CHECK(strstr(out, "md5 workload (s, log scale)</text>") != NULL);
+	/* ticks at decades and 2, 5 between: 0.1 0.2 0.5 1 2 5 10 */
+	CHECK(strstr(out, ">0.1</text>") && strstr(out, ">0.2</text>") &&
+	      strstr(out, ">1</text>") && strstr(out, ">10</text>"));
+	CHECK(strstr(out, ">0</text>") == NULL);
+	free(out);
+
+	/* 2.6 / 0.2 = 13: linear */
+	static const double fast2[] = {0.2, 0.2};
+
+	r[0].samples = fast2;
+	CHECK_EQ(bench_table_compute(&t, 0), 0);
+	CHECK_EQ(bench_svg_log_scale(&t), 0);
+	CAPTURE(out, bench_report_svg(f, &t, "sub"));
+	CHECK(strstr(out, "md5 workload (s)</text>") != NULL);
+	CHECK(strstr(out, "log scale") == NULL);
+	CHECK(strstr(out, ">0</text>") != NULL);
+	free(out);
+
+	/* exactly 20x is not more than 20x; a zero bar keeps the axis linear */
+	static const double twenty[] = {4, 4};
+
+	r[0].samples = fast2;
+	r[2].samples = twenty;
+	CHECK_EQ(bench_table_compute(&t, 0), 0);
+	CHECK_EQ(bench_svg_log_scale(&t), 0);
+	r[0].samples = zero;
+	r[2].samples = slow;
+	CHECK_EQ(bench_table_compute(&t, 0), 0);
+	CHECK_EQ(bench_svg_log_scale(&t), 0);
+	/* one bar only: nothing to span */
+	struct bench_table one = {.id = "x", .title = "x", .unit = "s", .n = 1, .results = r + 1};
+
+	CHECK_EQ(bench_table_compute(&one, 0), 0);
+	CHECK_EQ(bench_svg_log_scale(&one), 0);
+}
+
 int main(void)
 {
 	test_md5();
@@ -666,5 +861,7 @@ int main(void)
 	test_csv();
 	test_json();
 	test_svg();
+	test_summary_table();
+	test_log_scale();
 	return tu_exit();
 }
