@@ -1,8 +1,8 @@
-# bash completion for tarseek, tarseek-index and tarseek-bench          -*- shell-script -*-
+# bash completion for tarseek, tarseek-index, tarseek-bench and tarseek-convert -*- shell-script -*-
 #
-# Installed as share/bash-completion/completions/tarseek, with tarseek-index and
-# tarseek-bench as links to it: bash-completion loads it the first time one of the three is
-# completed, and it registers all three.  Options after '-', the names of tarseek's mount
+# Installed as share/bash-completion/completions/tarseek, with tarseek-index, tarseek-bench and
+# tarseek-convert as links to it: bash-completion loads it the first time one of the four is
+# completed, and it registers all four.  Options after '-', the names of tarseek's mount
 # options after -o (the last item of a comma-separated list, with paths, users and groups for
 # the values that take them), the mount points of tarseek mounts after -u, files and folders
 # for the arguments.  The option lists are those of each tool's --help, and the -o names those
@@ -33,6 +33,10 @@ _tarseek_bench_options='-d --dir --mount-cmd --name -l --list -0 --null --unquot
     -r --runs --cold --warm --seed -b --baseline --exec --workload --pattern --mount-runs
     --mount-timeout --tarseek --tarseek-opt --index-dir --keep-index --csv --json --svg
     -q --quiet -v --verbose -h --help -V --version'
+
+_tarseek_convert_options='-b --block-size -l --level --gzip-members -j --threads --verify
+    --check -f --force --index-file --source-index --index-folder -q --quiet -h --help
+    -V --version'
 
 # Readline replaces only the text after the last character of COMP_WORDBREAKS in the word
 # ('=' and ':' by default), while cur holds the whole word: drop that part from the replies.
@@ -211,5 +215,33 @@ _tarseek_bench()
     _filedir # the ARCHIVEs
 } &&
     complete -F _tarseek_bench tarseek-bench
+
+_tarseek_convert()
+{
+    local cur prev words cword split
+    _init_completion -s || return
+
+    case $prev in
+        --index-file | --source-index)
+            _filedir
+            return
+            ;;
+        --index-folder)
+            _filedir -d
+            return
+            ;;
+        -b | --block-size | -l | --level | -j | --threads)
+            return
+            ;;
+    esac
+    $split && return
+
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$_tarseek_convert_options" -- "$cur"))
+        return
+    fi
+    _filedir # SOURCE and OUTPUT
+} &&
+    complete -F _tarseek_convert tarseek-convert
 
 # ex: filetype=sh

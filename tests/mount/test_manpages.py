@@ -26,6 +26,7 @@ TOOLS = {
     "tarseek": os.path.join(BUILD, "fs", "tarseek"),
     "tarseek-index": os.path.join(BUILD, "tools", "tarseek-index"),
     "tarseek-bench": os.path.join(BUILD, "tools", "tarseek-bench"),
+    "tarseek-convert": os.path.join(BUILD, "tools", "tarseek-convert"),
 }
 NO_MOUNT_FORM = {"--unmount", "--help", "--version"}
 

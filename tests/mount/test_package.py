@@ -1,8 +1,8 @@
 """tarseek as an installed system tool.
 
 Always (cheap: nothing is built here):
-- `meson install --destdir` of the build makes the whole tree: the three programs, their man
-  pages, the bash completion under its three names;
+- `meson install --destdir` of the build makes the whole tree: the four programs, their man
+  pages, the bash completion under its four names;
 - the bash completion (completion/tarseek.bash) offers the options of each tool's --help,
   tarseek's mount options after -o, and files, folders, users or mount points where they
   belong.
@@ -24,7 +24,8 @@ from conftest import BUILD
 SOURCE = os.environ.get("TARSEEK_SOURCE") or os.path.join(os.path.dirname(__file__), "..", "..")
 PROGRAMS = {"tarseek": os.path.join(BUILD, "fs", "tarseek"),
             "tarseek-index": os.path.join(BUILD, "tools", "tarseek-index"),
-            "tarseek-bench": os.path.join(BUILD, "tools", "tarseek-bench")}
+            "tarseek-bench": os.path.join(BUILD, "tools", "tarseek-bench"),
+            "tarseek-convert": os.path.join(BUILD, "tools", "tarseek-convert")}
 COMPLETION = os.path.join(SOURCE, "completion", "tarseek.bash")
 BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
 
@@ -170,7 +171,8 @@ def script_words(var):
 
 @pytest.mark.parametrize("tool,var", [("tarseek", "_tarseek_options"),
                                       ("tarseek-index", "_tarseek_index_options"),
-                                      ("tarseek-bench", "_tarseek_bench_options")])
+                                      ("tarseek-bench", "_tarseek_bench_options"),
+                                      ("tarseek-convert", "_tarseek_convert_options")])
 def test_completion_lists_the_options_of_help(tool, var):
     offered, helped = script_words(var), set(help_options(tool))
     assert offered == helped, (f"{tool}: only --help has {sorted(helped - offered)}, "
@@ -213,6 +215,13 @@ def test_completion_of_command_lines(complete, tmp_path):
     assert complete("tarseek-bench --dir ") == ["d1"]
     assert complete("tarseek-bench --csv d1/") == ["d1/x.index.sqlite"]
     assert complete("tarseek-bench --mount-c") == ["--mount-cmd"]
+    assert complete("tarseek-convert --so") == ["--source-index"]
+    assert complete("tarseek-convert --index-f") == ["--index-file", "--index-folder"]
+    assert complete("tarseek-convert --index-folder ") == ["d1"]
+    assert complete("tarseek-convert --source-index d1/") == ["d1/x.index.sqlite"]
+    assert complete("tarseek-convert --level ") == []
+    assert complete("tarseek-convert -b ") == []
+    assert complete("tarseek-convert a.tar.gz ") == ["a.tar.gz", "d1"]
 
 
 def test_completion_after_u_offers_tarseek_mounts(complete, mount, tmp_path):
@@ -361,7 +370,7 @@ def test_man_finds_the_installed_page(tool):
 @installed
 @pytest.mark.parametrize("tool", sorted(PROGRAMS))
 def test_bash_completion_loads_the_installed_script(tool):
-    """bash-completion finds it by the command's name (two of the names are links)."""
+    """bash-completion finds it by the command's name (three of the names are links)."""
     script = (f'source {BASH_COMPLETION}; __load_completion {tool} || exit 3; '
               f'complete -p {tool}; declare -F _tarseek_mount_option')
     r = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
