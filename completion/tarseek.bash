@@ -32,7 +32,7 @@ _tarseek_index_options='-c --check --index-file --index-folder --recreate-index
 _tarseek_bench_options='-d --dir --mount-cmd --name -l --list -0 --null --unquote -s --sample
     -r --runs --cold --warm --seed -b --baseline --exec --workload --pattern --mount-runs
     --mount-timeout --tarseek --tarseek-opt --index-dir --keep-index --csv --json --svg
-    -q --quiet -v --verbose -h --help -V --version'
+    --order --throttle -q --quiet -v --verbose -h --help -V --version'
 
 _tarseek_convert_options='-b --block-size -l --level --gzip-members -j --threads --verify
     --check -f --force --index-file --source-index --index-folder -q --quiet -h --help
@@ -201,8 +201,12 @@ _tarseek_bench()
             COMPREPLY=($(compgen -W 'md5 grep tar' -- "$cur"))
             return
             ;;
+        --order)
+            COMPREPLY=($(compgen -W 'list archive random' -- "$cur"))
+            return
+            ;;
         --mount-cmd | --name | -s | --sample | -r | --runs | --seed | -b | --baseline | \
-            --pattern | --mount-runs | --mount-timeout | --tarseek-opt)
+            --pattern | --mount-runs | --mount-timeout | --tarseek-opt | --throttle)
             return
             ;;
     esac

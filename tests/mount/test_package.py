@@ -215,6 +215,8 @@ def test_completion_of_command_lines(complete, tmp_path):
     assert complete("tarseek-bench --dir ") == ["d1"]
     assert complete("tarseek-bench --csv d1/") == ["d1/x.index.sqlite"]
     assert complete("tarseek-bench --mount-c") == ["--mount-cmd"]
+    assert complete("tarseek-bench --order ") == ["archive", "list", "random"]
+    assert complete("tarseek-bench --throttle ") == []
     assert complete("tarseek-convert --so") == ["--source-index"]
     assert complete("tarseek-convert --index-f") == ["--index-file", "--index-folder"]
     assert complete("tarseek-convert --index-folder ") == ["d1"]
