@@ -16,8 +16,10 @@ import csv
 import io
 import json
 import os
+import pathlib
 import shutil
 import subprocess
+import tempfile
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -353,6 +355,12 @@ def test_usage_errors(tmp):
         (["--workload", "grep", "--sample", 3, "-d", tree], "walks the whole tree"),
         (["--workload", "tar", "--exec", "md5sum", "-d", tree], "walks the whole tree"),
         (["--workload", "grep", "--pattern", "", "-d", tree], "--pattern cannot be empty"),
+        (["--sample", 3, "-d", tree, "--order", "offset"], "--order is list, archive or random"),
+        (["--sample", 3, "-d", tree, "--throttle", "riops=x"], "riops wants a whole number"),
+        (["--sample", 3, "-d", tree, "--throttle", "rbps=fast"], "rbps wants bytes per second"),
+        (["--sample", 3, "-d", tree, "--throttle", "device=/dev/loop0"],
+         "--throttle wants riops=N and/or rbps=SIZE"),
+        (["--sample", 3, "-d", tree, "--throttle", "wiops=5"], "unknown key 'wiops'"),
     ]
     for args, message in cases:
         code, out, err = run_bench(tmp, *args)
@@ -375,3 +383,292 @@ def test_mounter_failure(tmp):
                                "--mount-cmd", "echo starting {mnt}; sleep 30", tree)
     assert code == 3, err
     assert "no mount on" in err and "starting" in err
+
+
+# ---- sizes, the summary, --order, the mounter's reads, --throttle ---------------------------
+
+def csv_rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def load_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def format_size(n):
+    """common/size.c's format_size(): powers of 1000, two decimals past bytes."""
+    units, i, v = ["B", "KB", "MB", "GB", "TB"], 0, float(n)
+    while v >= 1000 and i < 4:
+        v, i = v / 1000, i + 1
+    return f"{v:.2f} {units[i]}" if i else f"{v:.0f} {units[i]}"
+
+
+def tree_size(root):
+    return sum(os.lstat(os.path.join(d, f)).st_size for d, _, fs in os.walk(root) for f in fs
+               if os.path.isfile(os.path.join(d, f)) and not os.path.islink(os.path.join(d, f)))
+
+
+@needs_tarseek
+def test_sizes_and_summary(tmp):
+    """Every table shows each configuration's size and its ratio to the plain tar; the
+    summary ranks by md5 median; CSV and JSON carry the same sizes."""
+    tree = tmp / "tree"
+    names = make_tree(tree)
+    gz = make_tar(tree, tmp / "same.tar", gzip=True)
+    plain = make_tar(tree, tmp / "same.tar")
+    (tmp / "files.list").write_text("".join(n + "\n" for n in names))
+    sizes = {"extracted": tree_size(tree), "same.tar": os.path.getsize(plain),
+             "same.tar.gz": os.path.getsize(gz)}
+    ratios = {name: size / sizes["same.tar"] for name, size in sizes.items()}
+    # the .tar.gz first: the plain tar is found wherever it stands
+    _, out, _ = run_bench(tmp, "--list", tmp / "files.list", gz, "--dir", tree, plain,
+                          "--runs", 3, "--csv", tmp / "r.csv", "--json", tmp / "r.json",
+                          expect=0)
+    tables = parse_tables(out)
+    for title, rows in tables.items():
+        for row in rows:
+            name = row[0]
+            size, ratio = (row[4], row[5]) if title.startswith("summary:") else (row[8], row[9])
+            assert size == format_size(sizes[name]), (title, row)
+            assert ratio == f"{ratios[name]:.3f}", (title, row)
+    assert f"sizeRatio: size / the size of same.tar ({sizes['same.tar']} bytes, the plain " \
+        "tar)." in out
+
+    doc = load_json(tmp / "r.json")
+    assert doc["plain_size"] == sizes["same.tar"] and doc["plain_from"] == "same.tar"
+    for c in doc["configurations"]:
+        assert c["size"] == sizes[c["name"]]
+        assert c["size_ratio"] == pytest.approx(ratios[c["name"]])
+    for r in csv_rows(tmp / "r.csv"):
+        assert int(r["size"]) == sizes[r["name"]], r
+        assert float(r["size_ratio"]) == pytest.approx(ratios[r["name"]], rel=1e-6)
+
+    # The summary: by md5 median, fastest first, the same order as the JSON's medians.
+    medians = {r["name"]: r["median"] for m in doc["metrics"] if m["id"] == "md5"
+               for r in m["results"]}
+    summary = next(rows for title, rows in tables.items() if title.startswith("summary:"))
+    assert list(tables)[-1].startswith("summary:")  # after the other tables
+    assert [row[0] for row in summary] == sorted(medians, key=lambda n: medians[n])
+    assert [int(row[1]) for row in summary] == [1, 2, 3]
+    assert [s["name"] for s in doc["summary"]] == [row[0] for row in summary]
+    assert all(s["median"] == pytest.approx(medians[s["name"]]) for s in doc["summary"])
+
+    # No .tar: the ratio is to the tree; neither a .tar nor a tree: blank.
+    _, out, _ = run_bench(tmp, "--list", tmp / "files.list", "--dir", tree, gz, "--runs", 1,
+                          "--csv", tmp / "s.csv", expect=0)
+    md5 = table(parse_tables(out), "md5 workload")
+    assert md5["same.tar.gz"][9] == f"{sizes['same.tar.gz'] / sizes['extracted']:.3f}"
+    assert "sizeRatio: size / the size of extracted" in out
+    _, out, _ = run_bench(tmp, "--list", tmp / "files.list", gz, "--runs", 1,
+                          "--csv", tmp / "s.csv", "--json", tmp / "s.json", expect=0)
+    md5 = table(parse_tables(out), "md5 workload")
+    assert md5["same.tar.gz"][8] == format_size(sizes["same.tar.gz"])
+    assert md5["same.tar.gz"][9] == ""
+    assert all(r["size_ratio"] == "" for r in csv_rows(tmp / "s.csv"))
+    doc = load_json(tmp / "s.json")
+    assert doc["plain_size"] is None and doc["configurations"][0]["size_ratio"] is None
+
+
+def make_ordered_tar(tmp, count=24):
+    """A tar whose members lie in an order unlike the sorted list: (tree, archive, list of
+    sorted names, the names in archive order)."""
+    tree = tmp / "otree"
+    names = [f"d/f{i:02d}" for i in range(count)]
+    for i, name in enumerate(names):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_bytes(bytes([i]) * (1000 + 97 * i))
+    stored = names[1::2][::-1] + names[0::2]  # odd ones backwards, then the even ones
+    archive = tmp / "ordered.tar"
+    subprocess.run(["tar", "--format=gnu", "-cf", str(archive), "-C", str(tree), *stored],
+                   check=True)
+    return tree, archive, names, stored
+
+
+@needs_tarseek
+def test_order_archive_and_random(tmp):
+    tree, archive, names, stored = make_ordered_tar(tmp)
+    gz = tmp / "ordered.tar.gz"
+    subprocess.run(["gzip", "-k", "-6", str(archive)], check=True)
+    (tmp / "files.list").write_text("".join(n + "\n" for n in names + ["not/there"]))
+    expected = [names.index(n) for n in stored] + [len(names)]  # the missing file last
+
+    _, out, err = run_bench(tmp, "-l", tmp / "files.list", archive, gz, "-d", tree,
+                            "--order", "archive", "--runs", 2, "--json", tmp / "a.json",
+                            expect=1)  # not/there cannot be read
+    assert "order:     archive" in out
+    assert "1 of 25 files have no data offset" in err
+    doc = load_json(tmp / "a.json")
+    assert doc["order"] == "archive"
+    orders = {c["name"]: c["read_orders"] for c in doc["configurations"]}
+    assert orders["ordered.tar"] == [expected, expected]
+    assert orders["ordered.tar.gz"] == [expected, expected]  # offsets in the decoded stream
+    assert orders["extracted"] == [list(range(len(names) + 1))] * 2  # no offsets: the list
+
+    # random: a permutation per run, the same for every configuration's run k, repeated by
+    # the seed, unlike the list's order and unlike each other
+    (tmp / "files.list").write_text("".join(n + "\n" for n in names))
+    docs = []
+    for _ in range(2):
+        run_bench(tmp, "-l", tmp / "files.list", archive, "-d", tree, "--order", "random",
+                  "--seed", 5, "--runs", 3, "--json", tmp / "r.json", expect=0)
+        docs.append(load_json(tmp / "r.json"))
+    runs = docs[0]["configurations"][0]["read_orders"]
+    assert len(runs) == 3 and all(sorted(r) == list(range(len(names))) for r in runs)
+    assert runs == docs[0]["configurations"][1]["read_orders"]
+    assert runs == docs[1]["configurations"][0]["read_orders"]
+    assert len({tuple(r) for r in runs} | {tuple(range(len(names)))}) == 4
+
+    # list: the default, not recorded
+    run_bench(tmp, "-l", tmp / "files.list", archive, "--runs", 1, "--json", tmp / "l.json",
+              expect=0)
+    doc = load_json(tmp / "l.json")
+    assert doc["order"] == "list" and doc["configurations"][0]["read_orders"] is None
+
+
+@needs_tarseek
+@needs_root
+def test_io_columns_cold(tmp):
+    """The mounter's reads during each cold pass: the daemon's for tarseek (no prefetch, so
+    that what the pass reads is read during the pass), this process's for the tree.  The
+    listed files lie in the middle of a 6 MiB archive: a mount reads its first and last MiB
+    (the index's fingerprint), the pass must fetch the rest from the disk."""
+    tree = tmp / "tree"
+    tree.mkdir()
+    for i in range(24):
+        (tree / f"f{i:02d}").write_bytes(os.urandom(256 * 1024))
+    names = [f"f{i:02d}" for i in range(8, 16)]
+    gz = make_tar(tree, tmp / "io.tar", gzip=True)
+    (tmp / "files.list").write_text("".join(n + "\n" for n in names))
+    _, out, _ = run_bench(tmp, "-l", tmp / "files.list", gz, "-d", tree, "--cold", "--runs", 2,
+                          "--tarseek-opt", "--no-prefetch", "--json", tmp / "r.json",
+                          "--csv", tmp / "r.csv", expect=0)
+    tables = parse_tables(out)
+    for prefix in ("bytes read by the mounter", "read calls of the mounter",
+                   "disk bytes read for the mounter"):
+        assert set(table(tables, prefix)) == {"io.tar.gz", "extracted"}, prefix
+    by_id = {m["id"]: {r["name"]: r for r in m["results"]} for m in load_json(tmp / "r.json")
+             ["metrics"]}
+    data = 8 * 256 * 1024
+    for metric in IO_METRICS:
+        for name in ("io.tar.gz", "extracted"):
+            r = by_id[metric][name]
+            assert r["runs"] == 2 and all(v > 0 for v in r["samples"]), (metric, name, r)
+    # random data does not compress: the daemon reads at least the files' bytes of the
+    # archive in each pass, the tree's reader the files
+    assert by_id["io_bytes_read"]["io.tar.gz"]["min"] * 2**20 >= 0.9 * data
+    assert by_id["io_bytes_read"]["extracted"]["min"] * 2**20 >= data
+    assert by_id["io_read_calls"]["extracted"]["min"] >= 8 * 2  # 128 KiB reads
+    summary = next(rows for title, rows in tables.items() if title.startswith("summary:"))
+    assert all(row[6] and row[7] and row[8] for row in summary), summary
+    assert {r["metric"] for r in csv_rows(tmp / "r.csv")} >= set(IO_METRICS)
+
+
+@pytest.fixture
+def slow_disk(tmp):
+    """A 256 MiB ext4 image on a loop device, mounted: (device, mount point)."""
+    if os.geteuid() != 0:
+        pytest.skip("a loop device needs root")
+    if not all(shutil.which(t) for t in ("losetup", "mkfs.ext4", "mount", "umount")):
+        pytest.skip("losetup, mkfs.ext4, mount or umount missing")
+    img, mnt = tmp / "disk.img", tmp / "slow"
+    with open(img, "wb") as f:
+        f.truncate(256 << 20)
+    subprocess.run(["mkfs.ext4", "-q", str(img)], check=True)
+    loop = subprocess.run(["losetup", "-f", "--show", str(img)], capture_output=True,
+                          text=True)
+    if loop.returncode:
+        pytest.skip(f"no loop device: {loop.stderr.strip()}")
+    dev = loop.stdout.strip()
+    mnt.mkdir()
+    try:
+        subprocess.run(["mount", dev, str(mnt)], check=True)
+        try:
+            yield dev, mnt
+        finally:
+            if subprocess.run(["umount", str(mnt)]).returncode:
+                subprocess.run(["umount", "-l", str(mnt)])
+    finally:
+        subprocess.run(["losetup", "-d", dev])
+
+
+def have_blkio_controller():
+    try:
+        with open("/sys/fs/cgroup/cgroup.controllers") as f:
+            if "io" in f.read().split():
+                return True
+    except OSError:
+        pass
+    return os.path.exists("/sys/fs/cgroup/blkio/blkio.throttle.read_iops_device")
+
+
+def blkio_cgroups():
+    root = "/sys/fs/cgroup/blkio"
+    return sorted(d for d in os.listdir(root) if d.startswith("tarseek-bench-")) \
+        if os.path.isdir(root) else []
+
+
+@needs_tarseek
+def test_throttle_slows_cold_reads(tmp, slow_disk):
+    """--throttle on a loop device: a cold pass reads measurably slower than without it
+    (a relative check: 2 MiB at 2 MiB/s and 20 reads/s takes seconds, unthrottled a
+    fraction of one).  The index is built by the unthrottled run and kept for the other, so
+    that only the pass reads the 25 MiB archive's middle."""
+    if not have_blkio_controller():
+        pytest.skip("no blkio (cgroup v1) or io (cgroup v2) controller")
+    dev, mnt = slow_disk
+    tree = tmp / "ttree"
+    tree.mkdir()
+    for i in range(100):
+        (tree / f"f{i:03d}").write_bytes(os.urandom(256 * 1024))
+    archive = make_tar(tree, mnt / "t.tar")
+    (tmp / "files.list").write_text("".join(f"f{i:03d}\n" for i in range(46, 54)))
+    before = blkio_cgroups()
+    common = ["-l", tmp / "files.list", archive, "--cold", "--runs", 1,
+              "--index-dir", tmp / "idx"]
+
+    run_bench(tmp, *common, "--json", tmp / "free.json", expect=0)
+    _, out, err = run_bench(tmp, *common, "--keep-index", "--throttle",
+                            f"riops=20,rbps=2M,device={dev}", "--json", tmp / "slow.json",
+                            expect=0)
+    rdev = os.stat(dev).st_rdev
+    assert f"reads from device {os.major(rdev)}:{os.minor(rdev)} limited to 20 reads/s and " \
+        "2.0 MiB/s" in err, err
+    assert f"throttle:  riops=20,rbps=2M,device={dev}" in out
+
+    def md5_median(path):
+        doc = load_json(path)
+        return next(m for m in doc["metrics"] if m["id"] == "md5")["results"][0]["median"]
+
+    free, slow = md5_median(tmp / "free.json"), md5_median(tmp / "slow.json")
+    print(f"md5 median: {free:.3f} s free, {slow:.3f} s throttled")
+    assert slow >= 1.5 * free, (free, slow)
+    assert load_json(tmp / "slow.json")["throttle"] == f"riops=20,rbps=2M,device={dev}"
+    assert blkio_cgroups() == before  # the cgroup is gone
+
+    # Without device=, the disk holding the first archive (here the loop device itself).
+    _, _, err = run_bench(tmp, "-l", tmp / "files.list", archive, "--runs", 1,
+                          "--index-dir", tmp / "idx", "--keep-index",
+                          "--throttle", "riops=1000", expect=0)
+    assert f"reads from device {os.major(rdev)}:{os.minor(rdev)} limited to 1000 reads/s " \
+        "(cgroup" in err, err
+    assert blkio_cgroups() == before
+
+
+def test_throttle_needs_root(tmp):
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to run the bench as nobody")
+    shared = tempfile.mkdtemp(prefix="tarseek-bench-nobody.", dir="/tmp")
+    try:
+        os.chmod(shared, 0o755)
+        make_tree(pathlib.Path(shared))
+        proc = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", BENCH,
+             "--throttle", "riops=100,rbps=150M", "--sample", "2", "-d", shared],
+            capture_output=True, text=True, timeout=60,
+            env=dict(os.environ, TMPDIR="/tmp"))
+    finally:
+        shutil.rmtree(shared)
+    assert proc.returncode == 2, proc
+    assert "--throttle needs root" in proc.stderr, proc.stderr
