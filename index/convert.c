@@ -263,8 +263,8 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Where the block starting at decoded offset s ends: at the last member start within a block's
- * size, unless that leaves a block under a quarter of it (a large member follows: it is cut). */
+/* Where the block starting at decoded offset s ends: at the last member start in
+ * [s + block / 4, s + block], else at s + block (inside a member longer than 3/4 block). */
 static uint64_t next_end(struct cv *c, uint64_t s)
 {
 	const struct cv_source *src = c->s;

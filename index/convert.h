@@ -4,9 +4,10 @@
  * the output's form comes from its extension (codecs/encoder.h: .tar.zst, .tar.xz, .tar.gz;
  * .tar writes the decoded stream as it is).  The decoded stream is copied byte for byte: the
  * tar inside is unchanged.  It is cut into blocks of about block_size decoded bytes, at member
- * boundaries (the start of a member's first header, from the source's index), so that a member
- * smaller than a block never spans two; a block lies inside one member only when the member is
- * larger than a quarter of a block.  Blocks are compressed on `threads` threads and written in
+ * boundaries (the start of a member's first header, from the source's index): a block ends at
+ * the last member start in the last three quarters of its size, or, when there is none, at its
+ * size, inside a member then larger than three quarters of a block.  So a member smaller than
+ * that never spans two blocks.  Blocks are compressed on `threads` threads and written in
  * order.
  *
  * The index is written in the same pass: the index builder (build.h) parses the tar as the

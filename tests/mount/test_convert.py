@@ -99,7 +99,7 @@ def member_spans(index):
 
 
 def check_cut_rule(starts, block_starts, usize):
-    """Every block starts at a member start or inside a member larger than BLOCK / 4, and no
+    """Every block starts at a member start or inside a member larger than 3/4 BLOCK, so no
     member smaller than that spans two blocks."""
     import bisect
     ends = starts[1:] + [usize]
@@ -107,7 +107,7 @@ def check_cut_rule(starts, block_starts, usize):
         if b in starts:
             continue
         i = bisect.bisect_right(starts, b) - 1
-        assert i >= 0 and ends[i] - starts[i] > BLOCK // 4, \
+        assert i >= 0 and ends[i] - starts[i] > 3 * BLOCK // 4, \
             f"a block starts at {b}, inside a member of {ends[i] - starts[i]} bytes"
     assert len(block_starts) >= 3, "the tree should need several blocks"
 
