@@ -9,8 +9,8 @@
  * Both return 0 or -EINVAL (-EPERM: --throttle without root) after printing
  * "tarseek-bench: ..." on stderr (the caller exits with BENCH_EXIT_USAGE).  Some paths do not
  * return: --help and --version print and exit(0), an ARCHIVE or --dir that does not exist or
- * is of the wrong kind exits with BENCH_EXIT_USAGE.  What they store in b is owned by b (see bench.h); strings of b->o that
- * are not lists point into argv.
+ * is of the wrong kind exits with BENCH_EXIT_USAGE.  What they store in b is owned by b (see
+ * bench.h); strings of b->o that are not lists point into argv.
  */
 #ifndef TARSEEK_BENCH_ARGS_H
 #define TARSEEK_BENCH_ARGS_H

@@ -207,8 +207,8 @@ static char *own_cgroup(int v2, const char *root)
 		if (!path)
 			continue;
 		*path++ = '\0';
+		*ctl++ = '\0'; /* line: the hierarchy's number, ctl: its controllers */
 		path[strcspn(path, "\n")] = '\0';
-		ctl++;
 		if (v2) {
 			match = !strcmp(line, "0") && !*ctl;
 		} else {

@@ -1,6 +1,7 @@
 /* Unit tests of tarseek-bench's pieces that need no mount: MD5 against the RFC 1321 test
  * suite (and md5sum when it is there), the statistics, the random order and sample, and the
- * writers (text table, CSV, JSON, SVG).  The JSON and SVG are checked by small parsers here and,
+ * writers (text table with and without sizes, the summary ranked by median, CSV, JSON, SVG and
+ * its choice of a log axis).  The JSON and SVG are checked by small parsers here and,
  * when python3 is installed, by Python's json and xml modules too. */
 #include "testutil.h"
 
