@@ -303,6 +303,7 @@ def test_mount_cmd_bind(tmp):
     assert set(table(tables, "first mount")) == {"copy (mount)", "bound twice"}
     # mount --bind returns at once: there is no mounter left to measure.
     assert not any(t.startswith("peak RSS") for t in tables)
+    assert set(table(tables, "bytes read by the mounter")) == {"extracted"}
     with open(tmp / "r.json") as f:
         doc = json.load(f)
     assert doc["configurations"][1]["command"] == "mount --bind {archive} {mnt}"
@@ -563,6 +564,28 @@ def test_io_columns_cold(tmp):
     summary = next(rows for title, rows in tables.items() if title.startswith("summary:"))
     assert all(row[6] and row[7] and row[8] for row in summary), summary
     assert {r["metric"] for r in csv_rows(tmp / "r.csv")} >= set(IO_METRICS)
+
+
+@needs_tarseek
+@needs_root
+def test_io_of_mount_commands(tmp):
+    """A --mount-cmd tool's reads: the foreground process of its group (tarseek -f through
+    sh), or, when it daemonizes (tarseek without -f), the process naming the mount point."""
+    tree = tmp / "tree"
+    tree.mkdir()
+    for i in range(24):
+        (tree / f"f{i:02d}").write_bytes(os.urandom(256 * 1024))
+    gz = make_tar(tree, tmp / "io.tar", gzip=True)
+    (tmp / "files.list").write_text("".join(f"f{i:02d}\n" for i in range(8, 16)))
+    cmd = f"{TARSEEK} --no-prefetch --index-file {{index}} {{archive}} {{mnt}}"
+    run_bench(tmp, "-l", tmp / "files.list", "--cold", "--runs", 1, "--json", tmp / "r.json",
+              "--mount-cmd", cmd.replace("--no-prefetch", "-f --no-prefetch"), "--name",
+              "foreground", gz, "--mount-cmd", cmd, "--name", "daemon", gz, expect=0)
+    by_id = {m["id"]: {r["name"]: r for r in m["results"]}
+             for m in load_json(tmp / "r.json")["metrics"]}
+    for name in ("foreground", "daemon"):
+        assert by_id["io_bytes_read"][name]["min"] * 2**20 >= 0.9 * 8 * 256 * 1024, name
+        assert by_id["io_read_calls"][name]["min"] > 0, name
 
 
 @pytest.fixture
