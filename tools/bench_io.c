@@ -28,7 +28,7 @@
 
 /* ---- /proc/PID/io ---- */
 
-static int io_read(pid_t pid, struct bench_io *io)
+int bench_io_read(pid_t pid, struct bench_io *io)
 {
 	char path[64], line[128];
 	int found = 0;
@@ -39,6 +39,7 @@ static int io_read(pid_t pid, struct bench_io *io)
 		snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
 	else
 		snprintf(path, sizeof(path), "/proc/self/io");
+	*io = (struct bench_io){0};
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
@@ -59,20 +60,6 @@ static int io_read(pid_t pid, struct bench_io *io)
 	}
 	fclose(f);
 	return found == 7 ? 0 : -EIO;
-}
-
-int bench_io_sum(const pid_t *pids, size_t n, struct bench_io *io)
-{
-	*io = (struct bench_io){0};
-	if (!n)
-		return -ESRCH;
-	for (size_t i = 0; i < n; i++) {
-		int ret = io_read(pids[i], io);
-
-		if (ret)
-			return ret;
-	}
-	return 0;
 }
 
 /* ---- --throttle ---- */

@@ -34,10 +34,9 @@ struct bench_io {
 	uint64_t read_bytes; /* bytes the block layer read for the process (the disk's) */
 };
 
-/* Sums /proc/PID/io over pids[0..n) (a pid of 0 is this process).  0, or -errno of the first
- * that cannot be read (-ENOENT: it is gone; -EACCES: not ours to read); *io is zeroed first.
- * n == 0 is -ESRCH. */
-int bench_io_sum(const pid_t *pids, size_t n, struct bench_io *io);
+/* /proc/PID/io of one process (0: this one) into *io.  0 or -errno (-ENOENT: it is gone;
+ * -EACCES: not ours to read; -EIO: a field is missing). */
+int bench_io_read(pid_t pid, struct bench_io *io);
 
 /* --throttle's value. */
 struct bench_throttle {

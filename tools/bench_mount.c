@@ -557,44 +557,50 @@ static int cmdline_names(const char *pid, const char *path)
 	return 0;
 }
 
-/* The processes other than this one whose command line names path; at most max. */
-static int scan_cmdlines(const char *path, pid_t *pids, size_t max)
+/* Adds to pids[0..*n) (room for max) the processes other than this one whose command line
+ * names path and that are not there yet. */
+static int scan_cmdlines(const char *path, pid_t *pids, size_t *n, size_t max)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
-	int found = 0;
 
 	if (!d)
 		return -errno;
-	while ((e = readdir(d)) && (size_t)found < max) {
+	while ((e = readdir(d)) && *n < max) {
+		pid_t pid = atoi(e->d_name), group;
+		size_t k;
 		char state;
-		pid_t group;
 
-		if (e->d_name[0] < '0' || e->d_name[0] > '9' || atoi(e->d_name) == getpid())
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || pid == getpid())
 			continue;
 		if (process_stat(e->d_name, &state, &group) < 0 || state == 'Z')
 			continue;
-		if (cmdline_names(e->d_name, path))
-			pids[found++] = atoi(e->d_name);
+		for (k = 0; k < *n && pids[k] != pid; k++)
+			;
+		if (k == *n && cmdline_names(e->d_name, path))
+			pids[(*n)++] = pid;
 	}
 	closedir(d);
-	return found;
+	return 0;
 }
 
 int bench_mount_pids(struct bench_mount *m, pid_t *pids, size_t max)
 {
+	size_t n = 0;
 	int live;
 
 	if (!m->spec.may_exit)
 		return reap(m, 0) ? 0 : (pids[0] = m->pid, 1);
 	if (!reap(m, 0)) {
 		live = scan_group(m->pid, is_shell(m->pid) ? m->pid : 0, NULL, pids, max);
-		if (live != 0)
-			return live < 0 ? live : (live > (int)max ? (int)max : live);
+		if (live < 0)
+			return live;
+		n = (size_t)live < max ? (size_t)live : max;
 	}
-	/* the command daemonized (or its shell is all that runs): the process that names the
-	 * mount point on its command line, if there is one */
-	return scan_cmdlines(m->spec.mountpoint, pids, max);
+	/* and the processes naming the mount point on their command line: a tool that
+	 * daemonized into a session of its own (its launcher may not have exited yet) */
+	live = scan_cmdlines(m->spec.mountpoint, pids, &n, max);
+	return live < 0 ? live : (int)n;
 }
 
 /* Waits up to `seconds` for the mounter's whole process group to end; 1 if it did. */

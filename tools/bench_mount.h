@@ -53,11 +53,12 @@ int bench_mount_start(const struct bench_mount_spec *spec, struct bench_mount **
  * command daemonized or just mounted and returned). */
 long bench_mount_peak_rss(struct bench_mount *m);
 
-/* The processes that serve the mount, for their I/O counters, into pids[0..max): the
+/* The processes that may serve the mount, for their I/O counters, into pids[0..max): the
  * mounter itself (may_exit 0); for a mount command, the processes of its group but the shell
- * while the shell runs (the tool stayed in the foreground), else the processes whose command
- * line names the mount point (a tool that daemonized; not always found).  Returns how many,
- * 0 if none was found, or -errno. */
+ * while the shell runs (a tool in the foreground, or the launcher of one that daemonizes),
+ * and the processes whose command line names the mount point (a tool that daemonized; not
+ * always found).  Returns how many, 0 if none was found, or -errno.  One may exit before the
+ * caller reads its counters (a launcher). */
 int bench_mount_pids(struct bench_mount *m, pid_t *pids, size_t max);
 
 /* 1 while the mounter process is alive (not exited), else 0. */

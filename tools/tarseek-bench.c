@@ -229,31 +229,41 @@ static int phase_order(struct bench *b)
 	return bench_interrupted ? -EINTR : 0;
 }
 
-/* The mounter's I/O counters around one timed pass. */
+/* The mounter's I/O counters around one timed pass: the difference summed over the
+ * processes that could be read both before and after (a mount command's launcher may exit
+ * in between); no sample if there are none. */
 struct io_probe {
 	pid_t pids[16];
-	int n; /* processes found, <= 0: none (the I/O columns stay blank) */
-	struct bench_io before;
+	struct bench_io before[16];
+	int ok[16];
+	int n;
 };
 
 static void io_probe_start(struct bench_cfg *c, struct io_probe *p)
 {
 	p->n = bench_cfg_io_pids(c, p->pids, sizeof(p->pids) / sizeof(p->pids[0]));
-	if (p->n > 0 && bench_io_sum(p->pids, (size_t)p->n, &p->before))
-		p->n = 0;
+	for (int i = 0; i < p->n; i++)
+		p->ok[i] = bench_io_read(p->pids[i], &p->before[i]) == 0;
 }
 
 static void io_probe_end(struct bench_cfg *c, struct io_probe *p)
 {
-	struct bench_io after;
+	struct bench_io d = {0}, after;
+	int counted = 0;
 
-	if (p->n <= 0 || bench_io_sum(p->pids, (size_t)p->n, &after))
+	for (int i = 0; i < p->n; i++) {
+		if (!p->ok[i] || bench_io_read(p->pids[i], &after))
+			continue;
+		d.rchar += after.rchar - p->before[i].rchar;
+		d.syscr += after.syscr - p->before[i].syscr;
+		d.read_bytes += after.read_bytes - p->before[i].read_bytes;
+		counted++;
+	}
+	if (!counted)
 		return;
-	bench_samples_add(&c->m[BENCH_M_IO_BYTES],
-			  (double)(after.rchar - p->before.rchar) / (1024.0 * 1024.0));
-	bench_samples_add(&c->m[BENCH_M_IO_CALLS], (double)(after.syscr - p->before.syscr));
-	bench_samples_add(&c->m[BENCH_M_IO_DISK],
-			  (double)(after.read_bytes - p->before.read_bytes) / (1024.0 * 1024.0));
+	bench_samples_add(&c->m[BENCH_M_IO_BYTES], (double)d.rchar / (1024.0 * 1024.0));
+	bench_samples_add(&c->m[BENCH_M_IO_CALLS], (double)d.syscr);
+	bench_samples_add(&c->m[BENCH_M_IO_DISK], (double)d.read_bytes / (1024.0 * 1024.0));
 }
 
 /* One timed pass of c in its order for the run, recorded with the mounter's I/O. */
