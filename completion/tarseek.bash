@@ -32,7 +32,8 @@ _tarseek_index_options='-c --check --index-file --index-folder --recreate-index
 _tarseek_bench_options='-d --dir --mount-cmd --name -l --list -0 --null --unquote -s --sample
     -r --runs --cold --warm --seed -b --baseline --exec --workload --pattern --mount-runs
     --mount-timeout --tarseek --tarseek-opt --index-dir --keep-index --csv --json --svg
-    --order --throttle -q --quiet -v --verbose -h --help -V --version'
+    --order --throttle --convert --convert-opt --convert-dir -q --quiet -v --verbose -h --help
+    -V --version'
 
 _tarseek_convert_options='-b --block-size -l --level --gzip-members -j --threads --verify
     --check -f --force --index-file --source-index --index-folder -q --quiet -h --help
@@ -185,7 +186,7 @@ _tarseek_bench()
     _init_completion -s || return
 
     case $prev in
-        -d | --dir | --index-dir)
+        -d | --dir | --index-dir | --convert-dir)
             _filedir -d
             return
             ;;
@@ -205,8 +206,12 @@ _tarseek_bench()
             COMPREPLY=($(compgen -W 'list archive random' -- "$cur"))
             return
             ;;
+        --convert)
+            COMPREPLY=($(compgen -W 'zst xz gz tar zst,xz,gz' -- "$cur"))
+            return
+            ;;
         --mount-cmd | --name | -s | --sample | -r | --runs | --seed | -b | --baseline | \
-            --pattern | --mount-runs | --mount-timeout | --tarseek-opt | --throttle)
+            --pattern | --mount-runs | --mount-timeout | --tarseek-opt | --throttle | --convert-opt)
             return
             ;;
     esac

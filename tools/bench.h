@@ -84,6 +84,8 @@ struct bench_cfg {
 	size_t *archive_order;	  /* --order archive: the files by data offset; NULL: list */
 	size_t *orders;		  /* unless --order list: each timed pass's order, nfiles each */
 	size_t norders;		  /* passes recorded in orders */
+	int index_given;	  /* index_path is the archive's own (tarseek-convert wrote it):
+				     used by the first mount, never removed */
 };
 
 struct bench_opts {
@@ -113,6 +115,10 @@ struct bench_opts {
 	struct bench_throttle throttle_spec; /* what it says */
 	double mount_timeout;
 	int quiet, verbose;
+	const char *convert;	  /* --convert FORMS, NULL: none */
+	char **convert_opts;	  /* --convert-opt words */
+	size_t nconvert_opts;
+	const char *convert_dir; /* --convert-dir, NULL: a temporary folder */
 };
 
 struct bench {
@@ -130,6 +136,7 @@ struct bench {
 	double plain_size;	     /* the plain tar's size, NaN: unknown (bench_cfg_sizes) */
 	const char *plain_from;	     /* the configuration it comes from, NULL if unknown */
 	struct bench_cgroup *cgroup; /* --throttle's cgroup while the bench is in it */
+	char *convert_dir;	     /* where --convert's outputs are (bench_convert.c) */
 };
 
 #endif

@@ -134,6 +134,16 @@ static void usage(FILE *f)
 	    "                        is removed at exit)\n"
 	    "      --keep-index      keep an existing index for the first mount (with\n"
 	    "                        --index-dir; otherwise each first mount builds it anew)\n"
+	    "      --convert FORMS   before anything is mounted, convert the first archive with\n"
+	    "                        tarseek-convert into each of FORMS (comma-separated: zst,\n"
+	    "                        xz, gz, tar) and measure the results beside it, each with\n"
+	    "                        the index the conversion wrote (its first mount builds\n"
+	    "                        nothing); named \"NAME.tar.FORM (converted)\"\n"
+	    "      --convert-opt OPT tarseek-convert options, split at spaces (repeatable),\n"
+	    "                        e.g. --convert-opt '--block-size 4M'\n"
+	    "      --convert-dir DIR where the conversions go, kept (default: a temporary\n"
+	    "                        folder removed at exit; with --throttle, put it on the\n"
+	    "                        throttled disk)\n"
 	    "\n"
 	    "Output (the tables always go to stdout, or to stderr when a FILE is '-'):\n"
 	    "      --csv FILE        one line per metric and configuration\n"
@@ -286,6 +296,9 @@ enum {
 	OPT_PATTERN,
 	OPT_ORDER,
 	OPT_THROTTLE,
+	OPT_CONVERT,
+	OPT_CONVERT_OPT,
+	OPT_CONVERT_DIR,
 };
 
 static const struct option long_opts[] = {
@@ -312,6 +325,9 @@ static const struct option long_opts[] = {
     {"tarseek-opt", required_argument, NULL, OPT_TARSEEK_OPT},
     {"index-dir", required_argument, NULL, OPT_INDEX_DIR},
     {"keep-index", no_argument, NULL, OPT_KEEP_INDEX},
+    {"convert", required_argument, NULL, OPT_CONVERT},
+    {"convert-opt", required_argument, NULL, OPT_CONVERT_OPT},
+    {"convert-dir", required_argument, NULL, OPT_CONVERT_DIR},
     {"csv", required_argument, NULL, OPT_CSV},
     {"json", required_argument, NULL, OPT_JSON},
     {"svg", required_argument, NULL, OPT_SVG},
@@ -523,7 +539,8 @@ static int opt_runs(struct bench *b, struct parse_state *ps, int c, const char *
 	return NOT_MINE;
 }
 
-/* --tarseek, --tarseek-opt, --index-dir, --keep-index: the tarseek daemon. */
+/* --tarseek, --tarseek-opt, --index-dir, --keep-index, --convert*: the tarseek daemon and
+ * tools. */
 static int opt_daemon(struct bench *b, struct parse_state *ps, int c, const char *arg)
 {
 	struct bench_opts *o = &b->o;
@@ -540,6 +557,15 @@ static int opt_daemon(struct bench *b, struct parse_state *ps, int c, const char
 		return 0;
 	case OPT_KEEP_INDEX:
 		o->keep_index = 1;
+		return 0;
+	case OPT_CONVERT:
+		o->convert = arg;
+		return 0;
+	case OPT_CONVERT_OPT:
+		bench_split_words(arg, &o->convert_opts, &o->nconvert_opts);
+		return 0;
+	case OPT_CONVERT_DIR:
+		o->convert_dir = arg;
 		return 0;
 	}
 	return NOT_MINE;
@@ -582,6 +608,14 @@ static int (*const opt_groups[])(struct bench *b, struct parse_state *ps, int c,
 
 /* After the options: what follows "--" is archives; no --mount-cmd or --name may be left
  * without a configuration. */
+struct bench_cfg *bench_cfg_add(struct bench *b, enum bench_cfg_kind kind, const char *path,
+				const char *name)
+{
+	char *n = name ? bench_xstrdup(name) : NULL;
+
+	return add_cfg(b, kind, path, &n, NULL);
+}
+
 static int parse_rest(struct bench *b, int argc, char **argv, struct parse_state *ps)
 {
 	for (; optind < argc; optind++)

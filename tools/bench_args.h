@@ -15,7 +15,7 @@
 #ifndef TARSEEK_BENCH_ARGS_H
 #define TARSEEK_BENCH_ARGS_H
 
-struct bench;
+#include "bench.h"
 
 /* Parses argv into b->o (defaults first) and b->cfg. */
 int bench_args_parse(struct bench *b, int argc, char **argv);
@@ -24,5 +24,10 @@ int bench_args_parse(struct bench *b, int argc, char **argv);
  * configuration needs it: --tarseek, else $TARSEEK, else fs/tarseek beside this program's
  * build, else tarseek on PATH. */
 int bench_args_check(struct bench *b);
+
+/* Adds a configuration after parsing (--convert's outputs), named name (NULL: as the command
+ * line would name it).  The pointer is valid until the next configuration is added. */
+struct bench_cfg *bench_cfg_add(struct bench *b, enum bench_cfg_kind kind, const char *path,
+				const char *name);
 
 #endif

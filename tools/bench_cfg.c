@@ -131,7 +131,9 @@ int bench_cfg_setup(struct bench *b)
 		}
 		c->log_path = bench_xasprintf("%s/mounter-%zu.log", b->tmpdir, i);
 		safe = sanitize(c->name);
-		if (c->kind == BENCH_CFG_TARSEEK || strstr(c->command, "{index}")) {
+		if (c->index_given) {
+			/* the archive's own index, written by tarseek-convert */
+		} else if (c->kind == BENCH_CFG_TARSEEK || strstr(c->command, "{index}")) {
 			c->index_path = bench_xasprintf("%s/%s.index.sqlite", index_dir, safe);
 			for (size_t j = 0; j < i; j++) {
 				if (b->cfg[j].index_path &&
@@ -196,7 +198,7 @@ void bench_cfg_cleanup(struct bench *b)
 			bench_warn("cannot remove %s: %s", c->mountpoint, strerror(errno));
 		if (c->log_path)
 			unlink(c->log_path);
-		if (c->index_path && !b->o.index_dir)
+		if (c->index_path && !b->o.index_dir && !c->index_given)
 			bench_cfg_remove_index(c->index_path);
 	}
 	if (rmdir(b->tmpdir) < 0)

@@ -55,6 +55,7 @@
 #include "bench.h"
 #include "bench_args.h"
 #include "bench_cfg.h"
+#include "bench_convert.h"
 #include "bench_digest.h"
 #include "bench_list.h"
 #include "bench_mount.h"
@@ -158,10 +159,11 @@ static int phase_first_mounts(struct bench *b)
 			bench_ui_show(&b->ui, 1, "reading the archive into the page cache");
 			prime_file(b, c->source);
 		}
-		if (c->index_path && !b->o.keep_index)
+		int build = c->index_path && !b->o.keep_index && !c->index_given;
+		if (build)
 			bench_cfg_remove_index(c->index_path);
 		snprintf(what, sizeof(what), "first mount (%s)",
-			 c->index_path && !b->o.keep_index ? "building the index" : "mounting");
+			 build ? "building the index" : "mounting");
 		ret = bench_cfg_mount(b, c, &c->m[BENCH_M_FIRST], what);
 		if (ret)
 			goto out;
@@ -679,6 +681,10 @@ int main(int argc, char **argv)
 	bench_info("seed %" PRIu64 " (--seed %" PRIu64 " repeats the order%s)", b->o.seed,
 		   b->o.seed, b->o.sample ? " and the sample" : "");
 
+	if (b->o.convert && bench_convert(b)) {
+		status = BENCH_EXIT_FAILED;
+		goto out_tmp;
+	}
 	if (b->o.throttle && start_throttle(b)) {
 		status = BENCH_EXIT_USAGE;
 		goto out_free;
@@ -714,6 +720,7 @@ int main(int argc, char **argv)
 		status = BENCH_EXIT_MISMATCH;
 out_tmp:
 	bench_cfg_cleanup(b);
+	bench_convert_cleanup(b);
 	bench_cgroup_leave(b->cgroup); /* after the mounters have gone */
 	b->cgroup = NULL;
 out_free:

@@ -695,3 +695,41 @@ def test_throttle_needs_root(tmp):
         shutil.rmtree(shared)
     assert proc.returncode == 2, proc
     assert "--throttle needs root" in proc.stderr, proc.stderr
+
+
+CONVERT = os.path.join(BUILD, "tools", "tarseek-convert")
+
+
+@needs_tarseek
+@pytest.mark.skipif(not os.access(CONVERT, os.X_OK), reason="tarseek-convert not built")
+def test_convert_forms(tmp):
+    """--convert: the first archive converted into each form and measured beside it, with
+    the index the conversion wrote; the conversions go away with the temporary folder, or
+    stay in --convert-dir."""
+    tree = tmp / "tree"
+    names = make_tree(tree)
+    gz = make_tar(tree, tmp / "conv.tar", gzip=True)
+    (tmp / "files.list").write_text("".join(n + "\n" for n in names))
+    _, out, err = run_bench(tmp, "--list", tmp / "files.list", gz, "--runs", 1,
+                            "--convert", "zst,xz,tar", "--json", tmp / "c.json", expect=0)
+    doc = load_json(tmp / "c.json")
+    got = [c["name"] for c in doc["configurations"]]
+    assert got == ["conv.tar.gz", "conv.tar.zst (converted)", "conv.tar.xz (converted)",
+                   "conv.tar (converted)"], got
+    assert "md5 check: all 4 configurations agree" in out
+    # the converted plain tar is the plain tar the ratios are taken against
+    assert doc["plain_from"] == "conv.tar (converted)"
+    assert "converted conv.tar.gz to" in err
+    assert not list(tmp.glob("benchtmp/*"))  # the tmp fixture checks it too
+
+    keep = tmp / "kept"
+    run_bench(tmp, "--list", tmp / "files.list", gz, "--runs", 1, "--convert", "gz",
+              "--convert-opt", "--gzip-members", "--convert-dir", keep, expect=0)
+    assert sorted(os.listdir(keep)) == ["conv.tar.gz", "conv.tar.gz.index.sqlite"]
+    r = subprocess.run([os.path.join(BUILD, "tools", "tarseek-index"), "--check",
+                        "--index-file", keep / "conv.tar.gz.index.sqlite", keep / "conv.tar.gz"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    rc, _, err = run_bench(tmp, "--list", tmp / "files.list", gz, "--convert", "bz2")
+    assert rc != 0 and "not a form" in err
