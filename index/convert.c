@@ -34,11 +34,12 @@
 #include "build.h"
 #include "db.h"
 
-#define CV_BLOCK_ZSTD ((uint64_t)2 << 20)
+#define CV_BLOCK_ZSTD ((uint64_t)1 << 20)
 #define CV_BLOCK_XZ ((uint64_t)4 << 20)
 #define CV_BLOCK_GZIP ((uint64_t)2 << 20)
 #define CV_BLOCK_MIN ((uint64_t)64 << 10)
 #define CV_BLOCK_MAX ((uint64_t)1 << 30)
+#define CV_BLOCK_CAP(b) ((b) + (b) / 4) /* the largest block next_end makes */
 #define CV_COPY ((size_t)4 << 20) /* bytes per read when writing a plain tar */
 #define CV_VERIFY_BUF ((size_t)1 << 20)
 #define CV_DEFAULT_SPACING ((uint64_t)4 << 20) /* the mount's default gzip spacing */
@@ -263,18 +264,27 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Where the block starting at decoded offset s ends: at the last member start in
- * [s + block / 4, s + block], else at s + block (inside a member longer than 3/4 block). */
+/* Where the block starting at decoded offset s ends: at the first member start in
+ * [s + block, s + 5/4 block] (a block holds at least `block` bytes when it can: zstd gives a
+ * frame under 1 MiB no checkpoint of its own), else at the last in [s + block / 4, s + block),
+ * else at s + block, inside a member then longer than a block. */
 static uint64_t next_end(struct cv *c, uint64_t s)
 {
 	const struct cv_source *src = c->s;
-	uint64_t t = s + c->block, end = t;
+	uint64_t t = s + c->block, end = 0;
 
 	while (c->ci < src->ncuts && src->cuts[c->ci] <= s)
 		c->ci++;
-	for (size_t i = c->ci; i < src->ncuts && src->cuts[i] <= t; i++)
+	for (size_t i = c->ci; i < src->ncuts && src->cuts[i] <= t + c->block / 4; i++) {
+		if (src->cuts[i] >= t) {
+			end = src->cuts[i];
+			break;
+		}
 		if (src->cuts[i] >= s + c->block / 4)
 			end = src->cuts[i];
+	}
+	if (!end)
+		end = t;
 	return end < src->usize ? end : src->usize;
 }
 
@@ -530,20 +540,20 @@ static int cv_start(struct cv *c, unsigned threads)
 	size_t bound;
 	int err;
 
-	eo.block = c->block;
+	eo.block = CV_BLOCK_CAP(c->block);
 	err = c->enc->init(&eo, &c->e);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	if (err)
 		return err;
-	bound = c->enc->bound(c->e, (size_t)c->block);
+	bound = c->enc->bound(c->e, (size_t)CV_BLOCK_CAP(c->block));
 	c->njobs = threads + 2;
 	c->jobs = calloc(c->njobs, sizeof(*c->jobs));
 	c->workers = calloc(threads, sizeof(*c->workers));
 	if (!c->jobs || !c->workers)
 		return -ENOMEM;
 	for (unsigned i = 0; i < c->njobs; i++) {
-		c->jobs[i].in = malloc((size_t)c->block);
+		c->jobs[i].in = malloc((size_t)CV_BLOCK_CAP(c->block));
 		c->jobs[i].b.out = malloc(bound);
 		c->jobs[i].b.out_cap = bound;
 		if (!c->jobs[i].in || !c->jobs[i].b.out)

@@ -5,10 +5,10 @@
  * .tar writes the decoded stream as it is).  The decoded stream is copied byte for byte: the
  * tar inside is unchanged.  It is cut into blocks of about block_size decoded bytes, at member
  * boundaries (the start of a member's first header, from the source's index): a block ends at
- * the last member start in the last three quarters of its size, or, when there is none, at its
- * size, inside a member then larger than three quarters of a block.  So a member smaller than
- * that never spans two blocks.  Blocks are compressed on `threads` threads and written in
- * order.
+ * the first member start between 1 and 5/4 block sizes, else at the last one past a quarter of
+ * a block, else, inside a member then longer than a block, at the block size.  So a member
+ * smaller than a block never spans two.  Blocks are compressed on `threads` threads and
+ * written in order.
  *
  * The index is written in the same pass: the index builder (build.h) parses the tar as the
  * blocks go out, and takes each block's checkpoint from the encoder, so the output mounts
@@ -18,8 +18,8 @@
  * Nothing appears under the output's name or the index's until both are complete (written
  * under temporary names in the same folders, renamed at the end); a failed, interrupted
  * (convert_interrupt) or unverified conversion removes them.  Memory: about
- * (threads + 2) x (block_size + its compressed bound), plus the encoders' own state (xz -6:
- * ~100 MiB per thread).
+ * (threads + 2) x 5/4 x (block_size + its compressed bound), plus the encoders' own state
+ * (xz -6: ~100 MiB per thread).
  */
 #ifndef TARSEEK_CONVERT_H
 #define TARSEEK_CONVERT_H

@@ -34,7 +34,7 @@ static void usage(FILE *f)
 		"so a small file never spans two.  A single compressed file (vm.img.gz) converts\n"
 		"to one too (vm.img.zst).\n"
 		"\n"
-		"  -b, --block-size SIZE   decoded bytes per block (default: zst 2M, xz 4M, gz 2M)\n"
+		"  -b, --block-size SIZE   decoded bytes per block (default: zst 1M, xz 4M, gz 2M)\n"
 		"  -l, --level N           the compressor's level (default: zstd 3, xz 6, gzip 6)\n"
 		"      --gzip-members      .tar.gz: one gzip member per block\n"
 		"  -j, --threads N         compressing threads (default: all cores)\n"
