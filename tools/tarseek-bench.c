@@ -632,6 +632,9 @@ static void free_bench(struct bench *b, struct check_list *l)
 	for (size_t i = 0; i < b->o.ntarseek_opts; i++)
 		free(b->o.tarseek_opts[i]);
 	free(b->o.tarseek_opts);
+	for (size_t i = 0; i < b->o.nconvert_opts; i++)
+		free(b->o.convert_opts[i]);
+	free(b->o.convert_opts);
 	for (char **a = b->o.exec_argv; a && *a; a++)
 		free(*a);
 	free(b->o.exec_argv);

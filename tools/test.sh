@@ -80,7 +80,8 @@ if [ "$sanitize" != 0 ]; then
     mount_tests=(--suite mount)
   else
     mount_tests=(test_plain test_formats test_index test_codecs test_single test_concurrency
-                 test_union test_bench test_prefetch test_zip test_7z test_libarchive)
+                 test_union test_bench test_prefetch test_zip test_7z test_libarchive
+                 test_convert)
   fi
   meson test -C "$asan" --print-errorlogs --num-processes 2 --timeout-multiplier 3 \
     "${mount_tests[@]}"

@@ -38,6 +38,8 @@ struct file {
 
 static void put(struct file *f, const uint8_t *p, size_t n)
 {
+	if (!n) /* a head or tail of nothing may be NULL */
+		return;
 	if (f->len + n > f->cap) {
 		f->cap = (f->len + n) * 2;
 		f->buf = realloc(f->buf, f->cap);
