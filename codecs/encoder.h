@@ -36,7 +36,6 @@
 struct enc_opts {
 	int level;	  /* the library's level; ENC_LEVEL_DEFAULT: the tool's own default */
 	bool members;	  /* gzip: one member per block */
-	uint64_t spacing; /* gzip: the spacing an index of this file records (build.h) */
 	uint64_t block;	  /* the largest block the caller will give (xz: the dictionary need
 			     not be larger) */
 };

@@ -2,8 +2,8 @@
  *
  * The pieces, in the order the bytes flow:
  *   the source    its index (idx_prepare: found, or built as a mount would) gives the member
- *                 boundaries and the decoded size; a codec scan (cstream) of the source file
- *                 gives the decoded bytes, read forward once;
+ *                 boundaries and the decoded size; its codec's scan gives the decoded bytes,
+ *                 read forward once (its checkpoints are dropped: the index has them);
  *   the blocks    cut by next_end(), filled on the indexing thread, compressed by the workers
  *                 (a ring of njobs jobs, at most njobs ahead of the one being delivered);
  *   the builder   idx_build_base reads the decoded stream through a codec whose scan is ours
@@ -26,7 +26,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../codecs/stream.h"
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/size.h"
@@ -42,7 +41,6 @@
 #define CV_BLOCK_CAP(b) ((b) + (b) / 4) /* the largest block next_end makes */
 #define CV_COPY ((size_t)4 << 20) /* bytes per read when writing a plain tar */
 #define CV_VERIFY_BUF ((size_t)1 << 20)
-#define CV_DEFAULT_SPACING ((uint64_t)4 << 20) /* the mount's default gzip spacing */
 
 static volatile sig_atomic_t interrupted;
 
@@ -65,24 +63,41 @@ uint64_t cv_default_block(const struct encoder *enc)
 struct cv_source {
 	char *index;	/* its index file */
 	char *codec;	/* "none", "gzip", ... */
-	bool single;	/* a compressed file that is not a tar */
 	uint64_t usize; /* decoded bytes */
 	uint64_t *cuts; /* member starts, increasing */
 	size_t ncuts;
 	struct stat st;
 	struct src *file;
-	struct cstream *cs; /* NULL: a plain tar, read from file */
-	struct src *plain;  /* the decoded bytes */
+	const struct codec *c;	/* NULL: a plain tar, read from file */
+	struct codec_scan *scan;
 };
 
-static int no_ckpt(void *opaque, uint64_t idx, const struct codec_ckpt *ck, const void *aux,
-		   size_t auxlen, const uint32_t *crcs, uint64_t ncrcs)
+static int no_ckpt(void *opaque, const struct codec_ckpt *ck, const void *aux, size_t auxlen)
 {
-	(void)opaque, (void)idx, (void)ck, (void)aux, (void)auxlen, (void)crcs, (void)ncrcs;
+	(void)opaque, (void)ck, (void)aux, (void)auxlen;
 	return 0;
 }
 
-static const struct cstream_sink no_sink = {.checkpoint = no_ckpt};
+static const struct codec_sink no_sink = {.checkpoint = no_ckpt};
+
+/* The next len decoded bytes of the source (at decoded offset off, for a plain one): len, fewer
+ * at the end, or -errno (a decode error, logged by the codec). */
+static ssize_t source_read(struct cv_source *s, uint8_t *buf, size_t len, uint64_t off)
+{
+	size_t have = 0;
+
+	if (!s->c)
+		return src_pread(s->file, buf, len, off);
+	while (have < len) {
+		ssize_t n = s->c->scan_read(s->scan, buf + have, len - have);
+		if (n < 0)
+			return n;
+		if (n == 0)
+			break;
+		have += (size_t)n;
+	}
+	return (ssize_t)have;
+}
 
 static int read_cuts(sqlite3 *db, struct cv_source *s)
 {
@@ -90,11 +105,12 @@ static int read_cuts(sqlite3 *db, struct cv_source *s)
 	size_t cap = 0;
 	int rc, err = db_prepare(db,
 				 "SELECT DISTINCT hdr_off FROM entries WHERE id != 1 AND"
-				 " (flags & 4) = 0 ORDER BY hdr_off",
+				 " (flags & ?1) = 0 ORDER BY hdr_off",
 				 &st);
 
 	if (err)
 		return err;
+	sqlite3_bind_int(st, 1, IDX_F_IMPLICIT);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (s->ncuts == cap) {
 			size_t n = cap ? cap * 2 : 1024;
@@ -138,9 +154,8 @@ static int source_facts(struct cv_source *s, const char *name)
 		tfs_log(TFS_LOG_ERR, "%s is damaged: a conversion would lose what cannot be read",
 			name);
 		err = -EIO;
-	} else {
-		s->single = strcmp(kind, "single") == 0;
-		err = s->single ? 0 : read_cuts(db, s);
+	} else if (strcmp(kind, "tar") == 0) { /* a single file has no members to cut at */
+		err = read_cuts(db, s);
 	}
 	free(kind);
 	sqlite3_close(db);
@@ -149,7 +164,8 @@ static int source_facts(struct cv_source *s, const char *name)
 
 static void source_close(struct cv_source *s)
 {
-	cstream_free(s->cs);
+	if (s->c)
+		s->c->scan_free(s->scan);
 	src_free(s->file);
 	free(s->cuts);
 	free(s->codec);
@@ -176,26 +192,24 @@ static int source_open(struct cv_source *s, const char *path, const struct cv_op
 		err = src_open_file(path, &s->file);
 	if (err)
 		return err;
-	if (strcmp(s->codec, "none") == 0) {
-		s->plain = s->file;
+	if (strcmp(s->codec, "none") == 0)
 		return 0;
-	}
-	const struct codec *c = codec_by_name(s->codec);
 	struct codec_opts co = {.spacing = o->source.build.gzip_spacing,
 				.threads = o->threads ? o->threads : 1};
-	if (!c) {
+	s->c = codec_by_name(s->codec);
+	if (!s->c) {
 		tfs_log(TFS_LOG_ERR, "%s: codec %s is not built in", path, s->codec);
 		return -ENOTSUP;
 	}
-	err = cstream_new(c, s->file, &co, &no_sink, &s->cs);
-	if (!err)
-		s->plain = cstream_src(s->cs);
+	err = s->c->scan_new(s->file, &co, &no_sink, &s->scan);
+	if (err)
+		s->c = NULL;
 	return err;
 }
 
 /* ---- Blocks and the workers that compress them -------------------------------------------- */
 
-enum { JOB_FREE, JOB_QUEUED, JOB_DONE };
+enum { JOB_QUEUED = 1, JOB_DONE };
 
 struct cv_job {
 	struct enc_block b;
@@ -294,7 +308,7 @@ static int fill_one(struct cv *c)
 	struct cv_job *j = &c->jobs[c->next_fill % c->njobs];
 	uint64_t s = c->read_pos, end = next_end(c, s);
 	size_t len = (size_t)(end - s);
-	ssize_t n = len ? src_pread(c->s->plain, j->in, len, s) : 0;
+	ssize_t n = len ? source_read(c->s, j->in, len, s) : 0;
 
 	if (n < 0)
 		return (int)n;
@@ -392,10 +406,7 @@ static int next_block(struct cv *c)
 	size_t auxlen = 0;
 	int err, has;
 
-	if (c->cur) {
-		pthread_mutex_lock(&c->lock);
-		c->cur->state = JOB_FREE;
-		pthread_mutex_unlock(&c->lock);
+	if (c->cur) { /* its slot is filled again below (fill_one) */
 		c->cur = NULL;
 		c->deliver++;
 	}
@@ -597,7 +608,7 @@ static int copy_plain(struct cv *c)
 		size_t want = c->s->usize - c->read_pos < CV_COPY
 				  ? (size_t)(c->s->usize - c->read_pos)
 				  : CV_COPY;
-		ssize_t n = src_pread(c->s->plain, buf, want, c->read_pos);
+		ssize_t n = source_read(c->s, buf, want, c->read_pos);
 		if (interrupted)
 			err = -EINTR;
 		else if (n < 0)
@@ -629,8 +640,8 @@ static int finish_output(struct cv *c, const char *tmp, const struct stat *srcst
 static int write_output(struct cv *c, const char *output, struct cv_names *nm, struct cv_stats *st)
 {
 	const struct cv_opts *o = c->o;
-	struct idx_build_opts bo = {.gzip_spacing = o->enc_opts.spacing ? o->enc_opts.spacing
-									: CV_DEFAULT_SPACING,
+	/* the options the source's index was found with are the mounts' */
+	struct idx_build_opts bo = {.gzip_spacing = o->source.build.gzip_spacing,
 				    .threads = o->threads ? o->threads : 1};
 	struct idx_build_stats bs = {0};
 	struct idx_input in = {.name = output,

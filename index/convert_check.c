@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../common/log.h"
 #include "archive.h"
@@ -46,9 +47,14 @@ static int list_members(struct arch *a, struct ck_list *l)
 	err = err ? err
 		  : db_prepare(db,
 			       "SELECT id, hdr_off, size, name FROM entries WHERE id != 1 AND"
-			       " (mode & 61440) = 32768 AND target IS NULL AND (flags & 4) = 0"
+			       " (mode & ?1) = ?2 AND target IS NULL AND (flags & ?3) = 0"
 			       " ORDER BY hdr_off",
 			       &st);
+	if (!err) {
+		sqlite3_bind_int(st, 1, S_IFMT);
+		sqlite3_bind_int(st, 2, S_IFREG);
+		sqlite3_bind_int(st, 3, IDX_F_IMPLICIT);
+	}
 	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (l->n == cap) {
 			size_t c = cap ? cap * 2 : 1024;

@@ -49,7 +49,7 @@ static char *base_dup(const char *path)
 	return s;
 }
 
-static bool is_url(const char *s)
+bool bench_is_url(const char *s)
 {
 	return !strncmp(s, "http://", 7) || !strncmp(s, "https://", 8) || !strncmp(s, "s3://", 5);
 }
@@ -225,7 +225,7 @@ static struct bench_cfg *add_cfg(struct bench *b, enum bench_cfg_kind kind, cons
 	c = &b->cfg[b->ncfg++];
 	memset(c, 0, sizeof(*c));
 	c->kind = kind;
-	if (kind != BENCH_CFG_DIR && is_url(path)) { /* a remote archive: the mounter checks it */
+	if (kind != BENCH_CFG_DIR && bench_is_url(path)) { /* a remote archive: the mounter checks it */
 		c->source = bench_xstrdup(path);
 		char *q = strpbrk(c->source, "?#"), *shown = bench_xstrdup(c->source);
 		shown[q ? (size_t)(q - c->source) : strlen(shown)] = '\0';

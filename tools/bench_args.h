@@ -15,6 +15,8 @@
 #ifndef TARSEEK_BENCH_ARGS_H
 #define TARSEEK_BENCH_ARGS_H
 
+#include <stdbool.h>
+
 #include "bench.h"
 
 /* Parses argv into b->o (defaults first) and b->cfg. */
@@ -27,6 +29,9 @@ int bench_args_check(struct bench *b);
 
 /* Adds a configuration after parsing (--convert's outputs), named name (NULL: as the command
  * line would name it).  The pointer is valid until the next configuration is added. */
+/* True if s is an http://, https:// or s3:// URL (an archive the mounter reads remotely). */
+bool bench_is_url(const char *s);
+
 struct bench_cfg *bench_cfg_add(struct bench *b, enum bench_cfg_kind kind, const char *path,
 				const char *name);
 

@@ -108,7 +108,7 @@ int bench_convert(struct bench *b)
 	int err = 0;
 
 	for (size_t i = 0; i < b->ncfg && !first; i++)
-		if (b->cfg[i].kind != BENCH_CFG_DIR && !strstr(b->cfg[i].source, "://"))
+		if (b->cfg[i].kind != BENCH_CFG_DIR && !bench_is_url(b->cfg[i].source))
 			first = &b->cfg[i];
 	if (!first) {
 		bench_err("--convert needs a local archive to convert");

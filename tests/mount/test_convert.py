@@ -90,8 +90,8 @@ def index_rows(index, sql):
         db.close()
 
 
-def member_spans(index):
-    """[(hdr_off, end)] of the tar's members, end = the next member's start."""
+def member_starts(index):
+    """Where the tar's members start (their first header), in order."""
     starts = [r[0] for r in index_rows(
         index, "SELECT DISTINCT hdr_off FROM entries WHERE id != 1 AND (flags & 4) = 0"
         " ORDER BY hdr_off")]
@@ -192,7 +192,7 @@ def test_zstd_frames_at_member_starts(source, tmp_path):
         pos += d
     assert pos == len(source["bytes"])
     assert max(d for _, d in frames) <= BLOCK + BLOCK // 4
-    check_cut_rule(member_spans(str(out) + ".index.sqlite"), starts, pos)
+    check_cut_rule(member_starts(str(out) + ".index.sqlite"), starts, pos)
 
 
 def test_xz_blocks_at_member_starts(source, tmp_path):
@@ -205,7 +205,7 @@ def test_xz_blocks_at_member_starts(source, tmp_path):
     blocks = [line.split("\t") for line in lines if line.startswith("block\t")]
     starts = [int(b[5]) for b in blocks]
     assert all(b[12] == "cu" for b in blocks), "sizes in every block header"
-    check_cut_rule(member_spans(str(out) + ".index.sqlite"), starts, len(source["bytes"]))
+    check_cut_rule(member_starts(str(out) + ".index.sqlite"), starts, len(source["bytes"]))
 
 
 def test_check_finds_a_flipped_byte(source, tmp_path):
