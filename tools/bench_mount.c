@@ -591,6 +591,11 @@ int bench_mount_pids(struct bench_mount *m, pid_t *pids, size_t max)
 
 	if (!m->spec.may_exit)
 		return reap(m, 0) ? 0 : (pids[0] = m->pid, 1);
+	/* A command that mounts and returns: give it the time to return, as the first mount
+	 * does (200 ms), so that its launcher or mount(8), still exiting when the mount point
+	 * appeared, is not taken for a mounter that stays. */
+	for (int i = 0; i < 20 && !reap(m, 0); i++)
+		sleep_ms(10);
 	if (!reap(m, 0)) {
 		live = scan_group(m->pid, is_shell(m->pid) ? m->pid : 0, NULL, pids, max);
 		if (live < 0)
