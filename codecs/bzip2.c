@@ -88,8 +88,9 @@
 
 #include "../common/byteio.h"
 #include "../common/log.h"
-#include "trailing.h"
+#include "bzip2_block.h"
 #include "liberr.h"
+#include "trailing.h"
 
 #define BZ_MAGIC_BLOCK 0x314159265359ULL
 #define BZ_MAGIC_EOS 0x177245385090ULL
@@ -97,6 +98,7 @@
 #define BZ_CHUNK ((1u << 20) - 64) /* decoded bytes per output chunk */
 #define BZ_PAD 16		   /* zero bytes kept after the window's data */
 #define BZ_TRAILER 11		   /* stream trailer: 80 bits + padding, + slack */
+#define BZ_SLACK 16		   /* bytes kept after a block's copy: >= BZ_TRAILER, BZB_PAD */
 #define BZ_MAX_THREADS 256
 #define BZ_STEP_ITEMS 64 /* magics one search step may find, at most */
 
@@ -179,9 +181,29 @@ static void bz_out_free(struct bz_out *o)
 	o->len = 0;
 }
 
-/* Decodes the one-block stream in[0..inlen) into out (empty on entry).  0, -EIO if it does not
- * decode to its end with matching CRCs (not logged: the caller knows whether that is damage or
- * a false candidate), or -ENOMEM.  out is empty on error. */
+/* The chunk out's next bytes go to, with room for at least one; NULL if out of memory. */
+static struct bz_chunk *bz_out_room(struct bz_out *out)
+{
+	struct bz_chunk *c = out->tail;
+
+	if (c && c->len < BZ_CHUNK)
+		return c;
+	c = malloc(sizeof(*c));
+	if (!c)
+		return NULL;
+	c->next = NULL;
+	c->len = 0;
+	if (out->tail)
+		out->tail->next = c;
+	else
+		out->head = c;
+	out->tail = c;
+	return c;
+}
+
+/* Decodes the one-block stream in[0..inlen) into out (empty on entry) with libbz2.  0, -EIO
+ * if it does not decode to its end with matching CRCs (not logged: the caller knows whether
+ * that is damage or a false candidate), or -ENOMEM.  out is empty on error. */
 static int bz_decode_all(uint8_t *in, size_t inlen, struct bz_out *out)
 {
 	bz_stream z;
@@ -194,20 +216,10 @@ static int bz_decode_all(uint8_t *in, size_t inlen, struct bz_out *out)
 	z.next_in = (char *)in;
 	z.avail_in = (unsigned)inlen;
 	for (;;) {
-		struct bz_chunk *c = out->tail;
-		if (!c || c->len == BZ_CHUNK) {
-			c = malloc(sizeof(*c));
-			if (!c) {
-				err = -ENOMEM;
-				break;
-			}
-			c->next = NULL;
-			c->len = 0;
-			if (out->tail)
-				out->tail->next = c;
-			else
-				out->head = c;
-			out->tail = c;
+		struct bz_chunk *c = bz_out_room(out);
+		if (!c) {
+			err = -ENOMEM;
+			break;
 		}
 		z.next_out = (char *)c->data + c->len;
 		z.avail_out = (unsigned)(BZ_CHUNK - c->len);
@@ -235,9 +247,9 @@ static int bz_decode_all(uint8_t *in, size_t inlen, struct bz_out *out)
 }
 
 /* Copies raw[0..) (the file's bytes from the block's first byte; the block starts at bit
- * `shift` and is nbits long) into a new stream buffer and decodes it.  *crc = the block's
- * stored CRC.  0, -EIO, -ENOMEM. */
-static int bz_decode_raw(const uint8_t *raw, unsigned shift, uint64_t nbits, unsigned level,
+ * `shift` and is nbits long) into a new stream buffer and decodes it with libbz2.  *crc = the
+ * block's stored CRC.  0, -EIO, -ENOMEM. */
+static int bz_decode_lib(const uint8_t *raw, unsigned shift, uint64_t nbits, unsigned level,
 			 struct bz_out *out, uint32_t *crc)
 {
 	size_t nraw = (size_t)((shift + nbits + 7) / 8), slen;
@@ -254,6 +266,57 @@ static int bz_decode_raw(const uint8_t *raw, unsigned shift, uint64_t nbits, uns
 	rc = bz_decode_all(buf, slen, out);
 	free(buf);
 	return rc;
+}
+
+static int bz_out_fill(struct bzb *b, struct bz_out *out, uint32_t *crc);
+
+/* The same with our decoder b (bzip2_block.h), or with libbz2 if b is NULL or the block is
+ * randomised; raw must be readable for BZB_PAD bytes past the block. */
+static int bz_decode_raw(struct bzb *b, const uint8_t *raw, unsigned shift, uint64_t nbits,
+			 unsigned level, struct bz_out *out, uint32_t *crc)
+{
+	int rc = b ? bzb_load(b, raw, shift, nbits, level) : BZB_RANDOMISED;
+
+	if (rc == BZB_RANDOMISED)
+		return bz_decode_lib(raw, shift, nbits, level, out, crc);
+	if (rc)
+		return rc;
+	return bz_out_fill(b, out, crc);
+}
+
+/* Reads the block loaded in b into out (empty on entry); *crc = its stored CRC.  0, -EIO,
+ * -ENOMEM; out is empty on error. */
+static int bz_out_fill(struct bzb *b, struct bz_out *out, uint32_t *crc)
+{
+	int rc;
+
+	*crc = bzb_stored_crc(b);
+	for (;;) {
+		struct bz_chunk *c = bz_out_room(out);
+		ssize_t n;
+		if (!c) {
+			rc = -ENOMEM;
+			break;
+		}
+		n = bzb_read(b, c->data + c->len, BZ_CHUNK - c->len);
+		if (n <= 0) {
+			rc = (int)n;
+			break;
+		}
+		c->len += (size_t)n;
+		out->len += (uint64_t)n;
+	}
+	if (rc)
+		bz_out_free(out);
+	return rc;
+}
+
+/* Whether TARSEEK_BZIP2=libbz2 asks for libbz2 for every block (the tests compare both). */
+static bool bz_want_lib(void)
+{
+	const char *e = getenv("TARSEEK_BZIP2");
+
+	return e && strcmp(e, "libbz2") == 0;
 }
 
 /* ---- the scan -------------------------------------------------------------------------------- */
@@ -289,6 +352,8 @@ struct bz_scan {
 	struct src *in; /* not owned */
 	struct codec_sink sink;
 	unsigned threads; /* workers running; 1 = none, decode in the calling thread */
+	bool lib;	  /* TARSEEK_BZIP2=libbz2: every block through libbz2 */
+	struct bzb *bzb;  /* our block decoder for the calling thread, made on first use */
 	unsigned maxq;	  /* most candidates handed to workers and not yet delivered */
 
 	/* The finder (scan_read thread only): file bytes [off, off + len) are in win. */
@@ -356,40 +421,67 @@ static uint8_t *bz_win_at(struct bz_scan *s, uint64_t byte)
 	return s->win + (byte - s->off);
 }
 
-static void bz_job_run(struct bz_item *it)
+/* Decodes n (1 or 2) dispatched candidates, it[k] with b[k] (NULL: libbz2).  Two blocks
+ * loaded in our decoder run their inverse BWTs together (bzb_walk2). */
+static void bz_job_run(struct bz_item **it, struct bzb **b, unsigned n)
 {
-	if (it->nbits < 80) {
-		it->rc = -EIO;
-	} else {
-		size_t slen = bz_build(it->in, it->shift, it->nbits, it->level, &it->crc);
-		it->rc = bz_decode_all(it->in, slen, &it->out);
+	int rc[2];
+
+	for (unsigned k = 0; k < n; k++) {
+		struct bz_item *x = it[k];
+		rc[k] = b[k] && x->nbits >= 80
+			    ? bzb_load(b[k], x->in + 4, x->shift, x->nbits, x->level)
+			    : BZB_RANDOMISED;
 	}
-	free(it->in);
-	it->in = NULL;
+	if (n == 2 && rc[0] == 0 && rc[1] == 0)
+		bzb_walk2(b[0], b[1]);
+	for (unsigned k = 0; k < n; k++) {
+		struct bz_item *x = it[k];
+		if (rc[k] == BZB_RANDOMISED)
+			x->rc = bz_decode_lib(x->in + 4, x->shift, x->nbits, x->level, &x->out,
+					      &x->crc);
+		else
+			x->rc = rc[k] ? rc[k] : bz_out_fill(b[k], &x->out, &x->crc);
+		free(x->in);
+		x->in = NULL;
+	}
 }
 
 static void *bz_worker(void *arg)
 {
 	struct bz_scan *s = arg;
+	struct bzb *b[2] = {NULL, NULL};
 
+	if (!s->lib) { /* out of memory: libbz2 */
+		b[0] = bzb_new();
+		b[1] = bzb_new();
+	}
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
+		struct bz_item *it[2];
+		unsigned n = 0;
 		while (!s->stop && !s->qhead)
 			pthread_cond_wait(&s->work_cv, &s->lock);
 		if (s->stop)
 			break;
-		struct bz_item *it = s->qhead;
-		s->qhead = it->qnext;
-		if (!s->qhead)
-			s->qtail = NULL;
-		it->state = JOB_RUNNING;
+		/* two jobs at once when two wait */
+		while (n < 2 && s->qhead) {
+			it[n] = s->qhead;
+			s->qhead = it[n]->qnext;
+			if (!s->qhead)
+				s->qtail = NULL;
+			it[n++]->state = JOB_RUNNING;
+		}
 		pthread_mutex_unlock(&s->lock);
-		bz_job_run(it);
+		bz_job_run(it, b, n);
 		pthread_mutex_lock(&s->lock);
-		it->state = JOB_DONE;
+		for (unsigned k = 0; k < n; k++)
+			it[k]->state = JOB_DONE;
 		pthread_cond_broadcast(&s->done_cv);
 	}
 	pthread_mutex_unlock(&s->lock);
+	bzb_free(b[0]);
+	bzb_free(b[1]);
 	return NULL;
 }
 
@@ -404,13 +496,14 @@ static void bz_dispatch(struct bz_scan *s, struct bz_item *it)
 	it->shift = (unsigned)(it->bit % 8);
 	it->nbits = it->end - it->bit;
 	it->level = s->flevel;
-	it->in = malloc(4 + nraw + BZ_TRAILER);
+	it->in = malloc(4 + nraw + BZ_SLACK);
 	if (!it->in) {
 		it->rc = -ENOMEM;
 		it->state = JOB_DONE;
 		return;
 	}
 	memcpy(it->in + 4, bz_win_at(s, first), nraw);
+	memset(it->in + 4 + nraw, 0, BZ_SLACK);
 	pthread_mutex_lock(&s->lock);
 	it->state = JOB_QUEUED;
 	it->qnext = NULL;
@@ -656,8 +749,10 @@ static int bz_fill(struct bz_scan *s)
 static int bz_decode_inline(struct bz_scan *s, uint64_t start, uint64_t end, struct bz_out *out,
 			 uint32_t *crc)
 {
-	return bz_decode_raw(bz_win_at(s, start / 8), (unsigned)(start % 8), end - start, s->level,
-			     out, crc);
+	if (!s->lib && !s->bzb)
+		s->bzb = bzb_new(); /* out of memory: libbz2 */
+	return bz_decode_raw(s->bzb, bz_win_at(s, start / 8), (unsigned)(start % 8), end - start,
+			     s->level, out, crc);
 }
 
 /* The decode of the candidate it, made by a worker or now. */
@@ -1013,6 +1108,7 @@ static void bz_scan_free(struct codec_scan *cs)
 		bz_item_free(it);
 	}
 	bz_out_free(&s->cur);
+	bzb_free(s->bzb);
 	free(s->thr);
 	free(s->win);
 	pthread_cond_destroy(&s->done_cv);
@@ -1037,6 +1133,7 @@ static int bz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 	if (sink)
 		s->sink = *sink;
 	s->flevel = 9;
+	s->lib = bz_want_lib();
 	bz_pairs_init(s->pairs);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->work_cv, NULL);
@@ -1101,13 +1198,19 @@ static uint64_t bz_scan_verified(struct codec_scan *cs)
 
 struct bz_dec {
 	bz_stream z;
-	uint8_t *stream; /* the one-block stream; freed at the end */
+	uint8_t *stream; /* the block's bytes from offset 4; then, for libbz2, the one-block
+			  * stream; freed once loaded */
 	size_t slen;
-	uint64_t bit; /* where the block starts (messages) */
+	uint64_t bit;  /* where the block starts (messages) */
+	uint64_t nbits;
+	unsigned shift;
 	size_t bzmem; /* bytes libbz2 holds */
 	unsigned level;
-	int err;   /* sticky */
-	bool live; /* z is initialised */
+	struct bzb *fast; /* our decoder, when it holds the block */
+	int err;	  /* sticky */
+	bool lib;	  /* libbz2 for this block (TARSEEK_BZIP2=libbz2, or a randomised block) */
+	bool started;	  /* the block is loaded (fast) or libbz2 initialised (lib) */
+	bool live;	  /* z is initialised */
 	bool ended;
 };
 
@@ -1145,6 +1248,8 @@ static void bz_dec_release(struct bz_dec *d)
 	if (d->live)
 		BZ2_bzDecompressEnd(&d->z);
 	d->live = false;
+	bzb_free(d->fast);
+	d->fast = NULL;
 	free(d->stream);
 	d->stream = NULL;
 }
@@ -1165,7 +1270,6 @@ static int bz_dec_new(struct src *in, const struct codec_ckpt *ck, const void *a
 	struct bz_dec *d;
 	uint64_t nbits = ck->clen, bit;
 	unsigned shift = ck->bits, level = (unsigned)ck->extra;
-	uint32_t crc;
 	size_t nraw;
 	int rc;
 
@@ -1184,8 +1288,11 @@ static int bz_dec_new(struct src *in, const struct codec_ckpt *ck, const void *a
 	if (!d)
 		return -ENOMEM;
 	d->bit = bit;
+	d->nbits = nbits;
+	d->shift = shift;
 	d->level = level;
-	d->stream = malloc(4 + nraw + BZ_TRAILER);
+	d->lib = bz_want_lib();
+	d->stream = malloc(4 + nraw + BZ_SLACK);
 	if (!d->stream) {
 		rc = -ENOMEM;
 		goto fail;
@@ -1196,21 +1303,12 @@ static int bz_dec_new(struct src *in, const struct codec_ckpt *ck, const void *a
 			bz_log_block("truncated file: it ends inside the block", bit);
 		goto fail;
 	}
+	memset(d->stream + 4 + nraw, 0, BZ_SLACK);
 	if (bz_get_bits(d->stream + 4, shift, 48) != BZ_MAGIC_BLOCK) {
 		bz_log_block("no block magic where the index says a block starts", bit);
 		rc = -EIO;
 		goto fail;
 	}
-	d->slen = bz_build(d->stream, shift, nbits, level, &crc);
-	d->z.bzalloc = bz_dec_alloc;
-	d->z.bzfree = bz_dec_free_mem;
-	d->z.opaque = d;
-	rc = liberr_bz2(BZ2_bzDecompressInit(&d->z, 0, 0));
-	if (rc)
-		goto fail;
-	d->live = true;
-	d->z.next_in = (char *)d->stream;
-	d->z.avail_in = (unsigned)d->slen;
 	*out = (struct codec_dec *)d;
 	return 0;
 fail:
@@ -1218,16 +1316,51 @@ fail:
 	return rc;
 }
 
-static ssize_t bz_dec_read(struct codec_dec *cd, void *buf, size_t len)
+/* Loads the block into our decoder, or sets up libbz2 for it.  0 or -errno (logged). */
+static int bz_dec_start(struct bz_dec *d)
 {
-	struct bz_dec *d = (struct bz_dec *)cd;
+	int rc;
+	uint32_t crc;
+
+	d->started = true;
+	if (!d->lib) {
+		d->fast = bzb_new();
+		if (!d->fast)
+			return -ENOMEM;
+		rc = bzb_load(d->fast, d->stream + 4, d->shift, d->nbits, d->level);
+		if (rc == 0) {
+			free(d->stream);
+			d->stream = NULL;
+			return 0;
+		}
+		bzb_free(d->fast);
+		d->fast = NULL;
+		if (rc != BZB_RANDOMISED) {
+			if (rc == -EIO)
+				bz_log_block("corrupt block (data error or CRC mismatch)", d->bit);
+			return rc;
+		}
+		d->lib = true;
+	}
+	d->slen = bz_build(d->stream, d->shift, d->nbits, d->level, &crc);
+	d->z.bzalloc = bz_dec_alloc;
+	d->z.bzfree = bz_dec_free_mem;
+	d->z.opaque = d;
+	rc = liberr_bz2(BZ2_bzDecompressInit(&d->z, 0, 0));
+	if (rc)
+		return rc;
+	d->live = true;
+	d->z.next_in = (char *)d->stream;
+	d->z.avail_in = (unsigned)d->slen;
+	return 0;
+}
+
+/* dec_read with libbz2. */
+static ssize_t bz_dec_read_lib(struct bz_dec *d, void *buf, size_t len)
+{
 	size_t got;
 	int rc;
 
-	if (d->err)
-		return d->err;
-	if (d->ended || len == 0)
-		return 0;
 	if (len > UINT_MAX)
 		len = UINT_MAX;
 	d->z.next_out = buf;
@@ -1241,7 +1374,38 @@ static ssize_t bz_dec_read(struct codec_dec *cd, void *buf, size_t len)
 	}
 	if (rc == BZ_OK && got > 0)
 		return (ssize_t)got;
-	d->err = rc == BZ_OK || rc == BZ_STREAM_END ? -EIO : liberr_bz2(rc);
+	return rc == BZ_OK || rc == BZ_STREAM_END ? -EIO : liberr_bz2(rc);
+}
+
+static ssize_t bz_dec_read(struct codec_dec *cd, void *buf, size_t len)
+{
+	struct bz_dec *d = (struct bz_dec *)cd;
+	ssize_t n;
+
+	if (d->err)
+		return d->err;
+	if (d->ended || len == 0)
+		return 0;
+	if (!d->started) {
+		int rc = bz_dec_start(d);
+		if (rc) {
+			d->err = rc;
+			bz_dec_release(d);
+			return rc;
+		}
+	}
+	if (d->fast) {
+		n = bzb_read(d->fast, buf, len);
+		if (n == 0) {
+			d->ended = true;
+			bz_dec_release(d);
+		}
+	} else {
+		n = bz_dec_read_lib(d, buf, len);
+	}
+	if (n >= 0)
+		return n;
+	d->err = (int)n;
 	if (d->err == -EIO)
 		bz_log_block("corrupt block (data error or CRC mismatch)", d->bit);
 	bz_dec_release(d);
@@ -1251,14 +1415,20 @@ static ssize_t bz_dec_read(struct codec_dec *cd, void *buf, size_t len)
 static size_t bz_dec_memory(const struct codec_dec *cd)
 {
 	const struct bz_dec *d = (const struct bz_dec *)cd;
+	size_t held = sizeof(*d) + (d->stream ? 4 + (size_t)((d->shift + d->nbits + 7) / 8) +
+						    BZ_SLACK
+					      : 0);
 
-	/* libbz2 allocates its state (~64 KiB) at init and 4 bytes per symbol of the block size
-	 * when it reads the stream header: count them before they exist */
-	size_t lib = d->live ? 65536 + (size_t)d->level * 400000 : 0;
-
+	if (d->ended || d->err)
+		return held;
+	/* both decoders hold 4 bytes per symbol of the block size once started: count them
+	 * before they exist (libbz2 allocates its ~64 KiB state at init) */
+	size_t lib = 65536 + (size_t)d->level * 400000;
+	if (d->fast && bzb_memory(d->fast) > lib)
+		lib = bzb_memory(d->fast);
 	if (d->bzmem > lib)
 		lib = d->bzmem;
-	return sizeof(*d) + (d->stream ? d->slen + BZ_TRAILER : 0) + lib;
+	return held + lib;
 }
 
 const struct codec codec_bzip2 = {
