@@ -421,67 +421,38 @@ static uint8_t *bz_win_at(struct bz_scan *s, uint64_t byte)
 	return s->win + (byte - s->off);
 }
 
-/* Decodes n (1 or 2) dispatched candidates, it[k] with b[k] (NULL: libbz2).  Two blocks
- * loaded in our decoder run their inverse BWTs together (bzb_walk2). */
-static void bz_job_run(struct bz_item **it, struct bzb **b, unsigned n)
+/* Decodes a dispatched candidate with b (NULL: libbz2). */
+static void bz_job_run(struct bz_item *it, struct bzb *b)
 {
-	int rc[2];
-
-	for (unsigned k = 0; k < n; k++) {
-		struct bz_item *x = it[k];
-		rc[k] = b[k] && x->nbits >= 80
-			    ? bzb_load(b[k], x->in + 4, x->shift, x->nbits, x->level)
-			    : BZB_RANDOMISED;
-	}
-	if (n == 2 && rc[0] == 0 && rc[1] == 0)
-		bzb_walk2(b[0], b[1]);
-	for (unsigned k = 0; k < n; k++) {
-		struct bz_item *x = it[k];
-		if (rc[k] == BZB_RANDOMISED)
-			x->rc = bz_decode_lib(x->in + 4, x->shift, x->nbits, x->level, &x->out,
-					      &x->crc);
-		else
-			x->rc = rc[k] ? rc[k] : bz_out_fill(b[k], &x->out, &x->crc);
-		free(x->in);
-		x->in = NULL;
-	}
+	it->rc = bz_decode_raw(b, it->in + 4, it->shift, it->nbits, it->level, &it->out, &it->crc);
+	free(it->in);
+	it->in = NULL;
 }
 
 static void *bz_worker(void *arg)
 {
 	struct bz_scan *s = arg;
-	struct bzb *b[2] = {NULL, NULL};
+	struct bzb *b = s->lib ? NULL : bzb_new(); /* out of memory: libbz2 */
 
-	if (!s->lib) { /* out of memory: libbz2 */
-		b[0] = bzb_new();
-		b[1] = bzb_new();
-	}
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		struct bz_item *it[2];
-		unsigned n = 0;
 		while (!s->stop && !s->qhead)
 			pthread_cond_wait(&s->work_cv, &s->lock);
 		if (s->stop)
 			break;
-		/* two jobs at once when two wait */
-		while (n < 2 && s->qhead) {
-			it[n] = s->qhead;
-			s->qhead = it[n]->qnext;
-			if (!s->qhead)
-				s->qtail = NULL;
-			it[n++]->state = JOB_RUNNING;
-		}
+		struct bz_item *it = s->qhead;
+		s->qhead = it->qnext;
+		if (!s->qhead)
+			s->qtail = NULL;
+		it->state = JOB_RUNNING;
 		pthread_mutex_unlock(&s->lock);
-		bz_job_run(it, b, n);
+		bz_job_run(it, b);
 		pthread_mutex_lock(&s->lock);
-		for (unsigned k = 0; k < n; k++)
-			it[k]->state = JOB_DONE;
+		it->state = JOB_DONE;
 		pthread_cond_broadcast(&s->done_cv);
 	}
 	pthread_mutex_unlock(&s->lock);
-	bzb_free(b[0]);
-	bzb_free(b[1]);
+	bzb_free(b);
 	return NULL;
 }
 

@@ -15,16 +15,19 @@
  *     unaligned big-endian load at the bit position, so there is no bit buffer to refill.
  *     RUNA/RUNB digits accumulate a run of the MTF front byte; other symbols are MTF indices.
  *     Each resulting BWT byte goes into the low 8 bits of tt[i], and its count into freq.
- *  3. The inverse BWT.  One pass over the BWT bytes L links every position i to the next,
- *     as libbz2's fast mode does (tt[j] |= i << 8 with j = cum[L[i]]++), and also back: j is
- *     LF(i), stored with L[i] as lf[i] = L[i] << 24 | j.  Following the forward links from
- *     origPtr gives the block's bytes from the first; following LF from origPtr gives them
- *     from the last, backwards.  Each walk is one dependent load per byte, bound by memory
- *     latency (the arrays are 3.6 MB each at level 9, past the L2 cache), so the two walks
- *     are interleaved, each making half the block, and the processor overlaps their misses:
- *     this halves the time of the slowest stage.  The walks write the block's BWT output to
- *     bw (one byte per symbol).
- *  4. bzb_read undoes RLE1 from bw, in as many calls as the caller likes, and keeps the CRC.
+ *  3. The inverse BWT as libbz2's fast mode does it: one pass over tt links each position to
+ *     the next (tt[cum[byte]++] |= i << 8), then the output is a walk along the links from
+ *     origPtr, one dependent load per byte, RLE1 undone on the way.  The walk is bound by
+ *     memory latency (tt is 3.6 MB at level 9, past the L2 cache), and by nothing else.
+ *     Measured on this project's 2-core VM (issue 21's closing note), other walks were
+ *     slower: two walks at once, forward along these links and backward along LF from the
+ *     block's last byte (each making half; their misses overlap, but over two arrays, twice
+ *     the working set) took 1.7 x the time of this one; one 6-byte entry per position with
+ *     both links, and two blocks walked together, slower still.  The array gets huge pages
+ *     where the kernel gives them (the walk's TLB misses).
+ *
+ * The walk and RLE1 are resumable, so bzb_read produces any amount at a time, and a caller
+ * that needs only the start of a block pays only for that start.
  */
 #include "bzip2_block.h"
 
@@ -62,22 +65,15 @@ struct bzb_table {
 
 struct bzb {
 	uint32_t *tt; /* BWT bytes (low 8 bits), then forward links (high 24) */
-	uint32_t *lf; /* L[i] << 24 | LF(i) */
-	uint8_t *bw;  /* the inverse BWT's output */
-	void *mem;    /* tt, lf and bw, in one allocation of memlen bytes */
-	size_t memlen;
-	size_t cap; /* entries of each */
+	size_t memlen; /* bytes allocated for tt */
+	size_t cap;    /* entries of tt */
 	bool loaded;
 	uint32_t stored_crc;
 
-	/* the walks (bzb_walk_finish) */
-	bool walked;
-	uint32_t wf, wq; /* positions of the forward and backward walks */
-	uint32_t wk, wkb; /* bytes [0, wk) and [wkb, nblock) of bw are written */
-
-	/* RLE1 */
+	/* the walk */
 	uint32_t nblock; /* symbols in the block */
-	uint32_t next;	 /* next byte of bw to take */
+	uint32_t left;	 /* BWT bytes not yet walked */
+	uint32_t tpos;
 	int last;	 /* last byte output, -1 before the first */
 	unsigned rl;	 /* how many times in a row `last` was output (1..4) */
 	unsigned rep;	 /* copies of `last` still owed by an RLE1 count */
@@ -222,7 +218,7 @@ void bzb_free(struct bzb *b)
 {
 	if (!b)
 		return;
-	free(b->mem);
+	free(b->tt);
 	free(b);
 }
 
@@ -326,23 +322,20 @@ int bzb_load(struct bzb *b, const uint8_t *p, unsigned shift, uint64_t nbits, un
 	if (level < 1 || level > 9)
 		return -EIO;
 	if (b->cap < nmax) {
-		/* the walks touch a random entry of tt and lf per byte: with 4 KiB pages, nearly
-		 * every one is a TLB miss too, so they get huge pages where the kernel gives them */
-		size_t len = ((size_t)nmax * 9 + BZB_HUGE - 1) / BZB_HUGE * BZB_HUGE;
+		/* the walk touches a random entry of tt per byte: with 4 KiB pages, most are TLB
+		 * misses too, so tt gets huge pages where the kernel gives them */
+		size_t len = ((size_t)nmax * 4 + BZB_HUGE - 1) / BZB_HUGE * BZB_HUGE;
 		void *mem;
-		free(b->mem);
-		b->mem = NULL;
+		free(b->tt);
+		b->tt = NULL;
 		b->memlen = b->cap = 0;
 		if (posix_memalign(&mem, BZB_HUGE, len))
 			return -ENOMEM;
 #ifdef MADV_HUGEPAGE
 		(void)madvise(mem, len, MADV_HUGEPAGE); /* a hint: failure changes nothing */
 #endif
-		b->mem = mem;
 		b->memlen = len;
 		b->tt = mem;
-		b->lf = b->tt + nmax;
-		b->bw = (uint8_t *)(b->lf + nmax);
 		b->cap = nmax;
 	}
 	rc = bzb_header(b, &r, unseq, &nuse, &nsel, &origptr, &randomised);
@@ -421,86 +414,19 @@ int bzb_load(struct bzb *b, const uint8_t *p, unsigned shift, uint64_t nbits, un
 		cum[c] = sum;
 		sum += freq[c];
 	}
-	uint32_t *lf = b->lf;
-	for (uint32_t i = 0; i < nblock; i++) {
-		uint32_t c = tt[i] & 0xff, j = cum[c]++;
-		tt[j] |= i << 8;
-		lf[i] = c << 24 | j;
-	}
+	for (uint32_t i = 0; i < nblock; i++)
+		tt[cum[tt[i] & 0xff]++] |= i << 8;
 
-	b->wf = tt[origptr] >> 8;
-	b->wq = origptr;
-	b->wk = 0;
-	b->wkb = nblock;
+	b->left = nblock;
+	b->tpos = tt[origptr] >> 8;
 	b->nblock = nblock;
-	b->next = 0;
 	b->last = -1;
 	b->rl = 0;
 	b->rep = 0;
 	b->crc = 0xffffffffu;
 	b->finished = false;
-	b->walked = false;
 	b->loaded = true;
 	return 0;
-}
-
-/* ---- the walks ------------------------------------------------------------------------------- */
-
-/* One step of each of b's two walks: bytes [0, nblock / 2) forward, [nblock / 2, nblock)
- * backward from the last (an odd block's middle byte comes from the backward walk). */
-#define BZB_STEP(b, tt, lf, bw)                                                                    \
-	do {                                                                                       \
-		uint32_t e_ = tt[b##f], g_ = lf[b##q];                                             \
-		bw[b##k++] = (uint8_t)e_;                                                          \
-		bw[--b##kb] = (uint8_t)(g_ >> 24);                                                 \
-		b##f = e_ >> 8;                                                                    \
-		b##q = g_ & 0xffffff;                                                              \
-	} while (0)
-
-static void bzb_walk_finish(struct bzb *b)
-{
-	const uint32_t *tt = b->tt, *lf = b->lf;
-	uint8_t *bw = b->bw;
-	uint32_t xf = b->wf, xq = b->wq, xk = b->wk, xkb = b->wkb, half = b->nblock / 2;
-
-	while (xk < half)
-		BZB_STEP(x, tt, lf, bw);
-	while (xkb > half) {
-		uint32_t g = lf[xq];
-		bw[--xkb] = (uint8_t)(g >> 24);
-		xq = g & 0xffffff;
-	}
-	b->walked = true;
-}
-
-void bzb_walk(struct bzb *b)
-{
-	if (b->loaded && !b->walked)
-		bzb_walk_finish(b);
-}
-
-void bzb_walk2(struct bzb *a, struct bzb *b)
-{
-	if (!a->loaded || a->walked || !b->loaded || b->walked) {
-		bzb_walk(a);
-		bzb_walk(b);
-		return;
-	}
-	const uint32_t *att = a->tt, *alf = a->lf, *btt = b->tt, *blf = b->lf;
-	uint8_t *abw = a->bw, *bbw = b->bw;
-	uint32_t xf = a->wf, xq = a->wq, xk = a->wk, xkb = a->wkb;
-	uint32_t yf = b->wf, yq = b->wq, yk = b->wk, ykb = b->wkb;
-	uint32_t steps = a->nblock / 2 < b->nblock / 2 ? a->nblock / 2 : b->nblock / 2;
-
-	/* four independent chains of loads: the processor overlaps their misses */
-	for (uint32_t i = 0; i < steps; i++) {
-		BZB_STEP(x, att, alf, abw);
-		BZB_STEP(y, btt, blf, bbw);
-	}
-	a->wf = xf, a->wq = xq, a->wk = xk, a->wkb = xkb;
-	b->wf = yf, b->wq = yq, b->wk = yk, b->wkb = ykb;
-	bzb_walk_finish(a);
-	bzb_walk_finish(b);
 }
 
 /* ---- output ---------------------------------------------------------------------------------- */
@@ -508,8 +434,8 @@ void bzb_walk2(struct bzb *a, struct bzb *b)
 ssize_t bzb_read(struct bzb *b, void *buf, size_t len)
 {
 	uint8_t *out = buf, *o = out, *oend = out + len;
-	const uint8_t *bw = b->bw;
-	uint32_t next = b->next, n = b->nblock;
+	const uint32_t *tt = b->tt;
+	uint32_t tpos = b->tpos, left = b->left;
 	unsigned rl = b->rl, rep = b->rep;
 	int last = b->last;
 
@@ -517,8 +443,6 @@ ssize_t bzb_read(struct bzb *b, void *buf, size_t len)
 		return -EINVAL;
 	if (b->finished)
 		return 0;
-	if (!b->walked)
-		bzb_walk_finish(b);
 	while (o < oend) {
 		if (rep) {
 			size_t k = (size_t)(oend - o) < rep ? (size_t)(oend - o) : rep;
@@ -527,10 +451,14 @@ ssize_t bzb_read(struct bzb *b, void *buf, size_t len)
 			rep -= (unsigned)k;
 			continue;
 		}
-		if (next == n)
+		if (!left)
 			break;
-		while (next < n && o < oend) {
-			unsigned c = bw[next++];
+		/* the hot loop: no RLE1 copies owed */
+		while (left && o < oend) {
+			uint32_t e = tt[tpos];
+			unsigned c = e & 0xff;
+			tpos = e >> 8;
+			left--;
 			if (rl == 4) { /* an RLE1 count: c more copies of last */
 				rep = c;
 				rl = 0;
@@ -545,12 +473,13 @@ ssize_t bzb_read(struct bzb *b, void *buf, size_t len)
 			}
 		}
 	}
-	b->next = next;
+	b->tpos = tpos;
+	b->left = left;
 	b->rl = rl;
 	b->rep = rep;
 	b->last = last;
 	b->crc = bzb_crc_update(b->crc, out, (size_t)(o - out));
-	if (next == n && !rep) {
+	if (!left && !rep) {
 		if (~b->crc != b->stored_crc) {
 			b->loaded = false;
 			return -EIO;

@@ -4,11 +4,9 @@
  * as a bit span of a byte buffer, from the first bit of its 48-bit magic up to the first bit
  * of the magic that follows it (the next block's or the end-of-stream magic), as the scan and
  * the index's checkpoints describe it.  bzb_load does the Huffman, MTF and run-length stages
- * and prepares the inverse BWT; bzb_walk runs it (the first bzb_read does, if nothing did);
- * bzb_read then produces the block's bytes in as many calls as the caller likes.  The block's
- * CRC is checked when its last byte is produced.  The inverse BWT is bound by memory latency,
- * not by the processor: bzb_walk2 runs two blocks' at once, in the time of little more than
- * one, for callers with two blocks to decode.
+ * and prepares the inverse BWT; bzb_read then walks it, producing the block's bytes in as
+ * many calls as the caller likes, so a caller that needs only the start of a block stops
+ * early.  The block's CRC is checked when its last byte is produced.
  *
  * What a block must be to load: the block magic; a symbol map with at least one byte; 2..6
  * Huffman tables of code lengths 1..20 forming a prefix code; at least one selector, each
@@ -48,11 +46,6 @@ void bzb_free(struct bzb *b);
  * bytes.  0, BZB_RANDOMISED, -EIO (not a valid block of exactly that span) or -ENOMEM.
  * Replaces the block loaded before, if any. */
 int bzb_load(struct bzb *b, const uint8_t *p, unsigned shift, uint64_t nbits, unsigned level);
-
-/* Runs the inverse BWT of the loaded block (of both blocks), if not done yet; nothing if no
- * block is loaded. */
-void bzb_walk(struct bzb *b);
-void bzb_walk2(struct bzb *a, struct bzb *b);
 
 /* The next bytes of the loaded block, at most len: their count, 0 once the whole block has
  * been returned, or -EIO if the block's CRC does not match (the call that would return the
