@@ -155,6 +155,17 @@ comp lzip plzip plzip -0 -B 16KiB -c
 comp lzma lzma xz --format=lzma -0 -c
 comp compress compress compress -c
 comp compress compress-b12 compress -b 12 -c
+# bzip2 blocks alone (fuzz_bzip2_block.c): a parameter byte (level 9 or 1, two bit shifts),
+# then a bzip2 file from its byte 4, where its first block's magic starts
+B=$out/fuzz_bzip2_block
+mkdir -p "$B"
+for f in "$out"/fuzz_codec_bzip2/bzip2-*; do
+	[ -e "$f" ] || continue
+	n=$(basename "$f")
+	case $n in bzip2-1-*) p1=0 p2=36 ;; *) p1=8 p2=35 ;; esac # level 1 or 9; shift 0 or 4
+	{ printf "\\x$(printf %02x $p1)"; tail -c +5 "$f"; } >"$B/$n-a"
+	{ printf "\\x$(printf %02x $p2)"; tail -c +5 "$f"; } >"$B/$n-b"
+done
 # seekable zstd is what `zstd --seekable` (newer zstd) writes; the index harness builds its own.
 # several members / frames / parts, one after the other
 for c in gzip bzip2 xz zstd lzo lz4 lzip lzma compress; do
