@@ -19,8 +19,7 @@ ninja -C "$build" >/dev/null
 
 mnt=$(mktemp -d) idx=$(mktemp -d)
 trap 'fusermount3 -u "$mnt" 2>/dev/null || true; rm -rf "$mnt" "$idx"' EXIT
-now() { date +%s.%N; }
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+. bench/rounds.sh
 
 names=("gzip -dc" "pigz -dc" "tarseek ISA-L" "tarseek zlib")
 [ -x "$ratarmount" ] && names+=("ratarmount -P 0")
@@ -44,23 +43,5 @@ step() {
 }
 
 for a in "${archives[@]}"; do
-  f=$corpus/$a
-  cat "$f" > /dev/null
-  declare -A times=()
-  for ((r = 0; r < rounds; r++)); do
-    line="$a round $((r + 1)):"
-    for n in "${names[@]}"; do
-      t0=$(now); step "$n" "$f"; t1=$(now)
-      t=$(echo "$t1 - $t0" | bc)
-      times[$n]+="$t "
-      line+=$(printf '  %s %.2f' "$n" "$t")
-    done
-    echo "$line"
-  done
-  base=$(printf '%s\n' ${times["pigz -dc"]} | median)
-  for n in "${names[@]}"; do
-    m=$(printf '%s\n' ${times[$n]} | median)
-    printf '%-18s %-16s median %6.2f s  %5.2f x pigz -dc\n' "$a" "$n" "$m" "$(echo "$m / $base" | bc -l)"
-  done
-  unset times
+  rounds "$corpus/$a" "pigz -dc"
 done

@@ -311,14 +311,6 @@ static int bz_out_fill(struct bzb *b, struct bz_out *out, uint32_t *crc)
 	return rc;
 }
 
-/* Whether TARSEEK_BZIP2=libbz2 asks for libbz2 for every block (the tests compare both). */
-static bool bz_want_lib(void)
-{
-	const char *e = getenv("TARSEEK_BZIP2");
-
-	return e && strcmp(e, "libbz2") == 0;
-}
-
 /* ---- the scan -------------------------------------------------------------------------------- */
 
 enum { JOB_IDLE, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
@@ -1104,7 +1096,7 @@ static int bz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 	if (sink)
 		s->sink = *sink;
 	s->flevel = 9;
-	s->lib = bz_want_lib();
+	s->lib = bzb_use_libbz2();
 	bz_pairs_init(s->pairs);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->work_cv, NULL);
@@ -1262,7 +1254,7 @@ static int bz_dec_new(struct src *in, const struct codec_ckpt *ck, const void *a
 	d->nbits = nbits;
 	d->shift = shift;
 	d->level = level;
-	d->lib = bz_want_lib();
+	d->lib = bzb_use_libbz2();
 	d->stream = malloc(4 + nraw + BZ_SLACK);
 	if (!d->stream) {
 		rc = -ENOMEM;

@@ -84,6 +84,13 @@ struct bzb {
 	uint8_t sel[BZB_MAX_SELECTORS];
 };
 
+bool bzb_use_libbz2(void)
+{
+	const char *e = getenv("TARSEEK_BZIP2");
+
+	return e && strcmp(e, "libbz2") == 0;
+}
+
 /* ---- CRC ------------------------------------------------------------------------------------- */
 
 static uint32_t bzb_crc_tab[8][256];

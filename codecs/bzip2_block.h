@@ -24,6 +24,7 @@
 #ifndef TARSEEK_BZIP2_BLOCK_H
 #define TARSEEK_BZIP2_BLOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -36,6 +37,10 @@
 #define BZB_RANDOMISED 1
 
 struct bzb;
+
+/* Whether TARSEEK_BZIP2=libbz2 is set: bzip2.c then decodes every block with libbz2 (the
+ * tests run both decoders; tarseek --version says which one is in use). */
+bool bzb_use_libbz2(void);
 
 /* A decoder with no block loaded; NULL if out of memory. */
 struct bzb *bzb_new(void);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../codecs/codec.h"
+#include "../codecs/bzip2_block.h"
 #include "../codecs/inflater.h"
 #include "../index/container.h"
 #include "../common/size.h"
@@ -344,8 +345,9 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 		exit(0);
 	case O_VERSION:
 		printf("tarseek %s\ncodecs: %s\ncontainers: %s\ninflate (gzip, zip): %s\n"
-		       "FUSE library %d\n",
+		       "bzip2 blocks: %s\nFUSE library %d\n",
 		       TARSEEK_VERSION, codec_list(), cont_list(), infl_kind_name(infl_default()),
+		       bzb_use_libbz2() ? "libbz2" : "tarseek's own decoder (libbz2 for randomised)",
 		       fuse_version());
 		exit(0);
 	case O_OPTION:
