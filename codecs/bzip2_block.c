@@ -37,6 +37,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "../common/byteio.h"
 
@@ -214,6 +217,48 @@ static inline int bzb_decode_sym(const struct bzb_table *t, uint32_t v, unsigned
 	return -1;
 }
 
+/* ---- move to front -------------------------------------------------------------------------- */
+
+/* Moves mtf[j] to the front (mtf[1 .. j] = mtf[0 .. j - 1]) and returns it; mtf is 16-byte
+ * aligned with 16 bytes of room past its 256.  With SSE2, in aligned 16-byte chunks, each
+ * shifted by one byte with the last byte of the chunk before carried in: no loop over bytes,
+ * and loads that match the earlier stores (a byte store into a chunk the next call loads
+ * whole would stall it).  The shifts stop in the chunk holding j: its lanes past j keep their
+ * bytes. */
+#ifdef __SSE2__
+static const uint8_t bzb_lanes[32] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+				      0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+static inline uint8_t bzb_mtf_front(uint8_t *mtf, unsigned j)
+{
+	uint8_t m = mtf[j];
+	unsigned last = j / 16;
+	__m128i carry = _mm_slli_si128(_mm_cvtsi32_si128(m), 15);
+
+	for (unsigned k = 0; k < last; k++) {
+		__m128i cur = _mm_load_si128((const __m128i *)(mtf + 16 * k));
+		_mm_store_si128((__m128i *)(mtf + 16 * k),
+				_mm_or_si128(_mm_slli_si128(cur, 1), _mm_srli_si128(carry, 15)));
+		carry = cur;
+	}
+	__m128i cur = _mm_load_si128((const __m128i *)(mtf + 16 * last));
+	__m128i sh = _mm_or_si128(_mm_slli_si128(cur, 1), _mm_srli_si128(carry, 15));
+	__m128i keep = _mm_loadu_si128((const __m128i *)(bzb_lanes + 15 - j % 16));
+	_mm_store_si128((__m128i *)(mtf + 16 * last),
+			_mm_or_si128(_mm_and_si128(keep, sh), _mm_andnot_si128(keep, cur)));
+	return m;
+}
+#else
+static inline uint8_t bzb_mtf_front(uint8_t *mtf, unsigned j)
+{
+	uint8_t m = mtf[j];
+
+	memmove(mtf + 1, mtf, j);
+	mtf[0] = m;
+	return m;
+}
+#endif
+
 /* ---- loading a block ------------------------------------------------------------------------- */
 
 struct bzb *bzb_new(void)
@@ -318,7 +363,8 @@ static int bzb_header(struct bzb *b, struct bzb_bits *r, uint8_t *unseq, unsigne
 int bzb_load(struct bzb *b, const uint8_t *p, unsigned shift, uint64_t nbits, unsigned level)
 {
 	struct bzb_bits r = {.p = p, .pos = shift, .end = shift + nbits};
-	uint8_t unseq[256], mtf[256];
+	uint8_t unseq[256];
+	_Alignas(16) uint8_t mtf[256 + 16];
 	uint32_t freq[256] = {0}, cum[256];
 	unsigned nuse, nsel;
 	uint32_t origptr, nmax = level * 100000u;
@@ -358,8 +404,8 @@ int bzb_load(struct bzb *b, const uint8_t *p, unsigned shift, uint64_t nbits, un
 	unsigned eob = nuse + 1, gsel = 0, gleft = 0;
 	const struct bzb_table *t = NULL;
 
-	for (unsigned i = 0; i < nuse; i++)
-		mtf[i] = (uint8_t)i;
+	memset(mtf, 0, sizeof(mtf)); /* the list holds the bytes themselves; past nuse, kept */
+	memcpy(mtf, unseq, nuse);
 	for (;;) {
 		if (gleft == 0) {
 			if (gsel >= nsel)
@@ -383,7 +429,7 @@ int bzb_load(struct bzb *b, const uint8_t *p, unsigned shift, uint64_t nbits, un
 			continue;
 		}
 		if (run) {
-			uint8_t c = unseq[mtf[0]];
+			uint8_t c = mtf[0];
 			if (run > nmax - nblock)
 				return -EIO;
 			freq[c] += run;
@@ -396,21 +442,11 @@ int bzb_load(struct bzb *b, const uint8_t *p, unsigned shift, uint64_t nbits, un
 		if ((unsigned)sym == eob)
 			break;
 		/* MTF index sym - 1, 1..nuse-1 */
-		unsigned j = (unsigned)sym - 1;
-		uint8_t m = mtf[j];
-		if (j < 16) {
-			while (j) {
-				mtf[j] = mtf[j - 1];
-				j--;
-			}
-		} else {
-			memmove(mtf + 1, mtf, j);
-		}
-		mtf[0] = m;
+		uint8_t m = bzb_mtf_front((uint8_t *)mtf, (unsigned)sym - 1);
 		if (nblock >= nmax)
 			return -EIO;
-		freq[unseq[m]]++;
-		tt[nblock++] = unseq[m];
+		freq[m]++;
+		tt[nblock++] = m;
 	}
 	if (pos != end || nblock == 0 || origptr >= nblock)
 		return -EIO;
