@@ -2,8 +2,8 @@
  *
  * Blocks are found by the bzip2 codec's scan run with TARSEEK_BZIP2=libbz2 (so every span is
  * one libbz2 decoded with a matching CRC), and each is decoded with bzb and compared with
- * what libbz2 gives for the whole file: in several read sizes, alone and two at a time
- * (two decoders holding a block each).  Damaged blocks must fail with -EIO or give exactly the right bytes.
+ * what libbz2 gives for the whole file: in several read sizes, alone and with two decoders
+ * holding a block each.  Damaged blocks must fail with -EIO or give exactly the right bytes.
  *
  *   test_bzip2_block            the built-in inputs (bzip2 made at test time)
  *   test_bzip2_block FILE.bz2.. every block of each file against libbz2 (bench/bzip2-blocks.sh)
@@ -155,8 +155,9 @@ static uint8_t *padded(const uint8_t *bz, size_t len)
 	return p;
 }
 
-/* Every block of bz, decoded by bzb (in read pieces cycling through `pieces`, and as pairs
- * two decoders holding a block each), equals libbz2's output.  Returns the number of blocks. */
+/* Every block of bz, decoded by bzb (in read pieces cycling through `pieces`; with pairs, two
+ * decoders each load a block before either is read), equals libbz2's output.  Returns the
+ * number of blocks. */
 static size_t check_file(const uint8_t *bz0, size_t len, bool pairs)
 {
 	static const size_t pieces[] = {SIZE_MAX, 1, 4097, 65539, 1 << 20};
