@@ -130,9 +130,9 @@ static ssize_t format_prefetch(struct tfs *t, char *buf, size_t size)
 	}
 	if (w) {
 		bool entries;
-		int p;
-		warmup_state(w, &entries, &p, &stored);
-		tree = entries ? "done" : "running";
+		int view, p;
+		warmup_state(w, &view, &entries, &p, &stored);
+		tree = entries ? "done" : view > 0 ? "running" : view < 0 ? "none" : "starting";
 		pages = p > 0 ? "done" : p < 0 ? "none" : "running";
 	}
 	len = snprintf(text, sizeof(text),

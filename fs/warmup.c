@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,18 +42,103 @@ struct warmup {
 	dev_t dev; /* the file system's */
 	pthread_t thread;
 	atomic_bool stop, entries_done, pages_done, no_pages;
+	_Atomic int view; /* 0 being made, 1 made, -1 none (no warm-up) */
+	int mounts_fd; /* /proc/self/mountinfo, polled for changes of the mount table (or -1) */
+	bool gone;     /* the mount point no longer shows this file system */
 	_Atomic uint64_t stored;
 	pthread_mutex_t se_lock; /* held while storing pages; p.se is NULL once the session goes */
 	uint64_t *files; /* inode numbers of the regular files met, in order */
 	size_t nfiles, cap;
 };
 
-/* True while the mount point still shows the file system being warmed. */
-static bool still_mounted(const struct warmup *w)
+/* Unescapes a mountinfo field (octal escapes for space, tab, newline, backslash) in place. */
+static void unescape(char *f)
 {
-	struct stat st;
+	char *o = f;
 
-	return !atomic_load(&w->stop) && stat(w->mountpoint, &st) == 0 && st.st_dev == w->dev;
+	for (; *f; f++) {
+		if (f[0] == '\\' && f[1] >= '0' && f[1] <= '3' && f[2] >= '0' && f[2] <= '7' &&
+		    f[3] >= '0' && f[3] <= '7') {
+			*o++ = (char)((f[1] - '0') * 64 + (f[2] - '0') * 8 + (f[3] - '0'));
+			f += 3;
+		} else {
+			*o++ = *f;
+		}
+	}
+	*o = 0;
+}
+
+/* True if the mount table (mountinfo's text) has a mount of w->dev on w->mountpoint. */
+static bool table_shows(const struct warmup *w, char *text)
+{
+	char *save = NULL;
+
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned maj, min;
+		char mp[4096];
+		/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT ..." */
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mp) != 3)
+			continue;
+		unescape(mp);
+		if (maj == major(w->dev) && min == minor(w->dev) && !strcmp(mp, w->mountpoint))
+			return true;
+	}
+	return false;
+}
+
+/* Reads the mount table again: is the mount still there?  (True if it cannot tell.) */
+static bool reread_table(const struct warmup *w)
+{
+	size_t cap = 1 << 16, len = 0;
+	char *text = malloc(cap);
+	bool shows = true;
+
+	if (!text || lseek(w->mounts_fd, 0, SEEK_SET) != 0) {
+		free(text);
+		return true;
+	}
+	for (;;) {
+		if (len + 1 == cap) {
+			char *n = realloc(text, cap * 2);
+			if (!n) {
+				free(text);
+				return true;
+			}
+			text = n;
+			cap *= 2;
+		}
+		ssize_t n = read(w->mounts_fd, text + len, cap - 1 - len);
+		if (n < 0) {
+			free(text);
+			return true;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	text[len] = 0;
+	shows = table_shows(w, text);
+	free(text);
+	return shows;
+}
+
+/* True while the mount point still shows the file system being warmed.  Not by looking at the
+ * mount point: a path lookup that ends on it holds the mount for the moment it takes, and an
+ * unmount at that moment is refused as busy.  The mount table is read again only when a poll
+ * says it changed (the kernel marks the file on every mount and unmount). */
+static bool still_mounted(struct warmup *w)
+{
+	struct pollfd p = {.fd = w->mounts_fd, .events = POLLPRI};
+
+	if (atomic_load(&w->stop) || w->gone)
+		return false;
+	if (w->mounts_fd < 0) { /* no /proc: look, and accept the moment of busyness */
+		struct stat st;
+		return stat(w->mountpoint, &st) == 0 && st.st_dev == w->dev;
+	}
+	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLPRI | POLLERR)))
+		w->gone = !reread_table(w);
+	return !w->gone;
 }
 
 /* The root of a private, detached view of the mount at mountpoint, or -1. */
@@ -209,19 +296,24 @@ static void *warmup_main(void *arg)
 {
 	struct warmup *w = arg;
 	struct stat st;
+	/* opened before the view is made, so that an unmount from then on shows in a poll */
+	w->mounts_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
 	/* here, not in warmup_start: making the view asks the file system for its root, and
 	 * the thread that starts the warm-up goes on to serve the requests */
 	int rootfd = private_view(w->mountpoint);
 
 	if (rootfd < 0) {
 		tfs_log(TFS_LOG_DEBUG, "no warm-up: no private view of %s", w->mountpoint);
+		atomic_store(&w->view, -1);
 		return NULL;
 	}
 	if (fstat(rootfd, &st) < 0) {
 		close(rootfd);
+		atomic_store(&w->view, -1);
 		return NULL;
 	}
 	w->dev = st.st_dev;
+	atomic_store(&w->view, 1);
 	if (!walk_entries(w, rootfd))
 		return NULL;
 	atomic_store(&w->entries_done, true);
@@ -260,6 +352,8 @@ struct warmup *warmup_start(const struct warmup_params *p)
 	w->p = *p;
 	w->p.mountpoint = w->mountpoint;
 	atomic_init(&w->stop, false);
+	atomic_init(&w->view, 0);
+	w->mounts_fd = -1;
 	atomic_init(&w->entries_done, false);
 	atomic_init(&w->pages_done, false);
 	atomic_init(&w->no_pages, false);
@@ -273,8 +367,9 @@ struct warmup *warmup_start(const struct warmup_params *p)
 	return w;
 }
 
-void warmup_state(struct warmup *w, bool *entries_done, int *pages, uint64_t *stored)
+void warmup_state(struct warmup *w, int *view, bool *entries_done, int *pages, uint64_t *stored)
 {
+	*view = atomic_load(&w->view);
 	*entries_done = atomic_load(&w->entries_done);
 	*pages = atomic_load(&w->pages_done) ? 1 : atomic_load(&w->no_pages) ? -1 : 0;
 	*stored = atomic_load(&w->stored);
@@ -296,6 +391,8 @@ void warmup_stop(struct warmup *w)
 		return;
 	atomic_store(&w->stop, true);
 	pthread_join(w->thread, NULL);
+	if (w->mounts_fd >= 0)
+		close(w->mounts_fd);
 	pthread_mutex_destroy(&w->se_lock);
 	free(w->files);
 	free(w->mountpoint);

@@ -23,7 +23,9 @@
  * temporary folder, opened, and detached at once (MNT_DETACH), so that only the walk's own
  * descriptors keep it; unmounting the mount point is then never refused because of it.
  * Before each folder and each file the warm-up checks that the mount point still shows this
- * mount, and stops when it does not (the file system ends as soon as it lets go).  Making a
+ * mount, and stops when it does not (the file system ends as soon as it lets go).  It checks
+ * in the mount table (polled, read again when it changes), not by looking up the mount point:
+ * a lookup holds the mount while it runs, and an unmount at that moment would be refused.  Making a
  * bind mount needs CAP_SYS_ADMIN: for other users there is no warm-up.
  *
  * warmup_start after the mount is up (it makes the view on its own thread: that asks the
@@ -59,10 +61,11 @@ struct warmup;
  * warm-up (not root, or no thread). */
 struct warmup *warmup_start(const struct warmup_params *p);
 
-/* How far it got: the entries listed (false while running); the pages: 0 being stored (or
+/* How far it got: the private view 0 being made, 1 made, -1 none (no walk); the entries
+ * listed (false while running); the pages: 0 being stored (or
  * waiting for the prefetch), 1 stored, -1 none will be (no budget, an archive left out of the
  * prefetch, or stopped); the bytes stored so far. */
-void warmup_state(struct warmup *w, bool *entries_done, int *pages, uint64_t *stored);
+void warmup_state(struct warmup *w, int *view, bool *entries_done, int *pages, uint64_t *stored);
 
 /* Stops it using the session (it stops soon after).  NULL does nothing. */
 void warmup_end_session(struct warmup *w);

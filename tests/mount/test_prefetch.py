@@ -324,6 +324,7 @@ def test_unmount_during_tree_walk(mount, tmp_path):
     tar = tmp_path / "many.tar"
     run("tar", "-cf", tar, "-C", tree, ".")
     with mount(tar) as m:
+        wait_for("viewing", lambda: prefetch_state(m.path)["tree"] != "starting")
         assert prefetch_state(m.path)["tree"] == "running"
         t0 = time.monotonic()
         subprocess.run(["fusermount3", "-u", m.path], check=True)
