@@ -38,6 +38,7 @@
 #include "prefetch.h"
 #include "tfs.h"
 #include "warmup.h"
+#include "dirplus.h"
 #if HAVE_LIBARCHIVE
 #include "../codecs/libarchive_src.h"
 #endif
@@ -369,6 +370,7 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 		fprintf(stderr, "tarseek: cannot start FUSE (bad -o option?)\n");
 		return 1;
 	}
+	t->se = se; /* the handlers run only while it exists */
 	if (set_exit_signals(se, true) != 0)
 		goto out_session;
 	if (fuse_session_mount(se, o->mountpoint) != 0) {
@@ -390,7 +392,7 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 	un_totals(t->un, &entries, &bytes);
 	if (!o->no_prefetch && !o->recursion && entries <= WARMUP_MAX && !mp_is_fd(o->mountpoint)) {
 		struct warmup_params wp = {.mountpoint = o->mountpoint, .se = se, .un = t->un,
-					   .handles = t->handles, .pf = pf,
+					   .handles = t->handles, .dp = t->dp, .pf = pf,
 					   .budget = pf ? pf_budget(pf) : 0};
 		t->warm = warm = warmup_start(&wp); /* best effort */
 	}
@@ -478,7 +480,8 @@ int main(int argc, char **argv)
 				  .strip_ext = o.strip_ext, .ignore_zeros = o.ignore_zeros}},
 		.env = env,
 	};
-	if (un_new(o.no_union, &t.un) < 0 || !(t.handles = th_new(t.un, TFS_HANDLES)))
+	if (un_new(o.no_union, &t.un) < 0 || !(t.handles = th_new(t.un, TFS_HANDLES)) ||
+	    !(t.dp = dp_new()))
 		goto nomem;
 	t.kernel_opens = getenv("TARSEEK_KERNEL_OPENS") && *getenv("TARSEEK_KERNEL_OPENS") == '1';
 	if (!o.no_prefetch) {
@@ -503,6 +506,7 @@ out:
 	/* the handles and sources first: their readers end their decoding ahead before the
 	 * threads go */
 	th_free(t.handles);
+	dp_free(t.dp);
 	un_free(t.un);
 	workers_free(env.workers);
 	cache_free(env.cache);

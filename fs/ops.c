@@ -10,6 +10,8 @@
  * (OPENDIR, RELEASEDIR) at all: reading a small file whose entry is known costs one READ, or
  * none once its pages are cached.  Reads then come with the inode only, and the handles are
  * kept by inode (handles.h).  FLUSH is answered ENOSYS, so the kernel stops sending it too.
+ * Listings are READDIRPLUS replies in which dirplus.h decides, entry by entry, whether the
+ * attributes come along (and with them a kernel inode).
  * Every request is counted and timed (tfs_counts); the root's user.tarseek.requests
  * attribute shows the counts.
  *
@@ -30,6 +32,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "dirplus.h"
 #include "handles.h"
 #include "prefetch.h"
 #include "warmup.h"
@@ -188,9 +191,8 @@ static void tfs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_SPLICE_WRITE;
 	if (conn->capable & FUSE_CAP_SPLICE_MOVE)
 		conn->want |= FUSE_CAP_SPLICE_MOVE;
-	/* every listing with the entries' attributes, not only its first batch ("auto"): the
-	 * kernel then keeps an entry for each, and a walk of the tree (walk.h, find, grep -r)
-	 * needs no lookup; the attributes cost us nothing more than the names */
+	/* every listing a READDIRPLUS, not only its first batch ("auto"): which entries carry
+	 * their attributes is ours to say, entry by entry (dirplus.h) */
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
@@ -250,6 +252,7 @@ static void tfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	entry_param(t, &a, &e);
 	fuse_reply_entry(req, &e);
+	dp_looked_up(t->dp, t->se, S_ISDIR(a.mode));
 }
 
 static void tfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -327,6 +330,8 @@ struct dir_fill {
 	char *buf;
 	size_t size, pos;
 	bool plus;
+	bool bare; /* an entry went without its attributes */
+	pid_t requester;
 	char name[NAME_MAX + 1];
 	char *long_name; /* for names past NAME_MAX (hostile archives) */
 };
@@ -338,8 +343,12 @@ static bool dir_add(struct dir_fill *d, const char *name, const struct arch_attr
 	if (d->plus) {
 		struct fuse_entry_param e;
 		entry_param(d->t, a, &e);
-		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
 			e.ino = 0; /* no lookup count for these */
+		} else if (!dp_attrs(d->t->dp, d->requester, S_ISDIR(a->mode))) {
+			e.ino = 0; /* the name and type only: no dentry nor inode made for it */
+			d->bare = true;
+		}
 		n = fuse_add_direntry_plus(d->req, d->buf + d->pos, d->size - d->pos, name, &e, next);
 	} else {
 		struct stat st;
@@ -377,7 +386,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		       struct fuse_file_info *fi)
 {
 	struct tfs *t = tfs_of(req);
-	struct dir_fill d = {.req = req, .t = t, .size = size, .plus = plus};
+	struct dir_fill d = {.req = req, .t = t, .size = size, .plus = plus,
+			     .requester = fuse_req_ctx(req)->pid};
 	struct un_dir *dir = (struct un_dir *)(uintptr_t)fi->fh;
 	struct th_ref *ref = NULL;
 	struct arch_attr self;
@@ -401,6 +411,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		goto done;
 	err = un_readdir(t->un, dir, off > 2 ? (uint64_t)off - 2 : 0, dir_entry, &d);
 done:
+	if (d.bare)
+		dp_listed_bare(t->dp, ino);
 	if (err && d.pos == 0)
 		reply_err(req, err);
 	else

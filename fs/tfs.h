@@ -48,6 +48,8 @@ struct tfs {
 	struct th *handles;  /* open files and directories by inode (no open / no opendir) */
 	struct prefetch *pf; /* decoding the archives ahead, or NULL */
 	struct warmup *_Atomic warm; /* warming the kernel's caches, or NULL (set once mounted) */
+	struct dirplus *dp;  /* which listed entries carry their attributes */
+	struct fuse_session *se; /* for notifications from request handlers (set before mounting) */
 	double timeout;	     /* entry and attribute timeout, seconds (the archive never changes) */
 	bool debug;	     /* per-request traces */
 	bool kernel_opens;   /* TARSEEK_KERNEL_OPENS=1: do not ask for no open (tests) */

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "dirplus.h"
 #include "handles.h"
 #include "prefetch.h"
 #include "tfs.h"
@@ -176,6 +177,35 @@ static void note_file(struct warmup *w, uint64_t ino)
 	w->files[w->nfiles++] = ino;
 }
 
+/* The folder open at fd is about to be listed: if a listing without every attribute is what
+ * the kernel may hold of it, that is dropped (dirplus.h), so that this one reaches us.  True
+ * if it was dropped. */
+static bool before_listing(struct warmup *w, int fd)
+{
+	struct stat st;
+	bool dropped = false;
+
+	if (!w->p.dp || fstat(fd, &st) != 0)
+		return false;
+	pthread_mutex_lock(&w->se_lock);
+	if (w->p.se)
+		dropped = dp_before_walk(w->p.dp, w->p.se, st.st_ino);
+	pthread_mutex_unlock(&w->se_lock);
+	return dropped;
+}
+
+/* The walk has listed folder d to its end.  If someone else's bare listing of it was made
+ * meanwhile, ours may have been answered from it by the kernel: dropped and listed again
+ * (names only: what is in it was noted already). */
+static void after_listing(struct warmup *w, DIR *d)
+{
+	for (int i = 0; i < 8 && before_listing(w, dirfd(d)); i++) {
+		rewinddir(d);
+		while (readdir(d))
+			;
+	}
+}
+
 /* Lists every folder under rootfd (which it closes).  True if it got to the end. */
 static bool walk_entries(struct warmup *w, int rootfd)
 {
@@ -199,6 +229,8 @@ static bool walk_entries(struct warmup *w, int rootfd)
 		e = readdir(d);
 		if (!e) { /* this folder is done (or failed: the mount is going away) */
 			whole = whole && errno == 0;
+			if (whole)
+				after_listing(w, d);
 			closedir(d);
 			depth--;
 			continue;
@@ -209,6 +241,8 @@ static bool walk_entries(struct warmup *w, int rootfd)
 		    depth == WARMUP_DEPTH)
 			continue;
 		int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			before_listing(w, sub);
 		DIR *sd = sub >= 0 ? fdopendir(sub) : NULL;
 		if (!sd) {
 			if (sub >= 0)
@@ -292,9 +326,22 @@ static bool wait_prefetch(struct warmup *w)
 	}
 }
 
+static void warmup_run(struct warmup *w);
+
 static void *warmup_main(void *arg)
 {
 	struct warmup *w = arg;
+
+	if (w->p.dp) /* before any listing: the view's root is listed on our behalf too */
+		dp_set_walker(w->p.dp, (pid_t)syscall(SYS_gettid));
+	warmup_run(w);
+	if (w->p.dp) /* the thread id may go to another thread of the machine now */
+		dp_set_walker(w->p.dp, 0);
+	return NULL;
+}
+
+static void warmup_run(struct warmup *w)
+{
 	struct stat st;
 	/* opened before the view is made, so that an unmount from then on shows in a poll */
 	w->mounts_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
@@ -305,37 +352,37 @@ static void *warmup_main(void *arg)
 	if (rootfd < 0) {
 		tfs_log(TFS_LOG_DEBUG, "no warm-up: no private view of %s", w->mountpoint);
 		atomic_store(&w->view, -1);
-		return NULL;
+		return;
 	}
 	if (fstat(rootfd, &st) < 0) {
 		close(rootfd);
 		atomic_store(&w->view, -1);
-		return NULL;
+		return;
 	}
 	w->dev = st.st_dev;
+	before_listing(w, rootfd);
 	atomic_store(&w->view, 1);
 	if (!walk_entries(w, rootfd))
-		return NULL;
+		return;
 	atomic_store(&w->entries_done, true);
 	if (!w->p.budget || !wait_prefetch(w)) {
 		atomic_store(&w->no_pages, true);
-		return NULL;
+		return;
 	}
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PF_NICE);
 	uint64_t budget = w->p.budget;
 	for (size_t i = 0; i < w->nfiles && budget; i++) {
 		if (!still_mounted(w))
-			return NULL;
+			return;
 		int err = store_file(w, w->files[i], &budget);
 		if (err < 0) {
 			tfs_log(TFS_LOG_DEBUG, "warm-up: storing pages failed: %s", strerror(-err));
-			return NULL;
+			return;
 		}
 	}
 	atomic_store(&w->pages_done, true);
 	tfs_log(TFS_LOG_DEBUG, "warm-up done: %zu files, %llu bytes in the page cache", w->nfiles,
 		(unsigned long long)atomic_load(&w->stored));
-	return NULL;
 }
 
 struct warmup *warmup_start(const struct warmup_params *p)

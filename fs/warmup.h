@@ -41,6 +41,7 @@
 
 #define WARMUP_MAX 200000
 
+struct dirplus;
 struct fuse_session;
 struct prefetch;
 struct th;
@@ -51,6 +52,7 @@ struct warmup_params {
 	struct fuse_session *se; /* for notify_store */
 	struct un *un;		 /* the files' sizes */
 	struct th *handles;	 /* their open files */
+	struct dirplus *dp;	 /* told which thread walks (its listings carry every attribute) */
 	struct prefetch *pf;	 /* waited for before the pages (NULL: none) */
 	uint64_t budget;	 /* bytes stored at most (0: no pages, entries only) */
 };

@@ -4,8 +4,9 @@ format), in 150 folders of 1000, one folder of 50,000 and one folder 40 levels d
 - A walk of the mount lists every member exactly once, and every folder.
 - stat of random members gives their size, mode and mtime; reads give their bytes.
 - The folder of 50,000 entries and the deep folder are listed completely.
-- Requests: after a walk that lists every folder (READDIRPLUS gives the kernel an entry and
-  the attributes of every name), a stat of every member costs no LOOKUP at all.
+- Requests: a walk that only lists costs no LOOKUP (folders come with their attributes, files
+  bare); once stats have shown up, listings carry every attribute, and a du-like walk and a
+  stat of every member then cost no LOOKUP at all.
 """
 
 import io
@@ -100,14 +101,29 @@ def test_big_and_deep_folders_listed_completely(mount, many):
             assert os.listdir(os.path.join(m.path, level)) == [f"l{i + 1:02d}"]
 
 
-def test_stat_after_a_listing_costs_no_lookup(mount, many):
+def test_listing_requests(mount, many):
+    """A walk that only lists (find, os.walk) gets bare names for the files and so costs no
+    inode in the kernel per file; stats of those names switch the mount to listings with every
+    attribute (dirplus.h), after which a du-like walk and a stat of every member cost no
+    LOOKUP at all."""
     tar, members, _ = many
     with mount(tar, "--no-prefetch") as m:
-        for dirpath, _, _ in os.walk(m.path):  # READDIRPLUS for every folder
+        for dirpath, _, _ in os.walk(m.path):  # folders carry their attributes: no LOOKUP
             pass
-        before = requests(m.path)
+        walked = requests(m.path)
+        assert walked.get("lookup", 0) == 0, walked
+        assert walked.get("readdirplus", 0) > 0
+        first = sorted(n for n in members if n.startswith("d000/"))
+        for name in first:  # listed bare: each one a LOOKUP
+            os.stat(os.path.join(m.path, name))
+        statted = requests(m.path)
+        assert statted.get("lookup", 0) == len(first) == 1000, statted
+        for dirpath, _, filenames in os.walk(m.path):  # du: the folders listed anew, whole
+            for f in filenames:
+                os.lstat(os.path.join(dirpath, f))
+        after_du = requests(m.path)
+        assert after_du.get("lookup", 0) == statted["lookup"], after_du
+        assert after_du["readdirplus"] > statted["readdirplus"]
         for name in members:
             os.stat(os.path.join(m.path, name))
-        after = requests(m.path)
-        assert after.get("lookup", 0) == before.get("lookup", 0), (before, after)
-        assert after.get("readdirplus", 0) > 0
+        assert requests(m.path).get("lookup", 0) == statted["lookup"]
