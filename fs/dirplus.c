@@ -1,9 +1,9 @@
 /* Which entries of a listing carry their attributes (see dirplus.h).
  *
- * The folders listed bare are a set of inode numbers (open addressing, linear probing, 0 is
- * never an inode), under one mutex; the listing path takes it once per listing that left an
- * entry bare, which is a few per folder.  Once every attribute is given the set is emptied
- * and stays empty.
+ * The folders listed bare are a table of inode numbers with the number of entries each was
+ * given bare since its listing last started over (open addressing, linear probing, 0 is never
+ * an inode), under one mutex; a listing takes it twice per request, a few times per folder.
+ * Once every attribute is given the table is emptied and stays empty.
  */
 #include "tfs.h" /* FUSE_USE_VERSION, fuse_lowlevel.h */
 #include "dirplus.h"
@@ -21,8 +21,13 @@ struct dirplus {
 	_Atomic unsigned lookups; /* of non-folders, while not all */
 	_Atomic pid_t walker;
 	pthread_mutex_t lock;
-	uint64_t *set; /* folders listed bare, 0 = free slot */
-	size_t cap, n; /* cap a power of two, or 0 */
+	struct bare *set; /* folders listed bare */
+	size_t cap, n;	  /* cap a power of two, or 0 */
+};
+
+struct bare {
+	uint64_t ino; /* 0: a free slot */
+	uint32_t n;   /* entries given bare since the listing last started over */
 };
 
 struct dirplus *dp_new(void)
@@ -52,12 +57,6 @@ void dp_set_walker(struct dirplus *dp, pid_t tid)
 	atomic_store(&dp->walker, tid);
 }
 
-bool dp_attrs(struct dirplus *dp, pid_t requester, bool folder)
-{
-	return folder || atomic_load_explicit(&dp->all, memory_order_relaxed) ||
-	       (requester && requester == atomic_load_explicit(&dp->walker, memory_order_relaxed));
-}
-
 bool dp_all_attrs(struct dirplus *dp)
 {
 	return atomic_load(&dp->all);
@@ -68,36 +67,40 @@ static size_t slot(const struct dirplus *dp, uint64_t ino)
 	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 20) & (dp->cap - 1);
 }
 
-/* Inserts ino (lock held).  False if there is no memory (then it is not remembered: its
- * listing stays bare until the kernel forgets it -- LOOKUPs, not wrong answers). */
-static bool set_add(struct dirplus *dp, uint64_t ino)
+/* ino's slot (lock held, table not empty): where it is, or the free slot it would go in. */
+static struct bare *find(const struct dirplus *dp, uint64_t ino)
+{
+	size_t k = slot(dp, ino);
+
+	while (dp->set[k].ino && dp->set[k].ino != ino)
+		k = (k + 1) & (dp->cap - 1);
+	return &dp->set[k];
+}
+
+/* ino's entry, made if need be (lock held).  NULL if there is no memory (then it is not
+ * remembered: its listing stays bare until the kernel forgets it -- LOOKUPs, not wrong
+ * answers). */
+static struct bare *set_add(struct dirplus *dp, uint64_t ino)
 {
 	if ((dp->n + 1) * 2 > dp->cap) {
-		size_t cap = dp->cap ? dp->cap * 2 : 256;
-		uint64_t *old = dp->set, *set = calloc(cap, sizeof(*set));
-		size_t ocap = dp->cap;
+		size_t cap = dp->cap ? dp->cap * 2 : 256, ocap = dp->cap;
+		struct bare *old = dp->set, *set = calloc(cap, sizeof(*set));
 		if (!set)
-			return false;
+			return NULL;
 		dp->set = set;
 		dp->cap = cap;
-		for (size_t i = 0; i < ocap; i++) {
-			if (!old[i])
-				continue;
-			size_t k = slot(dp, old[i]);
-			while (set[k])
-				k = (k + 1) & (cap - 1);
-			set[k] = old[i];
-		}
+		for (size_t i = 0; i < ocap; i++)
+			if (old[i].ino)
+				*find(dp, old[i].ino) = old[i];
 		free(old);
 	}
-	size_t k = slot(dp, ino);
-	while (dp->set[k] && dp->set[k] != ino)
-		k = (k + 1) & (dp->cap - 1);
-	if (!dp->set[k]) {
-		dp->set[k] = ino;
+	struct bare *b = find(dp, ino);
+	if (!b->ino) {
+		b->ino = ino;
+		b->n = 0;
 		dp->n++;
 	}
-	return true;
+	return b;
 }
 
 /* Removes ino (lock held): true if it was there. */
@@ -105,31 +108,45 @@ static bool set_take(struct dirplus *dp, uint64_t ino)
 {
 	if (!dp->n)
 		return false;
-	size_t k = slot(dp, ino);
-	while (dp->set[k] != ino) {
-		if (!dp->set[k])
-			return false;
-		k = (k + 1) & (dp->cap - 1);
-	}
-	dp->set[k] = 0;
+	struct bare *b = find(dp, ino);
+	if (!b->ino)
+		return false;
+	b->ino = 0;
 	dp->n--;
-	/* the entries after it in its run move up, so that no probe stops short of them */
-	for (size_t j = (k + 1) & (dp->cap - 1); dp->set[j]; j = (j + 1) & (dp->cap - 1)) {
-		uint64_t v = dp->set[j];
-		dp->set[j] = 0;
-		size_t h = slot(dp, v);
-		while (dp->set[h])
-			h = (h + 1) & (dp->cap - 1);
-		dp->set[h] = v;
+	/* the entries after it in its run go in again, so that no probe stops short of them */
+	for (size_t j = ((size_t)(b - dp->set) + 1) & (dp->cap - 1); dp->set[j].ino;
+	     j = (j + 1) & (dp->cap - 1)) {
+		struct bare v = dp->set[j];
+		dp->set[j].ino = 0;
+		*find(dp, v.ino) = v;
 	}
 	return true;
 }
 
-void dp_listed_bare(struct dirplus *dp, uint64_t dir)
+unsigned dp_bare_room(struct dirplus *dp, pid_t requester, uint64_t dir, bool from_start)
+{
+	unsigned room = DP_BARE_MAX;
+
+	if (atomic_load_explicit(&dp->all, memory_order_relaxed) ||
+	    (requester && requester == atomic_load_explicit(&dp->walker, memory_order_relaxed)))
+		return 0;
+	pthread_mutex_lock(&dp->lock);
+	if (dp->n) {
+		struct bare *b = find(dp, dir);
+		if (b->ino && from_start)
+			b->n = 0;
+		room = b->ino && b->n < DP_BARE_MAX ? DP_BARE_MAX - b->n : b->ino ? 0 : DP_BARE_MAX;
+	}
+	pthread_mutex_unlock(&dp->lock);
+	return room;
+}
+
+void dp_listed_bare(struct dirplus *dp, uint64_t dir, unsigned n)
 {
 	pthread_mutex_lock(&dp->lock);
-	if (!atomic_load(&dp->all)) /* else the set is done with */
-		set_add(dp, dir);
+	struct bare *b = atomic_load(&dp->all) ? NULL : set_add(dp, dir); /* all: done with */
+	if (b)
+		b->n = b->n + n < b->n ? UINT32_MAX : b->n + n;
 	pthread_mutex_unlock(&dp->lock);
 }
 
@@ -149,14 +166,14 @@ void dp_looked_up(struct dirplus *dp, struct fuse_session *se, bool folder)
 		return;
 	pthread_mutex_lock(&dp->lock);
 	atomic_store(&dp->all, true);
-	uint64_t *set = dp->set;
+	struct bare *set = dp->set;
 	size_t cap = dp->cap;
 	dp->set = NULL;
 	dp->cap = dp->n = 0;
 	pthread_mutex_unlock(&dp->lock);
 	for (size_t i = 0; i < cap; i++)
-		if (set[i])
-			invalidate(se, set[i]);
+		if (set[i].ino)
+			invalidate(se, set[i].ino);
 	free(set);
 }
 

@@ -330,8 +330,7 @@ struct dir_fill {
 	char *buf;
 	size_t size, pos;
 	bool plus;
-	bool bare; /* an entry went without its attributes */
-	pid_t requester;
+	unsigned bare_room, bare; /* entries that may go without their attributes, that did */
 	char name[NAME_MAX + 1];
 	char *long_name; /* for names past NAME_MAX (hostile archives) */
 };
@@ -345,9 +344,9 @@ static bool dir_add(struct dir_fill *d, const char *name, const struct arch_attr
 		entry_param(d->t, a, &e);
 		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
 			e.ino = 0; /* no lookup count for these */
-		} else if (!dp_attrs(d->t->dp, d->requester, S_ISDIR(a->mode))) {
+		} else if (d->bare < d->bare_room && !S_ISDIR(a->mode)) {
 			e.ino = 0; /* the name and type only: no dentry nor inode made for it */
-			d->bare = true;
+			d->bare++;
 		}
 		n = fuse_add_direntry_plus(d->req, d->buf + d->pos, d->size - d->pos, name, &e, next);
 	} else {
@@ -386,8 +385,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		       struct fuse_file_info *fi)
 {
 	struct tfs *t = tfs_of(req);
-	struct dir_fill d = {.req = req, .t = t, .size = size, .plus = plus,
-			     .requester = fuse_req_ctx(req)->pid};
+	struct dir_fill d = {.req = req, .t = t, .size = size, .plus = plus};
 	struct un_dir *dir = (struct un_dir *)(uintptr_t)fi->fh;
 	struct th_ref *ref = NULL;
 	struct arch_attr self;
@@ -405,6 +403,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		reply_err(req, -ENOMEM);
 		return;
 	}
+	if (plus)
+		d.bare_room = dp_bare_room(t->dp, fuse_req_ctx(req)->pid, ino, off == 0);
 	if (off == 0 && !dir_add(&d, ".", &self, 1))
 		goto done;
 	if (off <= 1 && !dir_add(&d, "..", &self, 2))
@@ -412,7 +412,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 	err = un_readdir(t->un, dir, off > 2 ? (uint64_t)off - 2 : 0, dir_entry, &d);
 done:
 	if (d.bare)
-		dp_listed_bare(t->dp, ino);
+		dp_listed_bare(t->dp, ino, d.bare);
 	if (err && d.pos == 0)
 		reply_err(req, err);
 	else

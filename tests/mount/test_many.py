@@ -5,8 +5,8 @@ format), in 150 folders of 1000, one folder of 50,000 and one folder 40 levels d
 - stat of random members gives their size, mode and mtime; reads give their bytes.
 - The folder of 50,000 entries and the deep folder are listed completely.
 - Requests: a walk that only lists costs no LOOKUP (folders come with their attributes, files
-  bare); once stats have shown up, listings carry every attribute, and a du-like walk and a
-  stat of every member then cost no LOOKUP at all.
+  bare, at most 4096 of them per folder); once stats have shown up, listings carry every
+  attribute, and a du-like walk and a stat of every member then cost no LOOKUP at all.
 """
 
 import io
@@ -127,3 +127,17 @@ def test_listing_requests(mount, many):
         for name in members:
             os.stat(os.path.join(m.path, name))
         assert requests(m.path).get("lookup", 0) == statted["lookup"]
+
+
+def test_stats_after_listing_one_big_folder(mount, many):
+    """In one folder, only the first 4096 files go bare (DP_BARE_MAX): a du-like pass over the
+    50,000-entry folder, listed first and then stat'd, costs at most that many LOOKUPs."""
+    tar, members, _ = many
+    with mount(tar, "--no-prefetch") as m:
+        big = os.path.join(m.path, "big")
+        names = os.listdir(big)
+        before = requests(m.path)
+        for n in names:
+            os.lstat(os.path.join(big, n))
+        looked = requests(m.path).get("lookup", 0) - before.get("lookup", 0)
+        assert 8 <= looked <= 4096, looked
