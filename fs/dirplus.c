@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,6 +139,8 @@ unsigned dp_bare_room(struct dirplus *dp, pid_t requester, uint64_t dir, bool fr
 		room = b->ino && b->n < DP_BARE_MAX ? DP_BARE_MAX - b->n : b->ino ? 0 : DP_BARE_MAX;
 	}
 	pthread_mutex_unlock(&dp->lock);
+	if (atomic_load_explicit(&dp->walker, memory_order_relaxed))
+		room = UINT_MAX; /* the walker lists every folder with every attribute anyway */
 	return room;
 }
 

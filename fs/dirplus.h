@@ -16,7 +16,9 @@
  *  - but in one folder, at most DP_BARE_MAX entries go bare, the rest carry their attributes:
  *    a du of a single folder of 100k files has no later folder to switch for, and a LOOKUP
  *    per entry (~35 us) would cost it far more than the inodes cost a find (3.7 s against
- *    0.6 s); past DP_BARE_MAX entries a find pays as it did, a du at most DP_BARE_MAX LOOKUPs;
+ *    0.6 s); past DP_BARE_MAX entries a find pays as it did, a du at most DP_BARE_MAX LOOKUPs
+ *    -- except while the warm-up walks the tree: it makes every inode anyway, so everything
+ *    else is listed bare until it is done;
  *  - the listings of the warm-up thread (warmup.h) always carry them, and a folder listed
  *    bare is invalidated before the warm-up lists it (else the kernel would answer the
  *    warm-up from the bare listing it cached).
@@ -41,7 +43,7 @@ struct dirplus *dp_new(void);
 void dp_free(struct dirplus *dp);
 
 /* The thread (by its kernel thread id, as FUSE requests carry it) whose listings always carry
- * every attribute: the warm-up.  0: none. */
+ * every attribute: the warm-up, while it walks the tree.  0: none. */
 void dp_set_walker(struct dirplus *dp, pid_t tid);
 
 /* How many of the non-folders in one reply to thread `requester`'s listing of folder dir may go

@@ -362,7 +362,10 @@ static void warmup_run(struct warmup *w)
 	w->dev = st.st_dev;
 	before_listing(w, rootfd);
 	atomic_store(&w->view, 1);
-	if (!walk_entries(w, rootfd))
+	bool whole = walk_entries(w, rootfd);
+	if (w->p.dp) /* no more listings of ours */
+		dp_set_walker(w->p.dp, 0);
+	if (!whole)
 		return;
 	atomic_store(&w->entries_done, true);
 	if (!w->p.budget || !wait_prefetch(w)) {
