@@ -8,6 +8,9 @@ extern const struct encoder encoder_gzip, encoder_xz;
 #if HAVE_ZSTD
 extern const struct encoder encoder_zstd;
 #endif
+#if HAVE_LZO
+extern const struct encoder encoder_lzo;
+#endif
 
 static const struct {
 	const char *ext;
@@ -18,6 +21,9 @@ static const struct {
 #endif
     {".tar.xz", &encoder_xz},	 {".txz", &encoder_xz},	   {".xz", &encoder_xz},
     {".tar.gz", &encoder_gzip},	 {".tgz", &encoder_gzip},  {".gz", &encoder_gzip},
+#if HAVE_LZO
+    {".tar.lzo", &encoder_lzo},	 {".tzo", &encoder_lzo},   {".lzo", &encoder_lzo},
+#endif
 };
 
 const struct encoder *enc_for_path(const char *path)
@@ -34,5 +40,8 @@ const struct encoder *enc_for_path(const char *path)
 
 const char *enc_list(void)
 {
-	return HAVE_ZSTD ? "tar.zst, tar.xz, tar.gz, tar" : "tar.xz, tar.gz, tar";
+	return HAVE_ZSTD && HAVE_LZO ? "tar.zst, tar.xz, tar.gz, tar.lzo, tar"
+	       : HAVE_ZSTD	     ? "tar.zst, tar.xz, tar.gz, tar"
+	       : HAVE_LZO	     ? "tar.xz, tar.gz, tar.lzo, tar"
+				     : "tar.xz, tar.gz, tar";
 }

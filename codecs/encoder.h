@@ -2,7 +2,7 @@
  * enc_xz.c, enc_gzip.c), each exporting one const struct encoder.
  *
  * The caller (index/convert.c) cuts the decoded stream into blocks where it wants them (at
- * tar member boundaries) and has each block compressed on any thread: compress() depends on
+ * tar member boundaries, within the limits of whole_blocks) and has each block compressed on any thread: compress() depends on
  * nothing but the block, its bytes and the 32 KiB before them, so blocks are compressed in
  * parallel.  The caller then writes head(), the blocks in order, and tail(), and, in that
  * order, tells the encoder where each block landed (commit).  commit answers with the
@@ -18,7 +18,9 @@
  *         CRC64 checks), readable by `xz -d`;
  *   gzip  one member whose deflate stream is cut at block boundaries (byte-aligned by a sync
  *         flush; each block is compressed with the 32 KiB before it as its dictionary, as
- *         pigz does, so the ratio stays gzip's), or with members set one member per block.
+ *         pigz does, so the ratio stays gzip's), or with members set one member per block;
+ *   lzo   one lzop file whose 256 KiB blocks are cut so that each block is one of lzo.c's
+ *         1 MiB groups (enc_lzo.c), readable by `lzop -d`.
  *
  * Errors: 0 / counts, or -errno (-ENOMEM; -EIO for a library failure, logged).
  */
@@ -60,6 +62,10 @@ struct enc;
 
 struct encoder {
 	const char *codec; /* the codec that decodes it, by codec.h's name: "zstd", "xz", "gzip" */
+	/* Every block but the last must hold from `block` to less than 5/4 block decoded bytes
+	 * (the caller cuts inside a member rather than short): lzo, whose checkpoints are set by
+	 * size.  The block size is then the form's default only. */
+	bool whole_blocks;
 	const char *ext;   /* the extension of a tar in this form: ".tar.zst" */
 	const char *tool;  /* what else reads it, for messages: "zstd -d", ... */
 	int (*init)(const struct enc_opts *o, struct enc **out);

@@ -207,7 +207,7 @@ _tarseek_bench()
             return
             ;;
         --convert)
-            COMPREPLY=($(compgen -W 'zst xz gz tar zst,xz,gz' -- "$cur"))
+            COMPREPLY=($(compgen -W 'zst xz gz lzo tar zst,xz,gz' -- "$cur"))
             return
             ;;
         --mount-cmd | --name | -s | --sample | -r | --runs | --seed | -b | --baseline | \

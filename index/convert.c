@@ -36,6 +36,7 @@
 #define CV_BLOCK_ZSTD ((uint64_t)1 << 20)
 #define CV_BLOCK_XZ ((uint64_t)4 << 20)
 #define CV_BLOCK_GZIP ((uint64_t)2 << 20)
+#define CV_BLOCK_LZO ((uint64_t)1 << 20) /* lzo.c's group: whole_blocks */
 #define CV_BLOCK_MIN ((uint64_t)64 << 10)
 #define CV_BLOCK_MAX ((uint64_t)1 << 30)
 #define CV_BLOCK_CAP(b) ((b) + (b) / 4) /* the largest block next_end makes */
@@ -55,6 +56,8 @@ uint64_t cv_default_block(const struct encoder *enc)
 		return 0;
 	if (strcmp(enc->codec, "xz") == 0)
 		return CV_BLOCK_XZ;
+	if (strcmp(enc->codec, "lzo") == 0)
+		return CV_BLOCK_LZO;
 	return strcmp(enc->codec, "gzip") == 0 ? CV_BLOCK_GZIP : CV_BLOCK_ZSTD;
 }
 
@@ -287,14 +290,18 @@ static uint64_t next_end(struct cv *c, uint64_t s)
 	const struct cv_source *src = c->s;
 	uint64_t t = s + c->block, end = 0;
 
+	bool whole = c->enc && c->enc->whole_blocks; /* in [block, 5/4 block): no short block */
+
 	while (c->ci < src->ncuts && src->cuts[c->ci] <= s)
 		c->ci++;
 	for (size_t i = c->ci; i < src->ncuts && src->cuts[i] <= t + c->block / 4; i++) {
+		if (whole && src->cuts[i] == t + c->block / 4)
+			break;
 		if (src->cuts[i] >= t) {
 			end = src->cuts[i];
 			break;
 		}
-		if (src->cuts[i] >= s + c->block / 4)
+		if (src->cuts[i] >= s + c->block / 4 && !whole)
 			end = src->cuts[i];
 	}
 	if (!end)
@@ -731,6 +738,11 @@ int cv_convert(const char *source, const char *output, const struct cv_opts *o, 
 	c.block = o->block_size ? o->block_size : cv_default_block(o->enc);
 	if (o->enc && (c.block < CV_BLOCK_MIN || c.block > CV_BLOCK_MAX)) {
 		tfs_log(TFS_LOG_ERR, "--block-size must be within 64K..1G");
+		return -EINVAL;
+	}
+	if (o->enc && o->enc->whole_blocks && c.block != cv_default_block(o->enc)) {
+		tfs_log(TFS_LOG_ERR, "%s: the block size is %" PRIu64 "K, not set by --block-size",
+			o->enc->ext, cv_default_block(o->enc) >> 10);
 		return -EINVAL;
 	}
 	err = check_paths(source, output, o);

@@ -24,7 +24,8 @@ extern char **environ;
 static const char *form_ext(const char *form)
 {
 	static const char *const forms[][2] = {{"zst", ".tar.zst"}, {"xz", ".tar.xz"},
-					       {"gz", ".tar.gz"},   {"tar", ".tar"}};
+					       {"gz", ".tar.gz"},   {"lzo", ".tar.lzo"},
+					       {"tar", ".tar"}};
 
 	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
 		if (!strcmp(form, forms[i][0]))
@@ -137,7 +138,7 @@ int bench_convert(struct bench *b)
 	for (char *f = strtok_r(list, ",", &save); f && !err; f = strtok_r(NULL, ",", &save)) {
 		const char *ext = form_ext(f);
 		if (!ext) {
-			bench_err("--convert: %s is not a form (zst, xz, gz, tar)", f);
+			bench_err("--convert: %s is not a form (zst, xz, gz, lzo, tar)", f);
 			err = -EINVAL;
 			break;
 		}

@@ -178,32 +178,34 @@ static void log_sink(int level, const char *msg, void *opaque)
 		nerr++;
 }
 
-static void test_form(const struct encoder *enc, bool members, const char *tool)
+/* Encodes 7 MiB + 12345 bytes cut at cuts (the last is the length) with enc at level, and
+ * checks the checkpoints (nck of them), the codec's own scan and decoders, the real tool, and
+ * that a flipped byte is found. */
+static void test_cuts(const struct encoder *enc, bool members, int level, const char *tool,
+		      const size_t *cuts, size_t ncuts, size_t nck)
 {
-	size_t len = 7 * MIB + 12345;
+	size_t len = cuts[ncuts - 1];
 	uint8_t *data = malloc(len), *dec = NULL;
-	/* uneven blocks: 1 MiB, 17 bytes, 300 KiB, empty, 2 MiB, ... */
-	size_t cuts[] = {MIB, MIB + 17, MIB + 17 + 300 * KIB, MIB + 17 + 300 * KIB,
-			 3 * MIB + 17 + 300 * KIB, 5 * MIB, 6 * MIB + 5, len};
-	size_t ncuts = sizeof(cuts) / sizeof(cuts[0]);
-	struct enc_opts o = {.level = ENC_LEVEL_DEFAULT, .members = members, .block = 2 * MIB};
+	struct enc_opts o = {.level = level, .members = members, .block = 2 * MIB};
 	const struct codec *c = codec_by_name(enc->codec);
 	struct file f = {0};
 	struct scanned sc = {0};
 
-	fprintf(stderr, "%s%s\n", enc->codec, members ? " (members)" : "");
-	tu_fill(data, 3 * MIB, 1, 1);
-	tu_fill(data + 3 * MIB, MIB, 2, 0);
-	tu_fill(data + 4 * MIB, len - 4 * MIB, 3, 1);
+	fprintf(stderr, "%s%s, level %d\n", enc->codec, members ? " (members)" : "", level);
+	/* text, then a MiB of noise from 3 MiB, then text (as much of it as len holds) */
+	tu_fill(data, len < 3 * MIB ? len : 3 * MIB, 1, 1);
+	if (len > 3 * MIB)
+		tu_fill(data + 3 * MIB, len < 4 * MIB ? len - 3 * MIB : MIB, 2, 0);
+	if (len > 4 * MIB)
+		tu_fill(data + 4 * MIB, len - 4 * MIB, 3, 1);
 	CHECK(c != NULL);
+	if (enc->whole_blocks)
+		o.block = MIB + MIB / 4;
 	CHECK_EQ(encode(enc, &o, data, len, cuts, ncuts, &f), 0);
-	if (strcmp(enc->codec, "zstd") != 0)
-		CHECK_EQ(f.nck, ncuts - 1); /* every block but the empty one */
-	else
-		CHECK_EQ(f.nck, 5); /* the frames after the 17-byte one (300 KiB, empty, 2 MiB)
-				      start less than 1 MiB after it: no chunk of their own */
+	CHECK_EQ(f.nck, nck);
 	CHECK_EQ(f.ck[0].c.uoff, 0);
-	CHECK_EQ(f.ck[0].c.coff, strcmp(enc->codec, "xz") == 0 ? 12 : 0); /* xz: the block header */
+	/* xz: after the block header; lzo: after the file header */
+	CHECK_EQ(f.ck[0].c.coff, !strcmp(enc->codec, "xz") ? 12 : !strcmp(enc->codec, "lzo") ? 38 : 0);
 
 	ssize_t n = scan(c, &f, &dec, &sc);
 	CHECK_EQ(n, (ssize_t)len);
@@ -246,6 +248,42 @@ static void test_form(const struct encoder *enc, bool members, const char *tool)
 	free(data);
 }
 
+static void test_form(const struct encoder *enc, bool members, const char *tool)
+{
+	size_t len = 7 * MIB + 12345;
+	/* uneven blocks: 1 MiB, 17 bytes, 300 KiB, empty, 2 MiB, ... */
+	size_t cuts[] = {MIB, MIB + 17, MIB + 17 + 300 * KIB, MIB + 17 + 300 * KIB,
+			 3 * MIB + 17 + 300 * KIB, 5 * MIB, 6 * MIB + 5, len};
+	size_t ncuts = sizeof(cuts) / sizeof(cuts[0]);
+
+	/* zstd: the frames after the 17-byte one (300 KiB, empty, 2 MiB) start less than 1 MiB
+	 * after it: no chunk of their own; the others: every block but the empty one */
+	test_cuts(enc, members, ENC_LEVEL_DEFAULT, tool, cuts, ncuts,
+		  strcmp(enc->codec, "zstd") == 0 ? 5 : ncuts - 1);
+}
+
+#if HAVE_LZO
+/* lzo's blocks (whole_blocks): from 1 MiB to under 1.25 MiB, the last shorter; each one is
+ * one group of the scan's, whatever is left over 1 MiB, also none, and at every level kind. */
+static void test_lzo(const struct encoder *lz)
+{
+	size_t cuts[] = {MIB,
+			 2 * MIB + 17,
+			 3 * MIB + 17 + MIB / 4 - 512,
+			 4 * MIB + MIB / 4,
+			 5 * MIB + MIB / 4 + 200 * KIB,
+			 6 * MIB + MIB / 4 + 200 * KIB + 100 * KIB,
+			 7 * MIB + 12345};
+	size_t ncuts = sizeof(cuts) / sizeof(cuts[0]);
+	size_t last[] = {MIB, 2 * MIB + 200 * KIB}; /* a last block of 1 MiB, and over it */
+
+	CHECK(lz->whole_blocks);
+	for (int level = 1; level <= 9; level += 4)
+		test_cuts(lz, false, level, "lzop", cuts, ncuts, ncuts);
+	test_cuts(lz, false, ENC_LEVEL_DEFAULT, "lzop", last, 2, 2);
+}
+#endif
+
 static void test_levels(const struct encoder *enc, int bad)
 {
 	struct enc_opts o = {.level = bad};
@@ -277,6 +315,13 @@ int main(void)
 	CHECK(zs && strcmp(zs->codec, "zstd") == 0);
 	test_form(zs, false, "zstd");
 	test_levels(zs, 99);
+#endif
+#if HAVE_LZO
+	const struct encoder *lz = enc_for_path("a.tar.lzo");
+	CHECK(lz && strcmp(lz->codec, "lzo") == 0 && enc_for_path("a.tzo") == lz);
+	test_lzo(lz);
+	test_levels(lz, 10);
+	test_levels(lz, 0);
 #endif
 	return tu_exit();
 }
