@@ -94,17 +94,7 @@ static size_t el_bound(const struct enc *e, size_t len)
 	return n * (16 + 64 + 3) + len + len / 16;
 }
 
-static size_t el_header(const struct enc *e, uint8_t *p);
-
-static int el_head(struct enc *e, uint8_t **out, size_t *len)
-{
-	*out = malloc(EL_HDR);
-	if (!*out)
-		return -ENOMEM;
-	*len = el_header(e, *out);
-	return 0;
-}
-
+/* The file header (EL_HDR bytes at p): lzop 1.04's fields, no stored name. */
 static size_t el_header(const struct enc *e, uint8_t *p)
 {
 	size_t i = 9;
@@ -125,6 +115,15 @@ static size_t el_header(const struct enc *e, uint8_t *p)
 	p[i++] = 0; /* no stored name */
 	put_be32(p + i, (uint32_t)adler32(1, p + 9, (uInt)(i - 9)));
 	return i + 4;
+}
+
+static int el_head(struct enc *e, uint8_t **out, size_t *len)
+{
+	*out = malloc(EL_HDR);
+	if (!*out)
+		return -ENOMEM;
+	*len = el_header(e, *out);
+	return 0;
 }
 
 /* Compresses one lzop block of n bytes at in into out (room: n + n/16 + 64 + 3).  Its
