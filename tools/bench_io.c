@@ -10,10 +10,12 @@
  */
 #include "bench_io.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,6 +342,28 @@ static int remove_cgroup(const char *path)
 	return -errno;
 }
 
+/* Removes the empty tarseek-bench-PID folders under parent whose bench is gone (killed, so it
+ * could not remove its own). */
+static void sweep_stale(const char *parent)
+{
+	DIR *d = opendir(parent);
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		int pid;
+		char end;
+		if (sscanf(e->d_name, "tarseek-bench-%d%c", &pid, &end) != 1 || pid <= 0 ||
+		    pid == (int)getpid() || kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		char *path = bench_xasprintf("%s/%s", parent, e->d_name);
+		if (rmdir(path) == 0) /* a cgroup with processes in it stays (EBUSY) */
+			bench_info("--throttle: removed %s, left by a bench that was killed", path);
+		free(path);
+	}
+	if (d)
+		closedir(d);
+}
+
 static void cgroup_free(struct bench_cgroup *cg)
 {
 	free(cg->path);
@@ -374,6 +398,7 @@ int bench_cgroup_enter(const struct bench_throttle *t, const char *archive_path,
 	if (ret)
 		goto fail;
 	cg->parent = own_cgroup(cg->v2, cg->v2 ? CG_ROOT : CG_V1);
+	sweep_stale(cg->parent);
 	cg->path = bench_xasprintf("%s/tarseek-bench-%d", cg->parent, (int)getpid());
 	if (mkdir(cg->path, 0755) < 0) {
 		ret = -errno;
