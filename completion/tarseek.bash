@@ -36,7 +36,8 @@ _tarseek_bench_options='-d --dir --mount-cmd --name -l --list -0 --null --unquot
     -V --version'
 
 _tarseek_convert_options='-b --block-size -l --level --gzip-members -j --threads --verify
-    --check -f --force --index-file --source-index --index-folder -q --quiet -h --help
+    --check -f --force --index-file --source-index --index-folder --s3-endpoint
+    --remote-timeout -q --quiet -h --help
     -V --version'
 
 # Readline replaces only the text after the last character of COMP_WORDBREAKS in the word

@@ -24,12 +24,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "archive.h"
+#include "../net/net.h"
 #include "build.h"
 #include "db.h"
 
@@ -175,24 +177,56 @@ static void source_close(struct cv_source *s)
 	free(s->index);
 }
 
+/* A URL source: its bytes through net.h, its index found or built as a mount does; the output
+ * gets mode 0644, the object's Last-Modified (else now) and our owner.  *name: the shown URL
+ * (never a password or a signature), valid while s->file is. */
+static int source_open_url(struct cv_source *s, const char *url, const struct cv_opts *o,
+			   bool *built, const char **name)
+{
+	struct http_obj *obj;
+	int err;
+
+	if (!o->net) {
+		tfs_log(TFS_LOG_ERR, "remote sources are not available here");
+		return -ENOTSUP;
+	}
+	err = net_open(url, o->net, &s->file, &obj);
+	if (err)
+		return err; /* logged */
+	*name = http_name(obj);
+	err = idx_prepare_remote(obj, s->file, &o->source, &s->index, built, NULL);
+	if (err)
+		return err;
+	int64_t mtime = http_mtime(obj);
+	s->st.st_mode = S_IFREG | 0644;
+	s->st.st_size = (off_t)http_size(obj);
+	s->st.st_uid = getuid();
+	s->st.st_gid = getgid();
+	s->st.st_mtim.tv_sec = mtime > 0 ? (time_t)mtime : time(NULL);
+	s->st.st_atim = s->st.st_mtim;
+	return 0;
+}
+
 static int source_open(struct cv_source *s, const char *path, const struct cv_opts *o,
 		       struct cv_stats *st)
 {
 	bool built = false;
 	int err;
 
-	if (stat(path, &s->st)) {
+	if (http_is_url(path)) {
+		err = source_open_url(s, path, o, &built, &path);
+	} else if (stat(path, &s->st)) {
 		err = -errno;
 		tfs_log(TFS_LOG_ERR, "cannot read %s: %s", path, strerror(errno));
-		return err;
+	} else {
+		err = idx_prepare(path, &o->source, &s->index, &built, NULL);
+		if (!err)
+			err = src_open_file(path, &s->file);
 	}
-	err = idx_prepare(path, &o->source, &s->index, &built, NULL);
 	if (err)
 		return err;
 	st->built_source_index = built;
 	err = source_facts(s, path);
-	if (!err)
-		err = src_open_file(path, &s->file);
 	if (err)
 		return err;
 	if (strcmp(s->codec, "none") == 0)

@@ -1,6 +1,8 @@
 /* Converting an archive into its fastest seekable form (tarseek-convert).
  *
- * The source is any tar tarseek mounts (plain or in any codec), or a single compressed file;
+ * The source is any tar tarseek mounts (plain or in any codec), or a single compressed file,
+ * a local file or an http://, https:// or s3:// URL (read through net.h, its index found or
+ * built as a mount would; the output then gets mode 0644 and the object's Last-Modified);
  * the output's form comes from its extension (codecs/encoder.h: .tar.zst, .tar.xz, .tar.gz;
  * .tar writes the decoded stream as it is).  The decoded stream is copied byte for byte: the
  * tar inside is unchanged.  It is cut into blocks of about block_size decoded bytes, at member
@@ -30,6 +32,8 @@
 #include "../codecs/encoder.h"
 #include "open.h"
 
+struct net_env;
+
 struct cv_opts {
 	const struct encoder *enc; /* NULL: a plain .tar */
 	struct enc_opts enc_opts;
@@ -40,6 +44,7 @@ struct cv_opts {
 	bool force;		/* replace an existing output */
 	const char *index_file; /* where the output's index goes; NULL: OUTPUT.index.sqlite */
 	struct idx_opts source; /* how the source's index is found or built */
+	const struct net_env *net; /* for a source given as a URL (net.h); NULL: none */
 };
 
 struct cv_stats {

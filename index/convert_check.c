@@ -117,9 +117,10 @@ static int compare_member(struct arch *sa, struct arch *oa, const struct ck_memb
 
 int cv_check(const char *source, const char *output, const struct cv_opts *o)
 {
-	struct arch_opts so = {.idx = o->source}, oo = {.idx = {.index_file = o->index_file,
-								.check_only = true,
-								.build = o->source.build}};
+	struct arch_opts so = {.idx = o->source, .env.net = o->net};
+	struct arch_opts oo = {.idx = {.index_file = o->index_file,
+				       .check_only = true,
+				       .build = o->source.build}};
 	struct arch *sa = NULL, *oa = NULL;
 	struct ck_list sl = {0}, ol = {0};
 	uint8_t *b1 = malloc(CK_BUF), *b2 = malloc(CK_BUF);

@@ -13,6 +13,8 @@
 
 #include "../common/log.h"
 #include "../common/size.h"
+#include "../net/net.h"
+#include "cache.h"
 #include "config.h"
 #include "convert.h"
 
@@ -21,10 +23,11 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: tarseek-convert [options] SOURCE OUTPUT\n"
 		"\n"
-		"Rewrites SOURCE (a tar, plain or compressed, or a single compressed file) into\n"
-		"the seekable form OUTPUT's extension names, with tarseek's index beside it\n"
-		"(OUTPUT.index.sqlite), so OUTPUT mounts at once and reads fast.  The tar inside\n"
-		"is copied byte for byte; every other tool reads OUTPUT as usual.\n"
+		"Rewrites SOURCE (a tar, plain or compressed, or a single compressed file; a path\n"
+		"or an http://, https:// or s3:// URL) into the seekable form OUTPUT's extension\n"
+		"names, with tarseek's index beside it (OUTPUT.index.sqlite), so OUTPUT mounts at\n"
+		"once and reads fast.  The tar inside is copied byte for byte; every other tool\n"
+		"reads OUTPUT as usual.\n"
 		"  .tar.zst  zstd's seekable format: one frame per block and a seek table\n"
 		"  .tar.xz   one xz stream of independent blocks, sizes in every header\n"
 		"  .tar.gz   one gzip member cut at block boundaries (--gzip-members: a member\n"
@@ -49,6 +52,8 @@ static void usage(FILE *f)
 		"      --source-index PATH SOURCE's index (default: where tarseek looks for it;\n"
 		"                          built there if missing, as a mount would)\n"
 		"      --index-folder DIR  look for (or build) SOURCE's index in DIR\n"
+		"      --s3-endpoint URL   an S3-compatible store for s3:// SOURCEs\n"
+		"      --remote-timeout S  a request fails after S seconds, retries included\n"
 		"  -q, --quiet             no progress line, only errors\n"
 		"  -h, --help; -V, --version\n"
 		"\n"
@@ -56,7 +61,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_GZIP_MEMBERS = 256, OPT_VERIFY, OPT_CHECK, OPT_INDEX_FILE, OPT_SOURCE_INDEX,
-       OPT_INDEX_FOLDER };
+       OPT_INDEX_FOLDER, OPT_S3_ENDPOINT, OPT_REMOTE_TIMEOUT };
 
 static void on_signal(int sig)
 {
@@ -92,6 +97,8 @@ int main(int argc, char **argv)
 		{"index-file", required_argument, NULL, OPT_INDEX_FILE},
 		{"source-index", required_argument, NULL, OPT_SOURCE_INDEX},
 		{"index-folder", required_argument, NULL, OPT_INDEX_FOLDER},
+		{"s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT},
+		{"remote-timeout", required_argument, NULL, OPT_REMOTE_TIMEOUT},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -102,6 +109,7 @@ int main(int argc, char **argv)
 			    .threads = ncpu > 0 ? (unsigned)ncpu : 1,
 			    .progress = true,
 			    .source = {.build = {.gzip_spacing = 4u << 20, .progress = true}}};
+	struct net_env ne = {0};
 	bool check = false;
 	char *end;
 	int c;
@@ -154,6 +162,19 @@ int main(int argc, char **argv)
 		case OPT_INDEX_FOLDER:
 			o.source.index_folder = optarg;
 			break;
+		case OPT_S3_ENDPOINT:
+			ne.http.s3_endpoint = optarg;
+			break;
+		case OPT_REMOTE_TIMEOUT: {
+			long v = strtol(optarg, &end, 10);
+			if (!*optarg || *end || v < 1 || v > 86400) {
+				fprintf(stderr, "tarseek-convert: --remote-timeout: '%s' is not a "
+					"number of seconds from 1 to 86400\n", optarg);
+				return 2;
+			}
+			ne.http.timeout_ms = (unsigned)v * 1000u;
+			break;
+		}
 		case 'q':
 			o.progress = false;
 			o.source.build.progress = false;
@@ -174,7 +195,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tarseek-convert: give SOURCE and OUTPUT (--help tells more)\n");
 		return 2;
 	}
-	const char *source = argv[optind], *output = argv[optind + 1];
+	const char *source = argv[optind], *output = argv[optind + 1], *shown = source;
+	char *shown_url = NULL;
+	if (http_is_url(source)) { /* read through a page cache of its own, like a mount's */
+		if (http_global_init() < 0 || !(ne.pages = cache_new(64u << 20))) {
+			fprintf(stderr, "tarseek-convert: cannot initialise libcurl\n");
+			return 1;
+		}
+		o.net = &ne;
+		shown_url = http_shown(source);
+		shown = shown_url ? shown_url : "URL"; /* never a password or a signature */
+	}
 	o.enc = enc_for_path(output);
 	if (!o.enc && other_form(output)) {
 		fprintf(stderr, "tarseek-convert: cannot write the form %s names (it writes %s)\n",
@@ -188,7 +219,9 @@ int main(int argc, char **argv)
 	if (check) {
 		int err = cv_check(source, output, &o);
 		if (!err && o.progress)
-			fprintf(stderr, "%s matches %s\n", output, source);
+			fprintf(stderr, "%s matches %s\n", output, shown);
+		cache_free(ne.pages);
+		free(shown_url);
 		return err ? 1 : 0;
 	}
 
@@ -200,8 +233,11 @@ int main(int argc, char **argv)
 
 	struct cv_stats st;
 	int err = cv_convert(source, output, &o, &st);
-	if (err)
+	cache_free(ne.pages);
+	if (err) {
+		free(shown_url);
 		return 1;
+	}
 	if (o.progress) {
 		char in[32], us[32], out[32];
 		format_size(in, sizeof(in), (double)st.source_size);
@@ -210,12 +246,13 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"%s (%s, %s decoded) -> %s (%s, %.1f%% of the tar): %llu blocks, %llu members, "
 			"%.1f s%s",
-			source, in, us, output, out, st.usize ? 100.0 * st.output_size / st.usize : 0.0,
+			shown, in, us, output, out, st.usize ? 100.0 * st.output_size / st.usize : 0.0,
 			(unsigned long long)st.blocks, (unsigned long long)st.members, st.seconds,
 			st.built_source_index ? " (the source's index built first)" : "");
 		if (o.verify)
 			fprintf(stderr, "; verified in %.1f s", st.verify_seconds);
 		fprintf(stderr, "\n");
 	}
+	free(shown_url);
 	return 0;
 }

@@ -126,6 +126,34 @@ def test_tar_by_url_equals_gnu_tar(site, mount, tmp_path, name):
     assert body_bytes(ng.requests(), "/" + name) <= size + (1 << 20)
 
 
+CONVERT_TOOL = os.path.join(BUILD, "tools", "tarseek-convert")
+
+
+def test_convert_from_url(site, mount, tmp_path):
+    """tarseek-convert reads a source by URL (its index built, as a mount would, in the cache
+    folder) and writes the same tar, verified, which mounts with the index written beside it;
+    a missing object is refused with the URL in the message."""
+    ng, www, ref, _ = site
+    if not have("zstd"):
+        pytest.skip("zstd is not installed")
+    out = tmp_path / "conv.tar.zst"
+    env = dict(os.environ, **cache_env(tmp_path))
+    r = subprocess.run([CONVERT_TOOL, "--verify", f"{ng.url}/t.tar.gz", out],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    assert f"{ng.url}/t.tar.gz (" in r.stderr, r.stderr  # the closing line names the URL
+    assert subprocess.run(["zstd", "-dc", out], capture_output=True,
+                          check=True).stdout == (www / "t.tar").read_bytes()
+    assert oct(os.stat(out).st_mode & 0o777) == "0o644"
+    with mount(out, "--no-prefetch") as m:
+        assert "decoders_started=0\n" in xattr_info(m.path)
+        compare_trees(m.path, ref)
+    r = subprocess.run([CONVERT_TOOL, "-q", f"{ng.url}/missing.tar.gz", tmp_path / "x.tar.zst"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 1 and "missing.tar.gz" in r.stderr, r.stderr
+    assert not os.path.exists(tmp_path / "x.tar.zst")
+
+
 def test_zip_and_single_file_by_url(site, mount, tmp_path):
     ng, www, ref, tree = site
     if os.path.exists(www / "t.zip"):
