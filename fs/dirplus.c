@@ -132,11 +132,11 @@ unsigned dp_bare_room(struct dirplus *dp, pid_t requester, uint64_t dir, bool fr
 	    (requester && requester == atomic_load_explicit(&dp->walker, memory_order_relaxed)))
 		return 0;
 	pthread_mutex_lock(&dp->lock);
-	if (dp->n) {
-		struct bare *b = find(dp, dir);
-		if (b->ino && from_start)
+	struct bare *b = dp->n ? find(dp, dir) : NULL;
+	if (b && b->ino) {
+		if (from_start)
 			b->n = 0;
-		room = b->ino && b->n < DP_BARE_MAX ? DP_BARE_MAX - b->n : b->ino ? 0 : DP_BARE_MAX;
+		room = b->n < DP_BARE_MAX ? DP_BARE_MAX - b->n : 0;
 	}
 	pthread_mutex_unlock(&dp->lock);
 	if (atomic_load_explicit(&dp->walker, memory_order_relaxed))

@@ -59,7 +59,7 @@ void dp_looked_up(struct dirplus *dp, struct fuse_session *se, bool folder);
  * if there was one since the last call for dir). */
 bool dp_before_walk(struct dirplus *dp, struct fuse_session *se, uint64_t dir);
 
-/* For user.tarseek.requests-like reports and tests: whether listings carry every attribute. */
+/* Whether listings carry every attribute (the switch has happened); for the unit tests. */
 bool dp_all_attrs(struct dirplus *dp);
 
 #endif

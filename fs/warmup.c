@@ -23,12 +23,12 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/mountinfo.h"
 #include "dirplus.h"
 #include "handles.h"
 #include "prefetch.h"
@@ -52,77 +52,6 @@ struct warmup {
 	size_t nfiles, cap;
 };
 
-/* Unescapes a mountinfo field (octal escapes for space, tab, newline, backslash) in place. */
-static void unescape(char *f)
-{
-	char *o = f;
-
-	for (; *f; f++) {
-		if (f[0] == '\\' && f[1] >= '0' && f[1] <= '3' && f[2] >= '0' && f[2] <= '7' &&
-		    f[3] >= '0' && f[3] <= '7') {
-			*o++ = (char)((f[1] - '0') * 64 + (f[2] - '0') * 8 + (f[3] - '0'));
-			f += 3;
-		} else {
-			*o++ = *f;
-		}
-	}
-	*o = 0;
-}
-
-/* True if the mount table (mountinfo's text) has a mount of w->dev on w->mountpoint. */
-static bool table_shows(const struct warmup *w, char *text)
-{
-	char *save = NULL;
-
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		unsigned maj, min;
-		char mp[4096];
-		/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT ..." */
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mp) != 3)
-			continue;
-		unescape(mp);
-		if (maj == major(w->dev) && min == minor(w->dev) && !strcmp(mp, w->mountpoint))
-			return true;
-	}
-	return false;
-}
-
-/* Reads the mount table again: is the mount still there?  (True if it cannot tell.) */
-static bool reread_table(const struct warmup *w)
-{
-	size_t cap = 1 << 16, len = 0;
-	char *text = malloc(cap);
-	bool shows = true;
-
-	if (!text || lseek(w->mounts_fd, 0, SEEK_SET) != 0) {
-		free(text);
-		return true;
-	}
-	for (;;) {
-		if (len + 1 == cap) {
-			char *n = realloc(text, cap * 2);
-			if (!n) {
-				free(text);
-				return true;
-			}
-			text = n;
-			cap *= 2;
-		}
-		ssize_t n = read(w->mounts_fd, text + len, cap - 1 - len);
-		if (n < 0) {
-			free(text);
-			return true;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	text[len] = 0;
-	shows = table_shows(w, text);
-	free(text);
-	return shows;
-}
-
 /* True while the mount point still shows the file system being warmed.  Not by looking at the
  * mount point: a path lookup that ends on it holds the mount for the moment it takes, and an
  * unmount at that moment is refused as busy.  The mount table is read again only when a poll
@@ -137,8 +66,8 @@ static bool still_mounted(struct warmup *w)
 		struct stat st;
 		return stat(w->mountpoint, &st) == 0 && st.st_dev == w->dev;
 	}
-	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLPRI | POLLERR)))
-		w->gone = !reread_table(w);
+	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLPRI | POLLERR))) /* < 0: cannot tell */
+		w->gone = mountinfo_has(w->mounts_fd, w->mountpoint, &w->dev) == 0;
 	return !w->gone;
 }
 

@@ -318,12 +318,12 @@ static void *worker(void *arg)
 /* Where the block starting at decoded offset s ends: at the first member start in
  * [s + block, s + 5/4 block] (a block holds at least `block` bytes when it can: zstd gives a
  * frame under 1 MiB no checkpoint of its own), else at the last in [s + block / 4, s + block),
- * else at s + block, inside a member then longer than a block. */
+ * else at s + block, inside a member then longer than a block.  For an encoder with
+ * whole_blocks (lzo) only [s + block, s + 5/4 block) counts, then s + block. */
 static uint64_t next_end(struct cv *c, uint64_t s)
 {
 	const struct cv_source *src = c->s;
 	uint64_t t = s + c->block, end = 0;
-
 	bool whole = c->enc && c->enc->whole_blocks; /* in [block, 5/4 block): no short block */
 
 	while (c->ci < src->ncuts && src->cuts[c->ci] <= s)

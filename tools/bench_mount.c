@@ -31,6 +31,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "mountinfo.h"
 
 volatile sig_atomic_t bench_interrupted;
 
@@ -62,96 +63,13 @@ int bench_drop_caches(void)
 	return ret;
 }
 
-/* Undoes mountinfo's octal escapes (\040 space, \011 tab, \012 newline, \134 backslash) in
- * place. */
-static void unescape_mountinfo(char *s)
-{
-	char *w = s;
-
-	for (char *r = s; *r; r++) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-		    r[3] >= '0' && r[3] <= '7') {
-			*w++ = (char)((r[1] - '0') << 6 | (r[2] - '0') << 3 | (r[3] - '0'));
-			r += 3;
-		} else {
-			*w++ = *r;
-		}
-	}
-	*w = '\0';
-}
-
-/* Reads the whole of fd from offset 0 into a malloc'd, NUL-terminated buffer. */
-static char *read_all_fd(int fd)
-{
-	size_t len = 0, cap = 16384;
-	char *buf = malloc(cap), *nbuf;
-	ssize_t n;
-
-	if (!buf)
-		return NULL;
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		goto fail;
-	for (;;) {
-		if (cap - len < 4096) {
-			nbuf = realloc(buf, cap * 2);
-			if (!nbuf)
-				goto fail;
-			buf = nbuf;
-			cap *= 2;
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto fail;
-		if (!n)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	return buf;
-fail:
-	free(buf);
-	return NULL;
-}
-
-static int mountinfo_has(int fd, const char *path)
-{
-	char *text = read_all_fd(fd), *line, *save = NULL;
-	int found = 0;
-
-	if (!text)
-		return -errno;
-	for (line = strtok_r(text, "\n", &save); line && !found;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *f = line;
-
-		/* Fields: mount id, parent id, major:minor, root, mount point, ... */
-		for (int i = 0; i < 4 && f; i++) {
-			f = strchr(f, ' ');
-			if (f)
-				f++;
-		}
-		if (!f)
-			continue;
-		char *end = strchr(f, ' ');
-
-		if (end)
-			*end = '\0';
-		unescape_mountinfo(f);
-		found = !strcmp(f, path);
-	}
-	free(text);
-	return found;
-}
-
 int bench_is_mountpoint(const char *path)
 {
 	int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC), ret;
 
 	if (fd < 0)
 		return -errno;
-	ret = mountinfo_has(fd, path);
+	ret = mountinfo_has(fd, path, NULL);
 	close(fd);
 	return ret;
 }
@@ -349,7 +267,7 @@ int bench_mount_start(const struct bench_mount_spec *spec, struct bench_mount **
 		tfs_log(TFS_LOG_ERR, "cannot read /proc/self/mountinfo: %s", strerror(errno));
 		goto fail_free;
 	}
-	ret = mountinfo_has(pfd.fd, spec->mountpoint);
+	ret = mountinfo_has(pfd.fd, spec->mountpoint, NULL);
 	if (ret) {
 		tfs_log(TFS_LOG_ERR, "%s: %s is already a mount point", spec->name,
 			spec->mountpoint);
@@ -377,7 +295,7 @@ int bench_mount_start(const struct bench_mount_spec *spec, struct bench_mount **
 			ret = -ECHILD;
 			goto fail_kill;
 		}
-		ret = mountinfo_has(pfd.fd, spec->mountpoint);
+		ret = mountinfo_has(pfd.fd, spec->mountpoint, NULL);
 		if (ret < 0)
 			goto fail_kill;
 		if (ret)
