@@ -14,8 +14,8 @@
  * of its content, and a footer whose last four bytes are the magic 0x8F92EAB1.
  *
  * Checkpoints.  One per frame would make 10,000 rows for 10,000 tiny frames, so consecutive
- * frames are merged into one chunk until it holds ZS_CHUNK_MIN (1 MiB) of decoded data: a new
- * chunk opens at the first zstd frame that starts at least 1 MiB after the previous checkpoint,
+ * frames are merged into one chunk until it holds ZS_CHUNK_MIN (64 KiB) of decoded data: a new
+ * chunk opens at the first zstd frame that starts at least 64 KiB after the previous checkpoint,
  * and its checkpoint is emitted with its first decoded byte (so empty frames never make an empty
  * chunk, and uoffs strictly increase).  The rule depends on decoded sizes only, so the scan,
  * index_blocks, one thread and many threads all place the same checkpoints.

@@ -35,7 +35,7 @@
 #include "build.h"
 #include "db.h"
 
-#define CV_BLOCK_ZSTD ((uint64_t)1 << 20)
+#define CV_BLOCK_ZSTD ((uint64_t)256 << 10)
 #define CV_BLOCK_XZ ((uint64_t)4 << 20)
 #define CV_BLOCK_GZIP ((uint64_t)2 << 20)
 #define CV_BLOCK_LZO ((uint64_t)1 << 20) /* lzo.c's group: whole_blocks */

@@ -38,7 +38,7 @@ static void usage(FILE *f)
 		"so a small file never spans two.  A single compressed file (vm.img.gz) converts\n"
 		"to one too (vm.img.zst).\n"
 		"\n"
-		"  -b, --block-size SIZE   decoded bytes per block (default: zst 1M, xz 4M, gz 2M;\n"
+		"  -b, --block-size SIZE   decoded bytes per block (default: zst 256K, xz 4M, gz 2M;\n"
 		"                          lzo: always 1M)\n"
 		"  -l, --level N           the compressor's level (default: zstd 3, xz 6, gzip 6,\n"
 		"                          lzop 3)\n"
