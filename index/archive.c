@@ -818,6 +818,13 @@ size_t arch_file_direct(struct arch_file *f, uint64_t off, size_t len, int *fd, 
 	 * for the end of the file): only while the archive still holds the whole range */
 	if (fstat(f->a->fd, &st) < 0 || (uint64_t)st.st_size < f->data_off + off + len)
 		return 0;
+	if (!f->advised && f->size - off > len) {
+		/* more requests follow (the kernel's are 128 KiB): the disk reads the rest now, in
+		 * large requests, instead of one small read per request as they come */
+		uint64_t left = f->size - off;
+		src_advise(f->a->file, f->data_off + off, left < ADVISE_MAX ? left : ADVISE_MAX);
+		f->advised = true;
+	}
 	*fd = f->a->fd;
 	*fd_off = f->data_off + off;
 	return len;

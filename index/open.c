@@ -3,8 +3,10 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +26,7 @@
 #include "validate.h"
 
 #define MEMDB_MAX (4u << 20) /* indexes up to this size are copied into memory */
+#define INDEX_READAHEAD_MAX ((off_t)256 << 20) /* larger ones are read ahead up to here */
 
 /* ---- building --------------------------------------------------------------------------- */
 
@@ -520,6 +523,40 @@ int idx_prepare_remote(struct http_obj *obj, struct src *src, const struct idx_o
 
 /* ---- opening ---------------------------------------------------------------------------- */
 
+/* Asks the kernel to read the index file into the page cache, on a thread of its own (the
+ * request can block while the device queue is full).  SQLite reads an index larger than
+ * MEMDB_MAX page by page: cold, every 4 KiB page a lookup touches is one random read of the
+ * disk, ~1,200 of them for the md5 workload's 1000 files of backup.tar (a 9 MiB index),
+ * where one sequential read of the file costs ~20 ms. */
+static void *readahead_run(void *arg)
+{
+	char *path = arg;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		(void)posix_fadvise(fd, 0, INDEX_READAHEAD_MAX, POSIX_FADV_WILLNEED);
+		close(fd);
+	}
+	free(path);
+	return NULL;
+}
+
+static void index_readahead(const char *path)
+{
+	pthread_attr_t attr;
+	pthread_t th;
+	char *copy = strdup(path);
+
+	if (!copy || pthread_attr_init(&attr) != 0) {
+		free(copy);
+		return;
+	}
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &attr, readahead_run, copy) != 0)
+		free(copy);
+	pthread_attr_destroy(&attr);
+}
+
 /* Opens the index found at index for data (the archive's, also on error), named name. */
 static int open_found(const char *index, struct src *data, const char *name, const char *shown_as,
 		      const struct arch_opts *o, bool built, const struct idx_build_stats *stats,
@@ -547,6 +584,8 @@ static int open_found(const char *index, struct src *data, const char *name, con
 			src_free(data);
 			goto out;
 		}
+	} else {
+		index_readahead(shown);
 	}
 	err = arch_open_index(mem ? mem : shown, shown, data, name, &o->env, out);
 	if (err)
