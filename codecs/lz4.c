@@ -22,9 +22,9 @@
  * blocks: a group ends after 128 KiB / the maximum block size blocks (2 of 64 KiB, one of
  * 256 KiB, 1 MiB or 4 MiB -- about 128 KiB decompressed or one block, since the lz4 tool fills
  * every block but a frame's last; small groups keep a random read of a small member small) or
- * at its frame's EndMark.  The rule depends on headers only, because the decompressed size of a block is
- * known only by decoding it.  Frames with linked blocks (-BD: a block may copy from the 64 KiB
- * decoded before it) decode only from their start: one checkpoint per frame.  They are
+ * at its frame's EndMark.  The rule depends on headers only, because the decompressed size of
+ * a block is known only by decoding it.  Frames with linked blocks (-BD: a block may copy from
+ * the 64 KiB decoded before it) decode only from their start: one checkpoint per frame.  They are
  * decoded block by block with LZ4_decompress_safe_usingDict and a 64 KiB history kept beside
  * the output, not with LZ4F: the same block parser, checksums, size limits and messages with
  * compressed offsets then serve every kind of frame, and a block decodes straight into the
@@ -107,12 +107,12 @@
 #define LZ4_SKIP_MAGIC 0x184D2A50u /* ..5F */
 #define LZ4_SKIP_MASK 0xFFFFFFF0u
 #define LZ4_LEGACY_MAGIC 0x184C2102u
-#define LZ4_LEGACY_BLOCK (8u << 20)			      /* decoded bytes per legacy block */
+#define LZ4_LEGACY_BLOCK (8u << 20)			     /* decoded bytes per legacy block */
 #define LZ4_LEGACY_BOUND LZ4_COMPRESSBOUND(LZ4_LEGACY_BLOCK) /* its largest compressed size */
-#define LZ4_HDR_MAX 19		/* magic, FLG, BD, content size, dictionary id, HC */
-#define LZ4_HIST (64u << 10)	/* what a linked block may copy from */
+#define LZ4_HDR_MAX 19	       /* magic, FLG, BD, content size, dictionary id, HC */
+#define LZ4_HIST (64u << 10)   /* what a linked block may copy from */
 #define LZ4_GROUP (128u << 10) /* decompressed bytes per checkpoint, about */
-#define LZ4_STORED 0x80000000u	/* high bit of a block size */
+#define LZ4_STORED 0x80000000u /* high bit of a block size */
 #define LZ4_MAX_THREADS 64
 #define LZ4_DEC_AHEAD_MAX ((size_t)8 << 20) /* a decoder's read within its group */
 #define LZ4_MSG 320

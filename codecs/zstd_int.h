@@ -32,7 +32,7 @@
 #define ZS_HDR_MAX 18			   /* magic + the largest frame header */
 #define ZS_BLOCK_MAX ((uint32_t)128 << 10) /* a block's size, by the format */
 #define ZS_WINDOW_LOG_MAX 31		   /* 2 GiB; larger windows are refused */
-#define ZS_CHUNK_MIN ((uint64_t)64 << 10)    /* decoded bytes a checkpoint's frames hold at least */
+#define ZS_CHUNK_MIN ((uint64_t)64 << 10)  /* decoded bytes a checkpoint's frames hold at least */
 #define ZS_BUDGET ((size_t)64 << 20)	   /* decoded bytes a scan queues, all jobs */
 #define ZS_JOB_CAP_MIN ((size_t)4 << 20)   /* ... and per job, within these bounds */
 #define ZS_JOB_CAP_MAX ((size_t)16 << 20)
