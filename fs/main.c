@@ -318,6 +318,17 @@ static int fuse_args_for(struct options *o, const char *argv0, struct fuse_args 
  * says the mount is ready (tfs_init writes a byte to *ready, see tfs.h) or ends without
  * saying so; it exits 0 or 1 accordingly, so that mount(8) and systemd learn whether the
  * mount came up.  The child goes on (0).  -1 if it cannot fork. */
+/* How long the user's requests hold the warm-up up: WARMUP_QUIET_MS, or
+ * TARSEEK_WARMUP_QUIET_MS (the tests make it long, to watch the walk wait). */
+static unsigned warmup_quiet_ms(void)
+{
+	const char *v = getenv("TARSEEK_WARMUP_QUIET_MS");
+	char *end;
+	unsigned long ms = v && *v ? strtoul(v, &end, 10) : WARMUP_QUIET_MS;
+
+	return v && *v && (*end || ms > 600000) ? WARMUP_QUIET_MS : (unsigned)ms;
+}
+
 static int detach(bool foreground, const char *mnt, int *ready)
 {
 	int fds[2];
@@ -393,7 +404,8 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 	if (!o->no_prefetch && !o->recursion && entries <= WARMUP_MAX && !mp_is_fd(o->mountpoint)) {
 		struct warmup_params wp = {.mountpoint = o->mountpoint, .se = se, .un = t->un,
 					   .handles = t->handles, .dp = t->dp, .pf = pf,
-					   .budget = pf ? pf_budget(pf) : 0};
+					   .budget = pf ? pf_budget(pf) : 0,
+					   .quiet_ms = warmup_quiet_ms()};
 		t->warm = warm = warmup_start(&wp); /* best effort */
 	}
 	if (o->single_thread) {

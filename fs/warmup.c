@@ -48,6 +48,9 @@ struct warmup {
 	bool gone;     /* the mount point no longer shows this file system */
 	_Atomic uint64_t stored;
 	pthread_mutex_t se_lock; /* held while storing pages; p.se is NULL once the session goes */
+	_Atomic pid_t tid;	       /* the walking thread's (0 until it runs) */
+	_Atomic uint64_t user_ns;      /* CLOCK_MONOTONIC of the user's last request (0: none) */
+	bool walking;		       /* the dirplus walker while it lists (see give_way) */
 	uint64_t *files; /* inode numbers of the regular files met, in order */
 	size_t nfiles, cap;
 };
@@ -69,6 +72,48 @@ static bool still_mounted(struct warmup *w)
 	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLPRI | POLLERR))) /* < 0: cannot tell */
 		w->gone = mountinfo_has(w->mounts_fd, w->mountpoint, &w->dev) == 0;
 	return !w->gone;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits until quiet_ms have passed since the user's last request (see warmup.h).  While it
+ * waits the walk is not the dirplus walker: the user's listings are then bare or not by the
+ * usual rules, and those of folders the walk has yet to list are dropped before it does
+ * (before_listing).  False if stopped or unmounted meanwhile. */
+static bool give_way(struct warmup *w)
+{
+	uint64_t quiet = (uint64_t)w->p.quiet_ms * 1000000u;
+	bool waited = false;
+
+	for (;;) {
+		uint64_t last = atomic_load_explicit(&w->user_ns, memory_order_relaxed);
+		uint64_t now = now_ns();
+		if (!quiet || !last || now - last >= quiet)
+			break;
+		if (!waited && w->walking && w->p.dp)
+			dp_set_walker(w->p.dp, 0);
+		waited = true;
+		uint64_t left = quiet - (now - last);
+		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+		nanosleep(&ts, NULL);
+		if (!still_mounted(w))
+			return false;
+	}
+	if (waited && w->walking && w->p.dp)
+		dp_set_walker(w->p.dp, atomic_load(&w->tid));
+	return true;
+}
+
+void warmup_note_request(struct warmup *w, pid_t requester)
+{
+	if (w && requester != atomic_load_explicit(&w->tid, memory_order_relaxed))
+		atomic_store_explicit(&w->user_ns, now_ns(), memory_order_relaxed);
 }
 
 /* The root of a private, detached view of the mount at mountpoint, or -1. */
@@ -150,7 +195,7 @@ static bool walk_entries(struct warmup *w, int rootfd)
 		DIR *d = stack[depth - 1];
 		struct dirent *e;
 
-		if (!still_mounted(w)) { /* unmounted: let go of the file system */
+		if (!still_mounted(w) || !give_way(w)) { /* unmounted: let go of the file system */
 			whole = false;
 			break;
 		}
@@ -261,9 +306,12 @@ static void *warmup_main(void *arg)
 {
 	struct warmup *w = arg;
 
+	atomic_store(&w->tid, (pid_t)syscall(SYS_gettid));
+	w->walking = true;
 	if (w->p.dp) /* before any listing: the view's root is listed on our behalf too */
-		dp_set_walker(w->p.dp, (pid_t)syscall(SYS_gettid));
+		dp_set_walker(w->p.dp, atomic_load(&w->tid));
 	warmup_run(w);
+	w->walking = false;
 	if (w->p.dp) /* the thread id may go to another thread of the machine now */
 		dp_set_walker(w->p.dp, 0);
 	return NULL;
@@ -292,6 +340,7 @@ static void warmup_run(struct warmup *w)
 	before_listing(w, rootfd);
 	atomic_store(&w->view, 1);
 	bool whole = walk_entries(w, rootfd);
+	w->walking = false;
 	if (w->p.dp) /* no more listings of ours */
 		dp_set_walker(w->p.dp, 0);
 	if (!whole)
@@ -304,7 +353,7 @@ static void warmup_run(struct warmup *w)
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PF_NICE);
 	uint64_t budget = w->p.budget;
 	for (size_t i = 0; i < w->nfiles && budget; i++) {
-		if (!still_mounted(w))
+		if (!still_mounted(w) || !give_way(w))
 			return;
 		int err = store_file(w, w->files[i], &budget);
 		if (err < 0) {
@@ -337,6 +386,8 @@ struct warmup *warmup_start(const struct warmup_params *p)
 	atomic_init(&w->pages_done, false);
 	atomic_init(&w->no_pages, false);
 	atomic_init(&w->stored, 0);
+	atomic_init(&w->tid, 0);
+	atomic_init(&w->user_ns, 0);
 	pthread_mutex_init(&w->se_lock, NULL);
 	if (pthread_create(&w->thread, NULL, warmup_main, w) != 0) {
 		free(w->mountpoint);

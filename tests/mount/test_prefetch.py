@@ -218,6 +218,34 @@ def test_warm_pages_leave_nothing_to_read(mount, bundle):
         assert delta(before, requests(m.path)) == {}
 
 
+def test_warmup_waits_for_the_user(mount, tmp_path):
+    """The warm-up gives way to the user's requests: while a read came in less than the
+    quiet time ago (TARSEEK_WARMUP_QUIET_MS, made long here) it lists nothing more, and it
+    goes on to the end once the user has been quiet that long.  Polling the status (GETXATTR)
+    does not hold it up."""
+    import io
+    import tarfile
+    tar = tmp_path / "wide.tar"
+    with tarfile.open(tar, "w", format=tarfile.GNU_FORMAT) as t:
+        for i in range(30000):  # long enough to walk that the read below comes first
+            info = tarfile.TarInfo(f"g{i // 100:03d}/f{i:05d}")
+            info.size = 1
+            t.addfile(info, io.BytesIO(b"z"))
+    with mount(tar, env={"TARSEEK_WARMUP_QUIET_MS": "4000"}) as m:
+        assert read(os.path.join(m.path, "g299/f29999")) == b"z"  # the user's requests
+        time.sleep(0.5)  # a listing under way when they came in ends
+        first = requests(m.path).get("readdirplus", 0)
+        assert prefetch_state(m.path)["tree"] != "done"
+        time.sleep(1.5)
+        assert requests(m.path).get("readdirplus", 0) == first  # held up: nothing listed
+        assert prefetch_state(m.path)["tree"] != "done"
+        wait_for("walked", lambda: prefetch_state(m.path)["tree"] == "done", timeout=60)
+        assert requests(m.path)["readdirplus"] > first + 100  # ~300 folders, listed after
+        before = requests(m.path)
+        assert os.stat(os.path.join(m.path, "g123/f12345")).st_size == 1
+        assert "lookup" not in delta(before, requests(m.path))
+
+
 def test_no_warmup_without_prefetch(mount, bundle):
     tar, _ = bundle
     with mount(tar, "--no-prefetch") as m:
