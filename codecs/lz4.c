@@ -1417,4 +1417,5 @@ const struct codec codec_lz4 = {
 	.dec_read = lz4_dec_read,
 	.dec_memory = lz4_dec_memory,
 	.dec_free = lz4_dec_free,
+	.exact_input = true,
 };

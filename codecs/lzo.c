@@ -1183,4 +1183,5 @@ const struct codec codec_lzo = {
 	.dec_read = lzop_dec_read,
 	.dec_memory = lzop_dec_memory,
 	.dec_free = lzop_dec_free,
+	.exact_input = true,
 };

@@ -214,6 +214,7 @@ static void dec_release(struct creader *r, struct codec_dec *d)
 }
 
 #define ADVISE_SLACK ((uint64_t)64 << 10) /* decoders read their input 64 KiB at a time */
+#define ADVISE_SLACK_EXACT ((uint64_t)4 << 10) /* the next header (codec.h: exact_input) */
 
 static int start_decoder(struct creader *r, size_t i, struct rd_live *l);
 static bool bg_will_pass(struct creader *r, size_t i, uint64_t target);
@@ -309,6 +310,7 @@ static void pool_put(struct creader *r, struct rd_live *l)
 }
 
 #define ADVISE_SLACK ((uint64_t)64 << 10) /* decoders read their input 64 KiB at a time */
+#define ADVISE_SLACK_EXACT ((uint64_t)4 << 10) /* the next header (codec.h: exact_input) */
 
 static int start_decoder(struct creader *r, size_t i, struct rd_live *l)
 {
@@ -325,7 +327,8 @@ static int start_decoder(struct creader *r, size_t i, struct rd_live *l)
 	 * request: from the byte before the checkpoint (a gzip checkpoint's unread bits) to the
 	 * next one, plus what a decoder's last read of its input buffer takes past it */
 	uint64_t from = r->ck[i].coff ? r->ck[i].coff - 1 : 0;
-	uint64_t to = i + 1 < r->n && r->ck[i + 1].coff > from ? r->ck[i + 1].coff + ADVISE_SLACK
+	uint64_t slack = r->codec->exact_input ? ADVISE_SLACK_EXACT : ADVISE_SLACK;
+	uint64_t to = i + 1 < r->n && r->ck[i + 1].coff > from ? r->ck[i + 1].coff + slack
 							     : UINT64_MAX;
 	src_advise(r->in, from, to - from);
 	err = r->codec->dec_new(r->in, &r->ck[i], aux, auxlen, &l->dec);

@@ -982,4 +982,5 @@ const struct codec codec_xz = {
 	.dec_read = xz_dec_read,
 	.dec_memory = xz_dec_memory,
 	.dec_free = xz_dec_free,
+	.exact_input = true,
 };

@@ -155,6 +155,20 @@ static const struct codec fake = {
 	.dec_free = fake_dec_free,
 };
 
+/* the same, saying its decoders read nothing past their chunk (codec.h: exact_input) */
+static const struct codec fake_exact = {
+	.name = "fake-exact",
+	.scan_new = fake_scan_new,
+	.scan_read = fake_scan_read,
+	.scan_verified = fake_scan_verified,
+	.scan_free = fake_scan_free,
+	.dec_new = fake_dec_new,
+	.dec_read = fake_dec_read,
+	.dec_memory = fake_dec_memory,
+	.dec_free = fake_dec_free,
+	.exact_input = true,
+};
+
 /* ---- what the index would store ---- */
 
 struct stored {
@@ -578,6 +592,73 @@ static void test_wait_for_ahead(void)
 	free(data);
 }
 
+/* A source over memory that records the last span advised to it. */
+struct advised {
+	const uint8_t *data;
+	size_t size;
+	uint64_t off, len;
+	int n;
+};
+
+static ssize_t adv_pread(void *opaque, void *buf, size_t len, uint64_t off)
+{
+	struct advised *a = opaque;
+
+	if (off >= a->size)
+		return 0;
+	if (len > a->size - off)
+		len = (size_t)(a->size - off);
+	memcpy(buf, a->data + off, len);
+	return (ssize_t)len;
+}
+
+static void adv_advise(void *opaque, uint64_t off, uint64_t len)
+{
+	struct advised *a = opaque;
+
+	a->off = off;
+	a->len = len;
+	a->n++;
+}
+
+/* Before a decoder starts at a checkpoint, the reader advises the chunk's compressed span:
+ * from the byte before it to the next checkpoint, plus 64 KiB for a decoder that reads whole
+ * input buffers, or 4 KiB (a header) for one that reads block by block. */
+static void test_advised_span(const uint8_t *data, size_t size)
+{
+	static const struct src_ops ops = {.pread = adv_pread, .advise = adv_advise};
+	const struct codec *codecs[] = {&fake, &fake_exact};
+	const uint64_t slack[] = {64 << 10, 4 << 10};
+	struct stored *st = malloc(sizeof(*st));
+	uint64_t usize;
+	bool salvaged;
+
+	CHECK_EQ(index_data(data, size, 700 * 1000, st, &usize, &salvaged), 0);
+	CHECK(st->n > 4);
+	for (int k = 0; k < 2; k++) {
+		struct advised a = {.data = data, .size = size};
+		struct src *in = src_new(&ops, &a, size);
+		struct cache *cache = cache_new(8u << 20);
+		struct creader *r;
+		struct creader_params p = {
+		    .codec = codecs[k], .in = in, .ckpts = st->ck, .nckpts = st->n,
+		    .crcs = st->crcs, .usize = usize, .load_aux = load_aux, .cache = cache,
+		};
+		uint8_t buf[100];
+
+		CHECK_EQ(creader_new(&p, &r), 0);
+		CHECK_EQ(creader_read(r, buf, sizeof(buf), st->ck[2].uoff + 5000), (ssize_t)sizeof(buf));
+		CHECK(memcmp(buf, data + st->ck[2].uoff + 5000, sizeof(buf)) == 0);
+		CHECK_EQ(a.n, 1);
+		CHECK_EQ(a.off, st->ck[2].coff - 1);
+		CHECK_EQ(a.len, st->ck[3].coff + slack[k] - (st->ck[2].coff - 1));
+		creader_free(r);
+		cache_free(cache);
+		src_free(in);
+	}
+	free(st);
+}
+
 int main(void)
 {
 	size_t size = (10u << 20) + 12345;
@@ -596,6 +677,7 @@ int main(void)
 	test_salvage(data, size);
 	test_disk_tier(data, size);
 	test_wait_for_ahead();
+	test_advised_span(data, size);
 	free(data);
 	workers_free(ahead);
 	return tu_exit();
