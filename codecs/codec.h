@@ -150,7 +150,7 @@ struct codec {
 
 	/* True if a decoder reads its input block by block, nothing past its chunk's
 	 * compressed end but the few bytes of the next block's or frame's header (lz4, lzop,
-	 * xz blocks).  The span the reader advises before starting one then ends
+	 * xz blocks, zstd frames).  The span the reader advises before starting one then ends
 	 * there, not a whole input buffer (64 KiB) further: on a chunk of 60 KiB that slack
 	 * doubled what a read took from the disk. */
 	bool exact_input;

@@ -516,7 +516,7 @@ static int zs_dec_fail(struct codec_dec *d, int err, const char *msg)
 static int zs_dec_next_frame(struct codec_dec *d)
 {
 	struct zs_fdesc fd;
-	int r = zs_loc_next(&d->loc, false, &fd);
+	int r = zs_loc_next(&d->loc, d->ulen <= ZS_HOP_MAX, &fd);
 
 	if (r < 0)
 		return zs_dec_fail(d, r, d->loc.msg);
@@ -650,4 +650,5 @@ const struct codec codec_zstd = {
 	.dec_read = zs_dec_read,
 	.dec_memory = zs_dec_memory,
 	.dec_free = zs_dec_free,
+	.exact_input = true,
 };

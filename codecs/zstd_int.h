@@ -33,6 +33,12 @@
 #define ZS_BLOCK_MAX ((uint32_t)128 << 10) /* a block's size, by the format */
 #define ZS_WINDOW_LOG_MAX 31		   /* 2 GiB; larger windows are refused */
 #define ZS_CHUNK_MIN ((uint64_t)64 << 10)  /* decoded bytes a checkpoint's frames hold at least */
+/* A decoder of a chunk of at most this many decoded bytes hops each frame's block headers
+ * (one 3-byte read per block, in the span the reader advised) before decoding it, so that it
+ * reads the frame's compressed bytes and nothing past them: without a seek table the frame's
+ * end is not known, and libzstd's input would be read in whole 64 KiB buffers past it.  A
+ * longer chunk (a single-frame file: one frame of gigabytes) is read as it is decoded. */
+#define ZS_HOP_MAX ((uint64_t)8 << 20)
 #define ZS_BUDGET ((size_t)64 << 20)	   /* decoded bytes a scan queues, all jobs */
 #define ZS_JOB_CAP_MIN ((size_t)4 << 20)   /* ... and per job, within these bounds */
 #define ZS_JOB_CAP_MAX ((size_t)16 << 20)
