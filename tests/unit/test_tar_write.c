@@ -353,7 +353,7 @@ static void test_xattrs_and_lengths(void)
 {
 	struct tw_buf b = {0};
 	const uint8_t *x, *u;
-	uint8_t val[300];
+	uint8_t val[1000];
 	size_t vl;
 
 	for (size_t i = 0; i < sizeof(val); i++)
