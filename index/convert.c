@@ -3,7 +3,9 @@
  * The pieces, in the order the bytes flow:
  *   the source    its index (idx_prepare: found, or built as a mount would) gives the member
  *                 boundaries and the decoded size; its codec's scan gives the decoded bytes,
- *                 read forward once (its checkpoints are dropped: the index has them);
+ *                 read forward once (its checkpoints are dropped: the index has them); for a
+ *                 container, convert_tar.h plans a tar of its members (the boundaries, the
+ *                 size) and makes its bytes as they are read;
  *   the blocks    cut by next_end(), filled on the indexing thread, compressed by the workers
  *                 (a ring of njobs jobs, at most njobs ahead of the one being delivered);
  *   the builder   idx_build_base reads the decoded stream through a codec whose scan is ours
@@ -34,6 +36,7 @@
 #include "../net/net.h"
 #include "build.h"
 #include "db.h"
+#include "convert_tar.h"
 
 #define CV_BLOCK_ZSTD ((uint64_t)256 << 10)
 #define CV_BLOCK_XZ ((uint64_t)4 << 20)
@@ -75,6 +78,8 @@ struct cv_source {
 	struct src *file;
 	const struct codec *c;	/* NULL: a plain tar, read from file */
 	struct codec_scan *scan;
+	bool container;	    /* zip, 7z, libarchive's: its members are made into a tar */
+	struct cv_tar *tar; /* that tar, when container */
 };
 
 static int no_ckpt(void *opaque, const struct codec_ckpt *ck, const void *aux, size_t auxlen)
@@ -91,6 +96,8 @@ static ssize_t source_read(struct cv_source *s, uint8_t *buf, size_t len, uint64
 {
 	size_t have = 0;
 
+	if (s->tar)
+		return cv_tar_read(s->tar, buf, len, off);
 	if (!s->c)
 		return src_pread(s->file, buf, len, off);
 	while (have < len) {
@@ -148,19 +155,14 @@ static int source_facts(struct cv_source *s, const char *name)
 		tfs_log(TFS_LOG_ERR, "%s: its index %s lacks what a conversion needs", name,
 			s->index);
 		err = -EIO;
-	} else if (strcmp(kind, "tar") && strcmp(kind, "single")) {
-		tfs_log(
-		    TFS_LOG_ERR,
-		    "%s is a %s: tarseek-convert converts tar archives (plain or compressed) and "
-		    "single compressed files",
-		    name, kind);
-		err = -EINVAL;
 	} else if (db_meta_get_u64(db, "damaged", &damaged) && damaged) {
 		tfs_log(TFS_LOG_ERR, "%s is damaged: a conversion would lose what cannot be read",
 			name);
 		err = -EIO;
 	} else if (strcmp(kind, "tar") == 0) { /* a single file has no members to cut at */
 		err = read_cuts(db, s);
+	} else if (strcmp(kind, "single")) { /* a container's name: zip, 7z, libarchive */
+		s->container = true;
 	}
 	free(kind);
 	sqlite3_close(db);
@@ -169,6 +171,7 @@ static int source_facts(struct cv_source *s, const char *name)
 
 static void source_close(struct cv_source *s)
 {
+	cv_tar_free(s->tar);
 	if (s->c)
 		s->c->scan_free(s->scan);
 	src_free(s->file);
@@ -229,6 +232,9 @@ static int source_open(struct cv_source *s, const char *path, const struct cv_op
 	err = source_facts(s, path);
 	if (err)
 		return err;
+	if (s->container) /* its members are made into a tar */
+		return cv_tar_open(s->index, s->file, path, &s->tar, &s->cuts, &s->ncuts,
+				   &s->usize);
 	if (strcmp(s->codec, "none") == 0)
 		return 0;
 	struct codec_opts co = {.spacing = o->source.build.gzip_spacing,

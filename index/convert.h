@@ -1,11 +1,15 @@
 /* Converting an archive into its fastest seekable form (tarseek-convert).
  *
- * The source is any tar tarseek mounts (plain or in any codec), or a single compressed file,
- * a local file or an http://, https:// or s3:// URL (read through net.h, its index found or
- * built as a mount would; the output then gets mode 0644 and the object's Last-Modified);
- * the output's form comes from its extension (codecs/encoder.h: .tar.zst, .tar.xz, .tar.gz;
- * .tar writes the decoded stream as it is).  The decoded stream is copied byte for byte: the
- * tar inside is unchanged.  It is cut into blocks of about block_size decoded bytes, at member
+ * The source is anything tarseek mounts: a tar (plain or in any codec), a single compressed
+ * file, or a container (zip, 7z, and libarchive's rar, iso9660, cpio, ar, cab, lha, xar, warc,
+ * rpm); a local file or an http://, https:// or s3:// URL (read through net.h, its index
+ * found or built as a mount would; the output then gets mode 0644 and the object's
+ * Last-Modified).  The output's form comes from its extension (codecs/encoder.h: .tar.zst,
+ * .tar.xz, .tar.gz, .tar.lzo; .tar writes the decoded stream as it is).  A tar's decoded
+ * stream is copied byte for byte: the tar inside is unchanged.  A container's members are
+ * written as a new tar (convert_tar.h, tar_write.h: pax where ustar does not do): the tree a
+ * mount shows, in the order of their data in the source.  The tar is cut into blocks of about
+ * block_size decoded bytes, at member
  * boundaries (the start of a member's first header, from the source's index): a block ends at
  * the first member start between 1 and 5/4 block sizes, else at the last one past a quarter of
  * a block, else, inside a member then longer than a block, at the block size.  So a member
@@ -56,15 +60,20 @@ struct cv_stats {
 /* The default block size of a form (enc NULL: plain). */
 uint64_t cv_default_block(const struct encoder *enc);
 
-/* Converts source into output.  0, or -errno with the reason logged: -EINVAL (not a tar,
- * an unknown form, output = source), -EEXIST (output exists, no force), -EIO (the source is
- * damaged, or --verify found a difference), -EINTR (interrupted), -ENOSPC, -ENOMEM. */
+/* Converts source into output.  0, or -errno with the reason logged: -EINVAL (not an
+ * archive, an unknown form, output = source, a container member's name a tar cannot hold),
+ * -EEXIST (output exists, no force), -EIO (the source is damaged -- its index says so, or a
+ * container's member fails its read --, or --verify found a difference), -EACCES or
+ * -EOPNOTSUPP (a container's member tarseek cannot read: encrypted, a method it lacks), -EINTR
+ * (interrupted), -ENOSPC, -ENOMEM. */
 int cv_convert(const char *source, const char *output, const struct cv_opts *o,
 	       struct cv_stats *st);
 
 /* Compares output (with its index, as a mount would find it, or o->index_file) with source:
- * every regular member's bytes, read through both indexes.  0, -EIO (a difference or a read
- * error, logged), -errno. */
+ * every regular member's bytes, read through both indexes.  A tar source's members are
+ * paired by where their headers start; a container's by path, through the trees a mount
+ * shows: a name on one side only, another type, size, symlink target or device is a
+ * difference too.  0, -EIO (a difference or a read error, logged), -errno. */
 int cv_check(const char *source, const char *output, const struct cv_opts *o);
 
 /* Async-signal-safe: makes a running conversion stop and clean up (it returns -EINTR). */

@@ -44,7 +44,7 @@
 
 _Static_assert(W_PREFIX + W_PREFIX_LEN + 12 == TW_BLOCK, "ustar header layout");
 
-static int buf_reserve(struct tw_buf *b, size_t more)
+int tw_buf_reserve(struct tw_buf *b, size_t more)
 {
 	if (more > SIZE_MAX / 2 - b->len)
 		return -ENOMEM;
@@ -61,9 +61,9 @@ static int buf_reserve(struct tw_buf *b, size_t more)
 	return 0;
 }
 
-static int buf_put(struct tw_buf *b, const void *d, size_t n)
+int tw_buf_put(struct tw_buf *b, const void *d, size_t n)
 {
-	int err = buf_reserve(b, n);
+	int err = tw_buf_reserve(b, n);
 
 	if (err)
 		return err;
@@ -108,13 +108,13 @@ static int pax_add(struct tw_buf *r, const char *prefix, const char *key, const 
 		d = digits(body + d);
 	len = body + d;
 	snprintf(num, sizeof(num), "%zu ", len);
-	err = buf_reserve(r, len);
-	err = err ? err : buf_put(r, num, strlen(num));
-	err = err ? err : buf_put(r, prefix, plen);
-	err = err ? err : buf_put(r, key, klen);
-	err = err ? err : buf_put(r, "=", 1);
-	err = err ? err : buf_put(r, val, vlen);
-	return err ? err : buf_put(r, "\n", 1);
+	err = tw_buf_reserve(r, len);
+	err = err ? err : tw_buf_put(r, num, strlen(num));
+	err = err ? err : tw_buf_put(r, prefix, plen);
+	err = err ? err : tw_buf_put(r, key, klen);
+	err = err ? err : tw_buf_put(r, "=", 1);
+	err = err ? err : tw_buf_put(r, val, vlen);
+	return err ? err : tw_buf_put(r, "\n", 1);
 }
 
 static int pax_num(struct tw_buf *r, const char *key, uint64_t v)
@@ -398,15 +398,15 @@ int tw_header(const struct tw_member *m, struct tw_buf *out)
 			    mt > W_MAX11 ? W_MAX11 : mt, 'x');
 		pax_name(x, name, slash ? name_len - 1 : name_len);
 		set_chksum(x);
-		err = buf_reserve(out, TW_BLOCK + recs.len + pad + TW_BLOCK);
-		err = err ? err : buf_put(out, x, TW_BLOCK);
-		err = err ? err : buf_put(out, recs.p, recs.len);
+		err = tw_buf_reserve(out, TW_BLOCK + recs.len + pad + TW_BLOCK);
+		err = err ? err : tw_buf_put(out, x, TW_BLOCK);
+		err = err ? err : tw_buf_put(out, recs.p, recs.len);
 		if (!err) {
 			memset(out->p + out->len, 0, pad);
 			out->len += pad;
 		}
 	}
-	err = err ? err : buf_put(out, h, TW_BLOCK);
+	err = err ? err : tw_buf_put(out, h, TW_BLOCK);
 	if (err)
 		out->len = 0;
 	tw_buf_free(&recs);

@@ -72,7 +72,12 @@ struct tw_buf {
  * tar has no flag for), -ENOMEM.  Thread-safe (no shared state). */
 int tw_header(const struct tw_member *m, struct tw_buf *out);
 
-void tw_buf_free(struct tw_buf *b);
+/* Room for more bytes after out->len (tw_buf_reserve), or d's n bytes appended there
+ * (tw_buf_put): 0 or -ENOMEM.  For callers that build names in a tw_buf too. */
+int tw_buf_reserve(struct tw_buf *b, size_t more);
+int tw_buf_put(struct tw_buf *b, const void *d, size_t n);
+
+void tw_buf_free(struct tw_buf *b); /* NULL does nothing */
 
 /* The zero bytes that follow size bytes of data, up to the next block. */
 static inline size_t tw_pad(uint64_t size)

@@ -9,6 +9,7 @@ no index is built, no decoder runs until a file is read, and the mounted tree eq
 extraction.  The zstd and xz indexes must equal what tarseek-index builds by scanning the
 output; zstd frames and xz blocks must start at member boundaries."""
 import os
+import shutil
 import signal
 import sqlite3
 import struct
@@ -18,7 +19,7 @@ import time
 import pytest
 
 from conftest import (BUILD, compare_trees, gnu_extract, have, make_tree, random_bytes, run,
-                      semi_random)
+                      semi_random, snapshot)
 
 CONVERT = os.path.join(BUILD, "tools", "tarseek-convert")
 INDEX = os.path.join(BUILD, "tools", "tarseek-index")
@@ -302,11 +303,249 @@ def test_bad_requests(source, tmp_path):
     r = convert(src, src, "--force", check=False)
     assert r.returncode != 0
     assert src.read_bytes() == source["bytes"]
-    if have("zip"):
-        z = tmp_path / "a.zip"
-        run("zip", "-q", "-j", z, src)
-        r = convert(z, tmp_path / "z.tar.zst", check=False)
-        assert r.returncode == 1 and "zip" in r.stderr
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(random_bytes(5000, 3))
+    r = convert(junk, tmp_path / "z.tar.zst", check=False)
+    assert r.returncode == 1 and "not an archive" in r.stderr
     r = convert(src, tmp_path / "y.tar.gz", "--level", "12", check=False)
     assert r.returncode == 1 and "level" in r.stderr
     assert not [n for n in os.listdir(tmp_path) if ".tsk-" in n or n.startswith("y.")]
+
+
+# ---- container sources: zip, 7z, cpio, iso9660 ----------------------------------------------
+#
+# Their members are written anew as a tar.  What GNU tar extracts from each output must be what
+# the format's own tool extracts from the source (unzip, 7zz x, bsdtar): every path, type,
+# mode, owner, size, mtime, symlink target, hard link and byte; bsdtar must list the output as
+# GNU tar does; the output mounts with the index written beside it (no decoder started until
+# a read) and shows the same tree.
+
+from test_7z import extract as extract_7z, make_7z  # noqa: E402
+from test_libarchive import bsdtar_extract, cpio  # noqa: E402
+from test_zip import fix_symlink_times, unzip  # noqa: E402
+
+CONTAINERS = {"zip": ("zip", "unzip"), "7z": ("7zz",), "cpio": ("cpio", "bsdtar"),
+              "iso": ("genisoimage", "bsdtar")}
+LONG = "n" * 120  # a name over the 100 bytes of the ustar name field
+NOT_UTF8 = b"caf\xe9 latin-1"
+
+
+def container_tree(root, *, not_utf8=False, hard_links=True):
+    """Files the four formats all store: deflatable text over several blocks, random bytes
+    (kept stored by zip), many small files, an empty folder, modes, a symlink, a long name
+    and a path over 200 bytes, a hard link (cpio and iso9660 keep it), whole-second mtimes."""
+    root = os.fsencode(root)
+    j = lambda *p: os.path.join(root, *[os.fsencode(x) for x in p])
+    os.makedirs(j("small"))
+    os.makedirs(j("emptydir"))
+    os.makedirs(j("modes"))
+    os.makedirs(j("dir", "sub"))
+    with open(j("text.txt"), "wb") as f:
+        f.write(semi_random(300_000, 11))
+    with open(j("rand.stored"), "wb") as f:
+        f.write(random_bytes(100_000, 12))
+    for i in range(60):
+        with open(j("small", f"f{i:02d}"), "wb") as f:
+            f.write(semi_random(50 + 97 * i, 100 + i))
+    with open(j("dir", "sub", "deep.txt"), "wb") as f:
+        f.write(b"deep\n" * 300)
+    with open(j("modes", "private"), "wb") as f:
+        f.write(b"0600\n")
+    with open(j("modes", "exec"), "wb") as f:
+        f.write(b"#!/bin/sh\n")
+    os.chmod(j("modes", "private"), 0o600)
+    os.chmod(j("modes", "exec"), 0o755)
+    os.chmod(j("emptydir"), 0o750)
+    with open(j(LONG), "wb") as f:
+        f.write(b"a long name\n")
+    deep = j("long", "d" * 60, "e" * 60)
+    os.makedirs(deep)
+    with open(os.path.join(deep, b"f" * 70), "wb") as f:
+        f.write(b"a path over 200 bytes\n")
+    os.symlink(b"text.txt", j("link"))
+    if hard_links:
+        with open(j("hard1"), "wb") as f:
+            f.write(semi_random(5000, 13))
+        os.link(j("hard1"), j("hard2"))
+    if not_utf8:
+        with open(os.path.join(root, NOT_UTF8), "wb") as f:
+            f.write(b"not utf-8\n")
+    paths = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        paths += [os.path.join(dirpath, n) for n in dirnames + filenames]
+    for i, p in enumerate(sorted(paths, key=lambda p: -p.count(b"/"))):
+        t = 1_600_000_000 + 2 * i
+        os.utime(p, (t, t), follow_symlinks=False)
+    return root
+
+
+def make_container(kind, base):
+    """(archive, reference tree the format's tool extracts) of container_tree in kind."""
+    src = base / f"{kind}-src"
+    container_tree(src, not_utf8=kind == "zip", hard_links=kind in ("cpio", "iso"))
+    ref = base / f"{kind}-ref"
+    if kind == "zip":
+        archive = base / "t.zip"
+        # -y: symlinks as links; -n: .stored files are stored, the rest deflated
+        run("zip", "-q", "-r", "-y", "-n", ".stored", os.path.abspath(archive), ".", cwd=src)
+        unzip(archive, ref)
+        fix_symlink_times(ref, src)
+    elif kind == "7z":
+        archive = make_7z(src, base / "t.7z", "-snl")
+        extract_7z(archive, ref)
+    elif kind == "cpio":
+        archive = base / "t.cpio"
+        cpio(src, archive, "newc")
+        bsdtar_extract(archive, ref)
+    else:
+        archive = base / "t.iso"
+        run("genisoimage", "-quiet", "-R", "-o", archive, src)
+        bsdtar_extract(archive, ref)
+    return archive, ref
+
+
+@pytest.fixture(scope="module")
+def containers(tmp_path_factory):
+    base = tmp_path_factory.mktemp("convert-containers")
+    made = {}
+
+    def get(kind):
+        for tool in CONTAINERS[kind]:
+            if not have(tool):
+                pytest.skip(f"{tool} is not installed")
+        if kind not in made:
+            made[kind] = make_container(kind, base)
+        return made[kind]
+    return get
+
+
+def names_of(tool, archive, *opts):
+    return sorted(run(tool, *opts, "-tf", archive).stdout.splitlines())
+
+
+def ref_paths(ref):
+    """Every path under ref as tar lists it (folders with their '/')."""
+    out = []
+    for p, n in snapshot(ref, xattrs=False).items():
+        if p != b".":
+            out.append(p + b"/" if n.kind == "dir" else p)
+    return sorted(out)
+
+
+@pytest.mark.parametrize("form", ["tar.zst", "tar.gz", "tar.xz", "tar"])
+@pytest.mark.parametrize("kind", list(CONTAINERS))
+def test_container_source(containers, tmp_path, mount, kind, form):
+    archive, ref = containers(kind)
+    out = tmp_path / f"out.{form}"
+    convert(archive, out, "--verify")
+    assert not [n for n in os.listdir(tmp_path) if ".tsk-" in n]
+    if form in TEST:
+        said = run(*TEST[form], out).stderr.lower()
+        assert b"warning" not in said, said
+    # GNU tar and bsdtar list the same members: those the source's own tool extracts
+    # (the top folder, "./", is there when the source lists it: iso9660's root does)
+    listed = names_of("tar", out, "--quoting-style=literal")
+    assert [n for n in listed if n != b"./"] == ref_paths(ref)
+    if have("bsdtar"):  # both print a byte that is not UTF-8 as \ooo
+        assert names_of("bsdtar", out) == names_of("tar", out)
+    listing_ = listing(out).decode(errors="replace")
+    if kind in ("cpio", "iso"):
+        assert "hard2 link to hard1" in listing_ or "hard1 link to hard2" in listing_, listing_
+    assert "link -> text.txt" in listing_
+    ext = tmp_path / "extracted"
+    gnu_extract(out, ext)
+    compare_trees(ext, ref, check_root=False, xattrs=False)
+    # members start every block: a frame never starts inside a small member
+    index = str(out) + ".index.sqlite"
+    if form == "tar.zst":
+        starts, pos = [], 0
+        for _, d in zstd_frames(out):
+            starts.append(pos)
+            pos += d
+        check_cut_rule(member_starts(index), starts, pos)
+    with mount(out, "--no-prefetch") as m:
+        info = os.getxattr(m.path, "user.tarseek.info").decode()
+        if form != "tar":
+            assert "decoders_started=0\n" in info, info
+        assert "indexed" not in m.log()
+        compare_trees(m.path, ref, check_root=False, xattrs=False)
+
+
+def test_zip_versions_and_stored_names(tmp_path):
+    """A name stored twice: the output holds the last one only (no PATH.versions)."""
+    import warnings
+    import zipfile
+    archive = tmp_path / "dup.zip"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("f.txt", b"first\n")
+            z.writestr("dir/other", b"o\n")
+            z.writestr("f.txt", b"second, longer\n", compress_type=zipfile.ZIP_STORED)
+    out = tmp_path / "dup.tar.gz"
+    convert(archive, out, "--verify")
+    assert names_of("tar", out) == [b"dir/other", b"f.txt"]  # dir/ was never listed
+    assert run("tar", "-xOf", out, "f.txt").stdout == b"second, longer\n"
+
+
+def test_container_check_finds_differences(containers, tmp_path):
+    """--check pairs a container's members by path: a flipped byte in the output, a member
+    missing on either side, another target of a symlink are each an error."""
+    archive, ref = containers("zip")
+    out = tmp_path / "out.tar.zst"
+    convert(archive, out)
+    r = subprocess.run([CONVERT, "-q", "--check", archive, out], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    data = bytearray(out.read_bytes())
+    frames = zstd_frames(out)
+    mid = sum(c for c, _ in frames[:len(frames) // 2]) + 40  # inside a middle frame
+    data[mid] ^= 0x20
+    flipped = tmp_path / "flipped.tar.zst"
+    flipped.write_bytes(bytes(data))
+    shutil.copy(str(out) + ".index.sqlite", str(flipped) + ".index.sqlite")
+    r = subprocess.run([CONVERT, "-q", "--check", archive, flipped], capture_output=True,
+                       text=True)
+    assert r.returncode == 1 and "error" in r.stderr, r.stderr
+
+    # the source has a file more, a file less, another size, another byte, another target
+    cases = [("extra", lambda d: (d / "extra.txt").write_bytes(b"more\n"), "is missing"),
+             ("missing", lambda d: (d / "small" / "f07").unlink(), "not in the source"),
+             ("size", lambda d: (d / "small" / "f07").write_bytes(b"x"), "bytes"),
+             ("content", lambda d: (d / "text.txt").write_bytes(
+                 semi_random(300_000, 11)[:-1] + b"!"), "differs"),
+             ("link", lambda d: ((d / "link").unlink(), os.symlink("rand.stored", d / "link")),
+              "points to")]
+    for name, change, word in cases:
+        d = tmp_path / f"tree-{name}"
+        shutil.copytree(ref, d, symlinks=True)
+        change(d)
+        z = tmp_path / f"{name}.zip"
+        run("zip", "-q", "-r", "-y", os.path.abspath(z), ".", cwd=d)
+        r = subprocess.run([CONVERT, "-q", "--check", z, out], capture_output=True, text=True)
+        assert r.returncode == 1, (name, r.stderr)
+        assert word in r.stderr, (name, r.stderr)
+
+
+def test_damaged_container_source(containers, tmp_path):
+    """Flipped bytes inside a deflated zip entry: the conversion fails (exit 1) when it reads
+    the entry, and leaves nothing behind."""
+    import zipfile
+    archive, _ = containers("zip")
+    with zipfile.ZipFile(archive) as z:
+        info = z.getinfo("text.txt")
+    assert info.compress_type == zipfile.ZIP_DEFLATED
+    data = bytearray(archive.read_bytes())
+    n, m = struct.unpack("<HH", data[info.header_offset + 26:info.header_offset + 30])
+    at = info.header_offset + 30 + n + m + info.compress_size // 2
+    data[at] ^= 0xff
+    data[at + 1] ^= 0xff
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(bytes(data))
+    for form in ("tar.zst", "tar"):
+        out = tmp_path / f"bad.{form}"
+        r = convert(bad, out, check=False)
+        assert r.returncode == 1, r.stderr
+        assert "text.txt" in r.stderr, r.stderr
+        left = [n for n in os.listdir(tmp_path) if n.startswith("bad.") and n != "bad.zip"
+                and not n.startswith("bad.zip.")]
+        assert left == [], left
