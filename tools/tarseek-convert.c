@@ -1,4 +1,5 @@
-/* tarseek-convert: rewrites an archive into a seekable form with its index (index/convert.h).
+/* tarseek-convert: rewrites an archive (a tar in any codec, a single compressed file, a zip, a
+ * 7z or one of libarchive's formats) into a seekable form with its index (index/convert.h).
  *
  * Exit status: 0 converted (or, with --check, the output matches the source), 1 failed
  * (nothing written under OUTPUT's name), 2 usage error.
@@ -23,11 +24,13 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: tarseek-convert [options] SOURCE OUTPUT\n"
 		"\n"
-		"Rewrites SOURCE (a tar, plain or compressed, or a single compressed file; a path\n"
-		"or an http://, https:// or s3:// URL) into the seekable form OUTPUT's extension\n"
-		"names, with tarseek's index beside it (OUTPUT.index.sqlite), so OUTPUT mounts at\n"
-		"once and reads fast.  The tar inside is copied byte for byte; every other tool\n"
-		"reads OUTPUT as usual.\n"
+		"Rewrites SOURCE (anything tarseek mounts: a tar, plain or compressed, a single\n"
+		"compressed file, a zip, 7z, rar, iso, cpio, ar, cab, lha, xar, warc or rpm\n"
+		"archive; a path or an http://, https:// or s3:// URL) into the seekable form\n"
+		"OUTPUT's extension names, with tarseek's index beside it (OUTPUT.index.sqlite),\n"
+		"so OUTPUT mounts at once and reads fast.  A tar inside is copied byte for byte;\n"
+		"the members of the others are written as a new tar (POSIX pax, the tree a mount\n"
+		"shows, in the order of their data).  Every other tool reads OUTPUT as usual.\n"
 		"  .tar.zst  zstd's seekable format: one frame per block and a seek table\n"
 		"  .tar.xz   one xz stream of independent blocks, sizes in every header\n"
 		"  .tar.gz   one gzip member cut at block boundaries (--gzip-members: a member\n"
@@ -45,7 +48,8 @@ static void usage(FILE *f)
 		"      --gzip-members      .tar.gz: one gzip member per block\n"
 		"  -j, --threads N         compressing threads (default: all cores)\n"
 		"      --verify            read OUTPUT back through its index and compare every\n"
-		"                          file with SOURCE before it gets its name\n"
+		"                          file with SOURCE before it gets its name (a zip's, a\n"
+		"                          7z's, ... files paired by path)\n"
 		"      --check             only compare an existing OUTPUT with SOURCE\n"
 		"  -f, --force             replace an existing OUTPUT\n"
 		"      --index-file PATH   OUTPUT's index goes to PATH\n"
