@@ -69,7 +69,7 @@ struct ct_item {
 /* Scratch space for one member's description (ct_member); its pointers point into it. */
 struct ct_desc {
 	struct tw_member m;
-	struct tw_buf path, link, xnames, xvals;
+	struct tbuf path, link, xnames, xvals;
 	struct member_xattr *xa;
 	size_t xa_cap;
 	char *uname, *gname;
@@ -93,7 +93,7 @@ struct cv_tar {
 
 	/* writing (cv_tar_read): */
 	struct ct_desc d;
-	struct tw_buf hdr;
+	struct tbuf hdr;
 	size_t next;	      /* the next member of order to start */
 	size_t hpos;	      /* bytes of hdr handed out */
 	struct arch_file *f;  /* the member whose data is being read */
@@ -205,7 +205,7 @@ static int ct_dirent(void *opaque, const char *name, size_t len, const struct ar
 }
 
 /* The path of item i into b (not NUL-terminated): "." for the top folder. */
-static int ct_path(struct cv_tar *t, struct ct_desc *d, size_t i, struct tw_buf *b)
+static int ct_path(struct cv_tar *t, struct ct_desc *d, size_t i, struct tbuf *b)
 {
 	size_t n = 0, len = 0;
 
@@ -223,12 +223,12 @@ static int ct_path(struct cv_tar *t, struct ct_desc *d, size_t i, struct tw_buf 
 	}
 	b->len = 0;
 	if (!n)
-		return tw_buf_put(b, ".", 1);
+		return tar_buf_put(b, ".", 1);
 	for (size_t k = n; k-- > 0;) {
 		const struct ct_item *it = &t->items[d->chain[k]];
-		int err = tw_buf_put(b, it->name, it->name_len);
+		int err = tar_buf_put(b, it->name, it->name_len);
 		if (!err && k)
-			err = tw_buf_put(b, "/", 1);
+			err = tar_buf_put(b, "/", 1);
 		if (err)
 			return err;
 	}
@@ -266,7 +266,7 @@ static int ct_xattrs(struct cv_tar *t, struct ct_desc *d, uint64_t ino)
 	d->xnames.len = d->xvals.len = 0;
 	if (n <= 0)
 		return (int)n;
-	err = tw_buf_reserve(&d->xnames, (size_t)n);
+	err = tar_buf_reserve(&d->xnames, (size_t)n);
 	n = err ? err : arch_listxattr(t->a, ino, (char *)d->xnames.p, (size_t)n);
 	if (n < 0)
 		return (int)n;
@@ -284,7 +284,7 @@ static int ct_xattrs(struct cv_tar *t, struct ct_desc *d, uint64_t ino)
 	for (size_t off = 0; off < d->xnames.len; k++) {
 		const char *name = (const char *)d->xnames.p + off;
 		ssize_t vl = arch_getxattr(t->a, ino, name, NULL, 0);
-		err = vl < 0 ? (int)vl : tw_buf_reserve(&d->xvals, (size_t)vl);
+		err = vl < 0 ? (int)vl : tar_buf_reserve(&d->xvals, d->xvals.len + (size_t)vl);
 		vl = err ? err
 			 : arch_getxattr(t->a, ino, name, d->xvals.p + d->xvals.len, (size_t)vl);
 		if (vl < 0)
@@ -341,7 +341,7 @@ static int ct_member(struct cv_tar *t, struct ct_desc *d, size_t i)
 		size_t len = 0;
 		d->m.type = MEMBER_SYMLINK;
 		d->link.len = 0;
-		err = tw_buf_reserve(&d->link, (size_t)at.size + 1);
+		err = tar_buf_reserve(&d->link, (size_t)at.size + 1);
 		err =
 		    err ? err : arch_readlink(t->a, it->ino, (char *)d->link.p, d->link.cap, &len);
 		d->m.link = d->link.p;
@@ -515,11 +515,11 @@ void cv_tar_free(struct cv_tar *t)
 	free(t->items);
 	free(t->order);
 	free(t->ent);
-	tw_buf_free(&t->hdr);
-	tw_buf_free(&t->d.path);
-	tw_buf_free(&t->d.link);
-	tw_buf_free(&t->d.xnames);
-	tw_buf_free(&t->d.xvals);
+	tar_buf_free(&t->hdr);
+	tar_buf_free(&t->d.path);
+	tar_buf_free(&t->d.link);
+	tar_buf_free(&t->d.xnames);
+	tar_buf_free(&t->d.xvals);
 	free(t->d.xa);
 	free(t->d.uname);
 	free(t->d.gname);

@@ -49,6 +49,21 @@
 
 #define TAR_BLOCK 512
 
+/* A growable byte buffer, the parser's (names, PAX payloads) and the writer's (tar_write.h:
+ * headers): zero it to start; tar_buf_free releases it and zeroes it again.  tar_buf_reserve
+ * makes room for want bytes in all, tar_buf_put appends len bytes, tar_buf_setz sets it to
+ * data up to its first NUL (at most len bytes), NUL-terminated, the NUL not in b->len.  0 or
+ * -ENOMEM (b then unchanged but for its capacity). */
+struct tbuf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+int tar_buf_reserve(struct tbuf *b, size_t want);
+int tar_buf_put(struct tbuf *b, const void *data, size_t len);
+int tar_buf_setz(struct tbuf *b, const void *data, size_t len);
+void tar_buf_free(struct tbuf *b);
+
 struct tar_callbacks {
 	/* Called per member (its stream is 0: data_off is an offset in the source; it has no
 	 * CRC and is readable).  Return 0 to go on, or -errno to stop (tar_parse returns it). */

@@ -49,12 +49,6 @@ _Static_assert(TAR_BLOCK == 512, "tar blocks are 512 bytes");
 _Static_assert(G_SPARSE + 4 * 24 == G_ISEXT, "old GNU sparse header layout");
 _Static_assert(21 * 24 == G_EXT_ISEXT, "old GNU sparse extension layout");
 
-/* A growable byte buffer. */
-struct tbuf {
-	uint8_t *p;
-	size_t len, cap;
-};
-
 /* One PAX record "key=value": offsets into the payload buffer of its set. */
 struct pax_rec {
 	size_t koff, klen, voff, vlen;
@@ -165,13 +159,9 @@ static inline bool is_zero(const uint8_t *b, size_t n)
 /* The headers that carry a member's metadata in their data (tar_meta). */
 enum meta_kind { META_LONGNAME, META_LONGLINK, META_PAX, META_GLOBAL };
 
-/* tar.c: buffers (growable; 0 or -ENOMEM), numbers, reading and damage.  tar_read never reads
+/* tar.c: buffers (tar.h's tbuf), numbers, reading and damage.  tar_read never reads
  * behind the previous read (the source may be a forward-only stream); tar_truncated and
  * tar_damage log, mark the member and return what the caller returns (0 / -EINVAL). */
-int tar_buf_reserve(struct tbuf *b, size_t want);
-int tar_buf_put(struct tbuf *b, const void *data, size_t len);
-int tar_buf_setz(struct tbuf *b, const void *data, size_t len);
-void tar_buf_free(struct tbuf *b);
 int tar_grow(void **arr, size_t *cap, size_t want, size_t elem);
 const char *tar_printable(const uint8_t *s, size_t n, char *out, size_t outsz);
 int tar_num_field(const uint8_t *f, size_t n, int64_t *out);

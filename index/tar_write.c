@@ -44,43 +44,6 @@
 
 _Static_assert(W_PREFIX + W_PREFIX_LEN + 12 == TW_BLOCK, "ustar header layout");
 
-int tw_buf_reserve(struct tw_buf *b, size_t more)
-{
-	if (more > SIZE_MAX / 2 - b->len)
-		return -ENOMEM;
-	if (b->len + more <= b->cap)
-		return 0;
-	size_t cap = b->cap ? b->cap : 2 * TW_BLOCK;
-	while (cap < b->len + more)
-		cap *= 2;
-	uint8_t *p = realloc(b->p, cap);
-	if (!p)
-		return -ENOMEM;
-	b->p = p;
-	b->cap = cap;
-	return 0;
-}
-
-int tw_buf_put(struct tw_buf *b, const void *d, size_t n)
-{
-	int err = tw_buf_reserve(b, n);
-
-	if (err)
-		return err;
-	if (n)
-		memcpy(b->p + b->len, d, n);
-	b->len += n;
-	return 0;
-}
-
-void tw_buf_free(struct tw_buf *b)
-{
-	if (!b)
-		return;
-	free(b->p);
-	*b = (struct tw_buf){0};
-}
-
 static size_t digits(size_t n)
 {
 	size_t d = 1;
@@ -93,7 +56,7 @@ static size_t digits(size_t n)
 }
 
 /* Appends the record "LEN KEY=VALUE\n"; the key is prefix followed by key (either may be ""). */
-static int pax_add(struct tw_buf *r, const char *prefix, const char *key, const void *val,
+static int pax_add(struct tbuf *r, const char *prefix, const char *key, const void *val,
 		   size_t vlen)
 {
 	size_t plen = strlen(prefix), klen = strlen(key);
@@ -108,16 +71,16 @@ static int pax_add(struct tw_buf *r, const char *prefix, const char *key, const 
 		d = digits(body + d);
 	len = body + d;
 	snprintf(num, sizeof(num), "%zu ", len);
-	err = tw_buf_reserve(r, len);
-	err = err ? err : tw_buf_put(r, num, strlen(num));
-	err = err ? err : tw_buf_put(r, prefix, plen);
-	err = err ? err : tw_buf_put(r, key, klen);
-	err = err ? err : tw_buf_put(r, "=", 1);
-	err = err ? err : tw_buf_put(r, val, vlen);
-	return err ? err : tw_buf_put(r, "\n", 1);
+	err = tar_buf_reserve(r, r->len + len);
+	err = err ? err : tar_buf_put(r, num, strlen(num));
+	err = err ? err : tar_buf_put(r, prefix, plen);
+	err = err ? err : tar_buf_put(r, key, klen);
+	err = err ? err : tar_buf_put(r, "=", 1);
+	err = err ? err : tar_buf_put(r, val, vlen);
+	return err ? err : tar_buf_put(r, "\n", 1);
 }
 
-static int pax_num(struct tw_buf *r, const char *key, uint64_t v)
+static int pax_num(struct tbuf *r, const char *key, uint64_t v)
 {
 	char s[24];
 	int n = snprintf(s, sizeof(s), "%" PRIu64, v);
@@ -127,7 +90,7 @@ static int pax_num(struct tw_buf *r, const char *key, uint64_t v)
 
 /* "SEC[.FRAC]" as POSIX writes a time: a negative one is the whole value's sign ("-1.5" is
  * -2 s + 0.5 s); the fraction loses its trailing zeros. */
-static int pax_time(struct tw_buf *r, const char *key, int64_t sec, uint32_t nsec)
+static int pax_time(struct tbuf *r, const char *key, int64_t sec, uint32_t nsec)
 {
 	char s[48];
 	uint64_t whole;
@@ -301,7 +264,7 @@ static int check_member(const struct tw_member *m)
 
 /* The pax records m needs (into r) and what its ustar fields hold (into h). */
 static int build(const struct tw_member *m, const uint8_t *name, size_t name_len, uint8_t *h,
-		 struct tw_buf *r)
+		 struct tbuf *r)
 {
 	bool is_link = m->type == MEMBER_SYMLINK || m->type == MEMBER_HARDLINK;
 	bool is_dev = m->type == MEMBER_CHR || m->type == MEMBER_BLK;
@@ -370,9 +333,9 @@ static int build(const struct tw_member *m, const uint8_t *name, size_t name_len
 	return 0;
 }
 
-int tw_header(const struct tw_member *m, struct tw_buf *out)
+int tw_header(const struct tw_member *m, struct tbuf *out)
 {
-	struct tw_buf recs = {0};
+	struct tbuf recs = {0};
 	uint8_t h[TW_BLOCK];
 	uint8_t *name = NULL;
 	size_t name_len = m->path_len;
@@ -398,18 +361,19 @@ int tw_header(const struct tw_member *m, struct tw_buf *out)
 			    mt > W_MAX11 ? W_MAX11 : mt, 'x');
 		pax_name(x, name, slash ? name_len - 1 : name_len);
 		set_chksum(x);
-		err = tw_buf_reserve(out, TW_BLOCK + recs.len + pad + TW_BLOCK);
-		err = err ? err : tw_buf_put(out, x, TW_BLOCK);
-		err = err ? err : tw_buf_put(out, recs.p, recs.len);
+		/* out->len is 0 */
+		err = tar_buf_reserve(out, TW_BLOCK + recs.len + pad + TW_BLOCK);
+		err = err ? err : tar_buf_put(out, x, TW_BLOCK);
+		err = err ? err : tar_buf_put(out, recs.p, recs.len);
 		if (!err) {
 			memset(out->p + out->len, 0, pad);
 			out->len += pad;
 		}
 	}
-	err = err ? err : tw_buf_put(out, h, TW_BLOCK);
+	err = err ? err : tar_buf_put(out, h, TW_BLOCK);
 	if (err)
 		out->len = 0;
-	tw_buf_free(&recs);
+	tar_buf_free(&recs);
 	free(name);
 	return err;
 }

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "member.h"
+#include "tar.h"
 
 #define TW_BLOCK 512
 #define TW_END_LEN (2 * TW_BLOCK) /* the end-of-archive marker */
@@ -59,25 +60,11 @@ struct tw_member {
 	size_t nxattrs;
 };
 
-/* A growable buffer the headers are written into; zero-initialise it, free it with
- * tw_buf_free (which leaves it zeroed). */
-struct tw_buf {
-	uint8_t *p;
-	size_t len, cap;
-};
-
 /* Writes the headers of m into out, replacing what it held: out->len is then a multiple of
  * 512 (512 with no pax header).  0, -EINVAL (an empty path, a NUL in the path or the link, an
  * empty link of a link, an xattr name that is empty or holds '=', mtime_nsec >= 1e9, a type
  * tar has no flag for), -ENOMEM.  Thread-safe (no shared state). */
-int tw_header(const struct tw_member *m, struct tw_buf *out);
-
-/* Room for more bytes after out->len (tw_buf_reserve), or d's n bytes appended there
- * (tw_buf_put): 0 or -ENOMEM.  For callers that build names in a tw_buf too. */
-int tw_buf_reserve(struct tw_buf *b, size_t more);
-int tw_buf_put(struct tw_buf *b, const void *d, size_t n);
-
-void tw_buf_free(struct tw_buf *b); /* NULL does nothing */
+int tw_header(const struct tw_member *m, struct tbuf *out);
 
 /* The zero bytes that follow size bytes of data, up to the next block. */
 static inline size_t tw_pad(uint64_t size)

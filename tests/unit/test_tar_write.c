@@ -77,7 +77,7 @@ static bool pax_str(const uint8_t *h, const char *key, const char *want)
 }
 
 /* Writes m's headers; *x: the 'x' header (NULL if none), *u: the ustar one. */
-static size_t headers(const struct tw_member *m, struct tw_buf *b, const uint8_t **x,
+static size_t headers(const struct tw_member *m, struct tbuf *b, const uint8_t **x,
 		      const uint8_t **u)
 {
 	int err = tw_header(m, b);
@@ -109,7 +109,7 @@ static size_t headers(const struct tw_member *m, struct tw_buf *b, const uint8_t
 
 static void test_plain_header(void)
 {
-	struct tw_buf b = {0};
+	struct tbuf b = {0};
 	const uint8_t *x, *u;
 	struct tw_member m = {.path = (const uint8_t *)"dir/file.txt",
 			      .path_len = 12,
@@ -174,14 +174,13 @@ static void test_plain_header(void)
 	m = (struct tw_member){.path = (const uint8_t *)"d/", .path_len = 2, .type = MEMBER_DIR};
 	CHECK_EQ(headers(&m, &b, &x, &u), 512);
 	CHECK(u && !memcmp(u, "d/\0", 3));
-	tw_buf_free(&b);
+	tar_buf_free(&b);
 	CHECK(!b.p && !b.len && !b.cap);
-	tw_buf_free(NULL);
 }
 
 static void test_limits(void)
 {
-	struct tw_buf b = {0};
+	struct tbuf b = {0};
 	const uint8_t *x, *u;
 	uint8_t name[400];
 	char expect[400];
@@ -346,12 +345,12 @@ static void test_limits(void)
 	CHECK_EQ(headers(&m, &b, &x, &u), 1536);
 	CHECK(x && pax_str(x, "SCHILY.devminor", "2097152") && !pax_get(x, "SCHILY.devmajor", &vl));
 	CHECK(u && oct(u + 329, 7) == 07777777 && oct(u + 337, 7) == 0);
-	tw_buf_free(&b);
+	tar_buf_free(&b);
 }
 
 static void test_xattrs_and_lengths(void)
 {
-	struct tw_buf b = {0};
+	struct tbuf b = {0};
 	const uint8_t *x, *u;
 	uint8_t val[1000];
 	size_t vl;
@@ -389,12 +388,12 @@ static void test_xattrs_and_lengths(void)
 		CHECK_EQ(rl, want);
 		CHECK(pax_is(b.p, "SCHILY.xattr.user.a", val + 1, n));
 	}
-	tw_buf_free(&b);
+	tar_buf_free(&b);
 }
 
 static void test_refusals(void)
 {
-	struct tw_buf b = {0};
+	struct tbuf b = {0};
 	struct member_xattr bad = {"user.a=b", (const uint8_t *)"v", 1};
 	struct member_xattr empty = {"", (const uint8_t *)"v", 1};
 	struct tw_member ok = {.path = (const uint8_t *)"a", .path_len = 1, .type = MEMBER_REG};
@@ -428,7 +427,7 @@ static void test_refusals(void)
 	CHECK_EQ(tw_header(&m, &b), -EINVAL);
 	m.xattrs = &empty;
 	CHECK_EQ(tw_header(&m, &b), -EINVAL);
-	tw_buf_free(&b);
+	tar_buf_free(&b);
 }
 
 /* ---- round trips -------------------------------------------------------------------------- */
@@ -491,7 +490,7 @@ static void vt_free(struct vtar *v)
 /* Adds m: its headers, its data (or zeros for as much as data lacks), the padding. */
 static uint64_t vt_add(struct vtar *v, const struct tw_member *m, const void *data)
 {
-	struct tw_buf b = {0};
+	struct tbuf b = {0};
 	uint64_t at = v->size;
 
 	CHECK_EQ(tw_header(m, &b), 0);
@@ -503,7 +502,7 @@ static uint64_t vt_add(struct vtar *v, const struct tw_member *m, const void *da
 			v->size += m->size;
 		v->size += tw_pad(m->size);
 	}
-	tw_buf_free(&b);
+	tar_buf_free(&b);
 	return at;
 }
 
@@ -726,10 +725,10 @@ static void test_round_trip(void)
 	CHECK_EQ(got.n, n);
 	for (size_t i = 0; i < n && i < got.n; i++) {
 		/* the data starts after the last header block */
-		struct tw_buf b = {0};
+		struct tbuf b = {0};
 		CHECK_EQ(tw_header(&w[i], &b), 0);
 		same(&got.g[i], &w[i], at[i], at[i] + b.len);
-		tw_buf_free(&b);
+		tar_buf_free(&b);
 	}
 	src_free(s);
 	tfs_log_set_sink(NULL, NULL);
@@ -740,7 +739,7 @@ static void test_round_trip(void)
 static void test_real_tools(void)
 {
 	static uint8_t name[300], link[200];
-	struct tw_buf b = {0};
+	struct tbuf b = {0};
 	uint8_t *ar = NULL, data[3000];
 	size_t len = 0, cap = 1 << 16, outlen;
 	const char *tools[] = {"tar", "bsdtar"};
@@ -792,7 +791,7 @@ static void test_real_tools(void)
 		}
 	}
 	len += TW_END_LEN;
-	tw_buf_free(&b);
+	tar_buf_free(&b);
 
 	char want[1024];
 	int n = snprintf(want, sizeof(want), "top/\n%.*s\ntop/s\ntop/h\n", 280, (char *)name);
