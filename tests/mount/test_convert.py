@@ -333,7 +333,8 @@ NOT_UTF8 = b"caf\xe9 latin-1"
 def container_tree(root, *, not_utf8=False, hard_links=True):
     """Files the four formats all store: deflatable text over several blocks, random bytes
     (kept stored by zip), many small files, an empty folder, modes, a symlink, a long name
-    and a path over 200 bytes, a hard link (cpio and iso9660 keep it), whole-second mtimes."""
+    and a path over 200 bytes, a hard link (cpio and iso9660 keep it), mtimes with a fraction
+    of a second (7z keeps it to 100 ns: a pax mtime record; the others whole seconds)."""
     root = os.fsencode(root)
     j = lambda *p: os.path.join(root, *[os.fsencode(x) for x in p])
     os.makedirs(j("small"))
@@ -374,8 +375,8 @@ def container_tree(root, *, not_utf8=False, hard_links=True):
     for dirpath, dirnames, filenames in os.walk(root):
         paths += [os.path.join(dirpath, n) for n in dirnames + filenames]
     for i, p in enumerate(sorted(paths, key=lambda p: -p.count(b"/"))):
-        t = 1_600_000_000 + 2 * i
-        os.utime(p, (t, t), follow_symlinks=False)
+        ns = (1_600_000_000 + 2 * i) * 10**9 + 123_456_700
+        os.utime(p, ns=(ns, ns), follow_symlinks=False)
     return root
 
 
@@ -388,6 +389,11 @@ def make_container(kind, base):
         archive = base / "t.zip"
         # -y: symlinks as links; -n: .stored files are stored, the rest deflated
         run("zip", "-q", "-r", "-y", "-n", ".stored", os.path.abspath(archive), ".", cwd=src)
+        import zipfile
+        with zipfile.ZipFile(archive) as z:
+            methods = {i.filename: i.compress_type for i in z.infolist()}
+        assert methods["rand.stored"] == zipfile.ZIP_STORED
+        assert methods["text.txt"] == zipfile.ZIP_DEFLATED
         unzip(archive, ref)
         fix_symlink_times(ref, src)
     elif kind == "7z":
@@ -449,6 +455,8 @@ def test_container_source(containers, tmp_path, mount, kind, form):
     if have("bsdtar"):  # both print a byte that is not UTF-8 as \ooo
         assert names_of("bsdtar", out) == names_of("tar", out)
     listing_ = listing(out).decode(errors="replace")
+    if kind == "7z":  # the fraction of a second 7z keeps, in a pax record
+        assert ".1234567 " in listing_, listing_
     if kind in ("cpio", "iso"):
         assert "hard2 link to hard1" in listing_ or "hard1 link to hard2" in listing_, listing_
     assert "link -> text.txt" in listing_
