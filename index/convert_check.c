@@ -309,48 +309,43 @@ static int compare_dirs(struct ck_tree *c, uint64_t sdir, uint64_t odir)
 	return err;
 }
 
-/* True if a is a container (zip, 7z, libarchive's), not a tar nor a single file. */
+/* True if a is a container (zip, 7z, libarchive's), not a tar nor a single file: its index
+ * says so (the kind a tar's or a single file's index gives is "tar" or "single"). */
 static bool is_container(struct arch *a)
 {
-	char buf[4096];
-	const char *f;
+	sqlite3 *db = NULL;
+	char *kind = NULL;
+	bool yes;
 
-	if (arch_describe(a, IDX_ROOT, buf, sizeof(buf)))
-		return false;
-	f = strstr(buf, "\nformat=");
-	if (!f)
-		return false;
-	f += strlen("\nformat=");
-	return strncmp(f, "tar\n", 4) && strncmp(f, "single\n", 7);
+	if (db_open_ro(arch_get_info(a)->index, &db) == 0)
+		kind = db_meta_get(db, "kind");
+	sqlite3_close(db);
+	yes = kind && strcmp(kind, "tar") && strcmp(kind, "single");
+	free(kind);
+	return yes;
 }
 
-int cv_check(const char *source, const char *output, const struct cv_opts *o)
+/* A container's output: the trees, from the top. */
+static int compare_by_path(struct arch *sa, struct arch *oa, const char *output, uint8_t *b1,
+			   uint8_t *b2)
 {
-	struct arch_opts so = {.idx = o->source, .env.net = o->net};
-	struct arch_opts oo = {.idx = {.index_file = o->index_file,
-				       .check_only = true,
-				       .build = o->source.build}};
-	struct arch *sa = NULL, *oa = NULL;
-	struct ck_list sl = {0}, ol = {0};
-	uint8_t *b1 = malloc(CK_BUF), *b2 = malloc(CK_BUF);
-	int err = b1 && b2 ? 0 : -ENOMEM;
+	struct ck_tree c = {.sa = sa, .oa = oa, .output = output, .b1 = b1, .b2 = b2};
+	int err;
 
-	so.env.cache = cache_new(CK_CACHE);
-	oo.env.cache = so.env.cache;
-	if (!err && !so.env.cache)
-		err = -ENOMEM;
-	err = err ? err : arch_open(source, &so, &sa);
-	if (!err && (err = arch_open(output, &oo, &oa)))
-		tfs_log(TFS_LOG_ERR, "%s: no index that matches it (%s)", output, strerror(-err));
-	if (!err && is_container(sa)) {
-		struct ck_tree c = {.sa = sa, .oa = oa, .output = output, .b1 = b1, .b2 = b2};
-		c.path = calloc(1, 256);
-		c.cap = 256;
-		err = c.path ? compare_dirs(&c, IDX_ROOT, IDX_ROOT) : -ENOMEM;
-		free(c.path);
-		goto out;
-	}
-	err = err ? err : list_members(sa, &sl);
+	c.path = calloc(1, 256);
+	c.cap = 256;
+	err = c.path ? compare_dirs(&c, IDX_ROOT, IDX_ROOT) : -ENOMEM;
+	free(c.path);
+	return err;
+}
+
+/* A tar's output: the same members where the source has them. */
+static int compare_by_offset(struct arch *sa, struct arch *oa, const char *output, uint8_t *b1,
+			     uint8_t *b2)
+{
+	struct ck_list sl = {0}, ol = {0};
+	int err = list_members(sa, &sl);
+
 	err = err ? err : list_members(oa, &ol);
 	if (!err && sl.n != ol.n) {
 		tfs_log(TFS_LOG_ERR, "%s has %zu files, the source %zu", output, ol.n, sl.n);
@@ -367,9 +362,31 @@ int cv_check(const char *source, const char *output, const struct cv_opts *o)
 		err = compare_file(sa, sl.m[i].id, oa, ol.m[i].id, sl.m[i].size, sl.m[i].name, b1,
 				   b2, output);
 	}
-out:
 	list_free(&sl);
 	list_free(&ol);
+	return err;
+}
+
+int cv_check(const char *source, const char *output, const struct cv_opts *o)
+{
+	struct arch_opts so = {.idx = o->source, .env.net = o->net};
+	struct arch_opts oo = {.idx = {.index_file = o->index_file,
+				       .check_only = true,
+				       .build = o->source.build}};
+	struct arch *sa = NULL, *oa = NULL;
+	uint8_t *b1 = malloc(CK_BUF), *b2 = malloc(CK_BUF);
+	int err = b1 && b2 ? 0 : -ENOMEM;
+
+	so.env.cache = cache_new(CK_CACHE);
+	oo.env.cache = so.env.cache;
+	if (!err && !so.env.cache)
+		err = -ENOMEM;
+	err = err ? err : arch_open(source, &so, &sa);
+	if (!err && (err = arch_open(output, &oo, &oa)))
+		tfs_log(TFS_LOG_ERR, "%s: no index that matches it (%s)", output, strerror(-err));
+	if (!err)
+		err = is_container(sa) ? compare_by_path(sa, oa, output, b1, b2)
+				       : compare_by_offset(sa, oa, output, b1, b2);
 	arch_close(oa);
 	arch_close(sa);
 	cache_free(so.env.cache);
