@@ -224,6 +224,8 @@ static int ct_path(struct cv_tar *t, struct ct_desc *d, size_t i, struct tbuf *b
 	b->len = 0;
 	if (!n)
 		return tar_buf_put(b, ".", 1);
+	if (tar_buf_reserve(b, len))
+		return -ENOMEM;
 	for (size_t k = n; k-- > 0;) {
 		const struct ct_item *it = &t->items[d->chain[k]];
 		int err = tar_buf_put(b, it->name, it->name_len);
