@@ -17,16 +17,18 @@
  * cache's reference, so a reader copying from it is never disturbed.
  *
  * Memory: published bytes stay under the budget (evicting the least recently used); a
- * buffer larger than the whole budget is handed to its reader but not kept.
+ * buffer larger than the whole budget is handed to its reader but not kept.  Buffers take
+ * their memory from huge-page regions that keep freed memory for the next buffer
+ * (cache_mem.c): decoding into fresh memory costs a page fault per 4 KiB otherwise.
  *
- * Disk tier (optional, cache_set_disk): every published buffer is also written to an
- * unlinked temporary file used as a ring log of bounded size, by a writer thread (started on
- * the first write; at most 16 MiB queued, past that cache_publish waits); a RAM miss that
- * the disk or the queue holds is served from there (a disk read checks its CRC) instead of
- * being decoded again.  It is what
- * makes archives that cannot be sought (single-block xz, single-frame zstd) or whose blocks
- * are far larger than the RAM budget (xz -T's 24 MiB) cheap to read at random: each segment
- * is decoded once per mount.  The file is never named in the file system and vanishes with
+ * Disk tier (optional, cache_set_disk): a buffer evicted from RAM (or too big for it) is
+ * written to an unlinked temporary file used as a ring log of bounded size, unless that file
+ * holds its segment already, by a writer thread (started on the first write; at most 16 MiB
+ * queued, past that the publish that evicted waits); a RAM miss that the disk or the queue
+ * holds is served from there (a disk read checks its CRC) instead of being decoded again.
+ * It is what makes archives that cannot be sought (single-block xz, single-frame zstd) or
+ * whose blocks are far larger than the RAM budget (xz -T's 24 MiB) cheap to read at random:
+ * each segment is decoded once per mount.  The file is never named in the file system and vanishes with
  * the process; it costs page cache, not resident memory.
  *
  * All functions are thread-safe.  One mutex guards the table, the LRU list and the disk
@@ -50,6 +52,7 @@ struct cache_key {
 
 struct cache_buf {
 	atomic_int refs;
+	unsigned mem_class; /* where its memory came from (cache_mem.c) */
 	size_t len;
 	uint8_t data[];
 };

@@ -2,8 +2,9 @@
  *
  * A ring log in an unlinked file: writes go at the head, in order; a FIFO of the slots in
  * write order tells which ones the next write overwrites (at a wrap, the slots left past the
- * old head go too).  Publishing queues the buffer for a writer thread (at most WQ_MAX bytes
- * queued; past that the publisher waits), which claims the slot under the lock, writes and
+ * old head go too).  An eviction from RAM queues the buffer for a writer thread (at most
+ * WQ_MAX bytes queued; past that the evicting publisher waits), which claims the slot under
+ * the lock, writes and
  * checksums outside it, then maps the slot: the decoders never wait for the page cache, and no
  * reader waits behind a write.  A miss looks in the queue too.  Reads happen outside the lock
  * and check the slot's CRC, so a read racing with a write that reused its bytes is a miss,
@@ -256,6 +257,18 @@ static struct cache_buf *dqueued(struct cdisk *d, const struct cache_key *k)
 		return NULL;
 	cache_buf_ref(j->buf);
 	return j->buf;
+}
+
+bool cdisk_has(struct cdisk *d, const struct cache_key *k)
+{
+	struct wjob *j = d->inflight_dropped ? NULL : d->inflight;
+
+	if (j && j->key.stream == k->stream && j->key.seg == k->seg)
+		return true;
+	for (j = d->whead; j; j = j->next)
+		if (j->key.stream == k->stream && j->key.seg == k->seg)
+			return true;
+	return dfind(d, k) != NULL;
 }
 
 struct cache_buf *cdisk_get(struct cdisk *d, const struct cache_key *k)

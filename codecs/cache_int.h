@@ -1,4 +1,5 @@
-/* What the chunk cache (cache.c) and its disk tier (cache_disk.c) share.  Private to them.
+/* What the chunk cache (cache.c), its buffers' memory (cache_mem.c) and its disk tier
+ * (cache_disk.c) share.  Private to them.
  *
  * The disk tier works under the cache's one lock: every cdisk_* function but cdisk_new and
  * cdisk_free is called with it held (cdisk_read releases it while it reads, and holds it
@@ -8,11 +9,38 @@
 #define TARSEEK_CACHE_INT_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cache.h"
 
 struct cdisk;
+
+/* ---- cache_mem.c: the memory of cache_buf ---- */
+
+#define CM_MAX ((size_t)2 << 20) /* larger requests are malloc's */
+#define CM_BIG 0xFFFFu		 /* the class of those */
+
+/* At least size bytes, from a huge-page region, reused after cmem_free; *cls is the class to
+ * give back with it.  NULL if out of memory.  Thread-safe. */
+void *cmem_alloc(size_t size, unsigned *cls);
+
+/* Gives back what cmem_alloc returned (NULL does nothing).  Thread-safe. */
+void cmem_free(void *p, unsigned cls);
+
+/* Bytes a block of class cls occupies (0 for CM_BIG: malloc's). */
+size_t cmem_size(unsigned cls);
+
+struct cmem_stats {
+	uint64_t mapped;     /* bytes of regions mapped */
+	uint64_t used_bytes; /* in blocks handed out */
+	uint64_t hot_bytes;  /* free and resident */
+	uint64_t cold_bytes; /* free, handed back to the kernel */
+};
+
+void cmem_get_stats(struct cmem_stats *out);
+
+/* ---- cache_disk.c: the disk tier ---- */
 
 /* A disk tier of size bytes in an unlinked file made in dir, working under *lock.  0 or
  * -errno. */
@@ -23,6 +51,10 @@ void cdisk_free(struct cdisk *d);
 
 /* Queues b to be written (referenced until then); waits while the queue is full. */
 void cdisk_queue(struct cdisk *d, const struct cache_key *k, struct cache_buf *b);
+
+/* True if the queue, the write in progress or the ring holds k (a ring slot may still fail its
+ * CRC when read). */
+bool cdisk_has(struct cdisk *d, const struct cache_key *k);
 
 /* A copy of k, referenced, from the writer's queue or the ring (read and CRC-checked with the
  * lock released), or NULL. */

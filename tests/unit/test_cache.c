@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "cache_int.h"
 #include "testutil.h"
 
 /* ---- the disk tier's I/O, held or failed at will ---- */
@@ -357,6 +358,68 @@ static void test_stream_ids(void)
 	free(all);
 	free(jobs);
 	cache_free(c);
+}
+
+/* cache_mem.c: sizes round up by at most a step; a freed block is what the next request of
+ * its size (or up to 1/4 smaller) gets, bytes still there; past CM_KEEP free bytes, blocks
+ * are handed back (cold) and still reused; requests over CM_MAX are malloc's. */
+static void test_mem(void)
+{
+	struct cmem_stats s0, s;
+	unsigned c1, c2;
+
+	cmem_get_stats(&s0);
+	uint8_t *a = cmem_alloc(100000, &c1);
+	CHECK(a);
+	CHECK(cmem_size(c1) >= 100000 && cmem_size(c1) < 100000 + (4 << 10));
+	memset(a, 0x5a, 100000);
+	cmem_get_stats(&s);
+	CHECK_EQ(s.used_bytes, s0.used_bytes + cmem_size(c1));
+	cmem_free(a, c1);
+	uint8_t *b = cmem_alloc(100000, &c2);
+	CHECK(b == a && c2 == c1); /* reused ... */
+	CHECK(b[64] == 0x5a && b[99999] == 0x5a); /* ... resident: not handed back */
+	cmem_free(b, c2);
+	b = cmem_alloc(90000, &c2); /* within 5/4 of it */
+	CHECK(b == a && c2 == c1);
+	cmem_free(b, c2);
+	b = cmem_alloc(50000, &c2); /* not */
+	CHECK(b && b != a && cmem_size(c2) < 50000 + (4 << 10));
+	cmem_free(b, c2);
+	b = cmem_alloc(CM_MAX - 100, &c2);
+	CHECK(b && cmem_size(c2) == CM_MAX);
+	memset(b, 1, CM_MAX - 100);
+	cmem_free(b, c2);
+	b = cmem_alloc(CM_MAX + 1, &c2);
+	CHECK(b && c2 == CM_BIG && cmem_size(c2) == 0);
+	memset(b, 1, CM_MAX + 1);
+	cmem_free(b, c2);
+	cmem_free(NULL, 0);
+
+	/* 96 blocks of 1 MiB freed: 64 MiB stay resident, the rest are handed back */
+	enum { N = 96 };
+	static uint8_t *v[N];
+	unsigned cls[N];
+	for (int i = 0; i < N; i++) {
+		CHECK((v[i] = cmem_alloc(1u << 20, &cls[i])) != NULL);
+		memset(v[i], i, 1u << 20);
+	}
+	for (int i = 0; i < N; i++)
+		cmem_free(v[i], cls[i]);
+	cmem_get_stats(&s);
+	CHECK(s.hot_bytes <= (64u << 20));
+	CHECK(s.cold_bytes >= (uint64_t)(N - 64) << 20);
+	CHECK_EQ(s.used_bytes, s0.used_bytes);
+	uint64_t mapped = s.mapped;
+	for (int i = 0; i < N; i++) /* all of them again: no new memory */
+		CHECK((v[i] = cmem_alloc(1u << 20, &cls[i])) != NULL);
+	cmem_get_stats(&s);
+	CHECK_EQ(s.mapped, mapped);
+	CHECK_EQ(s.cold_bytes, 0);
+	for (int i = 0; i < N; i++) {
+		memset(v[i], 0xff, 1u << 20); /* cold ones fault in again */
+		cmem_free(v[i], cls[i]);
+	}
 }
 
 static void test_buffers(void)
@@ -763,7 +826,9 @@ static struct cache *disk_only(uint64_t size)
 }
 
 /* Segments evicted from memory come back from the disk tier, bytes intact; a segment read
- * back is in memory again; two getters of a segment on disk cost one disk read. */
+ * back is in memory again and is not written again when evicted once more; a segment is
+ * written when it is evicted, never while it is in memory; two getters of a segment on disk
+ * cost one disk read. */
 static void test_disk_roundtrip(void)
 {
 	const size_t L = 10000;
@@ -771,13 +836,17 @@ static void test_disk_roundtrip(void)
 	struct caller t[2];
 
 	CHECK_EQ(cache_set_disk(c, disk_dir(), 1u << 20), 0);
-	for (uint64_t i = 0; i < 10; i++)
-		publish(c, &(struct cache_key){1, i}, L, false);
-	TU_WAIT(disk_writes(c) == 10);
+	for (uint64_t i = 0; i < 10; i++) {
+		struct cache_buf *b = publish(c, &(struct cache_key){1, i}, L, true);
+		CHECK_EQ(refs(b), 2); /* ours and memory's: nothing queued for the disk */
+		cache_buf_put(b);
+	}
+	TU_WAIT(disk_writes(c) == 8); /* the 8 evicted; 8 and 9 are in memory */
 	struct cache_stats s = stats(c);
-	CHECK_EQ(s.disk_bytes, 10 * L);
+	CHECK_EQ(s.disk_bytes, 8 * L);
 	CHECK_EQ(s.disk_hits, 0);
 	CHECK(!cache_contains(c, &(struct cache_key){1, 0}));
+	CHECK(cache_contains(c, &(struct cache_key){1, 9}));
 	for (uint64_t i = 0; i < 8; i++) {
 		EXPECT_HIT(c, &(struct cache_key){1, i}, L);
 		CHECK(cache_contains(c, &(struct cache_key){1, i}));
@@ -786,6 +855,9 @@ static void test_disk_roundtrip(void)
 	s = stats(c);
 	CHECK_EQ(s.misses, 0);
 	CHECK(s.bytes <= s.budget);
+	/* 8 and 9 were evicted on the way (written), 0 .. 5 again (on the disk already: not) */
+	TU_WAIT(disk_writes(c) == 10);
+	unsigned writes = atomic_load(&io.nwrites);
 
 	/* both getters of segment 9 (on disk only now) get one buffer from one read */
 	struct cache_key k9 = {1, 9};
@@ -807,6 +879,8 @@ static void test_disk_roundtrip(void)
 	CHECK_EQ(stats(c).disk_hits, 9);
 	cache_buf_put(t[0].out);
 	cache_buf_put(t[1].out);
+	CHECK_EQ(atomic_load(&io.nwrites), writes); /* 6 evicted by 9: on the disk already */
+	CHECK_EQ(disk_writes(c), 10);
 	cache_free(c);
 }
 
@@ -908,9 +982,11 @@ static void test_disk_queue(void)
 	CHECK_EQ(cache_set_disk(c, disk_dir(), 1u << 20), 0);
 	io_gate(&io.hold_writes, true);
 	b[0] = publish(c, &(struct cache_key){1, 0}, L, true);
-	TU_WAIT(atomic_load(&io.writes_held) == 1); /* the writer is writing 0 */
-	for (uint64_t i = 1; i < 4; i++)
-		b[i] = publish(c, &(struct cache_key){1, i}, L, true); /* queued */
+	CHECK_EQ(refs(b[0]), 2); /* in memory: not queued */
+	b[1] = publish(c, &(struct cache_key){1, 1}, L, true); /* evicts 0: the writer takes it */
+	TU_WAIT(atomic_load(&io.writes_held) == 1);
+	for (uint64_t i = 2; i < 4; i++)
+		b[i] = publish(c, &(struct cache_key){1, i}, L, true); /* 1 and 2 queued */
 	CHECK(!cache_contains(c, &(struct cache_key){1, 0}));
 	CHECK(!cache_contains(c, &(struct cache_key){1, 1}));
 	for (uint64_t i = 0; i < 3; i++) {
@@ -923,6 +999,8 @@ static void test_disk_queue(void)
 	CHECK_EQ(s.disk_hits, 3);
 	CHECK_EQ(s.misses, 0);
 	io_gate(&io.hold_writes, false);
+	/* 0, 1, 2, and 3 (evicted when 0 came back); 0 and 1, evicted again, were not queued
+	 * twice */
 	TU_WAIT(disk_writes(c) == 4);
 	for (int i = 0; i < 4; i++)
 		TU_WAIT(refs(b[i]) <= 2); /* ours and perhaps memory's: the writer's is gone */
@@ -931,6 +1009,7 @@ static void test_disk_queue(void)
 		EXPECT_HIT(c, &(struct cache_key){1, i}, L);
 	}
 	CHECK(stats(c).disk_hits >= 6); /* 3 of the 4 come from the disk now */
+	CHECK_EQ(disk_writes(c), 4);
 	cache_free(c);
 }
 
@@ -971,12 +1050,13 @@ static void test_disk_backpressure(void)
 	io_gate(&io.hold_writes, true);
 	CHECK_EQ(pthread_create(&th, NULL, fill_main, &f), 0);
 	TU_WAIT(atomic_load(&io.writes_held) == 1);
-	/* 16 MiB waiting (the one in the write counted or not): the filler stays blocked there.
-	 * (done >= 16 first: asleep a moment earlier, in malloc say, is not the queue's doing) */
-	TU_WAIT(atomic_load(&f.done) >= 16 && (blocked(&f.self) || returned(&f.self)));
+	/* 3 in memory, then each publish evicts one: 16 MiB waiting (the one in the write
+	 * counted), and the filler stays blocked in its 20th publish.  (done >= 19 first: asleep
+	 * a moment earlier, in malloc say, is not the queue's doing) */
+	TU_WAIT(atomic_load(&f.done) >= 19 && (blocked(&f.self) || returned(&f.self)));
 	CHECK(!returned(&f.self));
 	int done = atomic_load(&f.done);
-	CHECK(done <= 17);
+	CHECK(done <= 20);
 	/* the segment whose publish waits is served meanwhile */
 	out = GET_HIT(f.c, &(struct cache_key){1, (uint64_t)done});
 	CHECK(out && out->len == 1u << 20 && out->data[0] == done && out->data[(1u << 20) - 1] == done);
@@ -984,7 +1064,7 @@ static void test_disk_backpressure(void)
 	io_gate(&io.hold_writes, false);
 	TU_WAIT(returned(&f.self));
 	pthread_join(th, NULL);
-	TU_WAIT(disk_writes(f.c) == 24);
+	TU_WAIT(disk_writes(f.c) == 21); /* the 3 last ones are in memory */
 	for (uint64_t i = 0; i < 24; i += 7) {
 		out = GET_HIT(f.c, &(struct cache_key){1, i});
 		CHECK(out && out->len == 1u << 20 && out->data[12345] == (uint8_t)i);
@@ -1129,7 +1209,7 @@ static void test_disk_drop_stream(void)
 static void test_free_busy(void)
 {
 	const size_t L = 10000;
-	struct cache *c = cache_new(1u << 20);
+	struct cache *c = cache_new(charge_of(L)); /* memory for one: each publish evicts */
 	struct cache_buf *b[3];
 	struct caller t;
 
@@ -1137,15 +1217,16 @@ static void test_free_busy(void)
 	io_gate(&io.hold_writes, true);
 	unsigned writes = atomic_load(&io.nwrites);
 	b[0] = publish(c, &(struct cache_key){1, 0}, L, true);
+	b[1] = publish(c, &(struct cache_key){1, 1}, L, true); /* 0 to the writer */
 	TU_WAIT(atomic_load(&io.writes_held) == 1);
-	b[1] = publish(c, &(struct cache_key){1, 1}, L, true);
-	b[2] = publish(c, &(struct cache_key){1, 2}, L, true);
+	b[2] = publish(c, &(struct cache_key){1, 2}, L, true); /* 1 queued */
 	for (int i = 0; i < 3; i++)
-		CHECK_EQ(refs(b[i]), 3); /* ours, memory's, the writer's or the queue's */
+		CHECK_EQ(refs(b[i]), 2); /* ours, and the writer's, the queue's or memory's */
 	start_free(&t, c);
-	TU_WAIT(refs(b[1]) == 2 && refs(b[2]) == 2); /* the queue is emptied ... */
-	CHECK(wait_blocked(&t));		     /* ... and cache_free waits for the write */
-	CHECK_EQ(refs(b[0]), 3);
+	TU_WAIT(refs(b[1]) == 1); /* the queue is emptied ... */
+	CHECK(wait_blocked(&t));  /* ... and cache_free waits for the write */
+	CHECK_EQ(refs(b[0]), 2);
+	CHECK_EQ(refs(b[2]), 2); /* memory is emptied after */
 	io_gate(&io.hold_writes, false);
 	join(&t);
 	for (int i = 0; i < 3; i++) {
@@ -1153,7 +1234,7 @@ static void test_free_busy(void)
 		CHECK(buf_is(b[i], &(struct cache_key){1, (uint64_t)i}, L));
 		cache_buf_put(b[i]);
 	}
-	CHECK_EQ(atomic_load(&io.nwrites) - writes, 1); /* the queued ones were not written */
+	CHECK_EQ(atomic_load(&io.nwrites) - writes, 1); /* the queued one was not written */
 }
 
 /* The write in progress when cache_drop_stream() runs is dropped too: not served while it is
@@ -1180,6 +1261,7 @@ static void test_drop_in_flight(void)
 int main(void)
 {
 	tu_watchdog(120); /* for a call that blocks when it should not: the waits are bounded */
+	test_mem();
 	test_buffers();
 	test_stream_ids();
 	test_protocol();
