@@ -206,19 +206,15 @@ static void remove_entry(struct cache *c, struct entry *e)
 	free(e);
 }
 
-/* Entries evicted by one publish, on their way to the disk tier (chained by hnext). */
+/* Entries evicted by one publish, chained by hnext: spill() hands their buffers to the disk
+ * tier, if there is one, and frees them. */
 struct evicted {
 	struct entry *head;
 };
 
-/* Evicts e (lock held): freed, or kept on ev for spill() when there is a disk tier. */
+/* Takes e off the table and the list onto ev, its buffer with it, for spill() (lock held). */
 static void evict(struct cache *c, struct entry *e, struct evicted *ev)
 {
-	c->evictions++;
-	if (!c->disk) {
-		remove_entry(c, e);
-		return;
-	}
 	unlink_entry(c, e);
 	e->hnext = ev->head;
 	ev->head = e;
@@ -367,17 +363,17 @@ static void publish_locked(struct cache *c, struct entry *e, struct cache_buf *b
 {
 	cache_buf_ref(b);
 	if (charge(b) > c->budget) {
-		unlink_entry(c, e); /* reserved: off the table only */
+		evict(c, e, ev); /* reserved: off the table only */
 		e->buf = b;
-		e->hnext = ev->head;
-		ev->head = e;
 		return;
 	}
 	e->buf = b;
 	c->bytes += charge(b);
 	lru_push(c, e);
-	while (c->bytes > c->budget && c->lru_tail != e)
+	while (c->bytes > c->budget && c->lru_tail != e) {
 		evict(c, c->lru_tail, ev);
+		c->evictions++;
+	}
 }
 
 void cache_publish(struct cache *c, const struct cache_key *k, struct cache_buf *b)

@@ -4,9 +4,8 @@
  * write order tells which ones the next write overwrites (at a wrap, the slots left past the
  * old head go too).  An eviction from RAM queues the buffer for a writer thread (at most
  * WQ_MAX bytes queued; past that the evicting publisher waits), which claims the slot under
- * the lock, writes and
- * checksums outside it, then maps the slot: the decoders never wait for the page cache, and no
- * reader waits behind a write.  A miss looks in the queue too.  Reads happen outside the lock
+ * the lock, writes and checksums outside it, then maps the slot: the decoders never wait for
+ * the page cache, and no reader waits behind a write.  A miss looks in the queue too.  Reads happen outside the lock
  * and check the slot's CRC, so a read racing with a write that reused its bytes is a miss,
  * never wrong data.
  */
@@ -244,8 +243,8 @@ void cdisk_queue(struct cdisk *d, const struct cache_key *k, struct cache_buf *b
 	pthread_cond_signal(&d->wwork);
 }
 
-/* A queued buffer for k, referenced, or NULL (lock held). */
-static struct cache_buf *dqueued(struct cdisk *d, const struct cache_key *k)
+/* The write in progress or the queued write of k, or NULL (lock held). */
+static struct wjob *dqueued(struct cdisk *d, const struct cache_key *k)
 {
 	struct wjob *j = d->inflight_dropped ? NULL : d->inflight;
 
@@ -253,32 +252,24 @@ static struct cache_buf *dqueued(struct cdisk *d, const struct cache_key *k)
 		for (j = d->whead; j; j = j->next)
 			if (j->key.stream == k->stream && j->key.seg == k->seg)
 				break;
-	if (!j)
-		return NULL;
-	cache_buf_ref(j->buf);
-	return j->buf;
+	return j;
 }
 
 bool cdisk_has(struct cdisk *d, const struct cache_key *k)
 {
-	struct wjob *j = d->inflight_dropped ? NULL : d->inflight;
-
-	if (j && j->key.stream == k->stream && j->key.seg == k->seg)
-		return true;
-	for (j = d->whead; j; j = j->next)
-		if (j->key.stream == k->stream && j->key.seg == k->seg)
-			return true;
-	return dfind(d, k) != NULL;
+	return dqueued(d, k) || dfind(d, k);
 }
 
 struct cache_buf *cdisk_get(struct cdisk *d, const struct cache_key *k)
 {
-	struct cache_buf *b = dqueued(d, k);
+	struct wjob *j = dqueued(d, k);
+	struct cache_buf *b;
 	struct dslot *ds;
 
-	if (b) { /* still on its way to the disk */
+	if (j) { /* still on its way to the disk */
+		cache_buf_ref(j->buf);
 		d->hits++;
-		return b;
+		return j->buf;
 	}
 	ds = dfind(d, k);
 	if (!ds)
