@@ -10,9 +10,11 @@
  * there with a raw inflater (windowBits -15): inflatePrime() feeds it the leftover bits,
  * inflateSetDictionary() the window, and reading continues at the byte offset.  This is the
  * technique of zlib's examples/zran.c.  The window is what makes a checkpoint expensive
- * (32 KiB against a few dozen bytes of offsets), so it is stored compressed: deflate level 1
- * takes about 0.1 ms per window and leaves 12 KiB on average for a tree of /usr (a quarter
- * of that for text), and a decoder inflates it back in a fraction of the time.  A member of
+ * (32 KiB against a few dozen bytes of offsets), so it is made sparse and stored compressed:
+ * the bytes the next 32 KiB of output never copy are zeroed (gzip_sparse.c finds them: a
+ * tenth of the window is kept on text, a third on binaries), then deflate level 1 packs it
+ * to about 3 KiB on average for a backup of /usr (12 KiB when windows were whole), and a
+ * decoder inflates it back in a fraction of the time.  A member of
  * a multi-member file (cat a.gz b.gz, pigz, BGZF) starts with an empty window, so a
  * checkpoint at a member start costs no aux blob at all; the scan puts one at each member
  * start once spacing bytes have passed since the last checkpoint.
@@ -28,7 +30,9 @@
  *          member just before uoff (shorter than 32 KiB near the start of a member);
  *   clen   0 (unused);
  *   aux    the window (extra bytes) as a zlib stream (RFC 1950, level 1, so its Adler-32
- *          checks the blob when it is read back); none when extra is 0.
+ *          checks the blob when it is read back); none when extra is 0.  Bytes of it that
+ *          nothing after the checkpoint copies may be 0 (indexes before 2026-12 have whole
+ *          windows; decoders take either).
  * uoff 0 is always a member checkpoint at coff 0: the scan reads the file from its start.
  *
  * Integrity: the scan checks every header (magic, method, reserved flags, FHCRC), every
@@ -75,6 +79,7 @@
 #include "../common/crc32.h"
 #include "../common/log.h"
 #include "gzip_ckpt.h"
+#include "gzip_sparse.h"
 #include "inflater.h"
 #include "liberr.h"
 #include "trailing.h"
@@ -758,6 +763,7 @@ struct codec_scan {
 	bool done;
 	z_stream ds; /* packs windows */
 	bool dinit;
+	struct gz_sparse *sparse; /* thins them first; NULL: no memory, full windows */
 	uint8_t *aux;
 	size_t auxcap;
 
@@ -867,6 +873,15 @@ static int gz_emit(struct codec_scan *s, struct gz_buf *b)
 	size_t packed = 0;
 	int err;
 
+	if (b->ck.extra && s->sparse && s->sink.checkpoint) {
+		/* the stream ends after b's bytes: a member's end, or the end of raw deflate */
+		bool ends = b->member_end || (b->last && !b->err);
+		int kept = gz_sparse_window(s->sparse, s->prod.in.src, b->ck.coff, b->ck.bits,
+					    b->win, (size_t)b->ck.extra, b->data, b->len, ends);
+		if (kept < 0)
+			TFS_DEBUG("gzip: the window at offset %llu stays whole: %s",
+				  (unsigned long long)b->ck.uoff, strerror(-kept));
+	}
 	if (b->ck.extra) {
 		err = gz_pack_window(s, b->win, (size_t)b->ck.extra, &packed);
 		if (err)
@@ -991,6 +1006,7 @@ static void gz_scan_free(struct codec_scan *s)
 		pthread_mutex_destroy(&s->mu);
 	}
 	infl_free(s->prod.inf);
+	gz_sparse_free(s->sparse);
 	if (s->dinit)
 		deflateEnd(&s->ds);
 	free(s->prod.in.buf);
@@ -1017,6 +1033,8 @@ static int gz_scan_start(struct src *in, const struct codec_opts *opts,
 		return -ENOMEM;
 	if (sink)
 		s->sink = *sink;
+	if (s->sink.checkpoint)
+		s->sparse = gz_sparse_new(); /* without it, windows are kept whole */
 	s->crc = crc32(0, NULL, 0);
 	s->nbuf = opts && opts->threads >= 2 ? GZ_QLEN : 1;
 	err = -ENOMEM;

@@ -13,6 +13,7 @@
  * other's checkpoints.
  */
 #include "codec.h"
+#include "gzip_sparse.h"
 #include "inflater.h"
 #include "log.h"
 #include "testutil.h"
@@ -197,6 +198,31 @@ static void check_ck(const uint8_t *gz, size_t gzlen, const struct scan_res *r, 
 	src_free(in);
 }
 
+/* The windows of r's checkpoints are sparse windows of orig: every byte is the one before the
+ * checkpoint, or 0.  Adds the bytes kept (non-zero, or zero in orig too) and the total to
+ * *kept and *total. */
+static void check_windows(const struct scan_res *r, const uint8_t *orig, size_t *kept,
+			  size_t *total)
+{
+	uint8_t *w = malloc(32768);
+
+	for (size_t i = 0; i < r->ncks; i++) {
+		const struct ck *c = &r->cks[i];
+		uLongf wl = 32768;
+		if (!c->c.extra)
+			continue;
+		CHECK_EQ(uncompress(w, &wl, c->aux, (uLong)c->auxlen), Z_OK);
+		CHECK_EQ(wl, c->c.extra);
+		const uint8_t *o = orig + c->c.uoff - c->c.extra;
+		for (size_t j = 0; j < wl; j++) {
+			CHECK(w[j] == o[j] || w[j] == 0);
+			*kept += w[j] == o[j];
+		}
+		*total += wl;
+	}
+	free(w);
+}
+
 /* The full check of a good stream: scan (threads 1 and 2, two read sizes), compare, the same
  * checkpoints both ways, and a decode from every checkpoint.  Returns the number of checkpoints
  * (those of the threads=1 scan, left in *keep if not NULL). */
@@ -229,6 +255,8 @@ static size_t check_good(const char *what, const uint8_t *gz, size_t gzlen, cons
 		else
 			CHECK(c->extra > 0);
 	}
+	size_t kept = 0, total = 0;
+	check_windows(&a, orig, &kept, &total);
 
 	/* threads = 2 and an odd read size, and inline with varying sizes: the same bytes and
 	 * the same checkpoints */
@@ -260,7 +288,8 @@ static size_t check_good(const char *what, const uint8_t *gz, size_t gzlen, cons
 	size_t members = 0;
 	for (size_t i = 0; i < a.ncks; i++)
 		members += a.cks[i].c.flags & 1;
-	fprintf(stderr, "  %zu checkpoints, %zu at member starts\n", n, members);
+	fprintf(stderr, "  %zu checkpoints, %zu at member starts; %zu of %zu window bytes kept\n", n,
+		members, kept, total);
 	if (keep)
 		*keep = a;
 	else
@@ -626,6 +655,81 @@ static void test_engines_agree(const uint8_t *text, size_t len)
 }
 
 /* ---- the tests ---- */
+
+/* Sparse windows (gzip_sparse.c): on real text and a binary, most window bytes go and every
+ * checkpoint still decodes (check_good); the worker refuses, leaving the window whole, when
+ * the output it is given is not the stream's, when it is too short to decide, and when the
+ * compressed bytes cannot be read. */
+static void test_sparse_windows(void)
+{
+	size_t hlen, exelen, gzlen, kept = 0, total = 0;
+	uint8_t *h = headers_text(2 << 20, &hlen), *exe = self_exe(&exelen), *gz;
+	struct scan_res r;
+
+	gz = tool("gzip -6 -c", h, hlen, &gzlen);
+	CHECK(check_good("sparse windows, real text", gz, gzlen, h, hlen, SPACING, &r) > 4);
+	check_windows(&r, h, &kept, &total);
+	fprintf(stderr, "  real text: %zu of %zu window bytes kept\n", kept, total);
+	CHECK(total > 0 && kept * 2 < total);
+
+	/* the worker itself, at the first checkpoint with a full window */
+	size_t k = 0;
+	while (k < r.ncks && r.cks[k].c.extra != 32768)
+		k++;
+	CHECK(k < r.ncks);
+	if (k < r.ncks) {
+		const struct codec_ckpt *c = &r.cks[k].c;
+		struct gz_sparse *z = gz_sparse_new();
+		struct src *in = src_from_mem(gz, gzlen), *cut = src_from_mem(gz, c->coff + 10);
+		uint8_t *win = malloc(32768), *next = malloc(65536), *w0 = malloc(32768);
+		const uint8_t *o = h + c->uoff;
+
+		memcpy(w0, o - 32768, 32768);
+		memcpy(win, w0, 32768);
+		memcpy(next, o, 65536);
+		int got = gz_sparse_window(z, in, c->coff, c->bits, win, 32768, next, 65536, false);
+		CHECK(got > 0 && got < 32768);
+		/* the kept bytes are where the window was not zeroed (or was zero already) */
+		size_t nz = 0;
+		for (size_t j = 0; j < 32768; j++)
+			nz += win[j] != 0 || w0[j] == 0;
+		CHECK(nz >= (size_t)got);
+
+		/* output that is not the stream's */
+		memcpy(win, w0, 32768);
+		next[1000] ^= 0x40;
+		CHECK_EQ(gz_sparse_window(z, in, c->coff, c->bits, win, 32768, next, 65536, false),
+			 -EIO);
+		CHECK(memcmp(win, w0, 32768) == 0);
+		next[1000] ^= 0x40;
+		/* too little output to decide, and a stream that does not end there */
+		CHECK_EQ(gz_sparse_window(z, in, c->coff, c->bits, win, 32768, next, 1000, false),
+			 -EAGAIN);
+		/* the same output said to end the stream: the decode goes on past it */
+		CHECK_EQ(gz_sparse_window(z, in, c->coff, c->bits, win, 32768, next, 1000, true),
+			 -EIO);
+		/* compressed bytes that end early */
+		CHECK_EQ(gz_sparse_window(z, cut, c->coff, c->bits, win, 32768, next, 65536, false),
+			 -EAGAIN);
+		CHECK(memcmp(win, w0, 32768) == 0);
+		free(win), free(next), free(w0);
+		src_free(in), src_free(cut);
+		gz_sparse_free(z);
+	}
+	res_free(&r);
+	free(gz);
+
+	kept = total = 0;
+	gz = tool("gzip -9 -c", exe, exelen, &gzlen);
+	CHECK(check_good("sparse windows, binary", gz, gzlen, exe, exelen, SPACING, &r) > 2);
+	check_windows(&r, exe, &kept, &total);
+	fprintf(stderr, "  binary: %zu of %zu window bytes kept\n", kept, total);
+	CHECK(total > 0 && kept < total);
+	res_free(&r);
+	free(gz);
+	free(h);
+	free(exe);
+}
 
 static void test_probe(void)
 {
@@ -1243,6 +1347,7 @@ static int test(void)
 		test_bad_checkpoints(text, 1 << 20);
 		test_random_damage();
 		test_sink_error(text, 1 << 20);
+		test_sparse_windows();
 	}
 	test_engines_agree(text, len);
 	free(text);
