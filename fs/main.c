@@ -487,7 +487,8 @@ int main(int argc, char **argv)
 	struct arch_opts ao = {
 		.idx = {.index_file = o.index_file, .index_folder = o.index_folder,
 			.mountpoint = o.mountpoint, .recreate = o.recreate,
-			.build = {.gzip_spacing = o.gzip_spacing, .threads = o.threads,
+			.build = {.gzip_spacing = o.gzip_spacing,
+				  .spacing_any = !o.gzip_spacing_set, .threads = o.threads,
 				  .progress = !o.quiet, .recursion = o.recursion,
 				  .strip_ext = o.strip_ext, .ignore_zeros = o.ignore_zeros}},
 		.env = env,

@@ -12,6 +12,7 @@
 #include "../codecs/codec.h"
 #include "../codecs/bzip2_block.h"
 #include "../codecs/inflater.h"
+#include "../index/build.h"
 #include "../index/container.h"
 #include "../common/size.h"
 #include "config.h"
@@ -85,8 +86,10 @@ static const struct spec specs[] = {
     {O_INDEX_FILE, "index-file", 0, "PATH", "keep the index at PATH", true},
     {O_INDEX_FOLDER, "index-folder", 0, "DIR", "keep indexes in DIR", true},
     {O_RECREATE, "recreate-index", 0, NULL, "rebuild the index even if it is valid", true},
-    {O_GZIP_SPACING, "gzip-spacing", 0, "MIB",
-     "decompressed MiB between gzip checkpoints (default 4)", true},
+    {O_GZIP_SPACING, "gzip-spacing", 0, "SIZE",
+     "decompressed bytes between checkpoints, e.g. 1M\n"
+     "(default 256K in gzip streams, else 4M; a bare\n"
+     "number means MiB)", true},
     {O_CACHE_SIZE, "cache-size", 0, "SIZE",
      "decoded-data cache in memory, e.g. 512M (default 256M)", true},
     {O_DISK_CACHE_SIZE, "disk-cache-size", 0, "SIZE",
@@ -268,6 +271,7 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 				"number means MiB)\n", how, val);
 			return -1;
 		}
+		o->gzip_spacing_set = true;
 		return 0;
 	case O_CACHE_SIZE:
 		if (!parse_size(val, &o->cache_size) || o->cache_size < (4u << 20)) {
@@ -520,7 +524,7 @@ int opt_parse(int argc, char **argv, struct options *o)
 	o->remote_timeout = DEFAULT_REMOTE_TIMEOUT;
 	o->remote_cache_size = (uint64_t)DEFAULT_REMOTE_CACHE_MIB << 20;
 	o->remote_disk_size = (uint64_t)DEFAULT_REMOTE_DISK_MIB << 20;
-	o->gzip_spacing = (uint64_t)DEFAULT_GZIP_SPACING_MIB << 20;
+	o->gzip_spacing = IDX_SPACING_DEFAULT;
 	o->threads = ncpu > 0 ? (unsigned)ncpu : 1;
 	for (size_t i = 0; i < NSPECS; i++) {
 		if (specs[i].name)

@@ -30,7 +30,6 @@
 
 #define DEFAULT_CACHE_MIB 256
 #define DEFAULT_DISK_CACHE_GIB 4
-#define DEFAULT_GZIP_SPACING_MIB 4
 #define MAX_RECURSION 32
 #define DEFAULT_REMOTE_TIMEOUT 30 /* seconds */
 #define DEFAULT_REMOTE_CACHE_MIB 128
@@ -39,6 +38,7 @@
 struct options {
 	bool foreground, debug, single_thread, quiet, recreate, no_union, strip_ext, ignore_zeros;
 	bool no_prefetch;
+	bool gzip_spacing_set;	/* --gzip-spacing given (else any index's spacing will do) */
 	bool unmount;		/* -u: unmount the MOUNTPOINTs given */
 	unsigned recursion;
 	char *fuse_opts; /* comma-separated options for FUSE (malloc'd) */

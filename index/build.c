@@ -631,7 +631,7 @@ static int build_members(struct builder *b, const struct idx_input *in,
 	} else if (!codec && hn > 0 && (ct = cont_probe(in->src, head, (size_t)hn))) {
 		err = bld_container(b, in, ct, o, st);
 	} else if (codec) {
-		struct codec_opts co = {.spacing = o->gzip_spacing,
+		struct codec_opts co = {.spacing = idx_stream_spacing(o, codec->name),
 					.threads = o->threads ? o->threads : 1};
 		st->single_file = true;
 		err = index_fast(b, codec, in->src, &co, &st->usize);
@@ -772,7 +772,7 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 	if (err)
 		goto out;
 	if (b.codec) {
-		struct codec_opts co = {.spacing = o->gzip_spacing,
+		struct codec_opts co = {.spacing = idx_stream_spacing(o, b.codec->name),
 					.threads = o->threads ? o->threads : 1};
 		b.sink.checkpoint = on_ckpt;
 		b.sink.opaque = &b;

@@ -15,15 +15,34 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+/* Checkpoint spacing when none is asked for (--gzip-spacing): zip and 7z entries, libarchive's
+ * streams, stored data take IDX_SPACING_DEFAULT; a gzip stream takes a denser one, because its
+ * checkpoints have sparse windows (codecs/gzip_sparse.c) of a few KiB each, and a cold read
+ * of a small file then decodes 128 KiB on average before its bytes. */
+#define IDX_SPACING_DEFAULT (4u << 20)
+#define IDX_GZIP_SPACING_DEFAULT (256u << 10)
 
 struct idx_build_opts {
-	uint64_t gzip_spacing; /* bytes of decompressed data between gzip checkpoints */
+	uint64_t gzip_spacing; /* bytes of decompressed data between checkpoints */
+	bool spacing_any;      /* gzip_spacing was not asked for: gzip streams take
+				* IDX_GZIP_SPACING_DEFAULT, and an index built with another
+				* spacing is used as it is */
 	unsigned threads;      /* decoder threads (>= 1) */
 	bool progress;	       /* progress line on stderr, about once a second, if a terminal */
 	unsigned recursion;    /* levels of archives inside archives to index (0: none) */
 	bool strip_ext;	       /* a nested archive's folder loses its extension (a.tar.gz -> a) */
 	bool ignore_zeros;     /* read past the end-of-archive marker (tar --ignore-zeros) */
 };
+
+/* The spacing of the checkpoints of a stream of codec codec_name (NULL: none). */
+static inline uint64_t idx_stream_spacing(const struct idx_build_opts *o, const char *codec_name)
+{
+	if (o->spacing_any && codec_name && strcmp(codec_name, "gzip") == 0)
+		return IDX_GZIP_SPACING_DEFAULT;
+	return o->gzip_spacing;
+}
 
 /* What the builder indexes: a file, or a member of another archive (nested archives). */
 struct idx_input {

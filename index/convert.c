@@ -237,7 +237,7 @@ static int source_open(struct cv_source *s, const char *path, const struct cv_op
 				   &s->usize);
 	if (strcmp(s->codec, "none") == 0)
 		return 0;
-	struct codec_opts co = {.spacing = o->source.build.gzip_spacing,
+	struct codec_opts co = {.spacing = idx_stream_spacing(&o->source.build, s->codec),
 				.threads = o->threads ? o->threads : 1};
 	s->c = codec_by_name(s->codec);
 	if (!s->c) {
@@ -689,6 +689,7 @@ static int write_output(struct cv *c, const char *output, struct cv_names *nm, s
 	const struct cv_opts *o = c->o;
 	/* the options the source's index was found with are the mounts' */
 	struct idx_build_opts bo = {.gzip_spacing = o->source.build.gzip_spacing,
+				    .spacing_any = o->source.build.spacing_any,
 				    .threads = o->threads ? o->threads : 1};
 	struct idx_build_stats bs = {0};
 	struct idx_input in = {.name = output,

@@ -41,7 +41,8 @@ void idx_options_string(const char *codec_name, const struct idx_build_opts *o, 
 	int n = 0;
 
 	if (codec_name && strcmp(codec_name, "gzip") == 0)
-		n = snprintf(buf, size, "gzip_spacing=%" PRIu64 ";", o->gzip_spacing);
+		n = snprintf(buf, size, "gzip_spacing=%" PRIu64 ";",
+			     idx_stream_spacing(o, codec_name));
 	if (o->recursion && n >= 0 && (size_t)n < size)
 		n += snprintf(buf + n, size - (size_t)n, "recursion=%u;strip=%d;", o->recursion,
 			      o->strip_ext);

@@ -2,6 +2,7 @@
 #include "validate.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -146,9 +147,16 @@ static int validate(const char *index_path, const char *archive, const struct id
 		snprintf(why, whylen, "%s", "the archive's format changed");
 		goto out;
 	}
-	idx_options_string(c ? c->name : NULL, o, opts, sizeof(opts));
 	free(s);
 	s = db_meta_get(db, "options");
+	{
+		/* a spacing nobody asked for is whatever the index was built with */
+		struct idx_build_opts oo = *o;
+		uint64_t sp;
+		if (o->spacing_any && s && sscanf(s, "gzip_spacing=%" SCNu64 ";", &sp) == 1)
+			oo.gzip_spacing = sp;
+		idx_options_string(c ? c->name : NULL, &oo, opts, sizeof(opts));
+	}
 	if (!s || strcmp(s, opts) != 0) {
 		why_is(why, whylen, 0, "built with other options (%s, now %s)", s ? s : "?", opts);
 		goto out;

@@ -112,7 +112,8 @@ int main(int argc, char **argv)
 	struct cv_opts o = {.enc_opts = {.level = ENC_LEVEL_DEFAULT},
 			    .threads = ncpu > 0 ? (unsigned)ncpu : 1,
 			    .progress = true,
-			    .source = {.build = {.gzip_spacing = 4u << 20, .progress = true}}};
+			    .source = {.build = {.gzip_spacing = IDX_SPACING_DEFAULT,
+						 .spacing_any = true, .progress = true}}};
 	struct net_env ne = {0};
 	bool check = false;
 	char *end;

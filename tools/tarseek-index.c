@@ -40,7 +40,9 @@ static void usage(FILE *f)
 		"      --index-file PATH   the index of the (single) ARCHIVE goes to PATH\n"
 		"      --index-folder DIR  indexes go to DIR\n"
 		"      --recreate-index    rebuild even valid indexes\n"
-		"      --gzip-spacing MIB  decompressed MiB between gzip checkpoints (default 4)\n"
+		"      --gzip-spacing SIZE decompressed bytes between checkpoints, e.g. 1M\n"
+		"                          (default 256K in gzip streams, else 4M; a bare number\n"
+		"                          means MiB)\n"
 		"  -r, --recursive         index archives inside archives too\n"
 		"      --recursion-depth N at most N levels of them\n"
 		"      --strip-extension   their folders lose the archive extension\n"
@@ -101,7 +103,8 @@ int main(int argc, char **argv)
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
-	struct idx_opts o = {.build = {.gzip_spacing = 4u << 20, .progress = true}};
+	struct idx_opts o = {.build = {.gzip_spacing = IDX_SPACING_DEFAULT, .spacing_any = true,
+				       .progress = true}};
 	struct net_env ne = {0};
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	int c, failed = 0;
@@ -133,6 +136,7 @@ int main(int argc, char **argv)
 					"least 64K\n", optarg);
 				return 2;
 			}
+			o.build.spacing_any = false;
 			break;
 		case 'i':
 			o.build.ignore_zeros = true;

@@ -157,6 +157,20 @@ def test_gzip_spacing_option(mount, tmp_path, tree):
     # it may take the next boundary: fewer checkpoints than zlib's one per spacing
     assert counts[SPACING] >= usize // 65536 // 3
     assert counts["256k"] < counts[SPACING]
+    # no --gzip-spacing: any index's spacing will do (the one built at 256k is used) ...
+    with mount(archive) as m:
+        assert len(os.listdir(m.path)) > 5
+    assert "indexed" not in m.log(), m.log()
+    # ... and a new index has the gzip default, 256 KiB, as dense as --gzip-spacing 256k
+    os.unlink(index)
+    with mount(archive) as m:
+        assert len(os.listdir(m.path)) > 5
+    assert "indexed" in m.log(), m.log()
+    assert checkpoints(index) == counts["256k"]
+    # which an explicit other spacing does not take
+    with mount(archive, "--gzip-spacing", "1") as m:
+        pass
+    assert "built with other options" in m.log(), m.log()
     # a plain tar's index does not depend on the spacing
     plain = tmp_path / "p.tar"
     run("cp", tar, plain)
