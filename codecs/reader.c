@@ -444,7 +444,13 @@ static int step_segment(struct creader *r, struct rd_live *l, bool mine, uint8_t
  * them wait for that one decode instead of starting their own from the checkpoint.  A random
  * read of an xz block thus decodes the block once, while the reader goes on; a sequential read
  * finds its next segments coming.  Only when the cache can hold what is decoded (a disk tier,
- * or a chunk small against the memory budget). */
+ * or a chunk small against the memory budget).
+ *
+ * A reader that says it reads on (creader_read_ahead: a large file read in order) has the
+ * job go on past the chunk's end, up to where it says, so that its decoding keeps ahead of
+ * it on another core whatever the spacing of the checkpoints.  A small chunk (gzip's 256 KiB)
+ * has no rest to decode, and without that a long file would be decoded in the foreground,
+ * a segment per request. */
 
 #define BG_AHEAD (64ull << 20)
 
@@ -507,12 +513,16 @@ static void bg_run(void *arg)
 }
 
 /* Hands l (positioned after a read's segment) to a background thread to decode the rest of
- * its chunk; true if taken, else the caller keeps l. */
-static bool bg_submit(struct creader *r, struct rd_live *l)
+ * its chunk, or on to the segment holding ahead_to - 1 if that is further; true if taken,
+ * else the caller keeps l. */
+static bool bg_submit(struct creader *r, struct rd_live *l, uint64_t ahead_to)
 {
-	uint64_t chunk_end = r->ck[l->chunk].uoff + r->ck[l->chunk].ulen, end = chunk_end;
+	uint64_t end = r->ck[l->chunk].uoff + r->ck[l->chunk].ulen, pos;
 	struct bg_job *job;
+	size_t j = l->chunk;
 
+	if (ahead_to > end)
+		end = ahead_to < r->usize ? ahead_to : r->usize;
 	if (end > l->pos + BG_AHEAD)
 		end = l->pos + BG_AHEAD;
 	if (!r->workers || l->pos >= end || (end - l->pos) * 4 > cache_room(r->cache) ||
@@ -521,17 +531,22 @@ static bool bg_submit(struct creader *r, struct rd_live *l)
 	job = calloc(1, sizeof(*job));
 	if (!job)
 		return false;
+	/* whole segments, across chunk ends: their global numbers follow each other */
 	job->nsegs = 0;
-	for (uint64_t pos = l->pos; pos < end; job->nsegs++) {
-		uint64_t rel = pos - r->ck[l->chunk].uoff, k = rel >> SEG_SHIFT;
-		pos = r->ck[l->chunk].uoff + (k << SEG_SHIFT) + seg_len(r->ck[l->chunk].ulen, k);
+	for (pos = l->pos; pos < end; job->nsegs++) {
+		while (pos >= r->ck[j].uoff + r->ck[j].ulen)
+			j++;
+		uint64_t k = (pos - r->ck[j].uoff) >> SEG_SHIFT;
+		pos = r->ck[j].uoff + (k << SEG_SHIFT) + seg_len(r->ck[j].ulen, k);
 	}
+	end = pos;
 	job->mine = calloc(job->nsegs ? job->nsegs : 1, sizeof(*job->mine));
 	if (!job->mine) {
 		free(job);
 		return false;
 	}
-	job->first_seg = r->seg_base[l->chunk] + ((l->pos - r->ck[l->chunk].uoff) >> SEG_SHIFT);
+	j = chunk_of(r, l->pos);
+	job->first_seg = r->seg_base[j] + ((l->pos - r->ck[j].uoff) >> SEG_SHIFT);
 	for (size_t i = 0; i < job->nsegs; i++) {
 		struct cache_key key = {r->stream, job->first_seg + i};
 		job->mine[i] = cache_try_reserve(r->cache, &key);
@@ -705,8 +720,10 @@ static int whole_fill(struct creader *r, uint64_t want, struct cache_buf **out)
 }
 
 /* Decodes segment k of chunk i, publishing what it passes; returns the target's buffer
- * (referenced) in *out.  The caller holds the reservation of the target. */
-static int rd_fill(struct creader *r, size_t i, uint64_t k, struct cache_buf **out)
+ * (referenced) in *out.  The caller holds the reservation of the target.  Then decodes on in
+ * the background: the rest of the chunk, or up to ahead_to (see bg_submit). */
+static int rd_fill(struct creader *r, size_t i, uint64_t k, uint64_t ahead_to,
+		   struct cache_buf **out)
 {
 	uint64_t target = r->ck[i].uoff + (k << SEG_SHIFT);
 	struct rd_live l = {0};
@@ -750,12 +767,18 @@ static int rd_fill(struct creader *r, size_t i, uint64_t k, struct cache_buf **o
 	}
 	if (l.pos >= r->usize)
 		dec_release(r, l.dec);
-	else if (!bg_submit(r, &l))
+	else if (!bg_submit(r, &l, ahead_to))
 		pool_put(r, &l);
 	return 0;
 }
 
 ssize_t creader_read(struct creader *r, void *buf, size_t len, uint64_t off)
+{
+	return creader_read_ahead(r, buf, len, off, 0);
+}
+
+ssize_t creader_read_ahead(struct creader *r, void *buf, size_t len, uint64_t off,
+			   uint64_t ahead_to)
 {
 	size_t done = 0;
 
@@ -773,7 +796,7 @@ ssize_t creader_read(struct creader *r, void *buf, size_t len, uint64_t off)
 		int err;
 
 		if (cache_get(r->cache, &key, &b) == 1) {
-			err = rd_fill(r, i, k, &b);
+			err = rd_fill(r, i, k, ahead_to, &b);
 			if (err) {
 				/* the whole request fails: over FUSE a short read would look like
 				 * the end of the file */

@@ -62,6 +62,11 @@ int creader_new(const struct creader_params *p, struct creader **out);
 /* Reads up to len bytes at off: the count (short only at the end of the data), or -EIO /
  * -ENOMEM if any part of the range cannot be read (never a partial count then). */
 ssize_t creader_read(struct creader *r, void *buf, size_t len, uint64_t off);
+/* The same, from a reader that will go on reading up to ahead_to (a decoded offset; 0 or
+ * anything below off + len: no such promise): a read that has to decode has a background
+ * thread decode on to there, past chunk ends, besides the rest of its chunk. */
+ssize_t creader_read_ahead(struct creader *r, void *buf, size_t len, uint64_t off,
+			   uint64_t ahead_to);
 
 uint64_t creader_size(const struct creader *r);
 

@@ -734,6 +734,7 @@ uint64_t arch_file_size(const struct arch_file *f)
 }
 
 #define ADVISE_MAX ((uint64_t)8 << 20) /* of a plain member, announced at its first read */
+#define SEQ_AHEAD ((uint64_t)8 << 20)	 /* of a compressed member read in order, decoded ahead */
 
 /* Reads len bytes of the member's stored data at rel. */
 static ssize_t read_stored(struct arch_file *f, void *buf, size_t len, uint64_t rel)
@@ -752,8 +753,16 @@ static ssize_t read_stored(struct arch_file *f, void *buf, size_t len, uint64_t 
 	}
 	if (!f->st)
 		n = src_pread(a->file, buf, len, f->data_off + rel);
-	else if (f->st->reader)
-		n = creader_read(f->st->reader, buf, len, f->data_off + rel);
+	else if (f->st->reader) {
+		/* a read where the last one ended: the member is read in order (a large file
+		 * copied or digested), so its next bytes are decoded ahead on another core */
+		uint64_t ahead = 0, was = atomic_exchange_explicit(&f->seq_next, rel + len,
+								   memory_order_relaxed);
+		if (rel && rel == was)
+			ahead = f->data_off + (f->stored - rel - len < SEQ_AHEAD ? f->stored
+										  : rel + len + SEQ_AHEAD);
+		n = creader_read_ahead(f->st->reader, buf, len, f->data_off + rel, ahead);
+	}
 	else
 		n = 0; /* a stream that decodes to nothing */
 	if (n >= 0 && (size_t)n < len) {

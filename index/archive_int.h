@@ -16,6 +16,8 @@
 
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdint.h>
 
 #include "archive.h"
 
@@ -75,6 +77,9 @@ struct arch_file {
 	} *ext;
 	size_t next;
 	bool advised; /* its stored bytes were announced to the source (src_advise) */
+	/* where the last read of the stored data ended: a read that starts there reads the
+	 * member in order (reads of one file may run at once: only a hint, hence relaxed) */
+	_Atomic uint64_t seq_next;
 };
 
 /* A connection from the pool (or a new one): 0 and *out, or -errno (-ENOMEM, -EIO when the

@@ -592,6 +592,64 @@ static void test_wait_for_ahead(void)
 	free(data);
 }
 
+struct filled_arg {
+	struct creader *r;
+	uint64_t want;
+};
+
+static bool segments_filled(void *arg)
+{
+	struct filled_arg *a = arg;
+	struct creader_stats s;
+
+	creader_get_stats(a->r, &s);
+	return s.segments_filled >= a->want;
+}
+
+/* Chunks smaller than a segment (gzip at its default spacing): a read that promises to read
+ * on (creader_read_ahead, a large file read in order) has the decoding go on past its chunk's
+ * end in the background, with the same decoder, up to the segment holding ahead_to - 1; the
+ * reads that follow decode nothing.  A read without the promise decodes its segment only. */
+static void test_read_ahead(const uint8_t *data, size_t size)
+{
+	struct stored *st = malloc(sizeof(*st));
+	struct cache *cache = cache_new(64u << 20);
+	struct creader *r;
+	struct src *in;
+	uint64_t usize;
+	bool salvaged;
+	struct creader_stats s0, s1, s2;
+	uint8_t buf[100];
+
+	stop_at_chunk_end = false;
+	CHECK_EQ(index_data(data, size, 700 * 1000, st, &usize, &salvaged), 0);
+	CHECK(st->n >= 12);
+	r = make_reader(data, size, st, usize, cache, &in);
+	/* chunk 2, reading on to the middle of chunk 8: chunks 3..8 come in the background */
+	uint64_t to = st->ck[8].uoff + 10;
+	CHECK_EQ(creader_read_ahead(r, buf, sizeof(buf), st->ck[2].uoff, to), (ssize_t)sizeof(buf));
+	CHECK(memcmp(buf, data + st->ck[2].uoff, sizeof(buf)) == 0);
+	struct filled_arg fa = {r, 7};
+	CHECK(wait_until(segments_filled, &fa));
+	creader_get_stats(r, &s0);
+	CHECK_EQ(s0.segments_filled, 7);
+	CHECK_EQ(s0.decoders_started, 1);
+	for (size_t i = 3; i <= 8; i++)
+		read_check(r, data, st->ck[i].uoff, (size_t)st->ck[i].ulen);
+	creader_get_stats(r, &s1);
+	CHECK_EQ(s1.decoded_bytes, s0.decoded_bytes); /* all there already */
+	CHECK_EQ(s1.segments_filled, 7);
+	/* no promise: chunk 10's segment, and nothing after it */
+	read_check(r, data, st->ck[10].uoff + 5, 100);
+	usleep(200 * 1000); /* a job ahead, were there one, would have had time to start */
+	creader_get_stats(r, &s2);
+	CHECK_EQ(s2.segments_filled, 8);
+	creader_free(r);
+	src_free(in);
+	cache_free(cache);
+	free(st);
+}
+
 /* A source over memory that records the last span advised to it. */
 struct advised {
 	const uint8_t *data;
@@ -677,6 +735,7 @@ int main(void)
 	test_salvage(data, size);
 	test_disk_tier(data, size);
 	test_wait_for_ahead();
+	test_read_ahead(data, size);
 	test_advised_span(data, size);
 	free(data);
 	workers_free(ahead);
