@@ -60,9 +60,9 @@ bench_run telemetry-fast-warm "$tl" --warm --dir "$corpus/extracted/telemetry" \
 
 # gzip checkpoint spacing: index size and first mount against the md5 workload (README)
 sp=()
-for m in 1 2 4 8; do
+for m in 256K 1M 4M; do
   sp+=(--mount-cmd "$tarseek -f --gzip-spacing $m --index-file {index} {archive} {mnt}"
-       --name "gzip-spacing-${m}MiB" "$corpus/backup.tar.gz")
+       --name "gzip-spacing-$m" "$corpus/backup.tar.gz")
 done
 bench_run gzip-spacing "$bl" --cold --dir "$corpus/extracted/backup" "${sp[@]}"
 
