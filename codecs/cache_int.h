@@ -32,10 +32,12 @@ void cmem_free(void *p, unsigned cls);
 size_t cmem_size(unsigned cls);
 
 struct cmem_stats {
-	uint64_t mapped;     /* bytes of regions mapped */
+	uint64_t mapped;     /* bytes of regions in use (not the one mapped ahead) */
+	uint64_t carved;     /* of those, bytes handed out at least once, or skipped */
 	uint64_t used_bytes; /* in blocks handed out */
 	uint64_t hot_bytes;  /* free and resident */
 	uint64_t cold_bytes; /* free, handed back to the kernel */
+	uint64_t prefaulted; /* bytes the ahead thread populated */
 };
 
 void cmem_get_stats(struct cmem_stats *out);

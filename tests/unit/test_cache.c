@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -360,6 +361,17 @@ static void test_stream_ids(void)
 	cache_free(c);
 }
 
+/* Whether this kernel can populate memory without writing to it (Linux 5.14). */
+static bool populate_works(void)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool ok = p != MAP_FAILED && madvise(p, 4096, 23 /* MADV_POPULATE_WRITE */) == 0;
+
+	if (p != MAP_FAILED)
+		munmap(p, 4096);
+	return ok;
+}
+
 /* cache_mem.c: sizes round up by at most a step; a freed block is what the next request of
  * its size (or up to 1/4 smaller) gets, bytes still there; past CM_KEEP free bytes, blocks
  * are handed back (cold) and still reused; requests over CM_MAX are malloc's. */
@@ -395,6 +407,21 @@ static void test_mem(void)
 	memset(b, 1, CM_MAX + 1);
 	cmem_free(b, c2);
 	cmem_free(NULL, 0);
+
+	/* the ahead thread populates up to 16 MiB (CM_AHEAD) past what was handed out, where the
+	 * kernel has MADV_POPULATE_WRITE, and no more */
+	if (populate_works()) {
+		for (int i = 0; i < 5000; i++) {
+			cmem_get_stats(&s);
+			if (s.prefaulted - s0.prefaulted >= (8u << 20))
+				break;
+			usleep(1000);
+		}
+		CHECK(s.prefaulted - s0.prefaulted >= (8u << 20));
+		usleep(50 * 1000); /* time to overshoot, were it to */
+		cmem_get_stats(&s);
+		CHECK(s.prefaulted <= s.carved + (16u << 20) + (2u << 20));
+	}
 
 	/* 96 blocks of 1 MiB freed: 64 MiB stay resident, the rest are handed back */
 	enum { N = 96 };
