@@ -69,6 +69,7 @@ struct cache *cache_new(uint64_t budget)
 		return NULL;
 	}
 	c->budget = budget;
+	cmem_expect((int64_t)budget); /* the pool may fault that much in ahead */
 	c->next_stream = 1;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->filled, NULL);
@@ -451,5 +452,6 @@ void cache_free(struct cache *c)
 	free(c->table);
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->filled);
+	cmem_expect(-(int64_t)c->budget);
 	free(c);
 }

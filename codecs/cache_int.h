@@ -28,6 +28,10 @@ void *cmem_alloc(size_t size, unsigned *cls);
 /* Gives back what cmem_alloc returned (NULL does nothing).  Thread-safe. */
 void cmem_free(void *p, unsigned cls);
 
+/* A cache's budget of bytes comes (bytes > 0) or goes (< 0): memory is faulted in ahead only
+ * while the pool is below the sum.  Thread-safe. */
+void cmem_expect(int64_t bytes);
+
 /* Bytes a block of class cls occupies (0 for CM_BIG: malloc's). */
 size_t cmem_size(unsigned cls);
 

@@ -32,9 +32,11 @@
  * foreground: a quarter of the daemon's time in a cold md5 pass of backup.tar.gz.  So a thread
  * keeps the CM_AHEAD bytes after the bump pointer populated (MADV_POPULATE_WRITE, which
  * faults pages in without writing to them, so it may run while the foreground carves the same
- * range), and maps and populates the next region before the current one runs out.  It works
- * only while the bump pointer moves -- while the cache grows towards its budget -- and holds
- * at most CM_AHEAD bytes more than the blocks handed out.  Kernels without
+ * range), and maps and populates the next region before the current one runs out.  Only
+ * where the pool will grow anyway: while what was carved plus what is populated ahead stays
+ * under the caches' budgets (cmem_expect), and while fewer than CM_AHEAD free bytes are
+ * resident -- so resident memory stays within what is in use plus CM_KEEP, as without it.  A
+ * cache at its budget recycles its blocks and has nothing populated for it.  Kernels without
  * MADV_POPULATE_WRITE (before 5.14) have no thread: the first EINVAL stops it.
  *
  * One mutex guards the lists and the bump pointer (a lock per segment decoded: thousands a
@@ -96,6 +98,7 @@ static struct {
 	uint8_t *filled;		  /* [cur, filled) is populated (the ahead thread's) */
 	uint8_t *spare;			  /* the next region, mapped ahead (or NULL) */
 	uint8_t *spare_filled;		  /* and populated up to here */
+	uint64_t expect;		  /* the caches' budgets (cmem_expect) */
 	bool ahead_on;			  /* the ahead thread runs */
 	bool ahead_off;			  /* it could not start, or the kernel lacks the call */
 	struct cmem_stats st;
@@ -154,6 +157,22 @@ static size_t ahead_bytes(void)
 	return n + (cm.spare ? (size_t)(cm.spare_filled - cm.spare) : 0);
 }
 
+/* Whether more should be populated ahead (lock held): see the top of the file. */
+static bool ahead_wanted(size_t margin)
+{
+	uint64_t ahead = ahead_bytes();
+
+	return cm.cur && ahead + cm.st.hot_bytes + margin < CM_AHEAD &&
+	       cm.st.carved + ahead < cm.expect;
+}
+
+void cmem_expect(int64_t bytes)
+{
+	pthread_mutex_lock(&cm.lock);
+	cm.expect = bytes < 0 && (uint64_t)-bytes > cm.expect ? 0 : cm.expect + (uint64_t)bytes;
+	pthread_mutex_unlock(&cm.lock);
+}
+
 /* The ahead thread: populates CM_HUGE at a time, lock released, until CM_AHEAD bytes past
  * the bump pointer are there (the spare region's count when the current one is done). */
 static void *ahead_main(void *arg)
@@ -161,7 +180,7 @@ static void *ahead_main(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&cm.lock);
 	for (;;) {
-		while (ahead_bytes() >= CM_AHEAD || !cm.cur)
+		while (!ahead_wanted(0))
 			pthread_cond_wait(&cm.wake, &cm.lock);
 		uint8_t *from;
 		if (cm.filled < cm.cur)
@@ -231,7 +250,7 @@ static void *carve(unsigned cls)
 		cm.ahead_off = !cm.ahead_on;
 		pthread_attr_destroy(&at);
 	}
-	if (cm.ahead_on && ahead_bytes() < CM_AHEAD / 2)
+	if (cm.ahead_on && ahead_wanted(CM_AHEAD / 2))
 		pthread_cond_signal(&cm.wake);
 	return r;
 }
