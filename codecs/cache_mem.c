@@ -99,8 +99,7 @@ static struct {
 	uint8_t *spare;			  /* the next region, mapped ahead (or NULL) */
 	uint8_t *spare_filled;		  /* and populated up to here */
 	uint64_t expect;		  /* the caches' budgets (cmem_expect) */
-	bool ahead_on;			  /* the ahead thread runs */
-	bool ahead_off;			  /* it could not start, or the kernel lacks the call */
+	bool ahead_tried;		  /* the ahead thread was started (it may have ended) */
 	struct cmem_stats st;
 } cm = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
@@ -210,9 +209,7 @@ static void *ahead_main(void *arg)
 		else if (cm.filled == from)
 			cm.filled = from + CM_HUGE;
 	}
-	cm.ahead_off = true;
-	cm.ahead_on = false;
-	pthread_mutex_unlock(&cm.lock);
+	pthread_mutex_unlock(&cm.lock); /* its wake-ups go unheard from now on */
 	return NULL;
 }
 
@@ -241,17 +238,17 @@ static void *carve(unsigned cls)
 	void *r = cm.cur;
 	cm.cur += n;
 	cm.st.carved += n;
-	if (!cm.ahead_on && !cm.ahead_off) {
+	if (!cm.ahead_tried) { /* once: if it cannot start, memory is faulted in on use */
 		pthread_t th;
 		pthread_attr_t at;
 		pthread_attr_init(&at);
 		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		cm.ahead_on = pthread_create(&th, &at, ahead_main, NULL) == 0;
-		cm.ahead_off = !cm.ahead_on;
+		(void)pthread_create(&th, &at, ahead_main, NULL);
 		pthread_attr_destroy(&at);
+		cm.ahead_tried = true;
 	}
-	if (cm.ahead_on && ahead_wanted(CM_AHEAD / 2))
-		pthread_cond_signal(&cm.wake);
+	if (ahead_wanted(CM_AHEAD / 2))
+		pthread_cond_signal(&cm.wake); /* nobody listens if the thread has ended */
 	return r;
 }
 

@@ -873,7 +873,7 @@ static int gz_emit(struct codec_scan *s, struct gz_buf *b)
 	size_t packed = 0;
 	int err;
 
-	if (b->ck.extra && s->sparse && s->sink.checkpoint) {
+	if (b->ck.extra && s->sparse) { /* (made only where a sink takes checkpoints) */
 		/* the stream ends after b's bytes: a member's end, or the end of raw deflate */
 		bool ends = b->member_end || (b->last && !b->err);
 		int kept = gz_sparse_window(s->sparse, s->prod.in.src, b->ck.coff, b->ck.bits,

@@ -70,11 +70,12 @@ void gz_sparse_free(struct gz_sparse *z)
 /* Decodes n bytes into out (which has room for one more), starting at the checkpoint with
  * window win[0..wlen); with ends, the stream must end right after them.  0, -EAGAIN (the
  * input ran out), -EIO (the stream is not as long as that), or -errno. */
-static int sp_decode(struct gz_sparse *z, size_t inlen, unsigned bits, unsigned value,
-		     const uint8_t *win, size_t wlen, uint8_t *out, size_t n, bool ends)
+static int sp_decode(struct gz_sparse *z, const uint8_t *in, size_t inlen, unsigned bits,
+		     unsigned value, const uint8_t *win, size_t wlen, uint8_t *out, size_t n,
+		     bool ends)
 {
 	size_t room = ends ? n + 1 : n;
-	struct infl_io io = {.in = z->in, .in_len = inlen, .out = out, .out_len = room};
+	struct infl_io io = {.in = in, .in_len = inlen, .out = out, .out_len = room};
 	int ret = infl_restart(z->inf);
 
 	if (!ret)
@@ -98,7 +99,7 @@ static int sp_decode(struct gz_sparse *z, size_t inlen, unsigned bits, unsigned 
 int gz_sparse_window(struct gz_sparse *z, struct src *in, uint64_t coff, unsigned bits,
 		     uint8_t *win, size_t wlen, const uint8_t *next, size_t nlen, bool ends)
 {
-	size_t n = nlen < SP_WIN ? nlen : SP_WIN, kept = 0, inlen;
+	size_t n = nlen < SP_WIN ? nlen : SP_WIN, kept = 0, inlen, lead = bits ? 1 : 0;
 	unsigned value = 0;
 	ssize_t got;
 	int err;
@@ -111,22 +112,20 @@ int gz_sparse_window(struct gz_sparse *z, struct src *in, uint64_t coff, unsigne
 		return -EAGAIN;
 	if (n == SP_WIN)
 		ends = false; /* what comes after the 32 KiB does not matter */
-	if (bits) {
-		uint8_t b;
-		err = src_pread_full(in, &b, 1, coff - 1);
-		if (err)
-			return err;
-		value = b >> (8 - bits);
-	}
-	got = src_pread(in, z->in, sizeof(z->in), coff);
+	/* the compressed bytes, with the one whose top bits come first when bits is set */
+	got = src_pread(in, z->in, sizeof(z->in), coff - lead);
 	if (got < 0)
 		return (int)got;
-	inlen = (size_t)got;
+	if ((size_t)got < lead)
+		return -EIO;
+	inlen = (size_t)got - lead;
+	if (bits)
+		value = z->in[0] >> (8 - bits);
 
 	/* the window bytes the output copies, by their tags */
-	err = sp_decode(z, inlen, bits, value, z->lo, wlen, z->o1, n, ends);
+	err = sp_decode(z, z->in + lead, inlen, bits, value, z->lo, wlen, z->o1, n, ends);
 	if (!err)
-		err = sp_decode(z, inlen, bits, value, z->hi, wlen, z->o2, n, ends);
+		err = sp_decode(z, z->in + lead, inlen, bits, value, z->hi, wlen, z->o2, n, ends);
 	if (err)
 		return err;
 	memset(z->keep, 0, wlen);

@@ -537,6 +537,8 @@ static bool bg_submit(struct creader *r, struct rd_live *l, uint64_t ahead_to)
 		while (pos >= r->ck[j].uoff + r->ck[j].ulen)
 			j++;
 		uint64_t k = (pos - r->ck[j].uoff) >> SEG_SHIFT;
+		if (pos == l->pos)
+			job->first_seg = r->seg_base[j] + k;
 		pos = r->ck[j].uoff + (k << SEG_SHIFT) + seg_len(r->ck[j].ulen, k);
 	}
 	end = pos;
@@ -545,8 +547,6 @@ static bool bg_submit(struct creader *r, struct rd_live *l, uint64_t ahead_to)
 		free(job);
 		return false;
 	}
-	j = chunk_of(r, l->pos);
-	job->first_seg = r->seg_base[j] + ((l->pos - r->ck[j].uoff) >> SEG_SHIFT);
 	for (size_t i = 0; i < job->nsegs; i++) {
 		struct cache_key key = {r->stream, job->first_seg + i};
 		job->mine[i] = cache_try_reserve(r->cache, &key);

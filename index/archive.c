@@ -756,12 +756,13 @@ static ssize_t read_stored(struct arch_file *f, void *buf, size_t len, uint64_t 
 	else if (f->st->reader) {
 		/* a read where the last one ended: the member is read in order (a large file
 		 * copied or digested), so its next bytes are decoded ahead on another core */
-		uint64_t ahead = 0, was = atomic_exchange_explicit(&f->seq_next, rel + len,
-								   memory_order_relaxed);
+		uint64_t was = atomic_exchange_explicit(&f->seq_next, rel + len,
+							memory_order_relaxed);
+		uint64_t to = 0; /* end of what to decode ahead, in the member's stored data */
 		if (rel && rel == was)
-			ahead = f->data_off + (f->stored - rel - len < SEQ_AHEAD ? f->stored
-										  : rel + len + SEQ_AHEAD);
-		n = creader_read_ahead(f->st->reader, buf, len, f->data_off + rel, ahead);
+			to = f->stored - rel - len < SEQ_AHEAD ? f->stored : rel + len + SEQ_AHEAD;
+		n = creader_read_ahead(f->st->reader, buf, len, f->data_off + rel,
+				       to ? f->data_off + to : 0);
 	}
 	else
 		n = 0; /* a stream that decodes to nothing */
