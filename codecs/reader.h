@@ -38,8 +38,10 @@ struct creader_params {
 	struct src *in;			  /* the compressed file; borrowed, must be thread-safe */
 	const struct codec_ckpt *ckpts;	  /* copied; ulen set; in uoff order, the first at 0 */
 	size_t nckpts;
-	const uint32_t *crcs;		  /* copied; seg_count(ulen) CRCs per checkpoint, in order;
-					     NULL: none (the codec checks every block itself) */
+	const uint32_t *crcs;		  /* copied; seg_count(ulen, seg_shift) CRCs per
+					     checkpoint, in order; NULL: none (the codec checks
+					     every block itself) */
+	unsigned seg_shift;		  /* segment size (segment.h); 0: SEG_SHIFT */
 	uint64_t usize;			  /* total decompressed size */
 	/* Loads checkpoint idx's aux blob into a malloc'd buffer (*aux = NULL, *len = 0 if it
 	 * has none).  0 or -errno.  Called from any thread. */

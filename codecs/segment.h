@@ -1,40 +1,46 @@
 /* Segments: the unit of caching and of integrity checks for compressed archives.
  *
  * The decompressed stream is cut at checkpoints into chunks; each chunk is cut into
- * segments of SEG_SIZE bytes, except that a short tail (< SEG_SIZE / 2) is merged into the
- * segment before it.  So a gzip chunk of 1.05 MiB is one segment, an xz block of 24 MiB is
- * 24, a bzip2 block of 900 kB is one.  The indexing pass stores the CRC32 of every segment;
- * a read decodes whole segments, checks them against the stored CRC and caches them.
+ * segments of a stream's segment size (below), except that a short tail (< half a segment)
+ * is merged into the segment before it.  So with 1 MiB segments an xz block of 24 MiB is 24
+ * segments and a bzip2 block of 900 kB is one; with 64 KiB ones a gzip chunk of 300 KiB is
+ * 5.  The indexing pass stores the CRC32 of every segment; a read decodes whole segments,
+ * checks them against the stored CRC and caches them.
  *
- * Everything here is derived from a chunk's decompressed length (ulen), so the indexer
- * (stream.c) and the reader (reader.c) agree by construction.
+ * Everything here is derived from a chunk's decompressed length (ulen) and the segment size,
+ * so the indexer (stream.c) and the reader (reader.c) agree by construction.
  */
 #ifndef TARSEEK_SEGMENT_H
 #define TARSEEK_SEGMENT_H
 
 #include <stdint.h>
 
+/* A stream's segments are 1 << shift bytes: SEG_SHIFT (1 MiB) unless its index says
+ * otherwise.  gzip streams, whose chunks are short (256 KiB apart by default), use
+ * SEG_SHIFT_FINE (64 KiB), so that a read decodes from its checkpoint to the end of what it
+ * wants plus at most 64 KiB, not to the end of the chunk. */
 #define SEG_SHIFT 20
-#define SEG_SIZE ((uint64_t)1 << SEG_SHIFT)
+#define SEG_SHIFT_FINE 16
+#define SEG_SIZE ((uint64_t)1 << SEG_SHIFT) /* the largest segment size */
 
 /* Number of segments of a chunk of ulen bytes (0 for an empty chunk). */
-static inline uint64_t seg_count(uint64_t ulen)
+static inline uint64_t seg_count(uint64_t ulen, unsigned shift)
 {
-	uint64_t n = (ulen + SEG_SIZE / 2) >> SEG_SHIFT;
+	uint64_t n = (ulen + ((uint64_t)1 << shift) / 2) >> shift;
 
 	return ulen == 0 ? 0 : (n ? n : 1);
 }
 
-/* Length of segment k of a chunk of ulen bytes (it starts at k * SEG_SIZE). */
-static inline uint64_t seg_len(uint64_t ulen, uint64_t k)
+/* Length of segment k of a chunk of ulen bytes (it starts at k << shift). */
+static inline uint64_t seg_len(uint64_t ulen, uint64_t k, unsigned shift)
 {
-	return k + 1 < seg_count(ulen) ? SEG_SIZE : ulen - (k << SEG_SHIFT);
+	return k + 1 < seg_count(ulen, shift) ? (uint64_t)1 << shift : ulen - (k << shift);
 }
 
 /* The segment holding offset rel (0 <= rel < ulen) of a chunk. */
-static inline uint64_t seg_at(uint64_t ulen, uint64_t rel)
+static inline uint64_t seg_at(uint64_t ulen, uint64_t rel, unsigned shift)
 {
-	uint64_t k = rel >> SEG_SHIFT, n = seg_count(ulen);
+	uint64_t k = rel >> shift, n = seg_count(ulen, shift);
 
 	return k < n ? k : n - 1;
 }

@@ -7,8 +7,9 @@
  * same scan_read call; so new checkpoints wait in a small queue until account() reaches
  * their offset, and only then is the previous chunk finished and sent to the sink.
  *
- * Segment CRCs: within a chunk we checksum pieces of SEG_SIZE bytes.  When the chunk ends,
- * a tail shorter than SEG_SIZE / 2 is folded into the piece before it with crc32_combine,
+ * Segment CRCs: within a chunk we checksum pieces of a segment's size (the sink's seg_shift).
+ * When the chunk ends, a tail shorter than half a segment is folded into the piece before it
+ * with crc32_combine,
  * which matches segment.h's rule without knowing the chunk length in advance.
  */
 #include "stream.h"
@@ -38,6 +39,8 @@ struct cstream {
 	struct src *src; /* the forward-only view */
 	int err;	 /* first error, sticky */
 	int sink_err;	 /* the first error the sink returned: no salvage after it */
+	unsigned seg_shift;
+	uint64_t seg_size; /* 1 << seg_shift */
 
 	uint8_t *buf;		  /* decoded bytes [buf_off, buf_off + buf_len) */
 	size_t buf_len, buf_pos;  /* buf_pos: next unread byte in buf */
@@ -126,13 +129,13 @@ static int finish_chunk(struct cstream *s, uint64_t end)
 		return 0;
 	s->cur.ck.ulen = end - s->cur.ck.uoff;
 	if (s->piece_len) {
-		if (s->piece_len < SEG_SIZE / 2 && s->ncrcs > 0)
+		if (s->piece_len < s->seg_size / 2 && s->ncrcs > 0)
 			s->crcs[s->ncrcs - 1] =
 				(uint32_t)crc32_combine(s->crcs[s->ncrcs - 1], s->piece_crc, (z_off_t)s->piece_len);
 		else
 			err = push_crc(s, s->piece_crc);
 	}
-	if (!err && s->ncrcs != seg_count(s->cur.ck.ulen)) {
+	if (!err && s->ncrcs != seg_count(s->cur.ck.ulen, s->seg_shift)) {
 		tfs_log(TFS_LOG_ERR, "segment count mismatch (internal error)");
 		err = -EIO;
 	}
@@ -190,8 +193,8 @@ static int account(struct cstream *s, const uint8_t *p, size_t len)
 			return -EIO;
 		}
 		size_t n = len;
-		if (n > SEG_SIZE - s->piece_len)
-			n = SEG_SIZE - s->piece_len;
+		if (n > s->seg_size - s->piece_len)
+			n = s->seg_size - s->piece_len;
 		if (s->nqueue && s->queue[0].ck.uoff - s->acct < n)
 			n = s->queue[0].ck.uoff - s->acct;
 		s->piece_crc = tfs_crc32(s->piece_crc, p, n);
@@ -199,7 +202,7 @@ static int account(struct cstream *s, const uint8_t *p, size_t len)
 		s->acct += n;
 		p += n;
 		len -= n;
-		if (s->piece_len == SEG_SIZE) {
+		if (s->piece_len == s->seg_size) {
 			err = push_crc(s, s->piece_crc);
 			if (err)
 				return err;
@@ -299,11 +302,15 @@ int cstream_new(const struct codec *c, struct src *in, const struct codec_opts *
 	int err;
 
 	*out = NULL;
+	if (sink->seg_shift && (sink->seg_shift < SEG_SHIFT_FINE || sink->seg_shift > SEG_SHIFT))
+		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->codec = c;
 	s->sink = sink;
+	s->seg_shift = sink->seg_shift ? sink->seg_shift : SEG_SHIFT;
+	s->seg_size = (uint64_t)1 << s->seg_shift;
 	s->piece_crc = (uint32_t)crc32(0, NULL, 0);
 	s->buf = malloc(BUF_SIZE);
 	s->src = src_new(&fwd_ops, s, SRC_SIZE_UNKNOWN);
@@ -369,13 +376,13 @@ int cstream_salvage(struct cstream *s, uint64_t limit, uint64_t *usize)
 	if (limit < s->acct) {
 		/* cut the current chunk at the last complete segment piece before limit, or at a
 		 * refill boundary after it up to limit, whose CRC state was kept */
-		uint64_t whole = (limit - s->cur.ck.uoff) >> SEG_SHIFT;
+		uint64_t whole = (limit - s->cur.ck.uoff) >> s->seg_shift;
 		if (whole > s->ncrcs)
 			whole = s->ncrcs;
 		const struct snap *best = NULL;
 		for (size_t i = 0; i < s->nsnaps; i++)
 			if (s->snaps[i].acct <= limit &&
-			    s->snaps[i].acct > s->cur.ck.uoff + (whole << SEG_SHIFT))
+			    s->snaps[i].acct > s->cur.ck.uoff + (whole << s->seg_shift))
 				best = &s->snaps[i];
 		if (best) {
 			s->ncrcs = best->ncrcs;
@@ -385,7 +392,7 @@ int cstream_salvage(struct cstream *s, uint64_t limit, uint64_t *usize)
 		} else {
 			s->ncrcs = whole;
 			s->piece_len = 0;
-			limit = s->cur.ck.uoff + (whole << SEG_SHIFT);
+			limit = s->cur.ck.uoff + (whole << s->seg_shift);
 		}
 	}
 	if (limit == s->cur.ck.uoff) { /* nothing of this chunk survives */

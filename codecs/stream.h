@@ -23,11 +23,12 @@ struct cstream;
 
 struct cstream_sink {
 	/* A finished checkpoint, idx = 0, 1, 2, ... in order.  ck->ulen is set; crcs holds
-	 * seg_count(ck->ulen) CRC32s.  All pointers are valid only during the call.  Returns
+	 * seg_count(ck->ulen, seg_shift) CRC32s.  All pointers are valid only during the call.  Returns
 	 * 0 or -errno (stops the stream). */
 	int (*checkpoint)(void *opaque, uint64_t idx, const struct codec_ckpt *ck, const void *aux,
 			  size_t auxlen, const uint32_t *crcs, uint64_t ncrcs);
 	void *opaque;
+	unsigned seg_shift; /* the segments' size (segment.h); 0: SEG_SHIFT */
 };
 
 /* Starts codec c's scan of in.  0 or -errno; *out = NULL on error. */

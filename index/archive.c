@@ -102,6 +102,10 @@ static int stream_reader(struct astream *st, struct conn *c)
 	struct creader_range *ranges = NULL;
 	size_t n = 0, cap = 0, ncrc = 0, crc_cap = 0;
 	sqlite3_stmt *q = c->ckpts;
+	/* segments checked by CRC, of 1 << shift bytes; 0: none */
+	unsigned shift = st->crcs == IDX_CRCS_SEGMENTS	     ? SEG_SHIFT
+			 : st->crcs == IDX_CRCS_SEGMENTS_FINE ? SEG_SHIFT_FINE
+							      : 0;
 	int r, err = 0;
 
 	sqlite3_bind_int64(q, 1, (sqlite3_int64)st->id);
@@ -126,8 +130,8 @@ static int stream_reader(struct astream *st, struct conn *c)
 		};
 		size_t nb = (size_t)sqlite3_column_bytes(q, 7);
 		const uint8_t *p = sqlite3_column_blob(q, 7);
-		if (st->crcs == IDX_CRCS_SEGMENTS) {
-			if (nb / 4 != seg_count(ck[n].ulen) || nb % 4) {
+		if (shift) {
+			if (nb / 4 != seg_count(ck[n].ulen, shift) || nb % 4) {
 				tfs_log(TFS_LOG_ERR, "%s: index damaged (checkpoint %zu of stream %llu)",
 					a->index_shown, n, (unsigned long long)st->id);
 				err = -EIO;
@@ -158,7 +162,8 @@ static int stream_reader(struct astream *st, struct conn *c)
 		.in = st->in,
 		.ckpts = ck,
 		.nckpts = n,
-		.crcs = st->crcs == IDX_CRCS_SEGMENTS ? (crcs ? crcs : no_segments) : NULL,
+		.crcs = shift ? (crcs ? crcs : no_segments) : NULL,
+		.seg_shift = shift,
 		.usize = st->usize,
 		.load_aux = load_aux,
 		.aux_opaque = st,
@@ -257,7 +262,7 @@ static int stream_make(struct arch *a, uint64_t id, struct astream **out)
 	err = r < 0 ? r : (r == 0 ? -EIO : 0);
 	if (!err && !st->codec)
 		err = -ENOTSUP;
-	if (!err && (st->crcs < IDX_CRCS_CODEC || st->crcs > IDX_CRCS_MEMBERS ||
+	if (!err && (st->crcs < IDX_CRCS_CODEC || st->crcs > IDX_CRCS_SEGMENTS_FINE ||
 		     (st->crcs == IDX_CRCS_CODEC && !st->codec->index_blocks))) {
 		/* only a codec that checks every block may do without CRCs */
 		tfs_log(TFS_LOG_ERR, "%s: index damaged (no CRCs for %s stream %llu)",

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "../codecs/codec.h"
+#include "../codecs/segment.h"
 #include "../codecs/stream.h"
 #include "../common/byteio.h"
 #include "../common/clock.h"
@@ -463,6 +464,15 @@ static int on_direct_ckpt(void *opaque, const struct codec_ckpt *ck, const void 
 	return bld_store_ckpt(b, IDX_STREAM, b->nckpt, ck, aux, auxlen, false, NULL, 0);
 }
 
+/* The segment size of the stream of a compressed tar or file: 64 KiB for gzip, whose chunks
+ * are a few hundred KiB (a read then decodes from its checkpoint to the end of what it wants,
+ * plus less than a segment), 1 MiB for the others, whose blocks are decoded whole anyway or
+ * are megabytes long.  The stream's crcs says which (db.h). */
+static unsigned stream_seg_shift(const struct codec *c)
+{
+	return strcmp(c->name, "gzip") == 0 ? SEG_SHIFT_FINE : SEG_SHIFT;
+}
+
 /* A single compressed file indexed from its block metadata, without decoding.  1 if done,
  * 0 if the codec cannot (the caller scans instead), or -errno. */
 static int index_fast(struct builder *b, const struct codec *codec, struct src *file,
@@ -720,7 +730,9 @@ static int build_stream_end(struct builder *b, const struct idx_input *in, struc
 	}
 	struct db_stream ds = {.id = IDX_STREAM, .codec = b->codec->name, .coff = 0,
 			       .clen = st->archive_size, .usize = st->usize,
-			       .crcs = fast ? IDX_CRCS_CODEC : IDX_CRCS_SEGMENTS};
+			       .crcs = fast ? IDX_CRCS_CODEC
+				     : stream_seg_shift(b->codec) == SEG_SHIFT_FINE ? IDX_CRCS_SEGMENTS_FINE
+										     : IDX_CRCS_SEGMENTS};
 	return db_insert_stream(b->db, &b->ins_stream, &ds);
 }
 
@@ -776,6 +788,7 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 					.threads = o->threads ? o->threads : 1};
 		b.sink.checkpoint = on_ckpt;
 		b.sink.opaque = &b;
+		b.sink.seg_shift = stream_seg_shift(b.codec);
 		err = cstream_new(b.codec, in->src, &co, &b.sink, &cs);
 		if (err) {
 			tfs_log(TFS_LOG_ERR, "%s: cannot start %s decoding: %s", in->name,

@@ -35,7 +35,9 @@
  *                                          (mounted with -r), a whole SQLite image
  *   checkpoints(stream, idx,               -- (stream, idx) unique; offsets within the stream
  *               uoff, ulen, coff, clen, extra, bits, flags,
- *               crcs BLOB,                 -- CRC32 of each segment, little-endian u32s
+ *               crcs BLOB,                 -- CRC32 of each segment (segment.h: 64 KiB or
+ *                                             1 MiB, as the stream's crcs says), as
+ *                                             little-endian u32s
  *               aux BLOB)                  -- codec blob (gzip window), read only on demand
  */
 #ifndef TARSEEK_DB_H
@@ -46,7 +48,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define IDX_FORMAT 5
+#define IDX_FORMAT 6
+#define IDX_FORMAT_OLDEST 5 /* still read: format 5 lacks IDX_CRCS_SEGMENTS_FINE, nothing else */
 #define IDX_ROOT 1
 #define IDX_STREAM 1 /* the one stream of a compressed tar or file */
 
@@ -63,6 +66,7 @@ enum {
 	IDX_CRCS_CODEC = 0,   /* by the codec itself, per block (index_blocks) */
 	IDX_CRCS_SEGMENTS = 1, /* each checkpoint holds the CRC-32s of its segments */
 	IDX_CRCS_MEMBERS = 2, /* decoded whole, checked against its members' CRC-32s */
+	IDX_CRCS_SEGMENTS_FINE = 3, /* as SEGMENTS, of 64 KiB (SEG_SHIFT_FINE) instead of 1 MiB */
 };
 
 enum {

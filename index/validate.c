@@ -104,7 +104,7 @@ static int validate(const char *index_path, const char *archive, const struct id
 		snprintf(why, whylen, "%s", "incomplete (an interrupted build, or damaged)");
 		goto out;
 	}
-	if (!db_meta_get_u64(db, "format", &v) || v != IDX_FORMAT) {
+	if (!db_meta_get_u64(db, "format", &v) || v < IDX_FORMAT_OLDEST || v > IDX_FORMAT) {
 		snprintf(why, whylen, "%s", "made by another version of tarseek");
 		goto out;
 	}

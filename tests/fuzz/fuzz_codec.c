@@ -55,6 +55,7 @@ struct run {
 	uint32_t *crcs;
 	size_t ncrcs, crc_cap;
 	bool overflow; /* too many checkpoints to keep */
+	unsigned shift; /* segment size, as an index of the codec's stream gets (build.c) */
 };
 
 static void run_free(struct run *r)
@@ -115,7 +116,7 @@ static int on_stream_ckpt(void *opaque, uint64_t idx, const struct codec_ckpt *c
 	struct run *r = opaque;
 
 	FZ_ASSERT(idx == r->n || r->overflow);
-	FZ_ASSERT(ncrcs == seg_count(ck->ulen));
+	FZ_ASSERT(ncrcs == seg_count(ck->ulen, r->shift));
 	if (!r->overflow) {
 		uint64_t want = r->n ? r->cks[r->n - 1].c.uoff + r->cks[r->n - 1].c.ulen : 0;
 		FZ_ASSERT(ck->uoff == want);
@@ -166,9 +167,9 @@ static void check_crcs(const struct run *r, const struct truth *t)
 {
 	for (size_t i = 0; i < r->n; i++) {
 		const struct codec_ckpt *c = &r->cks[i].c;
-		uint64_t ns = seg_count(c->ulen);
+		uint64_t ns = seg_count(c->ulen, r->shift);
 		for (uint64_t k = 0; k < ns; k++) {
-			uint64_t off = c->uoff + (k << SEG_SHIFT), len = seg_len(c->ulen, k);
+			uint64_t off = c->uoff + (k << r->shift), len = seg_len(c->ulen, k, r->shift);
 			FZ_ASSERT(off + len <= t->usize);
 			if (off + len > t->trusted)
 				return;
@@ -253,7 +254,7 @@ static void try_reader(const uint8_t *data, size_t size, struct run *r, bool wit
 		.codec = &THE_CODEC, .in = in, .ckpts = NULL, .nckpts = r->n,
 		.crcs = with_crcs ? (r->crcs ? r->crcs : none) : NULL, .usize = usize,
 		.load_aux = load_aux, .aux_opaque = r, .cache = cache, .workers = fz_workers(),
-		.max_decoders = 1 + (unsigned)fz_rng_below(rng, 3),
+		.max_decoders = 1 + (unsigned)fz_rng_below(rng, 3), .seg_shift = r->shift,
 	};
 	struct codec_ckpt *cks = malloc((r->n ? r->n : 1) * sizeof(*cks));
 	if (!cks)
@@ -296,7 +297,7 @@ static void try_index_blocks(const uint8_t *data, size_t size, const struct trut
 			     struct fz_rng *rng)
 {
 	struct codec_opts opts = {.spacing = FZ_SPACING, .threads = 1};
-	struct run r = {0};
+	struct run r = {.shift = SEG_SHIFT};
 	struct codec_sink sink = {.checkpoint = on_block_ckpt, .opaque = &r};
 	struct src *in = src_from_mem(data, size);
 	uint64_t usize = 0;
@@ -322,8 +323,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz_rng rng;
-	struct run r = {0};
-	struct cstream_sink sink = {.checkpoint = on_stream_ckpt, .opaque = &r};
+	struct run r = {.shift = strcmp(THE_CODEC.name, "gzip") == 0 ? SEG_SHIFT_FINE : SEG_SHIFT};
+	struct cstream_sink sink = {.checkpoint = on_stream_ckpt, .opaque = &r, .seg_shift = r.shift};
 	struct src *in = NULL;
 	struct cstream *cs = NULL;
 	uint8_t *out = NULL;

@@ -24,6 +24,7 @@
 #include "db.h"
 #include "log.h"
 #include "nested.h"
+#include "segment.h"
 #include "open.h"
 #include "stamp.h"
 #include "tree.h"
@@ -598,7 +599,9 @@ static void test_validate(void)
 	/* made by another version of the format (only that changed: sealed again) */
 	edit_index(ix, "UPDATE meta SET value = '3' WHERE key = 'format'", true);
 	expect_rebuilt(ar, ix, &b, "version");
-	edit_index(ix, "UPDATE meta SET value = '6' WHERE key = 'format'", true);
+	edit_index(ix, "UPDATE meta SET value = '7' WHERE key = 'format'", true);
+	expect_rebuilt(ar, ix, &b, "version");
+	edit_index(ix, "UPDATE meta SET value = '4' WHERE key = 'format'", true);
 	expect_rebuilt(ar, ix, &b, "version");
 	edit_index(ix, "UPDATE meta SET value = '3' WHERE key = 'format'", false);
 	CHECK_EQ(idx_validate(ix, ar, &b, why, sizeof(why)), -ESTALE);
@@ -664,6 +667,133 @@ static void test_validate(void)
 	expect_refused(ar, cut, "another program");
 	unlink(cut);
 	CHECK_EQ(dir_count(dir, NULL), 2);
+}
+
+/* Sets every checkpoint's CRCs of stream 1 in the index ix to those of segments of
+ * 1 << shift bytes of the decoded stream d, as an index that cuts them so would store. */
+static void set_segment_crcs(const char *ix, const uint8_t *d, unsigned shift)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *q = NULL, *u = NULL;
+
+	CHECK_EQ(sqlite3_open_v2(ix, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	CHECK_EQ(sqlite3_prepare_v2(db, "SELECT id, uoff, ulen FROM checkpoints WHERE stream = 1",
+				    -1, &q, NULL), SQLITE_OK);
+	CHECK_EQ(sqlite3_prepare_v2(db, "UPDATE checkpoints SET crcs = ? WHERE id = ?", -1, &u, NULL),
+		 SQLITE_OK);
+	CHECK_EQ(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
+	while (q && u && sqlite3_step(q) == SQLITE_ROW) {
+		uint64_t uoff = (uint64_t)sqlite3_column_int64(q, 1);
+		uint64_t ulen = (uint64_t)sqlite3_column_int64(q, 2), n = seg_count(ulen, shift);
+		uint8_t *blob = malloc(4 * n + 1);
+		for (uint64_t k = 0; k < n; k++) {
+			uint32_t c = (uint32_t)crc32(0, d + uoff + (k << shift),
+						     (uInt)seg_len(ulen, k, shift));
+			for (int j = 0; j < 4; j++)
+				blob[4 * k + (uint64_t)j] = (uint8_t)(c >> (8 * j));
+		}
+		sqlite3_bind_blob(u, 1, blob, (int)(4 * n), SQLITE_TRANSIENT);
+		sqlite3_bind_int64(u, 2, sqlite3_column_int64(q, 0));
+		CHECK_EQ(sqlite3_step(u), SQLITE_DONE);
+		sqlite3_reset(u);
+		free(blob);
+	}
+	CHECK_EQ(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_finalize(q);
+	sqlite3_finalize(u);
+	CHECK_EQ(sqlite3_close(db), SQLITE_OK);
+	CHECK_EQ(db_seal(ix), 0);
+}
+
+/* A query's first integer, or -1. */
+static int64_t query_int(const char *ix, const char *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *q = NULL;
+	int64_t v = -1;
+
+	CHECK_EQ(sqlite3_open_v2(ix, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+		v = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return v;
+}
+
+/* Opens ar with the index ix and reads its member "big" whole: true if every byte matched,
+ * false if opening or reading it failed with -EIO. */
+static bool read_big(const char *ar, const char *ix, const struct idx_build_opts *b,
+		     const uint8_t *want, size_t size)
+{
+	struct idx_opts o = {.index_file = ix, .build = *b};
+	struct arch_opts ao = aopts(&o);
+	struct arch *a = NULL;
+	struct arch_attr at;
+	uint8_t *got = malloc(size);
+	void *fh = NULL;
+	size_t done = 0;
+	ssize_t r = 0;
+
+	CHECK_EQ(arch_open(ar, &ao, &a), 0);
+	CHECK(a && !arch_get_info(a)->built);
+	if (a && resolve(a, "big", &at) == 0 && (r = ops->open(a, at.ino, &fh)) == 0) {
+		while (done < size && (r = ops->read(fh, got + done, 100000, done)) > 0)
+			done += (size_t)r;
+		ops->close(fh);
+	}
+	if (a)
+		arch_close(a);
+	bool ok = done == size && memcmp(got, want, size) == 0;
+	if (!ok && r != -EIO)
+		fprintf(stderr, "read_big: %zd after %zu bytes\n", r, done);
+	CHECK(ok || r == -EIO);
+	free(got);
+	return ok;
+}
+
+/* A gzip stream's checkpoints hold a CRC per 64 KiB segment (IDX_CRCS_SEGMENTS_FINE), other
+ * streams' per 1 MiB.  An index of format 5, whose gzip streams have 1 MiB segments
+ * (IDX_CRCS_SEGMENTS), is still used as it is; CRCs that do not match the stream's segment
+ * size make its reads fail, never return bytes. */
+static void test_gzip_segments(void)
+{
+	const char *dir = pth("%s/segs", top);
+	const char *gz = pth("%s/a.tar.gz", dir), *ix = pth("%s/i.sqlite", dir);
+	struct idx_build_opts b = {.gzip_spacing = 256 << 10, .threads = 1};
+	size_t size = 1200000;
+	uint8_t *d = malloc(size);
+	uint32_t x = 1;
+	char why[256];
+
+	mkdir_ok(dir);
+	for (size_t i = 0; i < size; i++) { /* words of a small alphabet: deflate's many blocks */
+		x = x * 1103515245u + 12345u;
+		d[i] = (x >> 16) % 9 == 0 ? ' ' : (uint8_t)('a' + (x >> 20) % 12);
+	}
+	const struct member m = {.name = "big", .type = '0', .mode = 0644, .mtime = M0,
+				 .data = d, .size = size};
+	struct buf t = tar_of(&m, 1);
+	write_gz(gz, t.p, t.len);
+	CHECK_EQ(idx_build(gz, ix, &b, NULL), 0);
+	CHECK_EQ(query_int(ix, "SELECT crcs FROM streams WHERE id = 1"), IDX_CRCS_SEGMENTS_FINE);
+	CHECK(query_int(ix, "SELECT count(*) FROM checkpoints WHERE stream = 1") >= 4);
+	CHECK(query_int(ix, "SELECT length(crcs) FROM checkpoints WHERE stream = 1 AND idx = 0") >= 4 * 4);
+	CHECK(read_big(gz, ix, &b, d, size));
+	/* format 5: 1 MiB segments */
+	set_segment_crcs(ix, t.p, SEG_SHIFT);
+	edit_index(ix, "UPDATE meta SET value = '5' WHERE key = 'format';"
+		       "UPDATE streams SET crcs = 1 WHERE id = 1", true);
+	CHECK_EQ(idx_validate(ix, gz, &b, why, sizeof(why)), 0);
+	CHECK(read_big(gz, ix, &b, d, size));
+	/* 1 MiB CRCs where 64 KiB ones belong (and back): damage */
+	edit_index(ix, "UPDATE streams SET crcs = 3 WHERE id = 1", true);
+	CHECK(!read_big(gz, ix, &b, d, size));
+	set_segment_crcs(ix, t.p, SEG_SHIFT_FINE);
+	CHECK(read_big(gz, ix, &b, d, size));
+	edit_index(ix, "UPDATE streams SET crcs = 1 WHERE id = 1", true);
+	CHECK(!read_big(gz, ix, &b, d, size));
+	free(t.p);
+	free(d);
 }
 
 /* Trust (validate.h): an index is used only if it is ours, root's or the archive owner's, and
@@ -1621,6 +1751,7 @@ int main(void)
 	test_locations();
 	test_prepare_flags();
 	test_validate();
+	test_gzip_segments();
 	test_trust();
 	test_failures();
 	test_temp_name();

@@ -171,6 +171,8 @@ static const struct codec fake_exact = {
 
 /* ---- what the index would store ---- */
 
+static unsigned shift = SEG_SHIFT; /* the segments' size in the index being made and read */
+
 struct stored {
 	struct codec_ckpt ck[4096];
 	size_t n;
@@ -184,7 +186,7 @@ static int store_ckpt(void *opaque, uint64_t idx, const struct codec_ckpt *ck, c
 	struct stored *st = opaque;
 
 	CHECK_EQ(idx, st->n);
-	CHECK_EQ(ncrcs, seg_count(ck->ulen));
+	CHECK_EQ(ncrcs, seg_count(ck->ulen, shift));
 	CHECK_EQ(auxlen, 3);
 	st->ck[st->n++] = *ck;
 	memcpy(st->crcs + st->ncrcs, crcs, ncrcs * 4);
@@ -205,7 +207,7 @@ static int index_data(const uint8_t *data, size_t size, uint64_t spacing, struct
 		      uint64_t *usize, bool *salvaged)
 {
 	struct src *in = src_from_mem(data, size);
-	struct cstream_sink sink = {.checkpoint = store_ckpt, .opaque = st};
+	struct cstream_sink sink = {.checkpoint = store_ckpt, .opaque = st, .seg_shift = shift};
 	struct codec_opts o = {.spacing = spacing, .threads = 1};
 	struct cstream *cs;
 	uint8_t hdr[512];
@@ -260,6 +262,7 @@ static struct creader *make_reader(const uint8_t *data, size_t size, struct stor
 	struct creader_params p = {
 		.codec = &fake, .in = *in, .ckpts = st->ck, .nckpts = st->n, .crcs = st->crcs,
 		.usize = usize, .load_aux = load_aux, .cache = cache, .workers = ahead,
+		.seg_shift = shift,
 	};
 	CHECK_EQ(creader_new(&p, &r), 0);
 	return r;
@@ -318,8 +321,8 @@ static void run_case(const uint8_t *data, size_t size, uint64_t spacing, bool st
 	r = make_reader(data, size, st, usize, cache, &in);
 	/* every checkpoint and segment boundary, both sides, first and last byte */
 	for (size_t i = 0; i < st->n; i++) {
-		for (uint64_t k = 0; k < seg_count(st->ck[i].ulen); k++) {
-			uint64_t b = st->ck[i].uoff + (k << SEG_SHIFT);
+		for (uint64_t k = 0; k < seg_count(st->ck[i].ulen, shift); k++) {
+			uint64_t b = st->ck[i].uoff + (k << shift);
 			read_check(r, data, b, 4096);
 			if (b >= 10)
 				read_check(r, data, b - 10, 20);
@@ -606,10 +609,11 @@ static bool segments_filled(void *arg)
 	return s.segments_filled >= a->want;
 }
 
-/* Chunks smaller than a segment (gzip at its default spacing): a read that promises to read
- * on (creader_read_ahead, a large file read in order) has the decoding go on past its chunk's
+/* Chunks of 700 kB (a gzip stream's are smaller still): a read that promises to read on
+ * (creader_read_ahead, a large file read in order) has the decoding go on past its chunk's
  * end in the background, with the same decoder, up to the segment holding ahead_to - 1; the
- * reads that follow decode nothing.  A read without the promise decodes its segment only. */
+ * reads that follow decode nothing.  A read without the promise decodes up to its segment
+ * only (with 1 MiB segments its chunk is one; with 64 KiB ones it reads the last). */
 static void test_read_ahead(const uint8_t *data, size_t size)
 {
 	struct stored *st = malloc(sizeof(*st));
@@ -625,29 +629,95 @@ static void test_read_ahead(const uint8_t *data, size_t size)
 	CHECK_EQ(index_data(data, size, 700 * 1000, st, &usize, &salvaged), 0);
 	CHECK(st->n >= 12);
 	r = make_reader(data, size, st, usize, cache, &in);
-	/* chunk 2, reading on to the middle of chunk 8: chunks 3..8 come in the background */
-	uint64_t to = st->ck[8].uoff + 10;
+	/* chunk 2, reading on to the start of chunk 8: chunks 3..7 and the first segment of 8
+	 * come in the background */
+	uint64_t to = st->ck[8].uoff + 10, segs = 1;
+	for (size_t i = 2; i < 8; i++)
+		segs += seg_count(st->ck[i].ulen, shift);
 	CHECK_EQ(creader_read_ahead(r, buf, sizeof(buf), st->ck[2].uoff, to), (ssize_t)sizeof(buf));
 	CHECK(memcmp(buf, data + st->ck[2].uoff, sizeof(buf)) == 0);
-	struct filled_arg fa = {r, 7};
+	struct filled_arg fa = {r, segs};
 	CHECK(wait_until(segments_filled, &fa));
 	creader_get_stats(r, &s0);
-	CHECK_EQ(s0.segments_filled, 7);
+	CHECK_EQ(s0.segments_filled, segs);
 	CHECK_EQ(s0.decoders_started, 1);
-	for (size_t i = 3; i <= 8; i++)
+	for (size_t i = 3; i < 8; i++)
 		read_check(r, data, st->ck[i].uoff, (size_t)st->ck[i].ulen);
+	read_check(r, data, st->ck[8].uoff, (size_t)seg_len(st->ck[8].ulen, 0, shift));
 	creader_get_stats(r, &s1);
 	CHECK_EQ(s1.decoded_bytes, s0.decoded_bytes); /* all there already */
-	CHECK_EQ(s1.segments_filled, 7);
-	/* no promise: chunk 10's segment, and nothing after it */
-	read_check(r, data, st->ck[10].uoff + 5, 100);
+	CHECK_EQ(s1.segments_filled, segs);
+	/* no promise: chunk 10 up to its last segment, and nothing after it */
+	read_check(r, data, st->ck[10].uoff + st->ck[10].ulen - 50, 50);
 	usleep(200 * 1000); /* a job ahead, were there one, would have had time to start */
 	creader_get_stats(r, &s2);
-	CHECK_EQ(s2.segments_filled, 8);
+	CHECK_EQ(s2.segments_filled, segs + seg_count(st->ck[10].ulen, shift));
 	creader_free(r);
 	src_free(in);
 	cache_free(cache);
 	free(st);
+}
+
+/* Segments of 64 KiB (gzip's): a read decodes from its checkpoint to the end of the segment
+ * it wants, and a rest of the chunk shorter than BG_REST_MIN (512 KiB) is not decoded ahead:
+ * the decoder waits in the pool, and a later read further on continues it.  A longer rest is
+ * decoded ahead.  Damage fails the reads of its segment only. */
+static void test_fine_segments(const uint8_t *orig, size_t size)
+{
+	const uint64_t K = 1u << SEG_SHIFT_FINE;
+	uint8_t *data = malloc(size);
+	struct stored *st = malloc(sizeof(*st));
+	struct cache *cache = cache_new(64u << 20);
+	struct creader *r;
+	struct src *in;
+	uint64_t usize;
+	bool salvaged;
+	struct creader_stats s;
+	uint8_t buf[100];
+
+	memcpy(data, orig, size);
+	shift = SEG_SHIFT_FINE;
+	stop_at_chunk_end = false;
+	CHECK_EQ(index_data(data, size, 4 * K, st, &usize, &salvaged), 0);
+	CHECK(st->n > 8 && st->ck[3].ulen == 4 * K);
+	r = make_reader(data, size, st, usize, cache, &in);
+	uint64_t c3 = st->ck[3].uoff;
+	read_check(r, data, c3 + K + 5, 100); /* segment 1 of chunk 3 */
+	usleep(200 * 1000);		      /* a job ahead, were there one, would have run */
+	creader_get_stats(r, &s);
+	CHECK_EQ(s.decoders_started, 1);
+	CHECK_EQ(s.segments_filled, 2);
+	CHECK_EQ(s.decoded_bytes, 2 * K);
+	read_check(r, data, c3 + 3 * K + 7, 100); /* segment 3: the same decoder goes on */
+	read_check(r, data, c3 + 10, 100);	  /* segment 0: in the cache */
+	creader_get_stats(r, &s);
+	CHECK_EQ(s.decoders_started, 1);
+	CHECK_EQ(s.segments_filled, 4);
+	CHECK_EQ(s.decoded_bytes, 4 * K);
+	/* damage in segment 2 of chunk 5: segments 0 and 1 still read, 2 does not */
+	data[st->ck[5].uoff + 2 * K + 99] ^= 1;
+	read_check(r, data, st->ck[5].uoff + K - 50, 100);
+	CHECK_EQ(creader_read(r, buf, sizeof(buf), st->ck[5].uoff + 2 * K + 50), -EIO);
+	CHECK_EQ(creader_read(r, buf, sizeof(buf), st->ck[5].uoff + 2 * K + 50), -EIO);
+	creader_free(r);
+	src_free(in);
+
+	/* chunks of 2 MiB: a read of a chunk's first segment has the rest decoded ahead */
+	CHECK_EQ(index_data(orig, size, 32 * K, st, &usize, &salvaged), 0);
+	CHECK(st->n >= 4 && st->ck[1].ulen == 32 * K);
+	r = make_reader(orig, size, st, usize, cache, &in);
+	read_check(r, orig, st->ck[1].uoff + 5, 100);
+	struct filled_arg fa = {r, 32};
+	CHECK(wait_until(segments_filled, &fa));
+	creader_get_stats(r, &s);
+	CHECK_EQ(s.decoders_started, 1);
+	CHECK_EQ(s.decoded_bytes, 32 * K);
+	creader_free(r);
+	src_free(in);
+	shift = SEG_SHIFT;
+	cache_free(cache);
+	free(st);
+	free(data);
 }
 
 /* A source over memory that records the last span advised to it. */
@@ -737,6 +807,16 @@ int main(void)
 	test_wait_for_ahead();
 	test_read_ahead(data, size);
 	test_advised_span(data, size);
+	test_fine_segments(data, size);
+	shift = SEG_SHIFT_FINE; /* everything again with 64 KiB segments */
+	run_case(data, size, 256u << 10, false);
+	run_case(data, size, 256u << 10, true);
+	run_case(data, size, (64u << 10) + 20000, true); /* a tail merged into the segment */
+	run_case(data, size, 3u << 20, false);
+	run_case(data, 5000, 1024, true);
+	test_corruption(data, size);
+	test_read_ahead(data, size);
+	shift = SEG_SHIFT;
 	free(data);
 	workers_free(ahead);
 	return tu_exit();

@@ -217,7 +217,13 @@ static int sink_ckpt(void *opaque, uint64_t idx, const struct codec_ckpt *ck, co
 	return idx == sunk.fail_idx ? sunk.fail_err : 0;
 }
 
-static const struct cstream_sink sink = {.checkpoint = sink_ckpt};
+/* seg_shift: the test running sets it, 0 (SEG_SHIFT) or SEG_SHIFT_FINE */
+static struct cstream_sink sink = {.checkpoint = sink_ckpt};
+
+static unsigned seg_shift(void)
+{
+	return sink.seg_shift ? sink.seg_shift : SEG_SHIFT;
+}
 
 static void reset(void)
 {
@@ -240,6 +246,8 @@ static void check_entry(size_t j, size_t i, uint64_t end, const uint8_t *data)
 	uint8_t aux[4];
 	size_t auxlen = fake_aux(i, aux);
 	uint64_t ulen = end - want.uoff, total = 0;
+	unsigned sh = seg_shift();
+	uint64_t seg = (uint64_t)1 << sh;
 
 	want.ulen = ulen;
 	CHECK_EQ(e->idx, j);
@@ -248,10 +256,10 @@ static void check_entry(size_t j, size_t i, uint64_t end, const uint8_t *data)
 	CHECK_EQ(e->ck.ulen, ulen);
 	CHECK_EQ(e->auxlen, auxlen);
 	CHECK(auxlen ? !e->aux_null && memcmp(e->aux, aux, auxlen) == 0 : true);
-	CHECK_EQ(e->ncrcs, seg_count(ulen));
-	for (uint64_t k = 0; k < e->ncrcs && k < seg_count(ulen); k++) {
-		uint64_t len = seg_len(ulen, k);
-		uint32_t crc = (uint32_t)crc32(0, data + want.uoff + (k << SEG_SHIFT), (uInt)len);
+	CHECK_EQ(e->ncrcs, seg_count(ulen, sh));
+	for (uint64_t k = 0; k < e->ncrcs && k < seg_count(ulen, sh); k++) {
+		uint64_t len = seg_len(ulen, k, sh);
+		uint32_t crc = (uint32_t)crc32(0, data + want.uoff + (k << sh), (uInt)len);
 		if (e->crcs[k] != crc) {
 			fprintf(stderr, "entry %zu (at %llu), segment %llu: crc %08x, expected %08x\n",
 				j, (unsigned long long)want.uoff, (unsigned long long)k, e->crcs[k],
@@ -259,10 +267,10 @@ static void check_entry(size_t j, size_t i, uint64_t end, const uint8_t *data)
 			tu_failures++;
 		}
 		/* segment.h's rule: whole segments, a short tail merged into the one before */
-		if (k + 1 < seg_count(ulen))
-			CHECK_EQ(len, SEG_SIZE);
+		if (k + 1 < seg_count(ulen, sh))
+			CHECK_EQ(len, seg);
 		else
-			CHECK(ulen < SEG_SIZE / 2 || (len >= SEG_SIZE / 2 && len < SEG_SIZE * 3 / 2));
+			CHECK(ulen < seg / 2 || (len >= seg / 2 && len < seg * 3 / 2));
 		total += len;
 	}
 	CHECK_EQ(total, ulen);
@@ -385,13 +393,14 @@ static uint8_t *test_data; /* 13 MiB of noise */
 #define SIZE ((8u << 20) + 12345)
 
 /* Chunks of every length around segment.h's rules, with refills of many sizes, checkpoints
- * emitted early or just in time, and reads that take every byte, skip, or none. */
+ * emitted early or just in time, and reads that take every byte, skip, or none; with the
+ * segments of sink.seg_shift. */
 static void test_layouts(void)
 {
-	/* 7.5 MiB of chunks, then the rest (0.5 MiB + 12244: a segment of its own) */
-	static const uint64_t lens[] = {SEG_SIZE / 2 - 1, SEG_SIZE / 2, SEG_SIZE / 2 + 1, SEG_SIZE,
-					1, SEG_SIZE + SEG_SIZE / 2 - 1, SEG_SIZE + SEG_SIZE / 2, 100,
-					2 * SEG_SIZE + 1};
+	/* 7.5 segments of chunks, then the rest */
+	const uint64_t S = (uint64_t)1 << seg_shift();
+	const uint64_t lens[] = {S / 2 - 1, S / 2, S / 2 + 1, S, 1, S + S / 2 - 1, S + S / 2, 100,
+				 2 * S + 1};
 	static uint64_t around[16], small[2048], odd[8], one[1] = {0};
 	struct {
 		const uint64_t *ck;
@@ -421,6 +430,23 @@ static void test_layouts(void)
 				/* refills are large: each asks for at least half the buffer */
 				CHECK(seen.min_ask >= 512u << 10);
 			}
+}
+
+/* A segment size outside 64 KiB .. 1 MiB is refused. */
+static void test_bad_seg_shift(void)
+{
+	static const uint64_t ck[] = {0};
+	static const unsigned bad[] = {SEG_SHIFT_FINE - 1, SEG_SHIFT + 1, 40};
+	struct src *in = src_from_mem(test_data, SIZE);
+	struct cstream *cs = (struct cstream *)1;
+
+	fake_config(ck, 1);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct cstream_sink s = {.checkpoint = sink_ckpt, .seg_shift = bad[i]};
+		CHECK_EQ(cstream_new(&fake, in, &opts, &s, &cs), -EINVAL);
+		CHECK(cs == NULL);
+	}
+	src_free(in);
 }
 
 /* Back to back 512-byte reads cost a memcpy each: scan_read is called once per half buffer
@@ -637,7 +663,7 @@ static uint64_t expected_cut(uint64_t U, uint64_t decoded, uint64_t limit)
 		limit = decoded;
 	if (limit < U)
 		limit = U;
-	cut = U + (((limit - U) >> SEG_SHIFT) << SEG_SHIFT);
+	cut = U + (((limit - U) >> seg_shift()) << seg_shift());
 	for (size_t i = 0; i < seen.nends; i++)
 		if (seen.ends[i] > U && seen.ends[i] <= limit && seen.ends[i] > cut)
 			cut = seen.ends[i];
@@ -700,8 +726,9 @@ static void test_salvage(void)
 	salvage_case(fail, UINT64_MAX, READ_NONE);
 	salvage_case(fail, UINT64_MAX, READ_SKIPS);
 	/* every kind of limit: the chunk's start, segment boundaries, refill ends, past them */
-	static const int64_t limits[] = {0, -1, 1, SEG_SIZE - 1, SEG_SIZE, SEG_SIZE + 1,
-					 SEG_SIZE + 50000, 2 * SEG_SIZE + 99999, 2 * SEG_SIZE + 100000};
+	const int64_t S = (int64_t)1 << seg_shift();
+	const int64_t limits[] = {0, -1, 1, S - 1, S, S + 1, S + 50000, 2 * S + 99999,
+				  2 * S + 100000};
 	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
 		salvage_case(fail, (uint64_t)((int64_t)U + limits[i]), READ_LARGE);
 	salvage_case(fail, fail - 1, READ_HEADERS);
@@ -748,6 +775,11 @@ int main(void)
 	tu_watchdog(120);
 	tu_fill(test_data, 13u << 20, 7, 0);
 	test_layouts();
+	sink.seg_shift = SEG_SHIFT_FINE;
+	test_layouts();
+	test_salvage();
+	sink.seg_shift = 0;
+	test_bad_seg_shift();
 	test_large_refills();
 	test_forward();
 	test_finish();
