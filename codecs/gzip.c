@@ -1147,7 +1147,7 @@ static int gz_dec_start(struct src *in, const struct codec_ckpt *ck, const void 
 {
 	struct codec_dec *d;
 	unsigned value = 0;
-	uLongf wl = 0;
+	size_t wl = 0;
 	int err, r;
 
 	*out = NULL;
@@ -1191,15 +1191,19 @@ static int gz_dec_start(struct src *in, const struct codec_ckpt *ck, const void 
 	if (ck->extra) {
 		/* The input buffer is empty until the first dec_read: unpack there. */
 		wl = GZ_WINSIZE;
-		r = uncompress(d->inbuf, &wl, aux, (uLong)auxlen);
-		if (r != Z_OK || wl != ck->extra) {
+		r = infl_unpack(d->inf, aux, auxlen, d->inbuf, &wl);
+		if (r == -ENOMEM) {
+			err = r;
+			goto fail;
+		}
+		if (r || wl != ck->extra) {
 			tfs_log(TFS_LOG_ERR, "gzip: corrupt window for the checkpoint at offset %llu",
 				(unsigned long long)ck->uoff);
 			err = -EIO;
 			goto fail;
 		}
 	}
-	err = infl_resume(d->inf, ck->bits, value, d->inbuf, (size_t)wl);
+	err = infl_resume(d->inf, ck->bits, value, d->inbuf, wl);
 	if (err)
 		goto fail;
 	*out = d;

@@ -191,6 +191,22 @@ int infl_run(struct inflater *f, struct infl_io *io, enum infl_mode mode)
 	return zlib_run(f, io, mode);
 }
 
+int infl_unpack(struct inflater *f, const void *src, size_t slen, uint8_t *dst, size_t *dlen)
+{
+	uLongf n = *dlen;
+	int r;
+
+	if (f->kind == INFL_ISAL)
+		return isal_infl_unpack(f->isal, src, slen, dst, dlen);
+	r = uncompress(dst, &n, src, (uLong)slen);
+	if (r == Z_MEM_ERROR)
+		return -ENOMEM;
+	if (r != Z_OK)
+		return -EIO;
+	*dlen = n;
+	return 0;
+}
+
 size_t infl_window(struct inflater *f, uint8_t *win)
 {
 	uInt wl = INFL_WINSIZE;

@@ -37,6 +37,11 @@
  *                                         inflater_isal.c): go on, try again later;
  *                             -EIO        the data is not deflate (infl_msg says why);
  *                             -ENOMEM, -EINVAL.
+ *   infl_unpack(f, ...)     inflates a whole zlib stream (RFC 1950: header, deflate, the
+ *                           Adler-32 checked) into a buffer: a checkpoint's packed window.
+ *                           ISA-L takes half of zlib's time for it (19 against 40 us for a
+ *                           3 KiB window).  Leaves f at the start of a stream, as
+ *                           infl_restart does, whatever the outcome.
  *   infl_window(f, win)     copies the stream's last min(32 KiB, output so far) bytes of
  *                           output into win and returns their count (track must be set).
  *   infl_msg(f)             what the last -EIO was about (static text).
@@ -98,6 +103,9 @@ void infl_free(struct inflater *f);
 int infl_restart(struct inflater *f);
 int infl_resume(struct inflater *f, unsigned bits, unsigned value, const uint8_t *win, size_t wlen);
 int infl_run(struct inflater *f, struct infl_io *io, enum infl_mode mode);
+/* src[0..slen) into dst; *dlen: its room, then the bytes out.  0, -EIO if src is not one
+ * whole zlib stream or does not fit, -ENOMEM. */
+int infl_unpack(struct inflater *f, const void *src, size_t slen, uint8_t *dst, size_t *dlen);
 size_t infl_window(struct inflater *f, uint8_t *win);
 const char *infl_msg(const struct inflater *f);
 size_t infl_memory(const struct inflater *f);

@@ -20,6 +20,8 @@ int isal_infl_resume(struct isal_infl *x, unsigned bits, unsigned value, const u
 		     size_t wlen);
 /* *msg: set to a static text with every -EIO */
 int isal_infl_run(struct isal_infl *x, struct infl_io *io, enum infl_mode mode, const char **msg);
+int isal_infl_unpack(struct isal_infl *x, const void *src, size_t slen, uint8_t *dst,
+		     size_t *dlen);
 size_t isal_infl_window(struct isal_infl *x, uint8_t *win);
 size_t isal_infl_memory(const struct isal_infl *x);
 #else
@@ -41,6 +43,11 @@ static inline int isal_infl_resume(struct isal_infl *x, unsigned bits, unsigned 
 }
 static inline int isal_infl_run(struct isal_infl *x, struct infl_io *io, enum infl_mode mode,
 				const char **msg)
+{
+	return -ENOSYS;
+}
+static inline int isal_infl_unpack(struct isal_infl *x, const void *src, size_t slen,
+				   uint8_t *dst, size_t *dlen)
 {
 	return -ENOSYS;
 }

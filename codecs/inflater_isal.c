@@ -118,6 +118,33 @@ int isal_infl_resume(struct isal_infl *x, unsigned bits, unsigned value, const u
 	return 0;
 }
 
+/* The zlib wrapper is ISA-L's too (crc_flag ISAL_ZLIB: the header parsed, the Adler-32
+ * checked); a stream that ends reaches ISAL_BLOCK_FINISH, one cut short or without room
+ * stops before. */
+int isal_infl_unpack(struct isal_infl *x, const void *src, size_t slen, uint8_t *dst,
+		     size_t *dlen)
+{
+	struct inflate_state *s = &x->st;
+	bool ok = false;
+	size_t n = 0;
+
+	if (slen <= UINT32_MAX && *dlen <= UINT32_MAX) {
+		isal_inflate_reset(s);
+		s->crc_flag = ISAL_ZLIB;
+		s->next_in = (uint8_t *)src;
+		s->avail_in = (uint32_t)slen;
+		s->next_out = dst;
+		s->avail_out = (uint32_t)*dlen;
+		ok = isal_inflate(s) == ISAL_DECOMP_OK && s->block_state == ISAL_BLOCK_FINISH;
+		n = s->total_out;
+	}
+	isal_infl_restart(x);
+	if (!ok)
+		return -EIO;
+	*dlen = n;
+	return 0;
+}
+
 size_t isal_infl_window(struct isal_infl *x, uint8_t *win)
 {
 	size_t head;
