@@ -603,6 +603,118 @@ static void check_engines(const char *what, const uint8_t *gz, size_t gzlen, con
 	free(all);
 }
 
+/* Raw deflate of data at level, and the bit offsets (and output offsets) of its block
+ * boundaries as zlib's Z_BLOCK finds them, the end of the last block excluded. */
+static uint8_t *raw_deflate(const uint8_t *data, size_t len, int level, size_t *rawlen,
+			    uint64_t **bits, uint64_t **uoffs, size_t *n)
+{
+	z_stream zs = {0};
+	uLong cap = compressBound((uLong)len) + 64;
+	uint8_t *raw = malloc(cap), *out = malloc(len + 1);
+
+	/* memLevel 3: blocks of 512 symbols, a few KiB each: many boundaries */
+	CHECK_EQ(deflateInit2(&zs, level, Z_DEFLATED, -15, 3, Z_DEFAULT_STRATEGY), Z_OK);
+	zs.next_in = (Bytef *)data;
+	zs.avail_in = (uInt)len;
+	zs.next_out = raw;
+	zs.avail_out = (uInt)cap;
+	CHECK_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+	*rawlen = zs.total_out;
+	deflateEnd(&zs);
+	*bits = malloc(sizeof(**bits) * (len / 100 + 16));
+	*uoffs = malloc(sizeof(**uoffs) * (len / 100 + 16));
+	*n = 0;
+	z_stream is = {0};
+	CHECK_EQ(inflateInit2(&is, -15), Z_OK);
+	is.next_in = raw;
+	is.avail_in = (uInt)*rawlen;
+	is.next_out = out;
+	is.avail_out = (uInt)len + 1;
+	for (int r = Z_OK; r == Z_OK;) {
+		r = inflate(&is, Z_BLOCK);
+		if (r == Z_OK && (is.data_type & 0xc0) == 0x80 && *n < len / 100 + 16) {
+			(*bits)[*n] = (uint64_t)(is.next_in - raw) * 8 - ((unsigned)is.data_type & 7);
+			(*uoffs)[(*n)++] = is.total_out;
+		}
+		CHECK(r == Z_OK || r == Z_STREAM_END);
+	}
+	CHECK(is.total_out == len && memcmp(out, data, len) == 0);
+	inflateEnd(&is);
+	free(out);
+	return raw;
+}
+
+/* Hunts on ISA-L as the scan makes them (after each boundary a run of a few KiB, then a
+ * hunt), with output rooms far smaller than what a hunt holds back in ISA-L's buffer (16 KiB)
+ * and input in pieces of many sizes: the output is the data, every boundary reported is one
+ * of zlib's at the same output offset, its window is the output's last 32 KiB, and most of
+ * the hunts end at a boundary (the input is far below INFL_HUNT_MAX). */
+static void test_hunt_small_rooms(void)
+{
+	static const size_t rooms[] = {100, 777, 20000, 1 << 20};
+	size_t hlen, rawlen, n;
+	uint8_t *h = headers_text(512 << 10, &hlen), *win = malloc(INFL_WINSIZE);
+	uint64_t *bits, *uoffs;
+	uint8_t *raw = raw_deflate(h, hlen, 6, &rawlen, &bits, &uoffs, &n);
+
+	CHECK(n > 100);
+	for (size_t ri = 0; ri < sizeof(rooms) / sizeof(rooms[0]); ri++) {
+		struct inflater *f = infl_new(INFL_ISAL, true);
+		uint8_t *out = malloc(hlen + 1);
+		size_t done = 0, found = 0, j = 0, calls = 0, hunts = 0, run_to = 0;
+		bool hunting = false;
+		uint64_t pos = 0;
+		int ret = INFL_MORE;
+		while (ret != INFL_END && ret >= 0 && calls++ < 10000000) {
+			size_t piece = 1 + (calls * 7919) % 9000, room = rooms[ri];
+			enum infl_mode mode = done < run_to ? INFL_RUN : INFL_TO_BLOCK;
+			if (mode == INFL_TO_BLOCK && !hunting)
+				hunts++;
+			hunting = mode == INFL_TO_BLOCK;
+			if (piece > rawlen - pos)
+				piece = (size_t)(rawlen - pos);
+			if (room > hlen + 1 - done)
+				room = hlen + 1 - done;
+			if (mode == INFL_RUN && room > run_to - done)
+				room = run_to - done;
+			struct infl_io io = {.in = raw + pos, .in_len = piece, .in_off = pos,
+					     .out = out + done, .out_len = room};
+			ret = infl_run(f, &io, mode);
+			pos = io.in_off;
+			done += room - io.out_len;
+			if (ret == INFL_BLOCK && io.at == 0 && done == 0) {
+				run_to = 1; /* the first block's header: the stream's start */
+				continue;
+			}
+			if (ret == INFL_BLOCK) {
+				while (j < n && bits[j] < io.at)
+					j++;
+				if (j == n || bits[j] != io.at || uoffs[j] != done) {
+					fprintf(stderr, "room %zu: boundary at bit %llu, output %zu: not zlib's\n",
+						rooms[ri], (unsigned long long)io.at, done);
+					tu_failures++;
+				}
+				size_t wl = infl_window(f, win), want = done < INFL_WINSIZE ? done : INFL_WINSIZE;
+				CHECK(wl == want && memcmp(win, out + done - wl, wl) == 0);
+				found++;
+				run_to = done + 1 + (found * 104729) % 5000;
+			}
+		}
+		CHECK_EQ(ret, INFL_END);
+		CHECK(done == hlen && memcmp(out, h, hlen) == 0);
+		fprintf(stderr, "  room %zu: %zu hunts, %zu ended at one of the %zu boundaries\n",
+			rooms[ri], hunts, found, n);
+		CHECK(found >= 5 && found + 1 >= hunts);
+		infl_free(f);
+		free(out);
+	}
+	free(raw);
+	free(bits);
+	free(uoffs);
+	free(win);
+	free(h);
+}
+
 static void test_engines_agree(const uint8_t *text, size_t len)
 {
 	size_t exelen, gzlen, l1, l2, l3;
@@ -652,6 +764,7 @@ static void test_engines_agree(const uint8_t *text, size_t len)
 	free(gz);
 	free(noise);
 	free(exe);
+	test_hunt_small_rooms();
 }
 
 /* ---- the tests ---- */
