@@ -346,10 +346,11 @@ static uint8_t *mixed(size_t len, uint32_t seed)
 	return b;
 }
 
-/* A gzip member written by zlib: with FEXTRA, FNAME, FCOMMENT and FHCRC (extras), and with
- * the given deflate strategy (Z_FIXED: fixed-Huffman blocks only). */
-static uint8_t *zlib_gzip(const uint8_t *in, size_t inlen, int strategy, bool extras,
-			  size_t *outlen)
+/* A gzip member written by zlib: with FEXTRA, FNAME, FCOMMENT and FHCRC (extras), else with
+ * a header of 10 bytes, and with the given deflate strategy (Z_FIXED: fixed-Huffman blocks
+ * only) and memLevel (8 is zlib's default; 3 makes blocks of 512 symbols, a few KiB each). */
+static uint8_t *zlib_gzip(const uint8_t *in, size_t inlen, int strategy, int mem_level,
+			  bool extras, size_t *outlen)
 {
 	static uint8_t extra[] = {'T', 'S', 4, 0, 1, 2, 3, 4};
 	gz_header h;
@@ -359,7 +360,7 @@ static uint8_t *zlib_gzip(const uint8_t *in, size_t inlen, int strategy, bool ex
 
 	memset(&z, 0, sizeof(z));
 	memset(&h, 0, sizeof(h));
-	CHECK_EQ(deflateInit2(&z, 6, Z_DEFLATED, 31, 8, strategy), Z_OK);
+	CHECK_EQ(deflateInit2(&z, 6, Z_DEFLATED, 31, mem_level, strategy), Z_OK);
 	if (extras) {
 		h.extra = extra;
 		h.extra_len = sizeof(extra);
@@ -381,7 +382,7 @@ static uint8_t *zlib_gzip(const uint8_t *in, size_t inlen, int strategy, bool ex
 
 static uint8_t *zlib_gzip_extras(const uint8_t *in, size_t inlen, size_t *outlen)
 {
-	return zlib_gzip(in, inlen, Z_DEFAULT_STRATEGY, true, outlen);
+	return zlib_gzip(in, inlen, Z_DEFAULT_STRATEGY, 8, true, outlen);
 }
 
 /* A gzip member from zlib, with a Z_SYNC_FLUSH every chunk bytes and after the last byte,
@@ -603,59 +604,21 @@ static void check_engines(const char *what, const uint8_t *gz, size_t gzlen, con
 	free(all);
 }
 
-/* Raw deflate of data at level, and the bit offsets (and output offsets) of its block
- * boundaries as zlib's Z_BLOCK finds them, the end of the last block excluded. */
-static uint8_t *raw_deflate(const uint8_t *data, size_t len, int level, size_t *rawlen,
-			    uint64_t **bits, uint64_t **uoffs, size_t *n)
-{
-	z_stream zs = {0};
-	uLong cap = compressBound((uLong)len) + 64;
-	uint8_t *raw = malloc(cap), *out = malloc(len + 1);
-
-	/* memLevel 3: blocks of 512 symbols, a few KiB each: many boundaries */
-	CHECK_EQ(deflateInit2(&zs, level, Z_DEFLATED, -15, 3, Z_DEFAULT_STRATEGY), Z_OK);
-	zs.next_in = (Bytef *)data;
-	zs.avail_in = (uInt)len;
-	zs.next_out = raw;
-	zs.avail_out = (uInt)cap;
-	CHECK_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-	*rawlen = zs.total_out;
-	deflateEnd(&zs);
-	*bits = malloc(sizeof(**bits) * (len / 100 + 16));
-	*uoffs = malloc(sizeof(**uoffs) * (len / 100 + 16));
-	*n = 0;
-	z_stream is = {0};
-	CHECK_EQ(inflateInit2(&is, -15), Z_OK);
-	is.next_in = raw;
-	is.avail_in = (uInt)*rawlen;
-	is.next_out = out;
-	is.avail_out = (uInt)len + 1;
-	for (int r = Z_OK; r == Z_OK;) {
-		r = inflate(&is, Z_BLOCK);
-		if (r == Z_OK && (is.data_type & 0xc0) == 0x80 && *n < len / 100 + 16) {
-			(*bits)[*n] = (uint64_t)(is.next_in - raw) * 8 - ((unsigned)is.data_type & 7);
-			(*uoffs)[(*n)++] = is.total_out;
-		}
-		CHECK(r == Z_OK || r == Z_STREAM_END);
-	}
-	CHECK(is.total_out == len && memcmp(out, data, len) == 0);
-	inflateEnd(&is);
-	free(out);
-	return raw;
-}
-
 /* Hunts on ISA-L as the scan makes them (after each boundary a run of a few KiB, then a
  * hunt), with output rooms far smaller than what a hunt holds back in ISA-L's buffer (16 KiB)
- * and input in pieces of many sizes: the output is the data, every boundary reported is one
- * of zlib's at the same output offset, its window is the output's last 32 KiB, and most of
- * the hunts end at a boundary (the input is far below INFL_HUNT_MAX). */
+ * and input in pieces of many sizes, over a member of many small blocks: the output is the
+ * data, every boundary reported is one of zlib's at the same output offset, its window is the
+ * output's last 32 KiB, and the hunts end at a boundary (the input is far below
+ * INFL_HUNT_MAX). */
 static void test_hunt_small_rooms(void)
 {
 	static const size_t rooms[] = {100, 777, 20000, 1 << 20};
-	size_t hlen, rawlen, n;
+	size_t hlen, gzlen;
 	uint8_t *h = headers_text(512 << 10, &hlen), *win = malloc(INFL_WINSIZE);
-	uint64_t *bits, *uoffs;
-	uint8_t *raw = raw_deflate(h, hlen, 6, &rawlen, &bits, &uoffs, &n);
+	uint8_t *gz = zlib_gzip(h, hlen, Z_DEFAULT_STRATEGY, 3, false, &gzlen);
+	const size_t start = 10; /* the deflate data after zlib's plain header */
+	struct boundary *all;
+	size_t n = zlib_boundaries(gz, gzlen, &all);
 
 	CHECK(n > 100);
 	for (size_t ri = 0; ri < sizeof(rooms) / sizeof(rooms[0]); ri++) {
@@ -663,7 +626,7 @@ static void test_hunt_small_rooms(void)
 		uint8_t *out = malloc(hlen + 1);
 		size_t done = 0, found = 0, j = 0, calls = 0, hunts = 0, run_to = 0;
 		bool hunting = false;
-		uint64_t pos = 0;
+		uint64_t pos = start;
 		int ret = INFL_MORE;
 		while (ret != INFL_END && ret >= 0 && calls++ < 10000000) {
 			size_t piece = 1 + (calls * 7919) % 9000, room = rooms[ri];
@@ -671,25 +634,25 @@ static void test_hunt_small_rooms(void)
 			if (mode == INFL_TO_BLOCK && !hunting)
 				hunts++;
 			hunting = mode == INFL_TO_BLOCK;
-			if (piece > rawlen - pos)
-				piece = (size_t)(rawlen - pos);
+			if (piece > gzlen - pos)
+				piece = (size_t)(gzlen - pos);
 			if (room > hlen + 1 - done)
 				room = hlen + 1 - done;
 			if (mode == INFL_RUN && room > run_to - done)
 				room = run_to - done;
-			struct infl_io io = {.in = raw + pos, .in_len = piece, .in_off = pos,
+			struct infl_io io = {.in = gz + pos, .in_len = piece, .in_off = pos,
 					     .out = out + done, .out_len = room};
 			ret = infl_run(f, &io, mode);
 			pos = io.in_off;
 			done += room - io.out_len;
-			if (ret == INFL_BLOCK && io.at == 0 && done == 0) {
+			if (ret == INFL_BLOCK && io.at == start * 8 && done == 0) {
 				run_to = 1; /* the first block's header: the stream's start */
 				continue;
 			}
 			if (ret == INFL_BLOCK) {
-				while (j < n && bits[j] < io.at)
+				while (j < n && all[j].coff * 8 - all[j].bits < io.at)
 					j++;
-				if (j == n || bits[j] != io.at || uoffs[j] != done) {
+				if (j == n || all[j].coff * 8 - all[j].bits != io.at || all[j].uoff != done) {
 					fprintf(stderr, "room %zu: boundary at bit %llu, output %zu: not zlib's\n",
 						rooms[ri], (unsigned long long)io.at, done);
 					tu_failures++;
@@ -708,9 +671,8 @@ static void test_hunt_small_rooms(void)
 		infl_free(f);
 		free(out);
 	}
-	free(raw);
-	free(bits);
-	free(uoffs);
+	free(all);
+	free(gz);
 	free(win);
 	free(h);
 }
@@ -759,7 +721,7 @@ static void test_engines_agree(const uint8_t *text, size_t len)
 	gz = tool("gzip -6 -c", noise, 400000, &gzlen);
 	check_engines("noise (stored blocks)", gz, gzlen, noise, 400000, false);
 	free(gz);
-	gz = zlib_gzip(text, len, Z_FIXED, false, &gzlen);
+	gz = zlib_gzip(text, len, Z_FIXED, 8, false, &gzlen);
 	check_engines("text, fixed-Huffman blocks", gz, gzlen, text, len, true);
 	free(gz);
 	free(noise);
