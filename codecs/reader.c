@@ -93,7 +93,7 @@ int creader_new(const struct creader_params *p, struct creader **out)
 	}
 	if (total != p->usize)
 		return -EINVAL;
-	if (p->seg_shift && (p->seg_shift < SEG_SHIFT_FINE || p->seg_shift > SEG_SHIFT))
+	if (!seg_shift_ok(p->seg_shift))
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r)

@@ -13,6 +13,7 @@
 #ifndef TARSEEK_SEGMENT_H
 #define TARSEEK_SEGMENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* A stream's segments are 1 << shift bytes: SEG_SHIFT (1 MiB) unless its index says
@@ -22,6 +23,12 @@
 #define SEG_SHIFT 20
 #define SEG_SHIFT_FINE 16
 #define SEG_SIZE ((uint64_t)1 << SEG_SHIFT) /* the largest segment size */
+
+/* Whether a segment size asked for is one of those (0: the default, SEG_SHIFT). */
+static inline bool seg_shift_ok(unsigned shift)
+{
+	return shift == 0 || (shift >= SEG_SHIFT_FINE && shift <= SEG_SHIFT);
+}
 
 /* Number of segments of a chunk of ulen bytes (0 for an empty chunk). */
 static inline uint64_t seg_count(uint64_t ulen, unsigned shift)

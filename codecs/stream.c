@@ -302,7 +302,7 @@ int cstream_new(const struct codec *c, struct src *in, const struct codec_opts *
 	int err;
 
 	*out = NULL;
-	if (sink->seg_shift && (sink->seg_shift < SEG_SHIFT_FINE || sink->seg_shift > SEG_SHIFT))
+	if (!seg_shift_ok(sink->seg_shift))
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
