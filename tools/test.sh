@@ -61,7 +61,7 @@ if [ "${NOISAL:-1}" != 0 ] && grep -q '^#define HAVE_ISAL 1' "$build/config.h"; 
   ninja -C "$noisal" >/dev/null
   grep -q '^#define HAVE_ISAL 0' "$noisal/config.h"
   meson test -C "$noisal" --no-rebuild --print-errorlogs --num-processes 2 \
-    gzip zip sevenzip index fuzz_regress reader stream
+    gzip zip sevenzip index validate fuzz_regress reader stream
 fi
 
 sanitize=${SANITIZE:-1}

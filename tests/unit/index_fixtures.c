@@ -1,4 +1,4 @@
-/* The fixtures of test_index.c (see index_fixtures.h). */
+/* The fixtures of test_index.c and test_validate.c (see index_fixtures.h). */
 #include "index_fixtures.h"
 
 char top[PATH_MAX]; /* every file of the test lives under it */
@@ -665,4 +665,42 @@ const char *base_of(const char *path)
 	const char *s = strrchr(path, '/');
 
 	return s ? s + 1 : path;
+}
+
+/* ---- the test's setup ------------------------------------------------------------------- */
+
+void build_ok(const char *ar, const char *ix, const struct idx_build_opts *b)
+{
+	char why[256];
+
+	CHECK_EQ(idx_build(ar, ix, b, NULL), 0);
+	CHECK_EQ(idx_validate(ix, ar, b, why, sizeof(why)), 0);
+}
+
+int fixtures_init(const char *name)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	tu_watchdog(120); /* for a call that blocks when it should not: the waits are bounded */
+	snprintf(top, sizeof(top), "%s/tarseek-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
+	if (!mkdtemp(top)) {
+		perror("mkdtemp");
+		return -1;
+	}
+	tfs_log_set_sink(log_sink, NULL);
+	tfs_log_level = TFS_LOG_INFO;
+	tu_fill(d_a, sizeof(d_a), 1, 1);
+	tu_fill(d_deep, sizeof(d_deep), 2, 0);
+	tu_fill(d_big, sizeof(d_big), 3, 0);
+	cache = cache_new(16u << 20);
+	setenv("XDG_CACHE_HOME", pth("%s/xdg", top), 1);
+	setenv("HOME", pth("%s/home", top), 1);
+	return 0;
+}
+
+void fixtures_fini(void)
+{
+	cache_free(cache);
+	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	paths_free();
 }

@@ -1,4 +1,4 @@
-/* What test_index.c's tests share (index_fixtures.c): the test's folder and paths, files made
+/* What test_index.c's and test_validate.c's tests share (index_fixtures.c): the test's folder and paths, files made
  * and changed in it, the log captured and searched, archives made in memory and by the real
  * tools, a walk of a mounted tree (tree.h) that records what it sees, and the options and
  * inputs of a build.
@@ -141,6 +141,15 @@ int prep(const char *archive, const struct idx_opts *o, char **path, bool *built
 struct idx_input input_of(const char *path);
 void check_hashed_name(const char *path, const char *dir, const char *name);
 const char *base_of(const char *path);
+
+/* Builds ar's index at ix and checks that it validates. */
+void build_ok(const char *ar, const char *ix, const struct idx_build_opts *b);
+
+/* The test's setup: a watchdog, its folder (top, under $TMPDIR: tarseek-NAME-XXXXXX), the log
+ * captured, the members' data, the cache, XDG_CACHE_HOME and HOME under top.  0, or -1 (said
+ * on stderr).  fixtures_fini removes the folder and frees what the setup made. */
+int fixtures_init(const char *name);
+void fixtures_fini(void);
 
 /* A path made with printf's format, kept until paths_free() (the test's many paths). */
 __attribute__((format(printf, 1, 2))) const char *pth(const char *fmt, ...);
