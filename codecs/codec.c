@@ -1,7 +1,7 @@
 /* The codec registry: which codecs are compiled in, probing by magic bytes, and the names a
  * single compressed file shows in the mount.
  */
-#include "codec.h"
+#include "codecs/codec.h"
 
 #include <stdlib.h>
 #include <string.h>

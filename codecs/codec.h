@@ -40,7 +40,7 @@
 #include <sys/types.h>
 
 #include "config.h"
-#include "../common/source.h"
+#include "common/source.h"
 
 /* A checkpoint: a plain record with no pointers, stored as one SQLite row (plus an optional
  * aux blob stored beside it, e.g. gzip's compressed 32 KiB window).  Fields marked

@@ -60,13 +60,13 @@
  * Memory: ~450 KiB per scan or decoder (the tables 320 KiB for 16-bit codes, 64 KiB of input,
  * 64 KiB of pending output), whatever maxbits says.
  */
-#include "codec.h"
+#include "codecs/codec.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 
 #define LZW_MAGIC0 0x1f
 #define LZW_MAGIC1 0x9d

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../common/source.h"
+#include "common/source.h"
 
 #define INCUR_NO_LIMIT UINT64_MAX
 

@@ -1,5 +1,5 @@
 /* A read-ahead window on a compressed file: see inwin.h. */
-#include "inwin.h"
+#include "codecs/inwin.h"
 
 #include <errno.h>
 #include <stdlib.h>

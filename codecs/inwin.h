@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../common/source.h"
+#include "common/source.h"
 
 struct inwin {
 	struct src *in;

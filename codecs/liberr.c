@@ -1,5 +1,5 @@
 /* The compression libraries' return codes as -errno (see liberr.h). */
-#include "liberr.h"
+#include "codecs/liberr.h"
 
 #include <bzlib.h>
 #include <errno.h>

@@ -84,7 +84,7 @@
  *   flags  LZ4_K_* << 16 (the kind: independent, linked, legacy) | BD << 8 | FLG.
  * No aux blob.
  */
-#include "codec.h"
+#include "codecs/codec.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -97,11 +97,11 @@
 #define XXH_STATIC_LINKING_ONLY /* XXH32_state_t by value */
 #include <xxhash.h>
 
-#include "../common/byteio.h"
-#include "../common/log.h"
-#include "inwin.h"
-#include "pipeline.h"
-#include "trailing.h"
+#include "common/byteio.h"
+#include "common/log.h"
+#include "codecs/inwin.h"
+#include "codecs/pipeline.h"
+#include "codecs/trailing.h"
 
 #define LZ4_FRAME_MAGIC 0x184D2204u
 #define LZ4_SKIP_MAGIC 0x184D2A50u /* ..5F */

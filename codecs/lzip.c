@@ -50,7 +50,7 @@
  *   flags  0.
  * No aux blob.
  */
-#include "codec.h"
+#include "codecs/codec.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -60,11 +60,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/byteio.h"
-#include "../common/log.h"
-#include "liberr.h"
-#include "pipeline.h"
-#include "trailing.h"
+#include "common/byteio.h"
+#include "common/log.h"
+#include "codecs/liberr.h"
+#include "codecs/pipeline.h"
+#include "codecs/trailing.h"
 
 #define LZIP_HDR 6
 #define LZIP_TRAILER 20

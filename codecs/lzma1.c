@@ -24,17 +24,17 @@
  * format checks the data (zip's CRC-32 does, for zip): scan_verified is what was decoded, and
  * the index's segment CRCs check every later read.
  */
-#include "codec.h"
+#include "codecs/codec.h"
 
 #include <errno.h>
 #include <lzma.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/byteio.h"
-#include "../common/log.h"
-#include "liberr.h"
-#include "trailing.h"
+#include "common/byteio.h"
+#include "common/log.h"
+#include "codecs/liberr.h"
+#include "codecs/trailing.h"
 
 #define LZ_INBUF (64u << 10)
 #define LZ_HEAD_MAX 64 /* version, size and properties: 4 + 5 in practice */

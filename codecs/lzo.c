@@ -73,7 +73,7 @@
  * Checksums are Adler-32 (starting at 1) and CRC-32 (starting at 0), the same functions zlib
  * has, so zlib's implementations (already linked, as fast or faster) are used.
  */
-#include "codec.h"
+#include "codecs/codec.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -87,12 +87,12 @@
 #include <lzo/lzo1x.h>
 #include <lzo/lzoconf.h>
 
-#include "../common/crc32.h"
-#include "../common/byteio.h"
-#include "../common/log.h"
-#include "inwin.h"
-#include "pipeline.h"
-#include "trailing.h"
+#include "common/crc32.h"
+#include "common/byteio.h"
+#include "common/log.h"
+#include "codecs/inwin.h"
+#include "codecs/pipeline.h"
+#include "codecs/trailing.h"
 
 /* Header flags (lzop's conf.h). */
 #define LZOP_F_ADLER32_D 0x00000001u

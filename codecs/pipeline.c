@@ -11,7 +11,7 @@
  * consumer (bytes, a finished job, the end).  next() and run() are called without the lock,
  * and so is the sink.
  */
-#include "pipeline.h"
+#include "codecs/pipeline.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 
 #define PL_KEEP_MAX (4 * PL_CHUNK) /* larger chunks are freed, not kept for reuse */
 

@@ -48,7 +48,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "codec.h"
+#include "codecs/codec.h"
 
 #define PL_CHUNK ((size_t)1 << 20) /* decoded bytes per standard chunk */
 #define PL_MSG 320		   /* longest message of a job or of the end */

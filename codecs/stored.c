@@ -9,7 +9,7 @@
  * Checkpoints every opts->spacing bytes, at coff == uoff; a decoder is a cursor that reads
  * from there to the end of the window.
  */
-#include "codec.h"
+#include "codecs/codec.h"
 
 #include <errno.h>
 #include <stdlib.h>

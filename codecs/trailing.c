@@ -1,5 +1,5 @@
 /* What follows the last stream of a compressed file (see trailing.h). */
-#include "trailing.h"
+#include "codecs/trailing.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/source.h"
+#include "common/source.h"
 
 #define TRAILING_NONE UINT64_MAX
 

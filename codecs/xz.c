@@ -50,7 +50,7 @@
  *   flags  the block's number in the file, 1-based (for messages; UINT32_MAX if larger)
  * No aux blob.  A decoder decodes exactly one block: dec_read returns 0 at its end.
  */
-#include "codec.h"
+#include "codecs/codec.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -61,10 +61,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/log.h"
-#include "pipeline.h"
-#include "trailing.h"
-#include "liberr.h"
+#include "common/log.h"
+#include "codecs/pipeline.h"
+#include "codecs/trailing.h"
+#include "codecs/liberr.h"
 
 #define XZ_MEMLIMIT ((uint64_t)1537 << 20)	/* decoder memory: 1.5 GiB dictionary + margin */
 #define XZ_INDEX_MEMLIMIT ((uint64_t)512 << 20) /* lzma_index of all streams (~30 M blocks) */

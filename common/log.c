@@ -2,7 +2,7 @@
  * sink in one call, so lines from concurrent threads never interleave.  The default sink
  * writes to stderr; the daemon may replace it (e.g. with syslog once it has detached).
  */
-#include "log.h"
+#include "common/log.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>

@@ -1,6 +1,6 @@
 /* The mount table (see mountinfo.h).  A line is "ID PARENT MAJ:MIN ROOT MOUNTPOINT ...", the
  * mount point with octal escapes for space, tab, newline and backslash (proc(5)). */
-#include "mountinfo.h"
+#include "common/mountinfo.h"
 
 #include <errno.h>
 #include <stdio.h>

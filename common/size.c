@@ -1,5 +1,5 @@
 /* Parsing sizes given on the command line (see size.h). */
-#include "size.h"
+#include "common/size.h"
 
 #include <errno.h>
 #include <stdio.h>

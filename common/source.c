@@ -1,7 +1,7 @@
 /* Source adapters: files (pread on one descriptor, no lock) and memory buffers, plus the
  * generic wrapper that loops over short reads and keeps a high-water mark for progress.
  */
-#include "source.h"
+#include "common/source.h"
 
 #include <errno.h>
 #include <fcntl.h>

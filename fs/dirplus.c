@@ -5,8 +5,8 @@
  * an inode), under one mutex; a listing takes it twice per request, a few times per folder.
  * Once every attribute is given the table is emptied and stays empty.
  */
-#include "tfs.h" /* FUSE_USE_VERSION, fuse_lowlevel.h */
-#include "dirplus.h"
+#include "fs/tfs.h" /* FUSE_USE_VERSION, fuse_lowlevel.h */
+#include "fs/dirplus.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 
 struct dirplus {
 	atomic_bool all;	/* every entry carries its attributes */

@@ -5,13 +5,13 @@
  * fresh listing) or evicted while in use is taken out of the table and the list, marked
  * dead, and closed by the th_put that drops its last use.
  */
-#include "handles.h"
+#include "fs/handles.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "../common/hash.h"
+#include "common/hash.h"
 
 struct th_ref {
 	uint64_t ino;

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "union.h"
+#include "mount/union.h"
 
 struct th;
 struct th_ref; /* one use of a handle: give it back with th_put */

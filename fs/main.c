@@ -23,24 +23,24 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "../codecs/codec.h"
-#include "../common/log.h"
-#include "../common/size.h"
-#include "../net/net.h"
-#include "cache.h"
+#include "codecs/codec.h"
+#include "common/log.h"
+#include "common/size.h"
+#include "net/net.h"
+#include "cache/cache.h"
 #include "config.h"
-#include "dirtree.h"
-#include "open.h"
-#include "workers.h"
-#include "handles.h"
-#include "mountpoint.h"
-#include "options.h"
-#include "prefetch.h"
-#include "tfs.h"
-#include "warmup.h"
-#include "dirplus.h"
+#include "mount/dirtree.h"
+#include "index/open.h"
+#include "seek/workers.h"
+#include "fs/handles.h"
+#include "fs/mountpoint.h"
+#include "fs/options.h"
+#include "seek/prefetch.h"
+#include "fs/tfs.h"
+#include "fs/warmup.h"
+#include "fs/dirplus.h"
 #if HAVE_LIBARCHIVE
-#include "../codecs/libarchive_src.h"
+#include "codecs/libarchive/libarchive_src.h"
 #endif
 
 #define AHEAD_THREADS 4 /* threads decoding ahead, at most (and at most one per core) */

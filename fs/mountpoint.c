@@ -1,5 +1,5 @@
 /* The mount point (see mountpoint.h). */
-#include "mountpoint.h"
+#include "fs/mountpoint.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -31,12 +31,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/log.h"
-#include "dirplus.h"
-#include "handles.h"
-#include "prefetch.h"
-#include "warmup.h"
-#include "tfs.h"
+#include "common/log.h"
+#include "fs/dirplus.h"
+#include "fs/handles.h"
+#include "seek/prefetch.h"
+#include "fs/warmup.h"
+#include "fs/tfs.h"
 
 #define BLKSIZE (128 * 1024)
 

@@ -1,5 +1,5 @@
 /* tarseek's options (see options.h). */
-#include "options.h"
+#include "fs/options.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -9,12 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../codecs/codec.h"
-#include "../codecs/bzip2_block.h"
-#include "../codecs/inflater.h"
-#include "../index/build.h"
-#include "../index/container.h"
-#include "../common/size.h"
+#include "codecs/codec.h"
+#include "codecs/bzip2/bzip2_block.h"
+#include "codecs/gzip/inflater.h"
+#include "index/build.h"
+#include "containers/container.h"
+#include "common/size.h"
 #include "config.h"
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>

@@ -10,7 +10,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "union.h"
+#include "mount/union.h"
 
 struct th;
 struct prefetch;

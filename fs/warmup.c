@@ -9,7 +9,7 @@
  * numbers, which getdents reports as the daemon gave them) for the pages phase, which runs at
  * the prefetch's lower priority.
  */
-#include "warmup.h"
+#include "fs/warmup.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,12 +27,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/log.h"
-#include "../common/mountinfo.h"
-#include "dirplus.h"
-#include "handles.h"
-#include "prefetch.h"
-#include "tfs.h"
+#include "common/log.h"
+#include "common/mountinfo.h"
+#include "fs/dirplus.h"
+#include "fs/handles.h"
+#include "seek/prefetch.h"
+#include "fs/tfs.h"
 
 #define WARMUP_DEPTH 64
 #define WARMUP_FILE_MAX ((uint64_t)64 << 20) /* larger files are left to be read */

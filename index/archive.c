@@ -10,8 +10,8 @@
  *
  * The queries of the tree are in query.c; the locks in archive_int.h.
  */
-#include "archive_int.h"
-#include "tree.h"
+#include "index/archive_int.h"
+#include "mount/tree.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,15 +20,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../codecs/codec.h"
-#include "../codecs/prefetch.h"
-#include "../codecs/segment.h"
-#include "../common/byteio.h"
-#include "../common/hash.h"
-#include "../common/log.h"
-#include "../common/size.h"
-#include "db.h"
-#include "zip.h"
+#include "codecs/codec.h"
+#include "seek/prefetch.h"
+#include "seek/segment.h"
+#include "common/byteio.h"
+#include "common/hash.h"
+#include "common/log.h"
+#include "common/size.h"
+#include "index/db.h"
+#include "containers/zip.h"
 
 #define PF_MAX_STREAMS 256 /* streams an archive may have to be prefetched stream by stream */
 #define ARCH_STREAMS_MAX 1024 /* idle streams kept open (their readers, their cached data) */

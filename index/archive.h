@@ -21,10 +21,10 @@
 
 #include <sqlite3.h>
 
-#include "../codecs/cache.h"
-#include "../codecs/reader.h"
-#include "build.h"
-#include "tree.h"
+#include "cache/cache.h"
+#include "seek/reader.h"
+#include "index/build.h"
+#include "mount/tree.h"
 
 struct arch;
 struct arch_file;

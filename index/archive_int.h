@@ -19,7 +19,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "archive.h"
+#include "index/archive.h"
 
 /* One read-only connection to the index, with its prepared statements. */
 struct conn {

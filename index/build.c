@@ -15,8 +15,8 @@
  * Damage: whatever the parser and the codec could not verify is not indexed; the index
  * keeps the members whose data lies entirely in verified decoded data, and says so.
  */
-#include "build.h"
-#include "build_int.h"
+#include "index/build.h"
+#include "index/build_int.h"
 
 #include "config.h"
 
@@ -30,17 +30,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../codecs/codec.h"
-#include "../codecs/segment.h"
-#include "../codecs/stream.h"
-#include "../common/byteio.h"
-#include "../common/clock.h"
-#include "../common/log.h"
-#include "../common/size.h"
-#include "db.h"
-#include "pathmap.h"
-#include "stamp.h"
-#include "tar.h"
+#include "codecs/codec.h"
+#include "seek/segment.h"
+#include "seek/stream.h"
+#include "common/byteio.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/size.h"
+#include "index/db.h"
+#include "index/pathmap.h"
+#include "index/stamp.h"
+#include "containers/tar/tar.h"
 
 #define PROGRESS_STEP (16ull << 20)
 #define ZEROS_TAR_MAX (1ull << 20) /* larger all-zero compressed files are single files */

@@ -15,7 +15,7 @@
  * Symbolic links whose target is their data (zip, 7z) get the target read now: from the
  * archive for a stored entry, from the decoded bytes otherwise.
  */
-#include "build_int.h"
+#include "index/build_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -25,10 +25,10 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "../common/crc32.h"
-#include "../common/log.h"
-#include "db.h"
-#include "zip.h"
+#include "common/crc32.h"
+#include "common/log.h"
+#include "index/db.h"
+#include "containers/zip.h"
 
 #define WHOLE_SPACINGS 4	   /* whole mode up to this many checkpoint spacings */
 #define LINK_MAX_LEN 4096	   /* a longer "symlink target" is not one */

@@ -13,11 +13,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../codecs/codec.h"
-#include "../codecs/stream.h"
-#include "build.h"
-#include "container.h"
-#include "member.h"
+#include "codecs/codec.h"
+#include "seek/stream.h"
+#include "index/build.h"
+#include "containers/container.h"
+#include "containers/member.h"
 
 struct pathmap;
 struct bld_streams;

@@ -5,7 +5,7 @@
  * Builds use journal_mode=OFF and synchronous=OFF: an interrupted build leaves a temporary
  * file without the 'complete' marker, which is never used.
  */
-#include "db.h"
+#include "index/db.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/byteio.h"
-#include "../common/log.h"
+#include "common/byteio.h"
+#include "common/log.h"
 
 int db_errno(int rc)
 {

@@ -1,5 +1,5 @@
 /* The nested pass (see nested.h). */
-#include "nested.h"
+#include "index/nested.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -9,13 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../codecs/cache.h"
-#include "../codecs/codec.h"
-#include "../common/log.h"
-#include "archive.h"
-#include "container.h"
-#include "db.h"
-#include "tar.h"
+#include "cache/cache.h"
+#include "codecs/codec.h"
+#include "common/log.h"
+#include "index/archive.h"
+#include "containers/container.h"
+#include "index/db.h"
+#include "containers/tar/tar.h"
 
 #define NEST_CACHE (64u << 20) /* the chunk cache the pass reads members through */
 

@@ -11,7 +11,7 @@
 #ifndef TARSEEK_NESTED_H
 #define TARSEEK_NESTED_H
 
-#include "build.h"
+#include "index/build.h"
 
 /* Runs the nested pass over the index at tmp, the index of in.  A member that turns out not
  * to be an archive (or is damaged) stays a file, with a notice.  0 or -errno (-ENOMEM, or an

@@ -1,5 +1,5 @@
 /* Opening an archive: its index found, checked, built if needed (see open.h). */
-#include "open.h"
+#include "index/open.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,14 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../codecs/codec.h"
-#include "../common/clock.h"
-#include "../common/log.h"
-#include "../common/size.h"
-#include "../net/net.h"
-#include "db.h"
-#include "nested.h"
-#include "validate.h"
+#include "codecs/codec.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/size.h"
+#include "net/net.h"
+#include "index/db.h"
+#include "index/nested.h"
+#include "index/validate.h"
 
 #define MEMDB_MAX (4u << 20) /* indexes up to this size are copied into memory */
 #define INDEX_READAHEAD_MAX ((off_t)256 << 20) /* larger ones are read ahead up to here */

@@ -20,9 +20,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../codecs/cache.h"
-#include "archive.h"
-#include "build.h"
+#include "cache/cache.h"
+#include "index/archive.h"
+#include "index/build.h"
 
 struct idx_opts {
 	const char *index_file;	  /* or NULL */

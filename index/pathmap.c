@@ -2,7 +2,7 @@
  * (parent, name) hashes; names are copied into an arena of large blocks, so a million
  * members cost two allocations per block, not one per name.
  */
-#include "pathmap.h"
+#include "index/pathmap.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  * when done, so there are as many connections as calls ever ran at once -- FUSE worker
  * threads come and go, connections stay.  Locks: see archive_int.h.
  */
-#include "archive_int.h"
+#include "index/archive_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -15,8 +15,8 @@
 #include <time.h>
 #include <sys/stat.h>
 
-#include "../common/log.h"
-#include "db.h"
+#include "common/log.h"
+#include "index/db.h"
 
 /* The columns of an entry as the tree shows it: a hard link shows its target's. */
 #define ENTRY_COLS                                                                                 \

@@ -1,5 +1,5 @@
 /* What an index records of its archive (see stamp.h). */
-#include "stamp.h"
+#include "index/stamp.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -6,8 +6,8 @@
 
 #include <stddef.h>
 
-#include "../common/source.h"
-#include "build.h"
+#include "common/source.h"
+#include "index/build.h"
 
 /* The archive's fingerprint as text ("size:crc-head:crc-tail", CRC32s of its first and last
  * MiB) into out.  0 or -errno. */

@@ -1,5 +1,5 @@
 /* Whether an index still fits its archive (see validate.h). */
-#include "validate.h"
+#include "index/validate.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../codecs/codec.h"
-#include "db.h"
-#include "stamp.h"
+#include "codecs/codec.h"
+#include "index/db.h"
+#include "index/stamp.h"
 
 #define SEAL_CHECK_MAX (64ull << 20) /* larger indexes are not checksummed at every open */
 

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "build.h"
+#include "index/build.h"
 
 /* 0 if index_path is a valid index of archive.  Else (why, of whylen bytes, says why):
  * -ESTALE (not valid: rebuild it), -ENOENT (no such file), -ENOTSUP (not a tarseek index at

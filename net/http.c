@@ -1,5 +1,5 @@
 /* Ranged reads of one HTTP(S) or S3 object with libcurl (see http.h). */
-#include "http.h"
+#include "net/http.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "../common/clock.h"
-#include "../common/log.h"
-#include "http_parse.h"
-#include "s3.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "net/http_parse.h"
+#include "net/s3.h"
 
 #define DEFAULT_TIMEOUT_MS 30000u
 #define DEFAULT_CONNECTIONS 4u

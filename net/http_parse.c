@@ -1,5 +1,5 @@
 /* The status line and headers of an HTTP answer (see http_parse.h). */
-#include "http_parse.h"
+#include "net/http_parse.h"
 
 #include <ctype.h>
 #include <inttypes.h>

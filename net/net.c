@@ -1,5 +1,5 @@
 /* A URL as a source: the HTTP transport under the page cache (see net.h). */
-#include "net.h"
+#include "net/net.h"
 
 #include <errno.h>
 #include <string.h>

@@ -9,9 +9,9 @@
 #ifndef TARSEEK_NET_H
 #define TARSEEK_NET_H
 
-#include "../common/source.h"
-#include "http.h"
-#include "remote.h"
+#include "common/source.h"
+#include "net/http.h"
+#include "net/remote.h"
 
 struct cache;
 

@@ -1,5 +1,5 @@
 /* A source over ranged requests, with a page cache and request planning (see remote.h). */
-#include "remote.h"
+#include "net/remote.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../codecs/cache.h"
+#include "cache/cache.h"
 
 #define DEFAULT_PAGE ((size_t)64 << 10)
 #define DEFAULT_MAX_REQUEST ((uint64_t)16 << 20)

@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/source.h"
+#include "common/source.h"
 
 struct cache;
 

@@ -1,5 +1,5 @@
 /* s3://BUCKET/KEY to an HTTP URL, a region and credentials (see s3.h). */
-#include "s3.h"
+#include "net/s3.h"
 
 #include <ctype.h>
 #include <errno.h>

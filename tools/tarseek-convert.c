@@ -12,12 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/log.h"
-#include "../common/size.h"
-#include "../net/net.h"
-#include "cache.h"
+#include "common/log.h"
+#include "common/size.h"
+#include "net/net.h"
+#include "cache/cache.h"
 #include "config.h"
-#include "convert.h"
+#include "convert/convert.h"
 
 static void usage(FILE *f)
 {

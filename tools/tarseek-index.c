@@ -13,16 +13,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../codecs/codec.h"
-#include "../common/log.h"
-#include "../common/size.h"
-#include "../net/net.h"
-#include "cache.h"
+#include "codecs/codec.h"
+#include "common/log.h"
+#include "common/size.h"
+#include "net/net.h"
+#include "cache/cache.h"
 #include "config.h"
-#include "container.h"
-#include "open.h"
+#include "containers/container.h"
+#include "index/open.h"
 #if HAVE_LIBARCHIVE
-#include "../codecs/libarchive_src.h"
+#include "codecs/libarchive/libarchive_src.h"
 #endif
 
 static void usage(FILE *f)

@@ -13,7 +13,7 @@
  */
 #include <bzlib.h>
 
-#include "bzip2_block.h"
+#include "codecs/bzip2/bzip2_block.h"
 #include "fuzz_common.h"
 
 #define MAGIC_BLOCK 0x314159265359ULL

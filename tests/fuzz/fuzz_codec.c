@@ -18,11 +18,11 @@
  *
  *   build-fuzz/tests/fuzz/fuzz_codec_gzip -max_len=65536 CORPUS_DIR
  */
-#include "cache.h"
+#include "cache/cache.h"
 #include "fuzz_common.h"
-#include "reader.h"
-#include "segment.h"
-#include "stream.h"
+#include "seek/reader.h"
+#include "seek/segment.h"
+#include "seek/stream.h"
 
 #include <stdbool.h>
 #include <zlib.h>

@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec.h"
-#include "log.h"
-#include "source.h"
-#include "workers.h"
+#include "codecs/codec.h"
+#include "common/log.h"
+#include "common/source.h"
+#include "seek/workers.h"
 
 #define FZ_ASSERT(cond)                                                                            \
 	do {                                                                                       \

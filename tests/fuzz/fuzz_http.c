@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
-#include "http.h"
-#include "http_parse.h"
-#include "s3.h"
+#include "net/http.h"
+#include "net/http_parse.h"
+#include "net/s3.h"
 
 static void check_answer(const struct http_answer *a)
 {

@@ -25,11 +25,11 @@
  *
  *   build-fuzz/tests/fuzz/fuzz_index -max_len=262144 CORPUS_DIR
  */
-#include "archive.h"
-#include "open.h"
-#include "db.h"
+#include "index/archive.h"
+#include "index/open.h"
+#include "index/db.h"
 #include "fuzz_common.h"
-#include "tar.h"
+#include "containers/tar/tar.h"
 
 #include <bzlib.h>
 #include <lzma.h>

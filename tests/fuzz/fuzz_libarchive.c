@@ -14,7 +14,7 @@
  *
  *   build-fuzz/tests/fuzz/fuzz_libarchive -max_len=131072 CORPUS_DIR
  */
-#include "container.h"
+#include "containers/container.h"
 #include "fuzz_common.h"
 
 #include <stdbool.h>

@@ -9,7 +9,7 @@
  *   build-fuzz/tests/fuzz/fuzz_tar -max_len=65536 CORPUS_DIR
  */
 #include "fuzz_common.h"
-#include "tar.h"
+#include "containers/tar/tar.h"
 
 struct walk {
 	uint64_t size; /* the source's size, or SRC_SIZE_UNKNOWN */

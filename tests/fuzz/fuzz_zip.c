@@ -22,10 +22,10 @@
  *
  *   build-fuzz/tests/fuzz/fuzz_zip -max_len=131072 CORPUS_DIR
  */
-#include "byteio.h"
-#include "container.h"
+#include "common/byteio.h"
+#include "containers/container.h"
 #include "fuzz_common.h"
-#include "zip.h"
+#include "containers/zip.h"
 
 #include <stdbool.h>
 

@@ -6,15 +6,15 @@
 #ifndef TARSEEK_TEST_INDEX_FIXTURES_H
 #define TARSEEK_TEST_INDEX_FIXTURES_H
 
-#include "archive.h"
-#include "cache.h"
-#include "db.h"
-#include "log.h"
-#include "nested.h"
-#include "open.h"
-#include "stamp.h"
-#include "tree.h"
-#include "validate.h"
+#include "index/archive.h"
+#include "cache/cache.h"
+#include "index/db.h"
+#include "common/log.h"
+#include "index/nested.h"
+#include "index/open.h"
+#include "index/stamp.h"
+#include "mount/tree.h"
+#include "index/validate.h"
 #include "testutil.h"
 #include <dirent.h>
 #include <errno.h>

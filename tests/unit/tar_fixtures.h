@@ -5,8 +5,8 @@
 #ifndef TARSEEK_TEST_TAR_FIXTURES_H
 #define TARSEEK_TEST_TAR_FIXTURES_H
 
-#include "tar.h"
-#include "log.h"
+#include "containers/tar/tar.h"
+#include "common/log.h"
 #include "testutil.h"
 #include <errno.h>
 #include <inttypes.h>

@@ -9,9 +9,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "bench_report.h"
-#include "bench_stats.h"
-#include "md5.h"
+#include "tools/bench/bench_report.h"
+#include "tools/bench/bench_stats.h"
+#include "tools/bench/md5.h"
 
 #define NEAR(a, b) (fabs((double)(a) - (double)(b)) < 1e-9 * (1 + fabs((double)(b))))
 

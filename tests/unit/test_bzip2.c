@@ -2,9 +2,9 @@
  * blocks, multi-stream files, a block decoding to far more than 900 kB, empty streams, chance
  * magics inside blocks, damage (flipped bytes, a wrong stream CRC, truncation, trailing data),
  * the decoders of every checkpoint, and the same result with 1, 2 and 3 threads. */
-#include "codec.h"
-#include "log.h"
-#include "source.h"
+#include "codecs/codec.h"
+#include "common/log.h"
+#include "common/source.h"
 #include "testutil.h"
 
 #include <errno.h>

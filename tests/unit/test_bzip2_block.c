@@ -8,10 +8,10 @@
  *   test_bzip2_block            the built-in inputs (bzip2 made at test time)
  *   test_bzip2_block FILE.bz2.. every block of each file against libbz2 (bench/bzip2-blocks.sh)
  */
-#include "bzip2_block.h"
-#include "codec.h"
-#include "log.h"
-#include "source.h"
+#include "codecs/bzip2/bzip2_block.h"
+#include "codecs/codec.h"
+#include "common/log.h"
+#include "common/source.h"
 #include "testutil.h"
 
 #include <bzlib.h>

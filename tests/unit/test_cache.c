@@ -25,8 +25,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "cache.h"
-#include "cache_int.h"
+#include "cache/cache.h"
+#include "cache/cache_int.h"
 #include "testutil.h"
 
 /* ---- the disk tier's I/O, held or failed at will ---- */

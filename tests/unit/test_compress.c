@@ -9,8 +9,8 @@
  * maxbits 8 and 17, invalid codes written by hand) must give compress -dc's bytes or fewer,
  * then -EIO or a clean refusal with one logged message -- never other bytes, a crash or a hang.
  */
-#include "codec.h"
-#include "log.h"
+#include "codecs/codec.h"
+#include "common/log.h"
 #include "testutil.h"
 
 #include <errno.h>

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../../fs/dirplus.h"
+#include "fs/dirplus.h"
 #include "testutil.h"
 
 /* A listing of a folder gets DP_BARE_MAX bare entries at most, over all its replies, and as

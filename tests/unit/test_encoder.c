@@ -11,9 +11,9 @@
  *   - a flipped byte inside a block makes the scan fail with -EIO, never return other bytes.
  * Levels out of range are refused.
  */
-#include "codec.h"
-#include "encoder.h"
-#include "log.h"
+#include "codecs/codec.h"
+#include "convert/encoder.h"
+#include "common/log.h"
 #include "testutil.h"
 
 #include <errno.h>

@@ -2,10 +2,10 @@
  * input that showed the bug, made here in memory, and checks the fixed behaviour.  They run in
  * every build; under ASan (-Db_sanitize=address) the leak cases are also caught by LeakSanitizer.
  */
-#include "archive.h"
-#include "open.h"
-#include "codec.h"
-#include "log.h"
+#include "index/archive.h"
+#include "index/open.h"
+#include "codecs/codec.h"
+#include "common/log.h"
 #include "testutil.h"
 
 #include <errno.h>

@@ -12,10 +12,10 @@
  * hunt must find about as many as zlib's scan, and each engine's decoders must resume at the
  * other's checkpoints.
  */
-#include "codec.h"
-#include "gzip_sparse.h"
-#include "inflater.h"
-#include "log.h"
+#include "codecs/codec.h"
+#include "codecs/gzip/gzip_sparse.h"
+#include "codecs/gzip/inflater.h"
+#include "common/log.h"
 #include "testutil.h"
 
 #include <dirent.h>

@@ -19,15 +19,15 @@
  * test_fixed_issues() at the end keeps the bugs this test found fixed (validate.c's options
  * buffer, arch_lookup in a file, the error-level line for a damaged nested archive).
  */
-#include "archive.h"
-#include "cache.h"
-#include "db.h"
-#include "log.h"
-#include "nested.h"
-#include "open.h"
-#include "stamp.h"
-#include "tree.h"
-#include "validate.h"
+#include "index/archive.h"
+#include "cache/cache.h"
+#include "index/db.h"
+#include "common/log.h"
+#include "index/nested.h"
+#include "index/open.h"
+#include "index/stamp.h"
+#include "mount/tree.h"
+#include "index/validate.h"
 #include "testutil.h"
 
 #include <dirent.h>

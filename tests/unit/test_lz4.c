@@ -9,8 +9,8 @@
  * scan_verified(), an error where the damage matters, and never anything else, a crash or a
  * hang.
  */
-#include "codec.h"
-#include "log.h"
+#include "codecs/codec.h"
+#include "common/log.h"
 #include "testutil.h"
 
 #include <errno.h>

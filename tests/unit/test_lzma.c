@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec.h"
-#include "log.h"
-#include "source.h"
+#include "codecs/codec.h"
+#include "common/log.h"
+#include "common/source.h"
 #include "testutil.h"
 
 static unsigned nckpt;

@@ -8,8 +8,8 @@
  * bytes up to scan_verified(), an error and one logged message where the damage matters, and
  * never anything else, a crash or a hang.
  */
-#include "codec.h"
-#include "log.h"
+#include "codecs/codec.h"
+#include "common/log.h"
 #include "testutil.h"
 
 #include <errno.h>

@@ -10,11 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cache.h"
-#include "reader.h"
-#include "segment.h"
-#include "stream.h"
-#include "workers.h"
+#include "cache/cache.h"
+#include "seek/reader.h"
+#include "seek/segment.h"
+#include "seek/stream.h"
+#include "seek/workers.h"
 #include "testutil.h"
 
 /* ---- the fake codec ---- */

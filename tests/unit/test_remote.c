@@ -16,10 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache.h"
-#include "http.h"
-#include "remote.h"
-#include "s3.h"
+#include "cache/cache.h"
+#include "net/http.h"
+#include "net/remote.h"
+#include "net/s3.h"
 #include "testutil.h"
 
 #define KIB ((size_t)1 << 10)

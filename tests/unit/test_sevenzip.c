@@ -14,11 +14,11 @@
  * -- never a crash, never wrong bytes.  BCJ2's decoder is also tested on its own (bytes given
  * one at a time).
  */
-#include "bcj2.h"
-#include "codec.h"
-#include "container.h"
-#include "log.h"
-#include "sevenzip_chain.h"
+#include "codecs/7z/bcj2.h"
+#include "codecs/codec.h"
+#include "containers/container.h"
+#include "common/log.h"
+#include "codecs/7z/sevenzip_chain.h"
 #include "testutil.h"
 
 #include <errno.h>

@@ -15,9 +15,9 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "log.h"
-#include "segment.h"
-#include "stream.h"
+#include "common/log.h"
+#include "seek/segment.h"
+#include "seek/stream.h"
 #include "testutil.h"
 
 /* ---- the fake codec, set up by each test through cfg ---- */

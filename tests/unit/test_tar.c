@@ -4,8 +4,8 @@
  * A recording source checks that the parser reads strictly forward and never reads the data
  * of regular members on a plain source.
  */
-#include "tar.h"
-#include "log.h"
+#include "containers/tar/tar.h"
+#include "common/log.h"
 #include "testutil.h"
 
 #include <errno.h>

@@ -8,8 +8,8 @@
  * Exit 77 (skipped) if GNU tar is missing; the bsdtar and xattr parts are skipped alone when
  * bsdtar or user xattrs are not available.
  */
-#include "tar.h"
-#include "log.h"
+#include "containers/tar/tar.h"
+#include "common/log.h"
 #include "testutil.h"
 
 #include <dirent.h>

@@ -5,9 +5,9 @@
  * whose data is zeros, not memory -- and, when they are installed, by GNU tar and bsdtar,
  * which must list the same names without a word on stderr and extract the same bytes.
  */
-#include "tar.h"
-#include "tar_write.h"
-#include "log.h"
+#include "containers/tar/tar.h"
+#include "convert/tar_write.h"
+#include "common/log.h"
 #include "testutil.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
  * index_fixtures.c's, shared with test_index.c.
  */
 #include "index_fixtures.h"
-#include "segment.h"
+#include "seek/segment.h"
 
 /* ---- rebuilt and refused ------------------------------------------------------------------------- */
 

@@ -7,8 +7,8 @@
  * scan_verified(), -EIO and a logged message where the damage matters, the original bytes
  * where it does not -- never anything else, never a crash or a hang.
  */
-#include "codec.h"
-#include "log.h"
+#include "codecs/codec.h"
+#include "common/log.h"
 #include "testutil.h"
 
 #include <errno.h>

@@ -25,12 +25,12 @@
  *
  * Exit 77 (skipped) if zip or python3 is missing; bsdtar's part is skipped alone.
  */
-#include "codec.h"
-#include "container.h"
-#include "log.h"
-#include "source.h"
+#include "codecs/codec.h"
+#include "containers/container.h"
+#include "common/log.h"
+#include "common/source.h"
 #include "testutil.h"
-#include "zip.h"
+#include "containers/zip.h"
 #include "zip_fixtures.h"
 
 #include <errno.h>

@@ -12,8 +12,8 @@
  * original bytes up to scan_verified(), -EIO and one logged error where the damage matters --
  * never anything else, never a crash or a hang.
  */
-#include "codec.h"
-#include "log.h"
+#include "codecs/codec.h"
+#include "common/log.h"
 #include "testutil.h"
 
 #include <errno.h>

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <sys/types.h>
 
-#include "../../common/clock.h"
+#include "common/clock.h"
 
 extern int tu_failures;
 

@@ -1,10 +1,10 @@
 /* The fixtures of test_zip.c (see zip_fixtures.h). */
 #include "zip_fixtures.h"
 
-#include "log.h"
-#include "source.h"
+#include "common/log.h"
+#include "common/source.h"
 #include "testutil.h"
-#include "zip.h"
+#include "containers/zip.h"
 
 #include <errno.h>
 #include <fcntl.h>

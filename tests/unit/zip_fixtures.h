@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "codec.h"
-#include "container.h"
+#include "codecs/codec.h"
+#include "containers/container.h"
 
 #define NTREE 13 /* files, folders and links of the tree (TREE in zip_fixtures.c) */
 #define NZV 7	 /* archives of the tree made by Info-ZIP zip (ZV) */

@@ -1,0 +1,329 @@
+/* Memory for decoded segments (cache_buf): mapped in transparent huge pages, and kept for
+ * the next segment when a buffer is freed (see cache_int.h).
+ *
+ * Why: a cold read of a compressed archive decodes into fresh memory, and fresh memory is
+ * paid at its first touch, one page fault per 4 KiB.  On the 2-core VMs this project is
+ * measured on, faulting in 256 MiB costs ~800 ms (12 us a page: the hypervisor backs each
+ * page on first touch), rewriting it ~20 ms; with MADV_HUGEPAGE, ~110-150 ms.  A profile of
+ * the cold md5 workload on lz4 -B4 put 40 % of the daemon's time in the page faults of
+ * memcpy into new cache buffers.  So segments get their memory from regions mapped here,
+ * 2 MiB aligned and advised for huge pages (the kernel's default THP policy is "madvise"),
+ * and a freed buffer's memory goes back to a free list of its size class instead of to the
+ * kernel: the next segment of that size reuses pages that are already there.
+ *
+ * Size classes: a request (the buffer's header included) rounds up to 4 KiB below 256 KiB
+ * and to 64 KiB up to CM_MAX (2 MiB), so no buffer wastes more than a rounding step; bigger
+ * ones (none of the cache's: segments are at most 1.5 MiB) come from malloc.  Memory is
+ * carved from the current region in order (a bump pointer); a region that cannot hold the
+ * next request is left with its tail unused (at most one step below CM_MAX) and a new one is
+ * mapped.  Regions are never unmapped: they are the process's segment memory, as malloc's
+ * arena is its heap.
+ *
+ * A request takes, in order: a block from its class's free list or from one of the next
+ * classes up to 5/4 of its size (segments of one stream vary a little: gzip's chunk tails,
+ * bzip2's blocks), a cold block (below) of those classes, else new memory.  Freed blocks stay
+ * mapped while the free lists hold at most CM_KEEP bytes; past that a freed block is handed
+ * back to the kernel (MADV_DONTNEED) and kept as a cold block, which costs its faults again
+ * when reused but no resident memory meanwhile.  So resident memory is at most what is in
+ * use, plus CM_KEEP, plus the rounding.
+ *
+ * Faulting ahead: even in huge pages, new memory is slow on such a VM (2-4 ms per 2 MiB when
+ * the process has not used it before, 0.13 ms when it has), and a cold read pays it in the
+ * foreground: a quarter of the daemon's time in a cold md5 pass of backup.tar.gz.  So a thread
+ * keeps the CM_AHEAD bytes after the bump pointer populated (MADV_POPULATE_WRITE, which
+ * faults pages in without writing to them, so it may run while the foreground carves the same
+ * range), and maps and populates the next region before the current one runs out.  Only
+ * where the pool will grow anyway: while what was carved plus what is populated ahead stays
+ * under the caches' budgets (cmem_expect), and while fewer than CM_AHEAD free bytes are
+ * resident -- so resident memory stays within what is in use plus CM_KEEP, as without it.  A
+ * cache at its budget recycles its blocks and has nothing populated for it.  Kernels without
+ * MADV_POPULATE_WRITE (before 5.14) have no thread: the first EINVAL stops it.
+ *
+ * One mutex guards the lists and the bump pointer (a lock per segment decoded: thousands a
+ * second at most).  Under AddressSanitizer, free blocks are poisoned so that a use after free
+ * is still reported.
+ */
+#include "cache/cache_int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CM_ASAN 1
+#endif
+#endif
+#ifdef CM_ASAN
+#include <sanitizer/asan_interface.h>
+#define CM_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define CM_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define CM_POISON(p, n) ((void)(p), (void)(n))
+#define CM_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+#define CM_HUGE ((size_t)2 << 20)    /* a transparent huge page */
+#define CM_REGION ((size_t)64 << 20) /* mapped at a time */
+#define CM_SMALL_STEP ((size_t)4 << 10)
+#define CM_SMALL_MAX ((size_t)256 << 10)
+#define CM_STEP ((size_t)64 << 10)
+#define CM_NSMALL (CM_SMALL_MAX / CM_SMALL_STEP)		  /* classes 0 .. 63 */
+#define CM_NCLASS (CM_NSMALL + (CM_MAX - CM_SMALL_MAX) / CM_STEP) /* .. 91 */
+#define CM_KEEP ((size_t)64 << 20)				  /* free bytes kept resident */
+#define CM_AHEAD ((size_t)16 << 20)				  /* populated past the bump */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+_Static_assert(CM_MAX % CM_STEP == 0 && CM_SMALL_MAX % CM_STEP == 0, "classes tile");
+_Static_assert(CM_REGION % CM_HUGE == 0 && CM_REGION >= 4 * CM_MAX, "regions hold blocks");
+
+struct cm_block {
+	struct cm_block *next;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* the bump pointer came near the populated end */
+	/* protected by lock: */
+	struct cm_block *hot[CM_NCLASS];  /* free, resident */
+	struct cm_block *cold[CM_NCLASS]; /* free, handed back to the kernel */
+	uint8_t *cur, *end;		  /* the bump region */
+	uint8_t *filled;		  /* [cur, filled) is populated (the ahead thread's) */
+	uint8_t *spare;			  /* the next region, mapped ahead (or NULL) */
+	uint8_t *spare_filled;		  /* and populated up to here */
+	uint64_t expect;		  /* the caches' budgets (cmem_expect) */
+	bool ahead_tried;		  /* the ahead thread was started (it may have ended) */
+	struct cmem_stats st;
+} cm = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+
+static size_t class_size(unsigned cls)
+{
+	return cls < CM_NSMALL ? (cls + 1) * CM_SMALL_STEP
+			       : CM_SMALL_MAX + (cls - CM_NSMALL + 1) * CM_STEP;
+}
+
+static unsigned class_of(size_t size) /* size <= CM_MAX */
+{
+	if (size <= CM_SMALL_MAX)
+		return size ? (unsigned)((size - 1) / CM_SMALL_STEP) : 0;
+	return (unsigned)(CM_NSMALL + (size - CM_SMALL_MAX - 1) / CM_STEP);
+}
+
+static struct cm_block *pop(struct cm_block **list, unsigned first, unsigned last, unsigned *cls)
+{
+	for (unsigned k = first; k <= last; k++)
+		if (list[k]) {
+			struct cm_block *b = list[k];
+			CM_UNPOISON(b, sizeof(*b));
+			list[k] = b->next;
+			*cls = k;
+			return b;
+		}
+	return NULL;
+}
+
+/* A new region: CM_REGION bytes aligned to a huge page, or NULL.  Any thread, no lock. */
+static uint8_t *map_region(void)
+{
+	uint8_t *p = mmap(NULL, CM_REGION + CM_HUGE, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	/* aligned to a huge page: the part before and after is given back */
+	uint8_t *a = (uint8_t *)(((uintptr_t)p + CM_HUGE - 1) & ~(uintptr_t)(CM_HUGE - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (a + CM_REGION < p + CM_REGION + CM_HUGE)
+		munmap(a + CM_REGION, (size_t)(p + CM_REGION + CM_HUGE - (a + CM_REGION)));
+	(void)madvise(a, CM_REGION, MADV_HUGEPAGE); /* a hint: 4 KiB pages otherwise */
+	CM_POISON(a, CM_REGION);
+	return a;
+}
+
+/* Populated bytes ahead of the bump pointer, the spare region's included (lock held). */
+static size_t ahead_bytes(void)
+{
+	size_t n = cm.filled > cm.cur ? (size_t)(cm.filled - cm.cur) : 0;
+
+	return n + (cm.spare ? (size_t)(cm.spare_filled - cm.spare) : 0);
+}
+
+/* Whether more should be populated ahead (lock held): see the top of the file. */
+static bool ahead_wanted(size_t margin)
+{
+	uint64_t ahead = ahead_bytes();
+
+	return cm.cur && ahead + cm.st.hot_bytes + margin < CM_AHEAD &&
+	       cm.st.carved + ahead < cm.expect;
+}
+
+void cmem_expect(int64_t bytes)
+{
+	pthread_mutex_lock(&cm.lock);
+	cm.expect = bytes < 0 && (uint64_t)-bytes > cm.expect ? 0 : cm.expect + (uint64_t)bytes;
+	pthread_mutex_unlock(&cm.lock);
+}
+
+/* The ahead thread: populates CM_HUGE at a time, lock released, until CM_AHEAD bytes past
+ * the bump pointer are there (the spare region's count when the current one is done). */
+static void *ahead_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&cm.lock);
+	for (;;) {
+		while (!ahead_wanted(0))
+			pthread_cond_wait(&cm.wake, &cm.lock);
+		uint8_t *from;
+		if (cm.filled < cm.cur)
+			cm.filled = cm.cur;
+		if (cm.filled < cm.end) {
+			from = cm.filled;
+		} else {
+			if (!cm.spare) {
+				pthread_mutex_unlock(&cm.lock);
+				uint8_t *a = map_region();
+				pthread_mutex_lock(&cm.lock);
+				if (!a)
+					break;
+				cm.spare = cm.spare_filled = a; /* counted in mapped once in use */
+			}
+			from = cm.spare_filled;
+		}
+		pthread_mutex_unlock(&cm.lock);
+		int r = madvise(from, CM_HUGE, MADV_POPULATE_WRITE);
+		pthread_mutex_lock(&cm.lock);
+		if (r < 0 && errno == EINVAL)
+			break; /* no such call in this kernel */
+		cm.st.prefaulted += CM_HUGE;
+		/* the spare may have become the bump region meanwhile: where `from` is now */
+		if (cm.spare && cm.spare_filled == from)
+			cm.spare_filled = from + CM_HUGE;
+		else if (cm.filled == from)
+			cm.filled = from + CM_HUGE;
+	}
+	pthread_mutex_unlock(&cm.lock); /* its wake-ups go unheard from now on */
+	return NULL;
+}
+
+/* New memory of class cls from the bump region (lock held), or NULL. */
+static void *carve(unsigned cls)
+{
+	size_t n = class_size(cls);
+
+	if (!cm.cur || (size_t)(cm.end - cm.cur) < n) {
+		uint8_t *a = cm.spare;
+		if (a) {
+			cm.filled = cm.spare_filled;
+			cm.spare = cm.spare_filled = NULL;
+		} else {
+			a = map_region();
+			if (!a)
+				return NULL;
+			cm.filled = a;
+		}
+		if (cm.cur)
+			cm.st.carved += (uint64_t)(cm.end - cm.cur); /* the tail left unused */
+		cm.st.mapped += CM_REGION;
+		cm.cur = a;
+		cm.end = a + CM_REGION;
+	}
+	void *r = cm.cur;
+	cm.cur += n;
+	cm.st.carved += n;
+	if (!cm.ahead_tried) { /* once: if it cannot start, memory is faulted in on use */
+		pthread_t th;
+		pthread_attr_t at;
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		(void)pthread_create(&th, &at, ahead_main, NULL);
+		pthread_attr_destroy(&at);
+		cm.ahead_tried = true;
+	}
+	if (ahead_wanted(CM_AHEAD / 2))
+		pthread_cond_signal(&cm.wake); /* nobody listens if the thread has ended */
+	return r;
+}
+
+void *cmem_alloc(size_t size, unsigned *cls)
+{
+	unsigned want, last, got = 0;
+	void *p;
+
+	if (size > CM_MAX) {
+		*cls = CM_BIG;
+		return malloc(size);
+	}
+	want = class_of(size);
+	last = class_of(size + size / 4 < CM_MAX ? size + size / 4 : CM_MAX);
+	pthread_mutex_lock(&cm.lock);
+	p = pop(cm.hot, want, last, &got);
+	if (p) {
+		cm.st.hot_bytes -= class_size(got);
+	} else if ((p = pop(cm.cold, want, last, &got))) {
+		cm.st.cold_bytes -= class_size(got);
+	} else {
+		got = want;
+		p = carve(want);
+	}
+	if (p)
+		cm.st.used_bytes += class_size(got);
+	pthread_mutex_unlock(&cm.lock);
+	if (p)
+		CM_UNPOISON(p, class_size(got));
+	*cls = got;
+	return p;
+}
+
+void cmem_free(void *p, unsigned cls)
+{
+	struct cm_block *b = p;
+	bool keep;
+
+	if (!p)
+		return;
+	if (cls == CM_BIG) {
+		free(p);
+		return;
+	}
+	size_t n = class_size(cls);
+	CM_POISON((uint8_t *)p + sizeof(*b), n - sizeof(*b)); /* in no list yet */
+	pthread_mutex_lock(&cm.lock);
+	cm.st.used_bytes -= n;
+	keep = cm.st.hot_bytes + n <= CM_KEEP;
+	if (keep) {
+		b->next = cm.hot[cls];
+		cm.hot[cls] = b;
+		cm.st.hot_bytes += n;
+		CM_POISON(b, sizeof(*b));
+	}
+	pthread_mutex_unlock(&cm.lock);
+	if (keep)
+		return;
+	(void)madvise(p, n, MADV_DONTNEED); /* outside the lock: it walks the pages */
+	pthread_mutex_lock(&cm.lock);
+	b->next = cm.cold[cls];
+	cm.cold[cls] = b;
+	cm.st.cold_bytes += n;
+	CM_POISON(b, sizeof(*b));
+	pthread_mutex_unlock(&cm.lock);
+}
+
+size_t cmem_size(unsigned cls)
+{
+	return cls == CM_BIG ? 0 : class_size(cls);
+}
+
+void cmem_get_stats(struct cmem_stats *out)
+{
+	pthread_mutex_lock(&cm.lock);
+	*out = cm.st;
+	pthread_mutex_unlock(&cm.lock);
+}

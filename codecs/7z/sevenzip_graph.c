@@ -1,0 +1,940 @@
+/* The 7z folder decoding graph (see sevenzip_graph.h): its nodes' read functions and how
+ * the graph is built from the folder's coders. */
+#include "codecs/7z/sevenzip_graph.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/byteio.h"
+#include "common/log.h"
+#include "codecs/liberr.h"
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+static const char *sz_coder_name(const struct sz_chain *ch, int coder)
+{
+	const char *n;
+
+	if (coder < 0)
+		return "packed stream";
+	n = szc_method_name(ch->f.coders[coder].method);
+	return n ? n : "unknown method";
+}
+
+__attribute__((format(printf, 3, 4))) static int sz_fail(struct sz_node *n, int err,
+							  const char *fmt, ...);
+
+/* Records the chain's first error, with where it happened, for the caller to log once. */
+static int sz_fail(struct sz_node *n, int err, const char *fmt, ...)
+{
+	struct sz_chain *ch = n->ch;
+	va_list ap;
+	int k;
+
+	if (ch->err)
+		return ch->err;
+	k = snprintf(ch->msg, sizeof(ch->msg),
+		     "7z: folder %" PRIu32 " (packed data at archive offset %" PRIu64 "), %s: ",
+		     ch->f.index, ch->f.arc_off, sz_coder_name(ch, n->coder));
+	if (k < 0 || (size_t)k >= sizeof(ch->msg))
+		k = 0;
+	va_start(ap, fmt);
+	vsnprintf(ch->msg + k, sizeof(ch->msg) - (size_t)k, fmt, ap);
+	va_end(ap);
+	k = (int)strlen(ch->msg);
+	if ((size_t)k < sizeof(ch->msg))
+		snprintf(ch->msg + k, sizeof(ch->msg) - (size_t)k,
+			 " (near compressed offset %" PRIu64 " of the archive)",
+			 ch->f.arc_off + ch->last_pack);
+	ch->err = err;
+	return err;
+}
+
+/* ---- nodes --------------------------------------------------------------------------------- */
+
+
+/* Makes input k of n hold bytes: > 0 bytes available, 0 at the end of that input, or -errno. */
+static ssize_t sz_fill(struct sz_node *n, unsigned k)
+{
+	struct sz_ibuf *ib = &n->ib[k];
+	ssize_t r;
+
+	if (ib->pos < ib->len)
+		return (ssize_t)(ib->len - ib->pos);
+	if (ib->eof)
+		return 0;
+	r = sz_read(n->child[k], ib->buf, ib->cap);
+	if (r < 0)
+		return r;
+	ib->pos = 0;
+	ib->len = (size_t)r;
+	if (r == 0)
+		ib->eof = true;
+	return r;
+}
+
+/* At n's end: input k must be used up. */
+static int sz_drained(struct sz_node *n, unsigned k)
+{
+	ssize_t r = sz_fill(n, k);
+
+	if (r < 0)
+		return (int)r;
+	if (r > 0)
+		return sz_fail(n, -EIO, "data follows the end of the coded stream (input %u)", k);
+	return 0;
+}
+
+static ssize_t sz_pack_read(struct sz_node *n, uint8_t *buf, size_t len)
+{
+	uint64_t off = n->u.pack.off + n->done;
+	ssize_t r;
+
+	if (len > n->size - n->done)
+		len = (size_t)(n->size - n->done);
+	if (len == 0)
+		return 0;
+	r = src_pread(n->ch->in, buf, len, off);
+	n->ch->last_pack = off;
+	if (r < 0)
+		return sz_fail(n, (int)r, "read error");
+	if ((size_t)r < len)
+		return sz_fail(n, -EIO, "the archive ends inside the packed data (truncated)");
+	n->ch->last_pack = off + (uint64_t)r;
+	return r;
+}
+
+static ssize_t sz_copy_read(struct sz_node *n, uint8_t *buf, size_t len)
+{
+	ssize_t r;
+
+	if (len > n->size - n->done)
+		len = (size_t)(n->size - n->done);
+	if (len == 0)
+		return 0;
+	if (n->ib[0].pos < n->ib[0].len) { /* never: Copy reads straight through */
+		return sz_fail(n, -EINVAL, "internal: buffered input");
+	}
+	r = sz_read(n->child[0], buf, len);
+	if (r == 0)
+		return sz_fail(n, -EIO, "its input ends after %" PRIu64 " of %" PRIu64 " bytes",
+			       n->done, n->size);
+	return r;
+}
+
+/* The input of a liblzma chain.  liblzma applies BCJ filters only in front of LZMA or LZMA2;
+ * over another coder (BCJ over Deflate, say) the bytes of that coder are handed over as
+ * LZMA2 uncompressed chunks (control 1 then 2, the size - 1 in two bytes, up to 64 KiB of data)
+ * and an end marker, which LZMA2 copies through unchanged. */
+static ssize_t sz_xz_fill(struct sz_node *n)
+{
+	struct sz_ibuf *ib = &n->ib[0];
+	ssize_t r;
+
+	if (!n->u.xz.wrap)
+		return sz_fill(n, 0);
+	if (ib->pos < ib->len)
+		return (ssize_t)(ib->len - ib->pos);
+	if (ib->eof)
+		return 0;
+	if (n->u.xz.wrap_end) {
+		ib->eof = true;
+		return 0;
+	}
+	r = sz_read(n->child[0], ib->buf + 3, ib->cap - 3);
+	if (r < 0)
+		return r;
+	ib->pos = 0;
+	if (r == 0) {
+		ib->buf[0] = 0x00;
+		ib->len = 1;
+		n->u.xz.wrap_end = true;
+		return 1;
+	}
+	ib->buf[0] = n->u.xz.wrap_sent ? 0x02 : 0x01;
+	n->u.xz.wrap_sent = true;
+	ib->buf[1] = (uint8_t)((r - 1) >> 8);
+	ib->buf[2] = (uint8_t)(r - 1);
+	ib->len = 3 + (size_t)r;
+	return (ssize_t)ib->len;
+}
+
+/* The decoder ended (or must end) at n->size: check that it says so and its input is used. */
+static int sz_xz_end(struct sz_node *n)
+{
+	lzma_stream *s = &n->u.xz.strm;
+	uint8_t x;
+
+	while (!n->u.xz.ended) {
+		lzma_ret ret;
+		size_t before;
+		ssize_t r = sz_xz_fill(n);
+
+		if (r < 0)
+			return (int)r;
+		if (r == 0)
+			n->u.xz.finish = true;
+		s->next_in = n->ib[0].buf + n->ib[0].pos;
+		s->avail_in = n->ib[0].len - n->ib[0].pos;
+		before = s->avail_in;
+		s->next_out = &x;
+		s->avail_out = 1;
+		ret = lzma_code(s, n->u.xz.finish ? LZMA_FINISH : LZMA_RUN);
+		n->ib[0].pos += before - s->avail_in;
+		if (s->avail_out == 0)
+			return sz_fail(n, -EIO, "decodes to more than the %" PRIu64
+						" bytes the header states",
+				       n->size);
+		if (ret == LZMA_STREAM_END) {
+			n->u.xz.ended = true;
+			break;
+		}
+		if (ret != LZMA_OK)
+			return sz_fail(n, liberr_lzma(ret), "corrupt data at the end of the stream");
+		if (n->u.xz.finish && before == s->avail_in)
+			return sz_fail(n, -EIO, "the stream has no end (truncated)");
+	}
+	return sz_drained(n, 0);
+}
+
+static ssize_t sz_xz_read(struct sz_node *n, uint8_t *buf, size_t len)
+{
+	lzma_stream *s = &n->u.xz.strm;
+	size_t got;
+
+	if (len > n->size - n->done)
+		len = (size_t)(n->size - n->done);
+	s->next_out = buf;
+	s->avail_out = len;
+	while (s->avail_out == len && len > 0) {
+		lzma_ret ret;
+		size_t before;
+		ssize_t r = sz_xz_fill(n);
+
+		if (r < 0)
+			return r;
+		if (r == 0)
+			n->u.xz.finish = true;
+		s->next_in = n->ib[0].buf + n->ib[0].pos;
+		s->avail_in = n->ib[0].len - n->ib[0].pos;
+		before = s->avail_in;
+		ret = lzma_code(s, n->u.xz.finish ? LZMA_FINISH : LZMA_RUN);
+		n->ib[0].pos += before - s->avail_in;
+		if (ret == LZMA_STREAM_END) {
+			n->u.xz.ended = true;
+			if (n->done + (len - s->avail_out) < n->size)
+				return sz_fail(n, -EIO,
+					       "the stream ends after %" PRIu64 " of the %" PRIu64
+					       " bytes the header states",
+					       n->done + (len - s->avail_out), n->size);
+			break;
+		}
+		if (ret != LZMA_OK) {
+			return sz_fail(n, liberr_lzma(ret), "%s after %" PRIu64 " decoded bytes",
+				       ret == LZMA_DATA_ERROR ? "corrupt data"
+				       : ret == LZMA_BUF_ERROR ? "unexpected end of input"
+							       : "decoder error",
+				       n->done + (len - s->avail_out));
+		}
+		if (n->u.xz.finish && before == s->avail_in && s->avail_out == len)
+			return sz_fail(n, -EIO,
+				       "the packed data ends after %" PRIu64 " of %" PRIu64
+				       " decoded bytes (truncated)",
+				       n->done, n->size);
+	}
+	got = len - s->avail_out;
+	s->next_out = NULL;
+	s->avail_out = 0;
+	return (ssize_t)got;
+}
+
+static ssize_t sz_delta_read(struct sz_node *n, uint8_t *buf, size_t len)
+{
+	unsigned dist = n->u.delta.dist;
+	uint64_t pos = n->u.delta.pos;
+	ssize_t r;
+
+	if (len > n->size - n->done)
+		len = (size_t)(n->size - n->done);
+	if (len == 0)
+		return 0;
+	r = sz_read(n->child[0], buf, len);
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return sz_fail(n, -EIO, "its input ends after %" PRIu64 " of %" PRIu64 " bytes",
+			       n->done, n->size);
+	for (ssize_t i = 0; i < r; i++, pos++) {
+		uint8_t v = (uint8_t)(buf[i] + n->u.delta.hist[(pos - dist) & 255]);
+
+		n->u.delta.hist[pos & 255] = v;
+		buf[i] = v;
+	}
+	n->u.delta.pos = pos;
+	return r;
+}
+
+static ssize_t sz_deflate_read(struct sz_node *n, uint8_t *buf, size_t len)
+{
+	struct inflater *f = n->u.zl.inf;
+	uint8_t x;
+	bool check_end = false;
+	size_t got = 0;
+
+	if (len > n->size - n->done)
+		len = (size_t)(n->size - n->done);
+	if (len == 0) { /* at the size: inflate must be at its last block's end */
+		buf = &x;
+		len = 1;
+		check_end = true;
+	}
+	for (;;) {
+		ssize_t r = sz_fill(n, 0);
+		struct sz_ibuf *ib = &n->ib[0];
+		struct infl_io io;
+		int ret;
+
+		if (r < 0)
+			return r;
+		/* offsets counted within ib->buf */
+		io = (struct infl_io){.in = ib->buf + ib->pos, .in_len = ib->len - ib->pos,
+				      .in_off = ib->pos, .out = buf + got, .out_len = len - got};
+		size_t had = io.in_len;
+		ret = infl_run(f, &io, INFL_RUN);
+		ib->pos = (size_t)io.in_off;
+		got = (size_t)(io.out - buf);
+		if (check_end && got)
+			return sz_fail(n, -EIO, "decodes to more than the %" PRIu64
+						" bytes the header states",
+				       n->size);
+		if (ret == INFL_END) {
+			/* the bytes the inflater read past its last block are not its own (ISA-L
+			 * reads ahead; those of an earlier buffer are gone: all of this one
+			 * follows the stream) */
+			ib->pos = io.at / 8 <= io.in_off ? (size_t)(io.at / 8) : 0;
+			if (check_end) {
+				int err = sz_drained(n, 0);
+				return err ? err : 0;
+			}
+			if (n->done + got < n->size)
+				return sz_fail(n, -EIO,
+					       "the stream ends after %" PRIu64 " of the %" PRIu64
+					       " bytes the header states",
+					       n->done + got, n->size);
+			break;
+		}
+		if (ret < 0)
+			return sz_fail(n, ret, "%s after %" PRIu64 " decoded bytes", infl_msg(f),
+				       n->done + got);
+		if (got)
+			break;
+		if (r == 0)
+			return sz_fail(n, -EIO,
+				       "the packed data ends after %" PRIu64 " of %" PRIu64
+				       " decoded bytes (truncated)",
+				       n->done, n->size);
+		if (had && io.in_len == had) /* input and room, nothing taken: never good data */
+			return sz_fail(n, -EIO, "invalid deflate data after %" PRIu64
+						" decoded bytes",
+				       n->done);
+	}
+	return (ssize_t)got;
+}
+
+static ssize_t sz_bzip2_read(struct sz_node *n, uint8_t *buf, size_t len)
+{
+	bz_stream *b = &n->u.bz.bz;
+	uint8_t x;
+	bool check_end = false;
+
+	if (len > n->size - n->done)
+		len = (size_t)(n->size - n->done);
+	if (len == 0) {
+		if (!n->u.bz.init) /* ended at a stream end: nothing may follow */
+			return sz_drained(n, 0);
+		buf = &x;
+		len = 1;
+		check_end = true;
+	}
+	if (len > UINT32_MAX)
+		len = UINT32_MAX;
+	b->next_out = (char *)buf;
+	b->avail_out = (unsigned)len;
+	for (;;) {
+		ssize_t r = sz_fill(n, 0);
+		size_t before;
+		int ret;
+
+		if (r < 0)
+			return r;
+		if (!n->u.bz.init) { /* another stream follows the last one */
+			if (r == 0)
+				return sz_fail(n, -EIO,
+					       "the packed data ends after %" PRIu64 " of %" PRIu64
+					       " decoded bytes",
+					       n->done, n->size);
+			ret = BZ2_bzDecompressInit(b, 0, 0);
+			if (ret != BZ_OK)
+				return sz_fail(n, liberr_bz2(ret), "cannot start the decoder");
+			n->u.bz.init = true;
+			b->next_out = (char *)buf;
+			b->avail_out = (unsigned)len;
+		}
+		b->next_in = (char *)n->ib[0].buf + n->ib[0].pos;
+		b->avail_in = (unsigned)(n->ib[0].len - n->ib[0].pos);
+		before = b->avail_in;
+		ret = BZ2_bzDecompress(b);
+		n->ib[0].pos += before - b->avail_in;
+		if (check_end && b->avail_out == 0)
+			return sz_fail(n, -EIO, "decodes to more than the %" PRIu64
+						" bytes the header states",
+				       n->size);
+		if (ret == BZ_STREAM_END) {
+			BZ2_bzDecompressEnd(b);
+			n->u.bz.init = false;
+			if (check_end)
+				return sz_drained(n, 0);
+			if (b->avail_out < len)
+				break;
+			continue;
+		}
+		if (ret != BZ_OK)
+			return sz_fail(n, liberr_bz2(ret), "%s after %" PRIu64 " decoded bytes",
+				       ret == BZ_DATA_ERROR ? "corrupt data or CRC mismatch"
+							    : "bad data",
+				       n->done + (len - b->avail_out));
+		if (b->avail_out < len)
+			break;
+		if (r == 0)
+			return sz_fail(n, -EIO,
+				       "the packed data ends after %" PRIu64 " of %" PRIu64
+				       " decoded bytes (truncated)",
+				       n->done, n->size);
+	}
+	return (ssize_t)(len - b->avail_out);
+}
+
+static ssize_t sz_bcj2_read(struct sz_node *n, uint8_t *buf, size_t len)
+{
+	static const char *const names[] = {"main", "call", "jump", "range coder"};
+	struct bcj2_in in[BCJ2_NSTREAMS];
+
+	if (len > n->size - n->done)
+		len = (size_t)(n->size - n->done);
+	for (;;) {
+		size_t out = len;
+		int need;
+
+		for (unsigned k = 0; k < BCJ2_NSTREAMS; k++) {
+			in[k].p = n->ib[k].buf + n->ib[k].pos;
+			in[k].n = n->ib[k].len - n->ib[k].pos;
+		}
+		need = bcj2_run(&n->u.bcj2, in, buf, &out);
+		for (unsigned k = 0; k < BCJ2_NSTREAMS; k++)
+			n->ib[k].pos = (size_t)(in[k].p - n->ib[k].buf);
+		if (out > 0 || len == 0)
+			return (ssize_t)out;
+		if (need == 0)
+			return 0;
+		ssize_t r = sz_fill(n, (unsigned)(need - 1));
+		if (r < 0)
+			return r;
+		if (r == 0)
+			return sz_fail(n, -EIO, "its %s stream ends early, after %" PRIu64
+						" of %" PRIu64 " bytes",
+				       names[need - 1], n->done, n->size);
+	}
+}
+
+/* At the end of a coder without an end mark of its own: its inputs must be used up. */
+static int sz_end_plain(struct sz_node *n)
+{
+	for (unsigned k = 0; k < n->nin; k++) {
+		int err;
+
+		if (n->kind == SZN_BCJ2 && k == BCJ2_RC)
+			continue; /* the range coder's last bytes are flush, not all read */
+		if (n->kind == SZN_COPY || n->kind == SZN_DELTA) {
+			uint8_t x;
+			ssize_t r = sz_read(n->child[k], &x, 1);
+			if (r < 0)
+				return (int)r;
+			if (r > 0)
+				return sz_fail(n, -EIO, "its input is longer than its output");
+			continue;
+		}
+		err = sz_drained(n, k);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Next bytes of n: > 0, 0 at its (checked) end, or -errno (recorded in the chain). */
+ssize_t sz_read(struct sz_node *n, uint8_t *buf, size_t len)
+{
+	ssize_t r;
+
+	if (n->ch->err)
+		return n->ch->err;
+	if (n->done == n->size) {
+		int err = 0;
+
+		if (n->end)
+			return 0;
+		switch (n->kind) {
+		case SZN_PACK:
+			break;
+		case SZN_XZ:
+			err = sz_xz_end(n);
+			break;
+		case SZN_DEFLATE:
+			err = (int)sz_deflate_read(n, buf, 0);
+			break;
+		case SZN_BZIP2:
+			err = (int)sz_bzip2_read(n, buf, 0);
+			break;
+		default:
+			err = sz_end_plain(n);
+			break;
+		}
+		if (err)
+			return err;
+		n->end = true;
+		return 0;
+	}
+	if (len == 0)
+		return 0;
+	switch (n->kind) {
+	case SZN_PACK:
+		r = sz_pack_read(n, buf, len);
+		break;
+	case SZN_COPY:
+		r = sz_copy_read(n, buf, len);
+		break;
+	case SZN_XZ:
+		r = sz_xz_read(n, buf, len);
+		break;
+	case SZN_DELTA:
+		r = sz_delta_read(n, buf, len);
+		break;
+	case SZN_DEFLATE:
+		r = sz_deflate_read(n, buf, len);
+		break;
+	case SZN_BZIP2:
+		r = sz_bzip2_read(n, buf, len);
+		break;
+	case SZN_BCJ2:
+		r = sz_bcj2_read(n, buf, len);
+		break;
+	default:
+		r = -EINVAL;
+		break;
+	}
+	if (r > 0)
+		n->done += (uint64_t)r;
+	if (r == 0 && n->done < n->size)
+		return sz_fail(n, -EIO, "ends after %" PRIu64 " of %" PRIu64 " bytes", n->done,
+			       n->size);
+	return r;
+}
+
+/* ---- building the graph -------------------------------------------------------------------- */
+
+
+bool sz_is_bcj(uint64_t m)
+{
+	return m == SZM_X86 || m == SZM_PPC || m == SZM_IA64 || m == SZM_ARM || m == SZM_ARMT ||
+	       m == SZM_SPARC || m == SZM_ARM64;
+}
+
+unsigned sz_bcj_align(uint64_t m)
+{
+	switch (m) {
+	case SZM_X86:
+		return 1;
+	case SZM_ARMT:
+		return 2;
+	case SZM_IA64:
+		return 16;
+	default:
+		return 4;
+	}
+}
+
+static lzma_vli sz_bcj_filter(uint64_t m)
+{
+	switch (m) {
+	case SZM_X86:
+		return LZMA_FILTER_X86;
+	case SZM_PPC:
+		return LZMA_FILTER_POWERPC;
+	case SZM_IA64:
+		return LZMA_FILTER_IA64;
+	case SZM_ARM:
+		return LZMA_FILTER_ARM;
+	case SZM_ARMT:
+		return LZMA_FILTER_ARMTHUMB;
+	case SZM_SPARC:
+		return LZMA_FILTER_SPARC;
+	default:
+		return LZMA_FILTER_ARM64;
+	}
+}
+
+/* Input i (folder-wide numbering) of the folder: the coder bound to it, or -1 - packed index. */
+int sz_source_of(const struct szc_folder *f, unsigned in)
+{
+	for (unsigned b = 0; b < f->nbind; b++)
+		if (f->bind[b].in == in)
+			return f->bind[b].out;
+	for (unsigned p = 0; p < f->npacked; p++)
+		if (f->packed[p] == in)
+			return -1 - (int)p;
+	return -1 - SZC_MAX_PACKED; /* never: szc_check guarantees one */
+}
+
+unsigned sz_first_in(const struct szc_folder *f, unsigned c)
+{
+	unsigned n = 0;
+
+	for (unsigned k = 0; k < c; k++)
+		n += f->coders[k].nin;
+	return n;
+}
+
+static struct sz_node *sz_node_new(struct sz_chain *ch, enum sz_kind kind, int coder,
+				   uint64_t size)
+{
+	struct sz_node *n = &ch->nodes[ch->nnodes++];
+
+	memset(n, 0, sizeof(*n));
+	n->kind = kind;
+	n->coder = coder;
+	n->ch = ch;
+	n->size = size;
+	return n;
+}
+
+static int sz_ibuf_alloc(struct sz_chain *ch, struct sz_ibuf *ib, size_t cap)
+{
+	ib->buf = malloc(cap);
+	if (!ib->buf)
+		return -ENOMEM;
+	ib->cap = cap;
+	ch->mem += cap;
+	return 0;
+}
+
+__attribute__((format(printf, 3, 4))) static int sz_refuse(struct sz_chain *ch, int err,
+							    const char *fmt, ...);
+
+static int sz_refuse(struct sz_chain *ch, int err, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (ch->err)
+		return ch->err;
+	k = snprintf(ch->msg, sizeof(ch->msg), "7z: folder %" PRIu32 ": ", ch->f.index);
+	if (k < 0 || (size_t)k >= sizeof(ch->msg))
+		k = 0;
+	va_start(ap, fmt);
+	vsnprintf(ch->msg + k, sizeof(ch->msg) - (size_t)k, fmt, ap);
+	va_end(ap);
+	ch->err = err;
+	return err;
+}
+
+static int sz_build_input(struct sz_chain *ch, unsigned in, const struct sz_start *st,
+			  unsigned depth, struct sz_node **out);
+
+/* The effective dictionary of an LZMA/LZMA2 coder: as stated, but no larger than its output. */
+static int sz_dict(struct sz_chain *ch, unsigned c, uint64_t stated, uint32_t *dict)
+{
+	uint64_t d = stated, usize = ch->f.unpack_size[c];
+
+	if (d > usize)
+		d = usize;
+	if (d < LZMA_DICT_SIZE_MIN)
+		d = LZMA_DICT_SIZE_MIN;
+	if (d > SZ_DICT_MAX)
+		return sz_refuse(ch, -ENOMEM,
+				 "%s dictionary of %" PRIu64 " MiB is larger than the %" PRIu64
+				 " MiB allowed; refusing to allocate it",
+				 sz_coder_name(ch, (int)c), d >> 20, SZ_DICT_MAX >> 20);
+	*dict = (uint32_t)d;
+	return 0;
+}
+
+/* A liblzma chain: BCJ filters cs[0..n-2] stacked on LZMA/LZMA2 coder cs[n-1]; or, with wrap,
+ * BCJ filters cs[0..n-1] over whatever feeds cs[n-1] (sz_xz_fill). */
+static int sz_build_xz(struct sz_chain *ch, const unsigned *cs, unsigned ncs, bool wrap,
+		       const struct sz_start *st, unsigned depth, struct sz_node **out)
+{
+	const struct szc_folder *f = &ch->f;
+	unsigned lc = cs[ncs - 1];
+	const struct szc_coder *k = &f->coders[lc];
+	static const struct szc_coder wrap_coder = {.method = SZM_LZMA2, .nin = 1, .nprops = 1};
+	uint64_t size = f->unpack_size[cs[0]] - (st ? st->uoff : 0);
+	lzma_filter filters[LZMA_FILTERS_MAX + 1];
+	struct sz_node *n;
+	uint64_t stated;
+	lzma_ret ret;
+	int err;
+
+	for (unsigned i = 1; i < ncs; i++)
+		if (f->unpack_size[cs[i]] != f->unpack_size[cs[0]])
+			return sz_refuse(ch, -EIO, "the sizes of a %s filter and its input differ",
+					 sz_coder_name(ch, (int)cs[0]));
+	n = sz_node_new(ch, SZN_XZ, (int)cs[0], size);
+	n->u.xz.strm = (lzma_stream)LZMA_STREAM_INIT;
+	n->u.xz.wrap = wrap;
+	if (wrap) { /* the filters are cs[0..ncs); an LZMA2 of 4 KiB copies the chunks */
+		if (ncs + 1 > LZMA_FILTERS_MAX)
+			return sz_refuse(ch, -ENOTSUP, "too many filters in a row");
+		k = &wrap_coder;
+		ncs++;
+	}
+	if (lzma_lzma_preset(&n->u.xz.lz, 0))
+		return sz_refuse(ch, -EINVAL, "liblzma has no preset 0");
+	if (k->method == SZM_LZMA2) {
+		if (k->nprops != 1 || k->props[0] > 40)
+			return sz_refuse(ch, -EIO, "bad LZMA2 properties");
+		stated = k->props[0] == 40 ? UINT32_MAX
+					   : (uint64_t)(2 | (k->props[0] & 1)) << (k->props[0] / 2 + 11);
+	} else {
+		unsigned d;
+
+		if (k->nprops != 5 || k->props[0] >= 9 * 5 * 5)
+			return sz_refuse(ch, -EIO, "bad LZMA properties");
+		d = k->props[0];
+		n->u.xz.lz.lc = d % 9;
+		d /= 9;
+		n->u.xz.lz.lp = d % 5;
+		n->u.xz.lz.pb = d / 5;
+		if (n->u.xz.lz.lc + n->u.xz.lz.lp > LZMA_LCLP_MAX)
+			return sz_refuse(ch, -ENOTSUP, "LZMA with lc + lp > 4 is not supported");
+		stated = le32(k->props + 1);
+		n->u.xz.lz.ext_flags = LZMA_LZMA1EXT_ALLOW_EOPM;
+		n->u.xz.lz.ext_size_low = (uint32_t)f->unpack_size[lc];
+		n->u.xz.lz.ext_size_high = (uint32_t)(f->unpack_size[lc] >> 32);
+	}
+	if (wrap)
+		n->u.xz.lz.dict_size = LZMA_DICT_SIZE_MIN;
+	else if ((err = sz_dict(ch, lc, stated, &n->u.xz.lz.dict_size)))
+		return err;
+	for (unsigned i = 0; i + 1 < ncs; i++) {
+		const struct szc_coder *b = &f->coders[cs[i]];
+		uint32_t start = 0;
+
+		if (b->nprops == 4)
+			start = le32(b->props);
+		else if (b->nprops != 0)
+			return sz_refuse(ch, -EIO, "bad %s filter properties",
+					 sz_coder_name(ch, (int)cs[i]));
+		if (st)
+			start += (uint32_t)st->uoff;
+		n->u.xz.bcj[i].start_offset = start;
+		filters[i].id = sz_bcj_filter(b->method);
+		filters[i].options = &n->u.xz.bcj[i];
+	}
+	filters[ncs - 1].id = k->method == SZM_LZMA2 ? LZMA_FILTER_LZMA2 : LZMA_FILTER_LZMA1EXT;
+	filters[ncs - 1].options = &n->u.xz.lz;
+	filters[ncs].id = LZMA_VLI_UNKNOWN;
+	n->u.xz.mem = lzma_raw_decoder_memusage(filters);
+	if (n->u.xz.mem == UINT64_MAX)
+		return sz_refuse(ch, -ENOTSUP, "liblzma cannot decode this filter chain");
+	ret = lzma_raw_decoder(&n->u.xz.strm, filters);
+	if (ret != LZMA_OK)
+		return sz_refuse(ch, ret == LZMA_OPTIONS_ERROR ? -ENOTSUP : liberr_lzma(ret),
+				 "cannot start the %s decoder", sz_coder_name(ch, (int)lc));
+	ch->mem += (size_t)n->u.xz.mem;
+	n->nin = 1;
+	err = sz_ibuf_alloc(ch, &n->ib[0], wrap ? 3 + ((size_t)1 << 16) : SZ_IBUF);
+	if (!err)
+		err = sz_build_input(ch, sz_first_in(f, lc), st, depth + 1, &n->child[0]);
+	*out = n;
+	return err;
+}
+
+static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start *st,
+			  unsigned depth, struct sz_node **out)
+{
+	const struct szc_folder *f = &ch->f;
+	const struct szc_coder *k = &f->coders[c];
+	uint64_t start = st ? st->uoff : 0;
+	struct sz_node *n;
+	int err;
+
+	*out = NULL;
+	if (depth > SZ_MAX_NODES || ch->nnodes >= SZ_MAX_NODES)
+		return sz_refuse(ch, -EINVAL, "coder graph too deep");
+	if (!szc_method_supported(k->method)) {
+		const char *name = szc_method_name(k->method);
+		if (name)
+			return sz_refuse(ch, -ENOTSUP, "method %s is not supported", name);
+		return sz_refuse(ch, -ENOTSUP, "unknown method %" PRIx64, k->method);
+	}
+	if (k->nin != (k->method == SZM_BCJ2 ? 4 : 1))
+		return sz_refuse(ch, -EIO, "%s coder with %u inputs", sz_coder_name(ch, (int)c),
+				 k->nin);
+	if (f->unpack_size[c] < start)
+		return sz_refuse(ch, -EINVAL, "checkpoint past the end of the folder");
+	if (sz_is_bcj(k->method) || k->method == SZM_LZMA || k->method == SZM_LZMA2) {
+		unsigned cs[LZMA_FILTERS_MAX], ncs = 0, cur = c;
+
+		for (;;) {
+			const struct szc_coder *x = &f->coders[cur];
+			int src;
+
+			if (ncs == LZMA_FILTERS_MAX)
+				return sz_refuse(ch, -ENOTSUP, "too many filters in a row");
+			cs[ncs++] = cur;
+			if (x->method == SZM_LZMA || x->method == SZM_LZMA2)
+				break;
+			if (x->nin != 1 || x->nprops > 4)
+				return sz_refuse(ch, -EIO, "bad %s filter", sz_coder_name(ch, (int)cur));
+			src = sz_source_of(f, sz_first_in(f, cur));
+			if (src < 0 || !(sz_is_bcj(f->coders[src].method) ||
+					 f->coders[src].method == SZM_LZMA ||
+					 f->coders[src].method == SZM_LZMA2))
+				return sz_build_xz(ch, cs, ncs, true, st, depth, out);
+			cur = (unsigned)src;
+		}
+		return sz_build_xz(ch, cs, ncs, false, st, depth, out);
+	}
+	switch (k->method) {
+	case SZM_COPY:
+		n = sz_node_new(ch, SZN_COPY, (int)c, f->unpack_size[c] - start);
+		break;
+	case SZM_DELTA:
+		if (k->nprops != 1)
+			return sz_refuse(ch, -EIO, "bad Delta properties");
+		n = sz_node_new(ch, SZN_DELTA, (int)c, f->unpack_size[c] - start);
+		n->u.delta.dist = k->props[0] + 1u;
+		n->u.delta.pos = start;
+		if (st && st->hist)
+			for (unsigned i = 0; i < n->u.delta.dist; i++)
+				n->u.delta.hist[(start - n->u.delta.dist + i) & 255] = st->hist[i];
+		break;
+	case SZM_DEFLATE: {
+		n = sz_node_new(ch, SZN_DEFLATE, (int)c, f->unpack_size[c]);
+		n->u.zl.inf = infl_new(infl_default(), false);
+		if (!n->u.zl.inf)
+			return sz_refuse(ch, -ENOMEM, "cannot start inflate");
+		ch->mem += infl_memory(n->u.zl.inf);
+		break;
+	}
+	case SZM_BZIP2: {
+		int ret;
+
+		n = sz_node_new(ch, SZN_BZIP2, (int)c, f->unpack_size[c]);
+		ret = BZ2_bzDecompressInit(&n->u.bz.bz, 0, 0);
+		if (ret != BZ_OK)
+			return sz_refuse(ch, liberr_bz2(ret), "cannot start the BZip2 decoder");
+		n->u.bz.init = true;
+		ch->mem += 3700 << 10; /* 900k blocks, not the small mode */
+		break;
+	}
+	case SZM_BCJ2:
+		if (k->nprops != 0)
+			return sz_refuse(ch, -EIO, "bad BCJ2 properties");
+		n = sz_node_new(ch, SZN_BCJ2, (int)c, f->unpack_size[c]);
+		bcj2_init(&n->u.bcj2, f->unpack_size[c]);
+		break;
+	default:
+		return sz_refuse(ch, -ENOTSUP, "method %s is not supported",
+				 sz_coder_name(ch, (int)c));
+	}
+	*out = n;
+	n->nin = k->nin;
+	for (unsigned i = 0; i < n->nin; i++) {
+		if (n->kind != SZN_COPY && n->kind != SZN_DELTA) {
+			err = sz_ibuf_alloc(ch, &n->ib[i], n->kind == SZN_BCJ2 && i > 0 ? SZ_IBUF_SMALL
+											: SZ_IBUF);
+			if (err)
+				return err;
+		}
+		err = sz_build_input(ch, sz_first_in(f, c) + i,
+				     n->kind == SZN_COPY || n->kind == SZN_DELTA ? st : NULL,
+				     depth + 1, &n->child[i]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int sz_build_input(struct sz_chain *ch, unsigned in, const struct sz_start *st,
+			  unsigned depth, struct sz_node **out)
+{
+	const struct szc_folder *f = &ch->f;
+	int src = sz_source_of(f, in);
+	uint64_t off = 0;
+	unsigned p;
+	struct sz_node *n;
+
+	if (src >= 0)
+		return sz_build_coder(ch, (unsigned)src, st, depth, out);
+	p = (unsigned)(-1 - src);
+	if (p >= f->npacked || ch->nnodes >= SZ_MAX_NODES)
+		return sz_refuse(ch, -EINVAL, "bad packed stream");
+	for (unsigned i = 0; i < p; i++)
+		off += f->pack_size[i];
+	n = sz_node_new(ch, SZN_PACK, -1, f->pack_size[p]);
+	n->u.pack.off = off;
+	if (st) { /* a restart reads from its chunk on (one packed stream, see sz_restart_kind) */
+		if (st->coff > f->pack_size[p])
+			return sz_refuse(ch, -EINVAL, "checkpoint past the end of the packed data");
+		n->u.pack.off = off + st->coff;
+		n->size = f->pack_size[p] - st->coff;
+	}
+	*out = n;
+	return 0;
+}
+
+void sz_chain_free(struct sz_chain *ch)
+{
+	if (!ch)
+		return;
+	for (unsigned i = 0; i < ch->nnodes; i++) {
+		struct sz_node *n = &ch->nodes[i];
+
+		for (unsigned k = 0; k < 4; k++)
+			free(n->ib[k].buf);
+		if (n->kind == SZN_XZ)
+			lzma_end(&n->u.xz.strm);
+		else if (n->kind == SZN_DEFLATE)
+			infl_free(n->u.zl.inf);
+		else if (n->kind == SZN_BZIP2 && n->u.bz.init)
+			BZ2_bzDecompressEnd(&n->u.bz.bz);
+	}
+	free(ch);
+}
+
+/* Builds the graph of folder f, started at st (NULL: its start).  0 and *out, or -errno with
+ * the reason in the returned chain's msg (*out is then the failed chain, for the message, and
+ * must be freed). */
+int sz_chain_new(struct src *in, const struct szc_folder *f, const struct sz_start *st,
+		 struct sz_chain **out)
+{
+	struct sz_chain *ch = calloc(1, sizeof(*ch));
+	int err;
+
+	*out = ch;
+	if (!ch)
+		return -ENOMEM;
+	ch->in = in;
+	ch->f = *f;
+	ch->f.subs = NULL;
+	ch->f.nsubs = 0;
+	ch->mem = sizeof(*ch);
+	err = sz_build_coder(ch, f->main, st, 0, &ch->root);
+	if (!err && ch->root && ch->root->size != f->unpack_size[f->main] - (st ? st->uoff : 0))
+		err = sz_refuse(ch, -EINVAL, "internal: root size");
+	return err;
+}

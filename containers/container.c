@@ -1,0 +1,39 @@
+/* Which container an archive file is made with (see container.h). */
+#include "containers/container.h"
+
+#include <stdio.h>
+
+#if HAVE_LIBARCHIVE
+#include "codecs/libarchive/libarchive_src.h"
+#endif
+
+/* libarchive's last: its probe reads the iso9660 descriptor at 32 KiB */
+static const struct container *const all[] = {
+	&cont_zip,
+	&cont_7z,
+#if HAVE_LIBARCHIVE
+	&cont_libarchive,
+#endif
+};
+
+const struct container *cont_probe(struct src *in, const uint8_t *head, size_t len)
+{
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (all[i]->probe(in, head, len))
+			return all[i];
+	return NULL;
+}
+
+const char *cont_list(void)
+{
+	static char list[256];
+
+	if (!list[0]) {
+#if HAVE_LIBARCHIVE
+		snprintf(list, sizeof(list), "tar, zip, 7z, libarchive (%s)", la_formats());
+#else
+		snprintf(list, sizeof(list), "tar, zip, 7z");
+#endif
+	}
+	return list;
+}

@@ -1,0 +1,663 @@
+/* Zip archives (see zip.h).
+ *
+ * The parse: find the end record, learn where the directory is and how far the archive was
+ * shifted, read the whole directory into memory (its size is bounded by the file's), then
+ * report each entry: first its stream, if its data is compressed, then the member.  Each field
+ * is read through bounds-checked loaders; an entry whose fields do not fit its record ends
+ * the directory (damage: the entries before it are reported).
+ */
+#include "containers/zip.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "common/byteio.h"
+#include "common/log.h"
+
+#define ZIP_LOCAL_SIG 0x04034b50u
+#define ZIP_CENTRAL_SIG 0x02014b50u
+#define ZIP_END_SIG 0x06054b50u
+#define ZIP64_END_SIG 0x06064b50u
+#define ZIP64_LOCATOR_SIG 0x07064b50u
+
+#define ZIP_LOCAL_LEN 30
+#define ZIP_CENTRAL_LEN 46
+#define ZIP_END_LEN 22
+#define ZIP64_END_LEN 56
+#define ZIP64_LOCATOR_LEN 20
+#define ZIP_END_SEARCH (65535 + ZIP_END_LEN) /* the end record plus the longest comment */
+#define ZIP_NAME_MAX 65535
+
+#define ZIP_FLAG_ENCRYPTED 0x0001u
+#define ZIP_FLAG_DESCRIPTOR 0x0008u
+
+#define ZIP_HOST_UNIX 3
+#define ZIP_DOS_DIR 0x10u
+
+/* Extra field tags. */
+#define ZIP_X_ZIP64 0x0001u
+#define ZIP_X_NTFS 0x000au
+#define ZIP_X_TIME 0x5455u    /* extended timestamp */
+#define ZIP_X_UNIX3 0x7875u   /* Info-ZIP new unix: uid/gid */
+#define ZIP_X_UPATH 0x7075u   /* Info-ZIP Unicode Path */
+
+#define FILETIME_UNIX_DIFF 11644473600ull /* seconds from 1601 to 1970 */
+
+/* ---- where the directory is ------------------------------------------------------------ */
+
+struct zip_dir {
+	uint64_t entries; /* as the end record says */
+	uint64_t size, off; /* the directory's bytes, offsets as stored */
+	int64_t shift;	    /* add to every stored offset: bytes prepended to the archive */
+	bool zip64;
+};
+
+/* The end record: the last place in the final ZIP_END_SEARCH bytes where its signature sits
+ * with a comment length that reaches exactly the end of the file -- else, as unzip and
+ * Python's zipfile do, the last one whose comment ends before it (bytes were appended).  Its
+ * offset, or -1. */
+static int64_t find_end(struct src *in, uint64_t size)
+{
+	uint64_t n = size < ZIP_END_SEARCH ? size : ZIP_END_SEARCH, start = size - n;
+	uint8_t *buf;
+	int64_t found = -1;
+
+	if (size < ZIP_END_LEN)
+		return -1;
+	buf = malloc((size_t)n);
+	if (!buf)
+		return -1;
+	if (src_pread(in, buf, (size_t)n, start) == (ssize_t)n) {
+		int64_t fits = -1; /* bytes after the record: a download's padding, a signature */
+		for (uint64_t i = n - ZIP_END_LEN + 1; i-- > 0;) {
+			if (le32(buf + i) != ZIP_END_SIG)
+				continue;
+			uint64_t end = start + i + ZIP_END_LEN + le16(buf + i + 20);
+			if (end == size) {
+				found = (int64_t)(start + i);
+				break;
+			}
+			if (end < size && fits < 0)
+				fits = (int64_t)(start + i);
+		}
+		if (found < 0)
+			found = fits;
+	}
+	free(buf);
+	return found;
+}
+
+/* Reads len bytes at off, all or nothing. */
+static bool read_at(struct src *in, void *buf, size_t len, uint64_t off)
+{
+	return src_pread(in, buf, len, off) == (ssize_t)len;
+}
+
+static int dir_locate(struct src *in, const char *name, uint64_t size, int64_t end,
+		      struct zip_dir *d)
+{
+	uint8_t e[ZIP_END_LEN], loc[ZIP64_LOCATOR_LEN], e64[ZIP64_END_LEN];
+	uint64_t dir_end; /* where the directory really ends: at the (zip64) end record */
+
+	if (!read_at(in, e, sizeof(e), (uint64_t)end))
+		return -EIO;
+	unsigned disk = le16(e + 4), cd_disk = le16(e + 6);
+	d->entries = le16(e + 10);
+	d->size = le32(e + 12);
+	d->off = le32(e + 16);
+	dir_end = (uint64_t)end;
+	/* a zip64 locator just before the end record: the zip64 end record has the numbers */
+	if ((uint64_t)end >= ZIP64_LOCATOR_LEN &&
+	    read_at(in, loc, sizeof(loc), (uint64_t)end - ZIP64_LOCATOR_LEN) &&
+	    le32(loc) == ZIP64_LOCATOR_SIG) {
+		uint64_t rec = le64(loc + 8);
+		uint64_t at = (uint64_t)end - ZIP64_LOCATOR_LEN - ZIP64_END_LEN;
+		/* the record is where the locator says, or (shifted archive) right before it */
+		if (!(rec <= size - ZIP64_END_LEN && read_at(in, e64, sizeof(e64), rec) &&
+		      le32(e64) == ZIP64_END_SIG))
+			rec = at;
+		if ((uint64_t)end >= ZIP64_LOCATOR_LEN + ZIP64_END_LEN &&
+		    read_at(in, e64, sizeof(e64), rec) && le32(e64) == ZIP64_END_SIG) {
+			disk = le32(e64 + 16);
+			cd_disk = le32(e64 + 20);
+			d->entries = le64(e64 + 32);
+			d->size = le64(e64 + 40);
+			d->off = le64(e64 + 48);
+			d->zip64 = true;
+			dir_end = rec;
+			if (le32(loc + 16) > 1)
+				disk = 1; /* more than one disk */
+		}
+	}
+	if (disk != 0 || cd_disk != 0) {
+		tfs_log(TFS_LOG_ERR, "%s: a zip split over several disks: not supported", name);
+		return -ENOTSUP;
+	}
+	if (d->size > dir_end) {
+		tfs_log(TFS_LOG_ERR, "%s: zip central directory of %llu bytes does not fit before "
+			"its end record: damaged", name, (unsigned long long)d->size);
+		return -EIO;
+	}
+	/* bytes prepended to the archive shift the directory and every offset in it -- unless
+	 * the directory is where its offset says (its size is then wrong, or a record sits
+	 * between it and the end record) */
+	d->shift = (int64_t)(dir_end - d->size) - (int64_t)d->off;
+	uint8_t sig[4];
+	if (d->shift && d->off < dir_end && read_at(in, sig, 4, d->off) &&
+	    le32(sig) == ZIP_CENTRAL_SIG) { /* the offset is right: trust it over the size */
+		tfs_log(TFS_LOG_WARNING, "%s: the zip directory's size (%llu) does not fit where it "
+			"starts: read from its offset", name, (unsigned long long)d->size);
+		d->size = dir_end - d->off;
+		d->shift = 0;
+	}
+	if (d->shift < 0) {
+		tfs_log(TFS_LOG_ERR, "%s: zip central directory offset %llu is past its end record: "
+			"damaged", name, (unsigned long long)d->off);
+		return -EIO;
+	}
+	if (d->shift)
+		tfs_log(TFS_LOG_INFO, "%s: %lld bytes before the zip archive (a self-extracting "
+			"stub?): offsets shifted", name, (long long)d->shift);
+	return 0;
+}
+
+/* ---- one entry ---------------------------------------------------------------------------- */
+
+struct zip_entry {
+	unsigned made_by, flags, method, dos_time, dos_date;
+	uint32_t crc, ext_attr;
+	uint64_t csize, usize, lho;
+	const uint8_t *name, *extra;
+	size_t name_len, extra_len;
+};
+
+/* The extra field's record with tag, or NULL (its data and length in *len). */
+static const uint8_t *extra_find(const uint8_t *x, size_t n, unsigned tag, size_t *len)
+{
+	while (n >= 4) {
+		unsigned t = le16(x), l = le16(x + 2);
+		if (l > n - 4)
+			return NULL;
+		if (t == tag) {
+			*len = l;
+			return x + 4;
+		}
+		x += 4 + l;
+		n -= 4 + l;
+	}
+	return NULL;
+}
+
+/* The zip64 extra field: the 64-bit values of the fields whose 32-bit values are all ones,
+ * in this order.  False if it is missing or too short for them. */
+static bool apply_zip64(struct zip_entry *z, bool usize64, bool csize64, bool lho64)
+{
+	size_t len, need = 8 * (usize64 + csize64 + lho64), at = 0;
+	const uint8_t *p = extra_find(z->extra, z->extra_len, ZIP_X_ZIP64, &len);
+
+	if (!need)
+		return true;
+	if (!p || len < need)
+		return false;
+	if (usize64) {
+		z->usize = le64(p + at);
+		at += 8;
+	}
+	if (csize64) {
+		z->csize = le64(p + at);
+		at += 8;
+	}
+	if (lho64)
+		z->lho = le64(p + at);
+	return true;
+}
+
+/* A DOS date and time (local, no zone) as seconds, read as UTC; -1 when invalid. */
+static int64_t dos_seconds(unsigned date, unsigned time)
+{
+	struct tm tm = {.tm_year = 80 + (int)(date >> 9), .tm_mon = (int)((date >> 5) & 15) - 1,
+			.tm_mday = (int)(date & 31), .tm_hour = (int)(time >> 11),
+			.tm_min = (int)((time >> 5) & 63), .tm_sec = (int)(time & 31) * 2};
+
+	if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1)
+		return 0; /* a zero date (some tools write it): the epoch */
+	return (int64_t)timegm(&tm);
+}
+
+static void entry_times(const struct zip_entry *z, struct arc_member *m)
+{
+	size_t len;
+	const uint8_t *p = extra_find(z->extra, z->extra_len, ZIP_X_TIME, &len);
+
+	if (p && len >= 5 && (p[0] & 1)) { /* extended timestamp: unix mtime, UTC */
+		m->mtime_sec = (int32_t)le32(p + 1);
+		return;
+	}
+	p = extra_find(z->extra, z->extra_len, ZIP_X_NTFS, &len);
+	if (p && len >= 4) { /* NTFS: tags after 4 reserved bytes; tag 1 holds the times */
+		const uint8_t *t = p + 4;
+		size_t left = len - 4;
+		while (left >= 4) {
+			unsigned tag = le16(t), tl = le16(t + 2);
+			if (tl > left - 4)
+				break;
+			if (tag == 1 && tl >= 24) {
+				uint64_t ft = le64(t + 4); /* 100 ns since 1601 */
+				m->mtime_sec = (int64_t)(ft / 10000000) - (int64_t)FILETIME_UNIX_DIFF;
+				m->mtime_nsec = (uint32_t)(ft % 10000000) * 100;
+				return;
+			}
+			t += 4 + tl;
+			left -= 4 + tl;
+		}
+	}
+	m->mtime_sec = dos_seconds(z->dos_date, z->dos_time);
+	m->dos_time = true;
+}
+
+/* Info-ZIP unix uid/gid (little-endian numbers of 1 to 8 bytes). */
+static void entry_owner(const struct zip_entry *z, struct arc_member *m)
+{
+	size_t len;
+	const uint8_t *p = extra_find(z->extra, z->extra_len, ZIP_X_UNIX3, &len);
+
+	m->no_owner = true;
+	if (!p || len < 3 || p[0] != 1)
+		return;
+	size_t us = p[1];
+	if (us == 0 || us > 8 || 2 + us + 1 > len)
+		return;
+	size_t gs = p[2 + us];
+	if (gs == 0 || gs > 8 || 3 + us + gs > len)
+		return;
+	uint64_t uid = 0, gid = 0;
+	for (size_t i = us; i-- > 0;)
+		uid = uid << 8 | p[2 + i];
+	for (size_t i = gs; i-- > 0;)
+		gid = gid << 8 | p[3 + us + i];
+	m->uid = uid;
+	m->gid = gid;
+	m->no_owner = false;
+}
+
+/* Hosts whose archivers may write backslashes as separators: MS-DOS/FAT, OS/2 HPFS, NTFS,
+ * VFAT (APPNOTE 4.4.2).  A backslash is not a separator on unix, so only these. */
+static bool dos_host(unsigned host)
+{
+	return host == 0 || host == 6 || host == 11 || host == 14;
+}
+
+/* The name, NUL-terminated in buf (ZIP_NAME_MAX + 1 bytes): the Info-ZIP Unicode Path's
+ * UTF-8 name if it is for this very stored name, else the stored bytes. */
+static void entry_name(const struct zip_entry *z, struct arc_member *m, uint8_t *buf)
+{
+	size_t len;
+	const uint8_t *p = extra_find(z->extra, z->extra_len, ZIP_X_UPATH, &len);
+	const uint8_t *name = z->name;
+	size_t n = z->name_len;
+
+	if (p && len > 5 && p[0] == 1 &&
+	    le32(p + 1) == (uint32_t)crc32(0, z->name, (uInt)z->name_len)) {
+		name = p + 5;
+		n = len - 5;
+	}
+	if (n > ZIP_NAME_MAX)
+		n = ZIP_NAME_MAX;
+	memcpy(buf, name, n);
+	buf[n] = '\0';
+	if (dos_host(z->made_by >> 8)) /* old PKZIP, Compress-Archive: "dir\file"; as unzip does */
+		for (size_t i = 0; i < n; i++)
+			if (buf[i] == '\\')
+				buf[i] = '/';
+	m->path = buf;
+	m->path_len = n;
+}
+
+static const char *method_codec(unsigned method)
+{
+	switch (method) {
+	case 0: /* a stream too, so that its CRC-32 is checked as a compressed one's */
+		return "stored";
+	case 8:
+		return "deflate";
+	case 12:
+		return "bzip2";
+	case 14:
+		return "lzma-zip";
+	case 93:
+		return "zstd";
+	case 95:
+		return "xz";
+	default:
+		return NULL;
+	}
+}
+
+static const char *method_name(unsigned method)
+{
+	switch (method) {
+	case 1:
+		return "shrink";
+	case 2:
+	case 3:
+	case 4:
+	case 5:
+		return "reduce";
+	case 6:
+		return "implode";
+	case 9:
+		return "deflate64";
+	case 10:
+		return "PKWARE DCL implode";
+	case 18:
+		return "IBM TERSE";
+	case 19:
+		return "IBM LZ77";
+	case 96:
+		return "JPEG";
+	case 97:
+		return "WavPack";
+	case 98:
+		return "PPMd";
+	default:
+		return "unknown";
+	}
+}
+
+/* Type and permissions. */
+static void entry_type(const struct zip_entry *z, struct arc_member *m)
+{
+	uint32_t unix_mode = z->ext_attr >> 16;
+	bool slash = z->name_len && z->name[z->name_len - 1] == '/';
+
+	unsigned host = z->made_by >> 8;
+	/* As unzip: the unix mode of a unix host's entry; a FAT host's too when it has one that
+	 * agrees with the DOS folder bit (PKZip for Unix and Python's zipfile mark entries FAT
+	 * and keep a mode there). */
+	bool fat_mode = host == 0 && unix_mode &&
+			(!(unix_mode & S_IFMT) || S_ISDIR(unix_mode) == !!(z->ext_attr & ZIP_DOS_DIR));
+	if ((host == ZIP_HOST_UNIX || fat_mode) && unix_mode) {
+		m->mode = unix_mode & 07777;
+		switch (unix_mode & S_IFMT) {
+		case S_IFDIR:
+			m->type = MEMBER_DIR;
+			return;
+		case S_IFLNK:
+			m->type = MEMBER_SYMLINK;
+			m->link_in_data = true;
+			return;
+		case S_IFREG:
+		case 0:
+			break;
+		default: /* devices and FIFOs cannot be made from a zip by its tools: a file */
+			break;
+		}
+		m->type = slash ? MEMBER_DIR : MEMBER_REG;
+		return;
+	}
+	if (slash || (z->ext_attr & ZIP_DOS_DIR)) {
+		m->type = MEMBER_DIR;
+		m->mode = 0755;
+	} else {
+		m->type = MEMBER_REG;
+		m->mode = 0644;
+	}
+}
+
+/* Reports entry z: its stream if compressed, then the member.  namebuf: ZIP_NAME_MAX + 1
+ * bytes for its name. */
+static int report(const struct zip_entry *z, int64_t shift, const struct cont_sink *sink,
+		  uint8_t *namebuf)
+{
+	struct arc_member m = {.link = (const uint8_t *)"", .uname = "", .gname = ""};
+	char why[96];
+
+	entry_name(z, &m, namebuf);
+	entry_type(z, &m);
+	entry_times(z, &m);
+	entry_owner(z, &m);
+	m.hdr_off = z->lho + (uint64_t)shift;
+	m.has_crc = true;
+	m.crc = z->crc;
+	if (m.type == MEMBER_DIR)
+		return sink->member(sink->opaque, &m);
+	m.size = m.stored = z->usize;
+	if (z->usize == 0)
+		return sink->member(sink->opaque, &m);
+	if ((z->flags & ZIP_FLAG_ENCRYPTED) || z->method == 99) {
+		m.unreadable = -EACCES;
+		m.why = "encrypted (no password support)";
+		return sink->member(sink->opaque, &m);
+	}
+	if (z->method == 0 && z->csize != z->usize) {
+		m.unreadable = -EIO;
+		m.why = "stored, but its sizes differ: damaged";
+		return sink->member(sink->opaque, &m);
+	}
+	const char *codec = method_codec(z->method);
+	if (!codec) {
+		snprintf(why, sizeof(why), "compression method %u (%s) not supported", z->method,
+			 method_name(z->method));
+		m.unreadable = -EOPNOTSUPP;
+		m.why = why;
+		return sink->member(sink->opaque, &m);
+	}
+	struct cont_stream s = {.codec = codec, .coff = m.hdr_off, .clen = z->csize,
+				.usize = z->usize, .zip_local = true};
+	uint8_t size[8];
+	if (z->method == 14) { /* LZMA: the decoder needs the size (no end marker, maybe) */
+		put_le64(size, z->usize);
+		s.params = size;
+		s.params_len = sizeof(size);
+	}
+	int err = sink->stream(sink->opaque, &s, &m.stream);
+	return err ? err : sink->member(sink->opaque, &m);
+}
+
+/* Parses the central directory record at p (left bytes): *used its length.  False if it
+ * does not fit or is not one. */
+static bool central_entry(const uint8_t *p, size_t left, struct zip_entry *z, size_t *used)
+{
+	if (left < ZIP_CENTRAL_LEN || le32(p) != ZIP_CENTRAL_SIG)
+		return false;
+	size_t n = le16(p + 28), x = le16(p + 30), c = le16(p + 32);
+	if (ZIP_CENTRAL_LEN + n + x + c > left)
+		return false;
+	*z = (struct zip_entry){
+	    .made_by = le16(p + 4),
+	    .flags = le16(p + 8),
+	    .method = le16(p + 10),
+	    .dos_time = le16(p + 12),
+	    .dos_date = le16(p + 14),
+	    .crc = le32(p + 16),
+	    .csize = le32(p + 20),
+	    .usize = le32(p + 24),
+	    .ext_attr = le32(p + 38),
+	    .lho = le32(p + 42),
+	    .name = p + ZIP_CENTRAL_LEN,
+	    .name_len = n,
+	    .extra = p + ZIP_CENTRAL_LEN + n,
+	    .extra_len = x,
+	};
+	*used = ZIP_CENTRAL_LEN + n + x + c;
+	return apply_zip64(z, z->usize == 0xffffffffu, z->csize == 0xffffffffu,
+			   z->lho == 0xffffffffu);
+}
+
+static int parse_directory(struct src *in, const char *name, uint64_t size,
+			   const struct zip_dir *d, const struct cont_sink *sink,
+			   struct cont_stats *st)
+{
+	uint64_t at = d->off + (uint64_t)d->shift;
+	uint8_t *buf, *namebuf;
+	size_t pos = 0;
+	int err = 0;
+
+	if (d->size > size || at > size - d->size)
+		return -EIO;
+	buf = malloc(d->size ? (size_t)d->size : 1);
+	namebuf = malloc(ZIP_NAME_MAX + 1);
+	if (!buf || !namebuf) {
+		free(buf);
+		free(namebuf);
+		return -ENOMEM;
+	}
+	if (!read_at(in, buf, (size_t)d->size, at)) {
+		free(buf);
+		free(namebuf);
+		tfs_log(TFS_LOG_ERR, "%s: cannot read the zip central directory", name);
+		return -EIO;
+	}
+	for (uint64_t i = 0; pos < d->size; i++) {
+		struct zip_entry z;
+		size_t used;
+		if (!central_entry(buf + pos, (size_t)d->size - pos, &z, &used)) {
+			tfs_log(TFS_LOG_WARNING, "%s: zip central directory damaged at entry %llu "
+				"(offset %llu): the entries after it are not shown", name,
+				(unsigned long long)i, (unsigned long long)(at + pos));
+			st->damaged = true;
+			break;
+		}
+		if (z.lho > size || (uint64_t)d->shift > size - z.lho) {
+			tfs_log(TFS_LOG_WARNING, "%s: zip entry %llu points past the end of the "
+				"archive: left out", name, (unsigned long long)i);
+			st->damaged = true;
+		} else {
+			err = report(&z, d->shift, sink, namebuf);
+			if (err)
+				break;
+			st->members++;
+			if (sink->progress && (st->members & 1023) == 0)
+				sink->progress(sink->opaque, at + pos);
+		}
+		pos += used;
+	}
+	if (!err && st->members != d->entries && !st->damaged)
+		tfs_log(TFS_LOG_NOTICE, "%s: the zip end record says %llu entries, the directory "
+			"holds %llu", name, (unsigned long long)d->entries,
+			(unsigned long long)st->members);
+	free(buf);
+	free(namebuf);
+	return err;
+}
+
+/* ---- without a directory: the local headers ------------------------------------------ */
+
+static int parse_local(struct src *in, const char *name, uint64_t size,
+		       const struct cont_sink *sink, struct cont_stats *st)
+{
+	uint64_t at = 0;
+	uint8_t h[ZIP_LOCAL_LEN];
+	uint8_t *var = malloc(ZIP_NAME_MAX * 2), *namebuf = malloc(ZIP_NAME_MAX + 1);
+	int err = 0;
+
+	if (!var || !namebuf) {
+		free(var);
+		free(namebuf);
+		return -ENOMEM;
+	}
+	st->damaged = true;
+	tfs_log(TFS_LOG_WARNING, "%s: no zip central directory (truncated?): entries read from "
+		"their local headers", name);
+	while (at + ZIP_LOCAL_LEN <= size && read_at(in, h, sizeof(h), at) &&
+	       le32(h) == ZIP_LOCAL_SIG) {
+		size_t n = le16(h + 26), x = le16(h + 28);
+		struct zip_entry z = {
+		    .made_by = 0,
+		    .flags = le16(h + 6),
+		    .method = le16(h + 8),
+		    .dos_time = le16(h + 10),
+		    .dos_date = le16(h + 12),
+		    .crc = le32(h + 14),
+		    .csize = le32(h + 18),
+		    .usize = le32(h + 22),
+		    .lho = at,
+		    .name = var,
+		    .name_len = n,
+		    .extra = var + n,
+		    .extra_len = x,
+		};
+		if (!read_at(in, var, n + x, at + ZIP_LOCAL_LEN))
+			break;
+		if (!apply_zip64(&z, z.usize == 0xffffffffu, z.csize == 0xffffffffu, false))
+			break;
+		if (z.flags & ZIP_FLAG_DESCRIPTOR) {
+			tfs_log(TFS_LOG_WARNING, "%s: zip entry at offset %llu keeps its sizes after "
+				"its data: the entries from it on are not shown", name,
+				(unsigned long long)at);
+			break;
+		}
+		uint64_t data = at + ZIP_LOCAL_LEN + n + x;
+		if (data > size || z.csize > size - data) {
+			tfs_log(TFS_LOG_WARNING, "%s: the archive ends inside zip entry at offset "
+				"%llu: left out", name, (unsigned long long)at);
+			break;
+		}
+		err = report(&z, 0, sink, namebuf);
+		if (err)
+			break;
+		st->members++;
+		at = data + z.csize;
+	}
+	free(var);
+	free(namebuf);
+	return err;
+}
+
+/* ---- the container -------------------------------------------------------------------- */
+
+int zip_local_data(struct src *file, uint64_t lho, const char *archive, uint64_t *data)
+{
+	uint8_t h[ZIP_LOCAL_LEN];
+
+	if (!read_at(file, h, sizeof(h), lho) || le32(h) != ZIP_LOCAL_SIG) {
+		tfs_log(TFS_LOG_ERR, "%s: no zip local header at offset %llu (damaged, or changed "
+			"since it was indexed)", archive, (unsigned long long)lho);
+		return -EIO;
+	}
+	*data = lho + ZIP_LOCAL_LEN + le16(h + 26) + le16(h + 28);
+	return 0;
+}
+
+static bool zip_probe(struct src *in, const uint8_t *head, size_t len)
+{
+	if (len >= 4 && (le32(head) == ZIP_LOCAL_SIG || le32(head) == ZIP_END_SIG))
+		return true;
+	return find_end(in, src_size(in)) >= 0; /* data before the archive */
+}
+
+static int zip_parse(struct src *in, const struct cont_sink *sink, struct cont_stats *stats)
+{
+	struct cont_stats st = {0};
+	struct zip_dir d = {0};
+	uint64_t size = src_size(in);
+	const char *name = sink->name ? sink->name : "zip";
+	int64_t end = find_end(in, size);
+	int err;
+
+	if (end < 0) {
+		uint8_t h[4];
+		err = read_at(in, h, 4, 0) && le32(h) == ZIP_LOCAL_SIG
+			  ? parse_local(in, name, size, sink, &st)
+			  : -EINVAL;
+	} else {
+		err = dir_locate(in, name, size, end, &d);
+		if (!err)
+			err = parse_directory(in, name, size, &d, sink, &st);
+	}
+	if (stats)
+		*stats = st;
+	return err;
+}
+
+const struct container cont_zip = {
+	.name = "zip",
+	.probe = zip_probe,
+	.parse = zip_parse,
+};

@@ -1,0 +1,41 @@
+/* Zip archives: the container (cont_zip, container.h) and what a reader needs of the format.
+ *
+ * What a zip says of its members is in its central directory, at the end: found from the
+ * end-of-central-directory record (searched for in the last 64 KiB + 22 bytes, the longest a
+ * comment can make it), or its zip64 record through the zip64 locator.  Data prepended to the
+ * archive (a self-extracting stub, a zip appended to something) shifts every offset the
+ * directory gives by the same amount: that amount is found from where the directory really
+ * is.  A zip split over several disks is refused.
+ *
+ * Per entry, from the central directory: the name (raw bytes as stored; the Info-ZIP Unicode
+ * Path extra field's UTF-8 name when its CRC matches the stored name), the type and mode
+ * (from the external attributes of entries made on unix -- a symlink's data is its target;
+ * else a name ending in '/' or the MS-DOS directory attribute is a folder, 0755, and the
+ * rest files, 0644), the mtime (the extended timestamp extra field, else NTFS times, else the
+ * DOS date and time, which have no zone: see member.h dos_time), uid/gid from the Info-ZIP
+ * unix extra field, the sizes and the local header offset (zip64 extra field where the
+ * 32-bit fields say so).  The data follows the local header, whose name and extra lengths
+ * need not be the central directory's: it is read only when the data is (zip_local_data), so
+ * a zip of 70,000 files is indexed from its directory alone.
+ *
+ * Methods: stored (read in place), deflate ("deflate": raw deflate), bzip2, LZMA ("lzma-zip"),
+ * xz, zstd.  Others (deflate64, implode, PPMd, ...) are listed and fail to read with
+ * EOPNOTSUPP; encrypted entries (traditional or AES) with EACCES.
+ *
+ * No central directory (a truncated zip): the entries are read from their local headers,
+ * from the start, as far as they tell their sizes (an entry that puts them in a data
+ * descriptor ends the walk), and the archive counts as damaged.
+ */
+#ifndef TARSEEK_ZIP_H
+#define TARSEEK_ZIP_H
+
+#include <stdint.h>
+
+#include "common/source.h"
+#include "containers/container.h"
+
+/* The offset of the data that follows the local header at lho in file: 0 and *data, or
+ * -EIO when there is no valid local header there (logged, naming archive). */
+int zip_local_data(struct src *file, uint64_t lho, const char *archive, uint64_t *data);
+
+#endif

@@ -1,0 +1,240 @@
+/* Whole-archive prefetch (see prefetch.h).
+ *
+ * The items are kept as a list of readers with their chunk counts; a shared cursor (reader,
+ * chunk) hands out the next item under the lock, so the threads take chunks in archive order
+ * and no two take the same one.  A thread lowers its own priority first (setpriority on its
+ * thread id: Linux's per-thread nice), so decoding ahead yields to the requests being served.
+ */
+#include "seek/prefetch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+struct pf_item {
+	struct creader *r; /* or NULL: a file read into the page cache */
+	int fd;
+	uint64_t size;
+	size_t nchunks;
+};
+
+struct prefetch {
+	unsigned nthreads;
+	uint64_t budget;
+	pthread_t *threads;
+	unsigned started;
+	atomic_bool stop;
+
+	pthread_mutex_t lock;
+	/* protected by lock (items and queued_bytes are fixed once started): */
+	struct pf_item *items;
+	size_t nitems, cap;
+	size_t cur_item, cur_chunk; /* the next item to hand out */
+	unsigned running;	    /* threads not yet done */
+	struct pf_stats st;
+};
+
+struct prefetch *pf_new(unsigned threads, uint64_t budget)
+{
+	struct prefetch *pf = calloc(1, sizeof(*pf));
+
+	if (!pf)
+		return NULL;
+	pf->nthreads = threads ? threads : 1;
+	pf->budget = budget;
+	pf->threads = calloc(pf->nthreads, sizeof(*pf->threads));
+	if (!pf->threads) {
+		free(pf);
+		return NULL;
+	}
+	atomic_init(&pf->stop, false);
+	pthread_mutex_init(&pf->lock, NULL);
+	return pf;
+}
+
+bool pf_add(struct prefetch *pf, struct creader *r)
+{
+	uint64_t size = creader_size(r);
+	bool ok = false;
+
+	pthread_mutex_lock(&pf->lock);
+	if (!pf->started && size <= pf->budget - pf->st.queued_bytes) {
+		if (pf->nitems == pf->cap) {
+			size_t cap = pf->cap ? pf->cap * 2 : 8;
+			struct pf_item *n = realloc(pf->items, cap * sizeof(*n));
+			if (n) {
+				pf->items = n;
+				pf->cap = cap;
+			}
+		}
+		if (pf->nitems < pf->cap) {
+			pf->items[pf->nitems++] =
+			    (struct pf_item){.r = r, .fd = -1, .nchunks = creader_nchunks(r)};
+			pf->st.queued_bytes += size;
+			pf->st.chunks += creader_nchunks(r);
+			ok = true;
+		}
+	}
+	pthread_mutex_unlock(&pf->lock);
+	return ok;
+}
+
+bool pf_add_file(struct prefetch *pf, int fd, uint64_t size)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&pf->lock);
+	if (!pf->started && size && size <= pf->budget - pf->st.queued_bytes) {
+		if (pf->nitems == pf->cap) {
+			size_t cap = pf->cap ? pf->cap * 2 : 8;
+			struct pf_item *n = realloc(pf->items, cap * sizeof(*n));
+			if (n) {
+				pf->items = n;
+				pf->cap = cap;
+			}
+		}
+		if (pf->nitems < pf->cap) {
+			size_t n = (size_t)((size + PF_FILE_STEP - 1) / PF_FILE_STEP);
+			pf->items[pf->nitems++] =
+			    (struct pf_item){.r = NULL, .fd = fd, .size = size, .nchunks = n};
+			pf->st.queued_bytes += size;
+			pf->st.chunks += n;
+			ok = true;
+		}
+	}
+	pthread_mutex_unlock(&pf->lock);
+	return ok;
+}
+
+void pf_note_skipped(struct prefetch *pf)
+{
+	pthread_mutex_lock(&pf->lock);
+	pf->st.skipped++;
+	pthread_mutex_unlock(&pf->lock);
+}
+
+uint64_t pf_budget(struct prefetch *pf)
+{
+	return pf->budget;
+}
+
+uint64_t pf_room(struct prefetch *pf)
+{
+	pthread_mutex_lock(&pf->lock);
+	uint64_t room = pf->budget - pf->st.queued_bytes;
+	pthread_mutex_unlock(&pf->lock);
+	return room;
+}
+
+/* The next item's piece to do, or false when there is none left. */
+static bool pf_take(struct prefetch *pf, struct pf_item *it, size_t *chunk)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&pf->lock);
+	while (pf->cur_item < pf->nitems && pf->cur_chunk >= pf->items[pf->cur_item].nchunks) {
+		pf->cur_item++;
+		pf->cur_chunk = 0;
+	}
+	if (pf->cur_item < pf->nitems && !atomic_load(&pf->stop)) {
+		*it = pf->items[pf->cur_item];
+		*chunk = pf->cur_chunk++;
+		ok = true;
+	}
+	pthread_mutex_unlock(&pf->lock);
+	return ok;
+}
+
+/* Reads piece k of a file into the page cache. */
+static int pf_read_file(const struct pf_item *it, size_t k)
+{
+	uint64_t off = (uint64_t)k * PF_FILE_STEP;
+	uint64_t len = it->size - off < PF_FILE_STEP ? it->size - off : PF_FILE_STEP;
+
+	return readahead(it->fd, (off64_t)off, (size_t)len) < 0 ? -errno : 0;
+}
+
+static void *pf_thread(void *arg)
+{
+	struct prefetch *pf = arg;
+	struct pf_item it;
+	size_t chunk;
+
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PF_NICE); /* best effort */
+	while (pf_take(pf, &it, &chunk)) {
+		int err = it.r ? creader_fill_chunk(it.r, chunk, &pf->stop) : pf_read_file(&it, chunk);
+		pthread_mutex_lock(&pf->lock);
+		if (err == 0)
+			pf->st.chunks_done++;
+		else if (err != -ECANCELED)
+			pf->st.chunks_failed++;
+		pthread_mutex_unlock(&pf->lock);
+	}
+	pthread_mutex_lock(&pf->lock);
+	if (--pf->running == 0 && !atomic_load(&pf->stop)) {
+		pf->st.finished = true;
+		tfs_log(TFS_LOG_INFO, "prefetch done: %llu chunks decoded%s",
+			(unsigned long long)pf->st.chunks_done,
+			pf->st.chunks_failed ? ", some failed (see above)" : "");
+	}
+	pthread_mutex_unlock(&pf->lock);
+	return NULL;
+}
+
+int pf_start(struct prefetch *pf)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&pf->lock);
+	if (pf->started || !pf->nitems) {
+		pf->st.finished = !pf->nitems;
+		pthread_mutex_unlock(&pf->lock);
+		return 0;
+	}
+	pf->running = pf->nthreads;
+	pthread_mutex_unlock(&pf->lock);
+	for (; pf->started < pf->nthreads; pf->started++) {
+		err = pthread_create(&pf->threads[pf->started], NULL, pf_thread, pf);
+		if (err)
+			break;
+	}
+	if (err) { /* fewer threads: those that started do the work */
+		pthread_mutex_lock(&pf->lock);
+		pf->running -= pf->nthreads - pf->started;
+		pthread_mutex_unlock(&pf->lock);
+		tfs_log(TFS_LOG_WARNING, "prefetch: %u of %u threads: %s", pf->started,
+			pf->nthreads, strerror(err));
+	}
+	return pf->started ? 0 : -err;
+}
+
+void pf_get_stats(struct prefetch *pf, struct pf_stats *out)
+{
+	pthread_mutex_lock(&pf->lock);
+	*out = pf->st;
+	out->started = pf->started > 0;
+	pthread_mutex_unlock(&pf->lock);
+}
+
+void pf_free(struct prefetch *pf)
+{
+	if (!pf)
+		return;
+	atomic_store(&pf->stop, true);
+	for (unsigned i = 0; i < pf->started; i++)
+		pthread_join(pf->threads[i], NULL);
+	if (pf->started && !pf->st.finished)
+		tfs_log(TFS_LOG_INFO, "prefetch stopped: %llu of %llu chunks decoded",
+			(unsigned long long)pf->st.chunks_done, (unsigned long long)pf->st.chunks);
+	pthread_mutex_destroy(&pf->lock);
+	free(pf->threads);
+	free(pf->items);
+	free(pf);
+}
