@@ -1,0 +1,222 @@
+/* Unit tests of common/'s primitives: the thread pool, the hash table, the list. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/hash.h"
+#include "common/htable.h"
+#include "common/list.h"
+#include "common/pool.h"
+#include "testutil.h"
+
+static void *add_one(void *arg)
+{
+	return (void *)((uintptr_t)arg + 1);
+}
+
+/* Two jobs that wait for each other: a queue behind one thread would deadlock. */
+struct pingpong {
+	atomic_int a_ready, b_ready;
+};
+
+static void *ping(void *arg)
+{
+	struct pingpong *p = arg;
+	atomic_store(&p->a_ready, 1);
+	while (!atomic_load(&p->b_ready))
+		sched_yield();
+	return NULL;
+}
+
+static void *pong(void *arg)
+{
+	struct pingpong *p = arg;
+	atomic_store(&p->b_ready, 1);
+	while (!atomic_load(&p->a_ready))
+		sched_yield();
+	return NULL;
+}
+
+static void *my_nice(void *arg)
+{
+	(void)arg;
+	errno = 0;
+	int n = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+	return (void *)(intptr_t)(n + 100);
+}
+
+static void test_pool(void)
+{
+	struct pool_job *j = NULL, *k = NULL;
+	unsigned threads, idle;
+	unsigned long started, before;
+
+	pool_shutdown();
+	pool_counts(&threads, &idle, &before);
+	CHECK_EQ(threads, 0);
+	CHECK_EQ(pool_start(add_one, (void *)41, "t-add", 0, &j), 0);
+	CHECK_EQ((uintptr_t)pool_join(j), 42);
+	/* the thread is kept and reused: a second job starts none */
+	pool_counts(&threads, &idle, &started);
+	CHECK_EQ(threads, 1);
+	CHECK_EQ(idle, 1);
+	CHECK_EQ(started, before + 1);
+	CHECK_EQ(pool_start(add_one, (void *)1, "t-add", 0, &j), 0);
+	CHECK_EQ((uintptr_t)pool_join(j), 2);
+	pool_counts(&threads, &idle, &started);
+	CHECK_EQ(started, before + 1);
+
+	/* jobs that wait for each other both run */
+	struct pingpong pp = {0};
+	CHECK_EQ(pool_start(ping, &pp, "t-ping", 0, &j), 0);
+	CHECK_EQ(pool_start(pong, &pp, "t-pong", 0, &k), 0);
+	pool_join(j);
+	pool_join(k);
+	pool_counts(&threads, &idle, &started);
+	CHECK_EQ(threads, 2);
+	CHECK_EQ(idle, 2);
+
+	/* a niced job runs on a thread of its own niceness, which no plain job takes */
+	CHECK_EQ(pool_start(my_nice, NULL, "t-nice", 10, &j), 0);
+	CHECK_EQ((intptr_t)pool_join(j), 110);
+	CHECK_EQ(pool_start(my_nice, NULL, "t-plain", 0, &j), 0);
+	CHECK_EQ((intptr_t)pool_join(j), 100);
+	pool_counts(&threads, &idle, &started);
+	CHECK_EQ(threads, 3);
+
+	/* a forked child has none of the threads, and the pool works there */
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct pool_job *c = NULL;
+		unsigned t2;
+		pool_counts(&t2, NULL, NULL);
+		if (t2 != 0 || pool_start(add_one, (void *)6, "t-child", 0, &c) < 0)
+			_exit(1);
+		_exit((uintptr_t)pool_join(c) == 7 ? 0 : 2);
+	}
+	int status = -1;
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	pool_shutdown();
+	pool_counts(&threads, &idle, &started);
+	CHECK_EQ(threads, 0);
+	CHECK_EQ(idle, 0);
+	CHECK_EQ(pool_join(NULL), NULL);
+}
+
+struct item {
+	uint64_t key;
+	struct htable_node node;
+	struct list_node link;
+	bool seen;
+};
+
+static struct item *find(struct htable *t, uint64_t key)
+{
+	for (struct htable_node *n = htable_first(t, hash_u64(key)); n; n = htable_next(n)) {
+		struct item *it = htable_entry(n, struct item, node);
+		if (it->key == key)
+			return it;
+	}
+	return NULL;
+}
+
+static void test_htable(void)
+{
+	enum { N = 5000 };
+	struct item *items = calloc(N, sizeof(*items));
+	struct htable t = {0};
+
+	CHECK(find(&t, 1) == NULL); /* a zeroed table is empty */
+	for (unsigned i = 0; i < N; i++) {
+		items[i].key = i * 7919ull;
+		CHECK_EQ(htable_add(&t, &items[i].node, hash_u64(items[i].key)), 0);
+	}
+	CHECK_EQ(t.count, N);
+	CHECK(t.mask + 1 >= N); /* it grew */
+	for (unsigned i = 0; i < N; i++)
+		CHECK(find(&t, i * 7919ull) == &items[i]);
+	CHECK(find(&t, 3) == NULL);
+	/* nodes of one hash: each found by its key */
+	struct item same[3] = {{.key = 1}, {.key = 2}, {.key = 3}};
+	struct htable u = {0};
+	CHECK_EQ(htable_init(&u, 4), 0);
+	for (int i = 0; i < 3; i++)
+		htable_add(&u, &same[i].node, 99);
+	int n = 0;
+	for (struct htable_node *x = htable_first(&u, 99); x; x = htable_next(x))
+		n++;
+	CHECK_EQ(n, 3);
+	htable_del(&u, &same[1].node);
+	n = 0;
+	for (struct htable_node *x = htable_first(&u, 99); x; x = htable_next(x))
+		n += htable_entry(x, struct item, node)->key == 2 ? 100 : 1;
+	CHECK_EQ(n, 2);
+	htable_fini(&u);
+	/* removal of every other node */
+	for (unsigned i = 0; i < N; i += 2)
+		htable_del(&t, &items[i].node);
+	CHECK_EQ(t.count, N / 2);
+	for (unsigned i = 0; i < N; i++)
+		CHECK((find(&t, i * 7919ull) != NULL) == (i % 2 == 1));
+	/* a walk sees each node once */
+	size_t pos = 0, walked = 0;
+	for (struct htable_node *x = htable_walk(&t, &pos, NULL); x; x = htable_walk(&t, &pos, x)) {
+		struct item *it = htable_entry(x, struct item, node);
+		CHECK(!it->seen);
+		it->seen = true;
+		walked++;
+	}
+	CHECK_EQ(walked, N / 2);
+	/* pop empties it */
+	size_t popped = 0;
+	while (htable_pop(&t))
+		popped++;
+	CHECK_EQ(popped, N / 2);
+	CHECK_EQ(t.count, 0);
+	CHECK(find(&t, 7919) == NULL);
+	htable_fini(&t);
+	free(items);
+}
+
+static void test_list(void)
+{
+	struct item it[4] = {{.key = 0}, {.key = 1}, {.key = 2}, {.key = 3}};
+	struct list_node head, *n, *tmp;
+
+	list_init(&head);
+	CHECK(list_empty(&head));
+	CHECK(list_first(&head) == NULL);
+	for (int i = 0; i < 4; i++) {
+		list_init(&it[i].link);
+		CHECK(!list_linked(&it[i].link));
+		list_add_tail(&head, &it[i].link);
+	}
+	CHECK(list_entry(list_first(&head), struct item, link)->key == 0);
+	CHECK(list_entry(list_last(&head), struct item, link)->key == 3);
+	list_move_head(&head, &it[2].link);
+	uint64_t order = 0;
+	list_for_each_safe(n, tmp, &head) order = order * 10 + list_entry(n, struct item, link)->key;
+	CHECK_EQ(order, 2013);
+	list_del(&it[0].link);
+	list_del(&it[0].link); /* harmless */
+	CHECK(!list_linked(&it[0].link));
+	list_for_each_safe(n, tmp, &head) list_del(n);
+	CHECK(list_empty(&head));
+}
+
+int main(void)
+{
+	test_pool();
+	test_htable();
+	test_list();
+	return tu_exit();
+}
