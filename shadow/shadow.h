@@ -1,0 +1,129 @@
+/* The shadow: what the first mount decoded, kept beside the index so that no later mount
+ * decodes a slow stream again.
+ *
+ * Why.  The index keeps where decoding can start (checkpoints), not what decoding produced.
+ * A stream whose restart points are far apart (single-block xz, a solid 7z folder, .Z, bzip2's
+ * slow blocks) costs a long decode for the first read near its end, at every mount: the cache
+ * and its disk tier die with the daemon.  The indexing pass decodes every byte anyway; the
+ * shadow keeps them, recompressed into small independent frames that decode in a millisecond.
+ *
+ * The file is zstd's seekable format (codecs/zstd/zstd_seekable.h), so `zstd -d` writes the
+ * decoded streams out one after the other and any seekable reader can seek in it:
+ *
+ *     frames of stream A | frames of stream B | ... | map frame | seek table
+ *
+ * Frames hold whole segments (seek/segment.h) of their stream and never span one of its
+ * checkpoints, so that every segment a frame holds is a segment the index stores a CRC for:
+ * a read through the shadow decodes its frame and checks each segment against the index, as
+ * any read does, and a damaged or foreign shadow can never return wrong bytes.  Each frame
+ * also carries its content size and XXH64 checksum.  Frames are compressed at a fast level by
+ * pool jobs on the cores the decoder leaves idle; one that no job is free to take is stored
+ * (raw blocks, a copy), so the shadow never slows the pass down by more than a copy.
+ *
+ * The map frame is a skippable frame (magic 0x184D2A5A), listed in the seek table with a
+ * decoded size of 0, holding (little-endian):
+ *     "TSSHADOW" | u32 version (1) | u32 map length | u64 shadow id |
+ *     u32 fingerprint length | fingerprint bytes |
+ *     u32 stream count | per stream: u64 stream id, u64 decoded size, u32 first frame,
+ *                        u32 frame count, u32 segment shift |
+ *     u32 CRC-32 of everything before it
+ * The shadow id is the index's (its meta row "shadow_id"): a shadow belongs to one index, and
+ * through the fingerprint (the index's stamp of the archive) to one archive.
+ *
+ * Where: beside the index, named like it with ".shadow.zst" for ".sqlite"
+ * (backup.tar.gz.index.shadow.zst).  Written under a temporary name and renamed into place
+ * when whole, so a reader never sees half a shadow.
+ */
+#ifndef TARSEEK_SHADOW_H
+#define TARSEEK_SHADOW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codecs/codec.h"
+#include "common/source.h"
+
+#define SHADOW_MAP_NIBBLE 0xA /* the map's skippable frame: magic 0x184D2A5A */
+#define SHADOW_MAGIC "TSSHADOW"
+#define SHADOW_VERSION 1
+#define SHADOW_LEVEL 1			  /* zstd level of the frames (see the README) */
+#define SHADOW_FRAME ((size_t)128 << 10) /* decoded bytes a frame aims at */
+
+/* The shadow's path for the index at index_path (malloc'd), or NULL if out of memory. */
+char *shadow_path(const char *index_path);
+
+/* ---- Writing (shadow_write.c) ---- */
+
+struct shadow_writer;
+
+struct shadow_wopts {
+	uint64_t id;		 /* the index's shadow id */
+	const char *fingerprint; /* the index's stamp of the archive */
+	int level;		 /* zstd level; 0: SHADOW_LEVEL */
+	size_t frame;		 /* decoded bytes a frame aims at; 0: SHADOW_FRAME */
+	unsigned threads;	 /* compressing jobs (0: none, every frame stored) */
+	uint64_t max_bytes;	 /* the shadow is given up past this size (0: no limit) */
+	const char *name;	 /* the archive, for messages */
+};
+
+/* Creates the temporary file beside path.  0 and *out, or -errno (logged): no shadow then, the
+ * caller goes on without one.  *out = NULL on error. */
+int shadow_writer_new(const char *path, const struct shadow_wopts *o, struct shadow_writer **out);
+
+/* The bytes of one stream, in order: begin, then for each chunk (the stream's checkpoints, in
+ * order) shadow_chunk at its first byte followed by its bytes, then end with the stream's
+ * decoded size.  seg_shift: its segments' size (segment.h).  These never fail the caller: a
+ * writer that meets an error (a full disk, the size limit) logs it once and ignores everything
+ * after; shadow_writer_finish then says so.  Streams may not interleave. */
+void shadow_stream_begin(struct shadow_writer *w, uint64_t stream_id, unsigned seg_shift);
+void shadow_chunk(struct shadow_writer *w);
+void shadow_write(struct shadow_writer *w, const void *p, size_t len);
+void shadow_stream_end(struct shadow_writer *w, uint64_t usize);
+/* Forgets the stream being written (its frames stay in the file, unlisted: a stream the pass
+ * could not finish, damaged). */
+void shadow_stream_drop(struct shadow_writer *w);
+
+/* Whether the writer still works (no error so far). */
+bool shadow_writer_ok(const struct shadow_writer *w);
+
+struct shadow_wstats {
+	uint64_t streams, frames, stored_frames; /* stored: raw, no job was free */
+	uint64_t decoded, written;		 /* bytes in, bytes of the file */
+};
+void shadow_writer_stats(const struct shadow_writer *w, struct shadow_wstats *out);
+
+/* Writes the map and the seek table, syncs and renames the file into place.  0, or -errno when
+ * there is no shadow (the temporary file is removed; an earlier error was logged then). */
+int shadow_writer_finish(struct shadow_writer *w);
+
+/* Removes the temporary file and frees w (after finish: frees it only).  NULL does nothing. */
+void shadow_writer_free(struct shadow_writer *w);
+
+/* ---- Reading (shadow_read.c) ---- */
+
+struct shadow;
+
+/* Opens the shadow at path for the index whose shadow id and fingerprint are given.  0 and
+ * *out; -ENOENT if there is none; -ESTALE if it belongs to another index or archive; -EIO if
+ * it is damaged (its seek table, its map); -ENOMEM.  Logs nothing: the caller says once what
+ * it does about it. */
+int shadow_open(const char *path, uint64_t id, const char *fingerprint, struct shadow **out);
+
+/* The shadow's frames of stream stream_id as checkpoints of codec_zstd over shadow_src (one
+ * per frame: uoff, ulen, coff, flags = the frame's number), malloc'd.  usize and seg_shift are
+ * the index's for the stream: a shadow that disagrees is -EIO.  -ENOENT if the shadow does not
+ * hold the stream. */
+int shadow_stream_ckpts(struct shadow *sh, uint64_t stream_id, uint64_t usize, unsigned seg_shift,
+			struct codec_ckpt **ckpts, size_t *n);
+
+/* The shadow file as a source (owned by sh, thread-safe). */
+struct src *shadow_src(struct shadow *sh);
+
+/* Streams held, and the file's size. */
+size_t shadow_nstreams(const struct shadow *sh);
+uint64_t shadow_size(const struct shadow *sh);
+
+void shadow_close(struct shadow *sh); /* NULL does nothing */
+
+#endif

@@ -1,0 +1,214 @@
+/* Reading a shadow (see shadow.h): its seek table and its map, checked against each other and
+ * against the index that asks, then each stream's frames as checkpoints of codec_zstd.
+ *
+ * What is checked here is the structure: the seek table adds up to the file (zstd_seekable.c),
+ * its last entry is the map frame, the map's CRC, identity, and streams that lie inside the
+ * table with frames adding up to their sizes.  The bytes are checked when read: each frame's
+ * XXH64 by the zstd decoder, each segment's CRC by the reader (seek/reader.c).
+ */
+#include "shadow/shadow.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "codecs/zstd/zstd_seekable.h"
+#include "common/byteio.h"
+
+#define SR_MAP_MAX ((uint64_t)64 << 20) /* a larger map is not a shadow of ours */
+
+struct sr_stream {
+	uint64_t id, usize;
+	uint32_t first, count, shift;
+};
+
+struct shadow {
+	struct src *file;
+	struct zsk_table *tab;
+	uint64_t *coff; /* per frame, where it starts */
+	struct sr_stream *streams; /* by id */
+	size_t nstreams;
+};
+
+static int by_id(const void *a, const void *b)
+{
+	uint64_t x = ((const struct sr_stream *)a)->id, y = ((const struct sr_stream *)b)->id;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Parses the map's payload p[0..n).  0, -ESTALE (not this index's), -EIO (damaged). */
+static int parse_map(struct shadow *sh, const uint8_t *p, size_t n, uint64_t id, const char *fp)
+{
+	size_t fpl, need;
+	uint32_t ns;
+
+	if (n < 8 + 4 + 4 + 8 + 4 + 4 + 4 || memcmp(p, SHADOW_MAGIC, 8) != 0)
+		return -EIO;
+	if (le32(p + 8) != SHADOW_VERSION)
+		return -ESTALE; /* another version: made again */
+	if (le32(p + 12) != n || le32(p + n - 4) != (uint32_t)crc32(0, p, (uInt)(n - 4)))
+		return -EIO;
+	fpl = le32(p + 24);
+	if (28 + (uint64_t)fpl + 4 + 4 > n)
+		return -EIO;
+	if (le64(p + 16) != id || fpl != strlen(fp) || memcmp(p + 28, fp, fpl) != 0)
+		return -ESTALE;
+	ns = le32(p + 28 + fpl);
+	need = 28 + fpl + 4 + (size_t)ns * 32 + 4;
+	if ((uint64_t)28 + fpl + 4 + (uint64_t)ns * 32 + 4 != n || need != n)
+		return -EIO;
+	sh->streams = calloc(ns ? ns : 1, sizeof(*sh->streams));
+	if (!sh->streams)
+		return -ENOMEM;
+	const uint8_t *q = p + 28 + fpl + 4;
+	uint64_t frames = sh->tab->n - 1; /* the map is the last */
+	for (uint32_t i = 0; i < ns; i++, q += 32) {
+		struct sr_stream *s = &sh->streams[i];
+		*s = (struct sr_stream){.id = le64(q),
+					.usize = le64(q + 8),
+					.first = le32(q + 16),
+					.count = le32(q + 20),
+					.shift = le32(q + 24)};
+		if ((uint64_t)s->first + s->count > frames)
+			return -EIO;
+		uint64_t sum = 0;
+		for (uint32_t k = 0; k < s->count; k++)
+			sum += sh->tab->dsize[s->first + k];
+		if (sum != s->usize)
+			return -EIO;
+	}
+	sh->nstreams = ns;
+	qsort(sh->streams, ns, sizeof(*sh->streams), by_id);
+	for (size_t i = 1; i < ns; i++)
+		if (sh->streams[i].id == sh->streams[i - 1].id)
+			return -EIO;
+	return 0;
+}
+
+/* The map frame: the seek table's last entry.  0 or -errno as shadow_open. */
+static int read_map(struct shadow *sh, uint64_t id, const char *fp)
+{
+	const struct zsk_table *t = sh->tab;
+	uint64_t last, off;
+	uint8_t hdr[8], *p;
+	int err;
+
+	if (t->n == 0 || t->dsize[t->n - 1] != 0)
+		return -EIO;
+	last = t->csize[t->n - 1];
+	if (last < 8 || last - 8 > SR_MAP_MAX)
+		return -EIO;
+	off = sh->coff[t->n - 1];
+	err = src_pread_full(sh->file, hdr, sizeof(hdr), off);
+	if (err)
+		return err == -ENOMEM ? err : -EIO;
+	if (le32(hdr) != (0x184D2A50u | SHADOW_MAP_NIBBLE) || le32(hdr + 4) != last - 8)
+		return -EIO;
+	p = malloc((size_t)(last - 8) + 1);
+	if (!p)
+		return -ENOMEM;
+	err = src_pread_full(sh->file, p, (size_t)(last - 8), off + 8);
+	if (!err)
+		err = parse_map(sh, p, (size_t)(last - 8), id, fp);
+	else if (err != -ENOMEM)
+		err = -EIO;
+	free(p);
+	return err;
+}
+
+int shadow_open(const char *path, uint64_t id, const char *fingerprint, struct shadow **out)
+{
+	struct shadow *sh;
+	int err;
+
+	*out = NULL;
+	sh = calloc(1, sizeof(*sh));
+	if (!sh)
+		return -ENOMEM;
+	err = src_open_file(path, &sh->file);
+	if (err)
+		goto fail;
+	err = zsk_table_read(sh->file, &sh->tab);
+	if (!err && !sh->tab)
+		err = -EIO; /* no valid seek table: cut short, or not a shadow */
+	if (err)
+		goto fail;
+	sh->coff = malloc((sh->tab->n ? sh->tab->n : 1) * sizeof(*sh->coff));
+	if (!sh->coff) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	uint64_t c = 0;
+	for (uint64_t i = 0; i < sh->tab->n; i++) {
+		sh->coff[i] = c;
+		c += sh->tab->csize[i];
+	}
+	err = read_map(sh, id, fingerprint ? fingerprint : "");
+	if (err)
+		goto fail;
+	*out = sh;
+	return 0;
+fail:
+	if (err != -ENOENT && err != -ENOMEM && err != -ESTALE && err != -EACCES)
+		err = -EIO;
+	shadow_close(sh);
+	return err;
+}
+
+int shadow_stream_ckpts(struct shadow *sh, uint64_t stream_id, uint64_t usize, unsigned seg_shift,
+			struct codec_ckpt **ckpts, size_t *n)
+{
+	struct sr_stream key = {.id = stream_id}, *s;
+	struct codec_ckpt *ck;
+	uint64_t u = 0;
+
+	*ckpts = NULL;
+	*n = 0;
+	s = bsearch(&key, sh->streams, sh->nstreams, sizeof(*sh->streams), by_id);
+	if (!s)
+		return -ENOENT;
+	if (s->usize != usize || s->shift != (seg_shift ? seg_shift : 20))
+		return -EIO;
+	ck = malloc((s->count ? s->count : 1) * sizeof(*ck));
+	if (!ck)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < s->count; k++) {
+		uint64_t f = (uint64_t)s->first + k;
+		ck[k] = (struct codec_ckpt){.uoff = u,
+					    .ulen = sh->tab->dsize[f],
+					    .coff = sh->coff[f],
+					    .flags = f + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(f + 1)};
+		u += sh->tab->dsize[f];
+	}
+	*ckpts = ck;
+	*n = s->count;
+	return 0;
+}
+
+struct src *shadow_src(struct shadow *sh)
+{
+	return sh->file;
+}
+
+size_t shadow_nstreams(const struct shadow *sh)
+{
+	return sh->nstreams;
+}
+
+uint64_t shadow_size(const struct shadow *sh)
+{
+	return src_size(sh->file);
+}
+
+void shadow_close(struct shadow *sh)
+{
+	if (!sh)
+		return;
+	zsk_table_free(sh->tab);
+	src_free(sh->file);
+	free(sh->coff);
+	free(sh->streams);
+	free(sh);
+}
