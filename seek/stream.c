@@ -185,6 +185,8 @@ static int account(struct cstream *s, const uint8_t *p, size_t len)
 			err = start_chunk(s);
 			if (err)
 				return err;
+			if (s->sink->tap_chunk)
+				s->sink->tap_chunk(s->sink->tap);
 			continue;
 		}
 		if (!s->have_cur) {
@@ -198,6 +200,8 @@ static int account(struct cstream *s, const uint8_t *p, size_t len)
 		if (s->nqueue && s->queue[0].ck.uoff - s->acct < n)
 			n = s->queue[0].ck.uoff - s->acct;
 		s->piece_crc = tfs_crc32(s->piece_crc, p, n);
+		if (s->sink->tap_bytes)
+			s->sink->tap_bytes(s->sink->tap, p, n);
 		s->piece_len += n;
 		s->acct += n;
 		p += n;

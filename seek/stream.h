@@ -29,6 +29,12 @@ struct cstream_sink {
 			  size_t auxlen, const uint32_t *crcs, uint64_t ncrcs);
 	void *opaque;
 	unsigned seg_shift; /* the segments' size (segment.h); 0: SEG_SHIFT */
+	/* Optional (NULL: none): a tap on the decoded bytes, as they are checksummed -- every
+	 * byte once, in order, with tap_chunk called at the first byte of each chunk (before
+	 * that byte is tapped).  The shadow's writer (shadow/) is one. */
+	void (*tap_chunk)(void *tap);
+	void (*tap_bytes)(void *tap, const void *p, size_t len);
+	void *tap;
 };
 
 /* Starts codec c's scan of in.  0 or -errno; *out = NULL on error. */
