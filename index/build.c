@@ -498,11 +498,13 @@ static int index_fast(struct builder *b, const struct codec *codec, struct src *
 static int idx_finish_entries(sqlite3 *db)
 {
 	int err = db_exec(db,
-		"CREATE TEMP TABLE subdirs AS SELECT parent AS id, count(*) AS n FROM entries"
+		"CREATE TEMP TABLE subdirs (id INTEGER PRIMARY KEY, n INTEGER);"
+		"INSERT INTO subdirs SELECT parent, count(*) FROM entries"
 		" WHERE latest = 1 AND ((mode & 61440) = 16384 OR (flags & 8)) GROUP BY parent;"
 		"UPDATE entries SET nlink = 2 + coalesce((SELECT n FROM subdirs WHERE subdirs.id ="
 		" entries.id), 0) WHERE (mode & 61440) = 16384;"
-		"CREATE TEMP TABLE links AS SELECT target AS id, count(*) AS n FROM entries"
+		"CREATE TEMP TABLE links (id INTEGER PRIMARY KEY, n INTEGER);"
+		"INSERT INTO links SELECT target, count(*) FROM entries"
 		" WHERE target IS NOT NULL AND latest = 1 GROUP BY target;"
 		"UPDATE entries SET nlink = latest + (SELECT n FROM links WHERE links.id = entries.id)"
 		" WHERE id IN (SELECT id FROM links);"
