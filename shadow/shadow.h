@@ -24,9 +24,12 @@
  * decoded size of 0, holding (little-endian):
  *     "TSSHADOW" | u32 version (1) | u32 map length | u64 shadow id |
  *     u32 fingerprint length | fingerprint bytes |
- *     u32 stream count | per stream: u64 stream id, u64 decoded size, u32 first frame,
- *                        u32 frame count, u32 segment shift |
+ *     u32 stream count | per stream: u64 stream id, u64 decoded size, u32 segment shift,
+ *                        u32 run count, runs of (u32 first frame, u32 frame count) |
  *     u32 CRC-32 of everything before it
+ * A stream's frames are in order but need not be contiguous: streams that a build decodes at
+ * once (a zip's or 7z's, one per thread) interleave their frames, each a run.  A shadow of one
+ * tar stream is one run, and `zstd -d` then writes out the decoded tar.
  * The shadow id is the index's (its meta row "shadow_id"): a shadow belongs to one index, and
  * through the fingerprint (the index's stamp of the archive) to one archive.
  *
@@ -73,16 +76,21 @@ int shadow_writer_new(const char *path, const struct shadow_wopts *o, struct sha
 
 /* The bytes of one stream, in order: begin, then for each chunk (the stream's checkpoints, in
  * order) shadow_chunk at its first byte followed by its bytes, then end with the stream's
- * decoded size.  seg_shift: its segments' size (segment.h).  These never fail the caller: a
- * writer that meets an error (a full disk, the size limit) logs it once and ignores everything
- * after; shadow_writer_finish then says so.  Streams may not interleave. */
-void shadow_stream_begin(struct shadow_writer *w, uint64_t stream_id, unsigned seg_shift);
-void shadow_chunk(struct shadow_writer *w);
-void shadow_write(struct shadow_writer *w, const void *p, size_t len);
-void shadow_stream_end(struct shadow_writer *w, uint64_t usize);
-/* Forgets the stream being written (its frames stay in the file, unlisted: a stream the pass
- * could not finish, damaged). */
-void shadow_stream_drop(struct shadow_writer *w);
+ * decoded size, which frees the handle.  seg_shift: its segments' size (segment.h).  None of
+ * these fails the caller: a writer that meets an error (a full disk, the size limit) logs it
+ * once and ignores everything after; shadow_writer_finish then says so.  begin returns NULL
+ * when the writer has failed (or w is NULL); the others take NULL and do nothing.  Several
+ * streams may be written at once, one thread each: a handle is used by one thread at a time.
+ * Every handle is ended or dropped before shadow_writer_finish. */
+struct shadow_stream;
+struct shadow_stream *shadow_stream_begin(struct shadow_writer *w, uint64_t stream_id,
+					  unsigned seg_shift);
+void shadow_chunk(struct shadow_stream *s);
+void shadow_write(struct shadow_stream *s, const void *p, size_t len);
+void shadow_stream_end(struct shadow_stream *s, uint64_t usize);
+/* Forgets the stream (its frames stay in the file, unlisted: a stream the pass could not
+ * finish, damaged) and frees the handle. */
+void shadow_stream_drop(struct shadow_stream *s);
 
 /* Whether the writer still works (no error so far). */
 bool shadow_writer_ok(const struct shadow_writer *w);

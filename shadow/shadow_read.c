@@ -20,11 +20,15 @@
 
 struct sr_stream {
 	uint64_t id, usize;
-	uint32_t first, count, shift;
+	uint32_t shift;
+	uint32_t nframes;
+	const uint8_t *runs; /* nruns x (u32 first, u32 count), in the map */
+	uint32_t nruns;
 };
 
 struct shadow {
 	struct src *file;
+	uint8_t *map; /* the map's payload (the streams point into it) */
 	struct zsk_table *tab;
 	uint64_t *coff; /* per frame, where it starts */
 	struct sr_stream *streams; /* by id */
@@ -38,11 +42,11 @@ static int by_id(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Parses the map's payload p[0..n).  0, -ESTALE (not this index's), -EIO (damaged). */
+/* Parses the map's payload p[0..n) (kept by sh).  0, -ESTALE (not this index's), -EIO
+ * (damaged). */
 static int parse_map(struct shadow *sh, const uint8_t *p, size_t n, uint64_t id, const char *fp)
 {
-	size_t fpl, need;
-	uint32_t ns;
+	uint64_t fpl, ns, at, frames = sh->tab->n - 1; /* the map is the last */
 
 	if (n < 8 + 4 + 4 + 8 + 4 + 4 + 4 || memcmp(p, SHADOW_MAGIC, 8) != 0)
 		return -EIO;
@@ -51,34 +55,44 @@ static int parse_map(struct shadow *sh, const uint8_t *p, size_t n, uint64_t id,
 	if (le32(p + 12) != n || le32(p + n - 4) != (uint32_t)crc32(0, p, (uInt)(n - 4)))
 		return -EIO;
 	fpl = le32(p + 24);
-	if (28 + (uint64_t)fpl + 4 + 4 > n)
+	if (28 + fpl + 4 + 4 > n)
 		return -EIO;
 	if (le64(p + 16) != id || fpl != strlen(fp) || memcmp(p + 28, fp, fpl) != 0)
 		return -ESTALE;
 	ns = le32(p + 28 + fpl);
-	need = 28 + fpl + 4 + (size_t)ns * 32 + 4;
-	if ((uint64_t)28 + fpl + 4 + (uint64_t)ns * 32 + 4 != n || need != n)
+	at = 28 + fpl + 4;
+	if (ns > (n - at) / 24)
 		return -EIO;
 	sh->streams = calloc(ns ? ns : 1, sizeof(*sh->streams));
 	if (!sh->streams)
 		return -ENOMEM;
-	const uint8_t *q = p + 28 + fpl + 4;
-	uint64_t frames = sh->tab->n - 1; /* the map is the last */
-	for (uint32_t i = 0; i < ns; i++, q += 32) {
+	for (uint64_t i = 0; i < ns; i++) {
 		struct sr_stream *s = &sh->streams[i];
-		*s = (struct sr_stream){.id = le64(q),
-					.usize = le64(q + 8),
-					.first = le32(q + 16),
-					.count = le32(q + 20),
-					.shift = le32(q + 24)};
-		if ((uint64_t)s->first + s->count > frames)
+		if (at + 24 > n - 4)
 			return -EIO;
-		uint64_t sum = 0;
-		for (uint32_t k = 0; k < s->count; k++)
-			sum += sh->tab->dsize[s->first + k];
-		if (sum != s->usize)
+		*s = (struct sr_stream){.id = le64(p + at), .usize = le64(p + at + 8),
+					.shift = le32(p + at + 16), .nruns = le32(p + at + 20)};
+		at += 24;
+		if (s->nruns > (n - 4 - at) / 8)
 			return -EIO;
+		s->runs = p + at;
+		at += (uint64_t)s->nruns * 8;
+		uint64_t sum = 0, frames_in = 0, last_end = 0;
+		for (uint32_t r = 0; r < s->nruns; r++) {
+			uint64_t first = le32(s->runs + 8 * r), count = le32(s->runs + 8 * r + 4);
+			if (first < last_end || first + count > frames)
+				return -EIO; /* runs in order, inside the table */
+			for (uint64_t k = first; k < first + count; k++)
+				sum += sh->tab->dsize[k];
+			frames_in += count;
+			last_end = first + count;
+		}
+		if (sum != s->usize || frames_in > UINT32_MAX || s->shift < 16 || s->shift > 20)
+			return -EIO;
+		s->nframes = (uint32_t)frames_in;
 	}
+	if (at != n - 4)
+		return -EIO;
 	sh->nstreams = ns;
 	qsort(sh->streams, ns, sizeof(*sh->streams), by_id);
 	for (size_t i = 1; i < ns; i++)
@@ -109,12 +123,12 @@ static int read_map(struct shadow *sh, uint64_t id, const char *fp)
 	p = malloc((size_t)(last - 8) + 1);
 	if (!p)
 		return -ENOMEM;
+	sh->map = p;
 	err = src_pread_full(sh->file, p, (size_t)(last - 8), off + 8);
 	if (!err)
 		err = parse_map(sh, p, (size_t)(last - 8), id, fp);
 	else if (err != -ENOMEM)
 		err = -EIO;
-	free(p);
 	return err;
 }
 
@@ -171,19 +185,23 @@ int shadow_stream_ckpts(struct shadow *sh, uint64_t stream_id, uint64_t usize, u
 		return -ENOENT;
 	if (s->usize != usize || s->shift != (seg_shift ? seg_shift : 20))
 		return -EIO;
-	ck = malloc((s->count ? s->count : 1) * sizeof(*ck));
+	ck = malloc((s->nframes ? s->nframes : 1) * sizeof(*ck));
 	if (!ck)
 		return -ENOMEM;
-	for (uint32_t k = 0; k < s->count; k++) {
-		uint64_t f = (uint64_t)s->first + k;
-		ck[k] = (struct codec_ckpt){.uoff = u,
-					    .ulen = sh->tab->dsize[f],
-					    .coff = sh->coff[f],
-					    .flags = f + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(f + 1)};
-		u += sh->tab->dsize[f];
+	size_t k = 0;
+	for (uint32_t r = 0; r < s->nruns; r++) {
+		uint64_t first = le32(s->runs + 8 * r), count = le32(s->runs + 8 * r + 4);
+		for (uint64_t f = first; f < first + count; f++, k++) {
+			ck[k] = (struct codec_ckpt){
+			    .uoff = u,
+			    .ulen = sh->tab->dsize[f],
+			    .coff = sh->coff[f],
+			    .flags = f + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(f + 1)};
+			u += sh->tab->dsize[f];
+		}
 	}
 	*ckpts = ck;
-	*n = s->count;
+	*n = s->nframes;
 	return 0;
 }
 
@@ -208,6 +226,7 @@ void shadow_close(struct shadow *sh)
 		return;
 	zsk_table_free(sh->tab);
 	src_free(sh->file);
+	free(sh->map);
 	free(sh->coff);
 	free(sh->streams);
 	free(sh);

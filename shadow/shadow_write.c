@@ -18,8 +18,14 @@
  * No fsync: a shadow cut short by a crash is refused when it is opened (its seek table) or,
  * if the table happens to be whole, by the frames' checksums and the segment CRCs when read.
  *
- * Locks: w->lock guards the slots' states and w->stop; a leaf (nothing else is taken under
- * it; the jobs compress and the caller writes without it).
+ * Streams decoded at once (a container's, one per thread) each have a handle that cuts their
+ * frames; a frame is handed to the ring under w->emit_lock, which serialises the emitters and
+ * the file's writes, so each stream's frames are numbered in order and the map records them
+ * as runs of consecutive frames.
+ *
+ * Locks: emit_lock (one emitter at a time: the ring's tail, the file, the seek table, the
+ * map) -> lock (the slots' states and stop; a leaf: the jobs compress and the emitter writes
+ * without it).
  */
 #include "shadow/shadow.h"
 
@@ -27,6 +33,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,9 +57,29 @@ struct slot {
 	int err;
 };
 
+struct run {
+	uint32_t first, count;
+};
+
 struct map_ent {
 	uint64_t id, usize;
-	uint32_t first, count, shift;
+	uint32_t shift;
+	struct run *runs;
+	size_t nruns;
+};
+
+struct shadow_stream {
+	struct shadow_writer *w;
+	uint64_t id, bytes;
+	unsigned shift;
+	uint64_t seg;	      /* 1 << shift */
+	uint64_t chunk_pos;   /* bytes of the current chunk so far */
+	uint8_t *cur;	      /* the frame being filled */
+	size_t cur_len;
+	size_t cand;	      /* candidate cut in cur, or 0: none */
+	uint64_t cand_chunk;  /* its chunk position */
+	struct run *runs;     /* its frames so far (emit_lock) */
+	size_t nruns, runs_cap;
 };
 
 struct shadow_writer {
@@ -60,28 +87,19 @@ struct shadow_writer {
 	uint64_t id;
 	int fd;
 	int level;
-	size_t target;
+	size_t target, cur_cap;
 	uint64_t max_bytes;
-	bool failed, finished;
+	_Atomic bool failed;
+	bool finished;
 
+	pthread_mutex_t emit_lock;
+	/* emit_lock: */
 	struct zsk_table_w table;
 	uint64_t pos;	  /* bytes written to the file */
 	uint64_t emitted; /* frames handed to the ring */
 	struct shadow_wstats st;
-
 	struct map_ent *map;
 	size_t nmap, map_cap;
-
-	/* the stream being written */
-	bool in_stream;
-	uint64_t sid, s_bytes, s_first;
-	unsigned shift;
-	uint64_t seg;	      /* 1 << shift */
-	uint64_t chunk_pos;   /* bytes of the current chunk so far */
-	uint8_t *cur;	      /* the frame being filled */
-	size_t cur_len, cur_cap;
-	size_t cand;	      /* candidate cut in cur, or 0: none */
-	uint64_t cand_chunk;  /* its chunk position */
 
 	/* the ring */
 	struct slot *slots;
@@ -112,9 +130,8 @@ char *shadow_path(const char *index_path)
 /* The first error: logged once, and everything after is ignored. */
 static void fail(struct shadow_writer *w, int err, const char *what)
 {
-	if (w->failed)
+	if (atomic_exchange(&w->failed, true))
 		return;
-	w->failed = true;
 	tfs_log(TFS_LOG_WARNING, "%s: no shadow is kept (%s: %s); reads decode the archive", w->name,
 		what, strerror(-err));
 }
@@ -195,13 +212,32 @@ static void flush_done(struct shadow_writer *w)
 	}
 }
 
-/* Hands cur[0..len) to the ring as the next frame. */
-static void emit(struct shadow_writer *w, size_t len)
+/* Hands s->cur[0..len) to the ring as the next frame of its stream (emit_lock held). */
+static void emit_locked(struct shadow_writer *w, struct shadow_stream *ss, size_t len)
 {
 	struct slot *s;
 
 	if (w->failed)
 		return;
+	if (w->emitted >= UINT32_MAX) {
+		fail(w, -EFBIG, "too many frames");
+		return;
+	}
+	if (ss->nruns && ss->runs[ss->nruns - 1].first + ss->runs[ss->nruns - 1].count == w->emitted) {
+		ss->runs[ss->nruns - 1].count++;
+	} else {
+		if (ss->nruns == ss->runs_cap) {
+			size_t cap = ss->runs_cap ? ss->runs_cap * 2 : 4;
+			struct run *r = realloc(ss->runs, cap * sizeof(*r));
+			if (!r) {
+				fail(w, -ENOMEM, "its map");
+				return;
+			}
+			ss->runs = r;
+			ss->runs_cap = cap;
+		}
+		ss->runs[ss->nruns++] = (struct run){(uint32_t)w->emitted, 1};
+	}
 	pthread_mutex_lock(&w->lock);
 	flush_done(w);
 	while (w->used == w->nslots) {
@@ -217,7 +253,7 @@ static void emit(struct shadow_writer *w, size_t len)
 		flush_done(w);
 	}
 	s = &w->slots[w->tail];
-	memcpy(s->in, w->cur, len);
+	memcpy(s->in, ss->cur, len);
 	s->len = len;
 	s->err = 0;
 	s->state = w->njobs ? SLOT_QUEUED : SLOT_DONE;
@@ -233,13 +269,22 @@ static void emit(struct shadow_writer *w, size_t len)
 	pthread_mutex_unlock(&w->lock);
 }
 
-/* Ends the frame being filled at its end (a chunk's end). */
-static void cut_all(struct shadow_writer *w)
+static void emit(struct shadow_stream *ss, size_t len)
 {
-	if (w->cur_len)
-		emit(w, w->cur_len);
-	w->cur_len = 0;
-	w->cand = 0;
+	struct shadow_writer *w = ss->w;
+
+	pthread_mutex_lock(&w->emit_lock);
+	emit_locked(w, ss, len);
+	pthread_mutex_unlock(&w->emit_lock);
+}
+
+/* Ends the frame being filled at its end (a chunk's end). */
+static void cut_all(struct shadow_stream *s)
+{
+	if (s->cur_len)
+		emit(s, s->cur_len);
+	s->cur_len = 0;
+	s->cand = 0;
 }
 
 int shadow_writer_new(const char *path, const struct shadow_wopts *o, struct shadow_writer **out)
@@ -252,6 +297,7 @@ int shadow_writer_new(const char *path, const struct shadow_wopts *o, struct sha
 		return -ENOMEM;
 	w->fd = -1;
 	pthread_mutex_init(&w->lock, NULL);
+	pthread_mutex_init(&w->emit_lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
 	w->level = o->level ? o->level : SHADOW_LEVEL;
 	w->target = o->frame ? o->frame : SHADOW_FRAME;
@@ -263,7 +309,6 @@ int shadow_writer_new(const char *path, const struct shadow_wopts *o, struct sha
 	w->tmp = malloc(strlen(path) + 32);
 	if (!w->path || !w->name || !w->fp || !w->tmp)
 		goto fail;
-	w->map_cap = 0;
 	snprintf(w->tmp, strlen(path) + 32, "%s.tmp.%ld", path, (long)getpid());
 	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (w->fd < 0) {
@@ -282,9 +327,6 @@ int shadow_writer_new(const char *path, const struct shadow_wopts *o, struct sha
 	/* a frame holds at most the target, a segment to reach a boundary and half a segment
 	 * after it: segments are at most 1 MiB (segment.h) */
 	w->cur_cap = w->target + ((size_t)2 << 20);
-	w->cur = malloc(w->cur_cap);
-	if (!w->cur)
-		goto fail;
 	for (size_t i = 0; i < w->nslots; i++) {
 		w->slots[i].in = malloc(w->cur_cap);
 		w->slots[i].out = malloc(zsk_bound(w->cur_cap));
@@ -303,108 +345,128 @@ fail:
 	return err;
 }
 
-void shadow_stream_begin(struct shadow_writer *w, uint64_t stream_id, unsigned seg_shift)
+/* Room for one more map entry.  0 or -ENOMEM (emit_lock held). */
+static int grow_map(struct shadow_writer *w)
 {
-	if (w->failed)
-		return;
-	w->in_stream = true;
-	w->sid = stream_id;
-	w->shift = seg_shift ? seg_shift : 20;
-	w->seg = (uint64_t)1 << w->shift;
-	w->s_bytes = 0;
-	w->s_first = w->emitted;
-	w->chunk_pos = 0;
-	w->cur_len = 0;
-	w->cand = 0;
+	size_t n = w->map_cap ? w->map_cap * 2 : 16;
+	struct map_ent *r = realloc(w->map, n * sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	w->map = r;
+	w->map_cap = n;
+	return 0;
 }
 
-void shadow_chunk(struct shadow_writer *w)
+struct shadow_stream *shadow_stream_begin(struct shadow_writer *w, uint64_t stream_id,
+					  unsigned seg_shift)
 {
-	if (w->failed || !w->in_stream)
-		return;
-	cut_all(w);
-	w->chunk_pos = 0;
+	struct shadow_stream *s;
+
+	if (!w || w->failed)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (s)
+		s->cur = malloc(w->cur_cap);
+	if (!s || !s->cur) {
+		free(s);
+		fail(w, -ENOMEM, "a stream's frame");
+		return NULL;
+	}
+	s->w = w;
+	s->id = stream_id;
+	s->shift = seg_shift ? seg_shift : 20;
+	s->seg = (uint64_t)1 << s->shift;
+	return s;
 }
 
-void shadow_write(struct shadow_writer *w, const void *p, size_t len)
+void shadow_chunk(struct shadow_stream *s)
+{
+	if (!s || s->w->failed)
+		return;
+	cut_all(s);
+	s->chunk_pos = 0;
+}
+
+void shadow_write(struct shadow_stream *s, const void *p, size_t len)
 {
 	const uint8_t *b = p;
 
-	if (w->failed || !w->in_stream)
+	if (!s || s->w->failed)
 		return;
-	w->st.decoded += len;
-	w->s_bytes += len;
+	s->bytes += len;
 	while (len) {
 		/* the next point where something may happen: a segment boundary, or the point
 		 * that confirms the candidate */
-		uint64_t stop = w->cand ? w->cand_chunk + w->seg / 2
-					: (w->chunk_pos / w->seg + 1) * w->seg;
+		uint64_t stop = s->cand ? s->cand_chunk + s->seg / 2
+					: (s->chunk_pos / s->seg + 1) * s->seg;
 		size_t n = len;
-		if (stop - w->chunk_pos < n)
-			n = (size_t)(stop - w->chunk_pos);
-		if (w->cur_len + n > w->cur_cap) { /* cannot happen: the cap covers the rule */
-			fail(w, -EIO, "a frame outgrew its buffer (internal error)");
+		if (stop - s->chunk_pos < n)
+			n = (size_t)(stop - s->chunk_pos);
+		if (s->cur_len + n > s->w->cur_cap) { /* cannot happen: the cap covers the rule */
+			fail(s->w, -EIO, "a frame outgrew its buffer (internal error)");
 			return;
 		}
-		memcpy(w->cur + w->cur_len, b, n);
-		w->cur_len += n;
-		w->chunk_pos += n;
+		memcpy(s->cur + s->cur_len, b, n);
+		s->cur_len += n;
+		s->chunk_pos += n;
 		b += n;
 		len -= n;
-		if (w->chunk_pos != stop)
+		if (s->chunk_pos != stop)
 			continue;
-		if (w->cand) { /* the candidate is a real boundary now: cut there */
-			size_t keep = w->cur_len - w->cand;
-			emit(w, w->cand);
-			memmove(w->cur, w->cur + w->cand, keep);
-			w->cur_len = keep;
-			w->cand = 0;
-		} else if (w->cur_len >= w->target) {
-			w->cand = w->cur_len;
-			w->cand_chunk = w->chunk_pos;
+		if (s->cand) { /* the candidate is a real boundary now: cut there */
+			size_t keep = s->cur_len - s->cand;
+			emit(s, s->cand);
+			memmove(s->cur, s->cur + s->cand, keep);
+			s->cur_len = keep;
+			s->cand = 0;
+		} else if (s->cur_len >= s->w->target) {
+			s->cand = s->cur_len;
+			s->cand_chunk = s->chunk_pos;
 		}
 	}
 }
 
-void shadow_stream_end(struct shadow_writer *w, uint64_t usize)
+static void stream_free(struct shadow_stream *s)
 {
-	if (w->failed || !w->in_stream)
+	free(s->cur);
+	free(s->runs);
+	free(s);
+}
+
+void shadow_stream_end(struct shadow_stream *s, uint64_t usize)
+{
+	struct shadow_writer *w;
+
+	if (!s)
 		return;
-	cut_all(w);
-	w->in_stream = false;
-	if (usize != w->s_bytes) {
+	w = s->w;
+	cut_all(s);
+	pthread_mutex_lock(&w->emit_lock);
+	if (w->failed) {
+		/* nothing more */
+	} else if (usize != s->bytes) {
 		fail(w, -EIO, "a stream's size disagrees with its bytes (internal error)");
-		return;
+	} else if (w->nmap == w->map_cap && grow_map(w) < 0) {
+		fail(w, -ENOMEM, "its map");
+	} else {
+		w->map[w->nmap++] = (struct map_ent){.id = s->id,
+						     .usize = usize,
+						     .shift = s->shift,
+						     .runs = s->runs,
+						     .nruns = s->nruns};
+		s->runs = NULL; /* the map's now */
+		w->st.streams++;
+		w->st.decoded += usize;
 	}
-	if (w->nmap == w->map_cap) {
-		size_t cap = w->map_cap ? w->map_cap * 2 : 16;
-		struct map_ent *m = realloc(w->map, cap * sizeof(*m));
-		if (!m) {
-			fail(w, -ENOMEM, "its map");
-			return;
-		}
-		w->map = m;
-		w->map_cap = cap;
-	}
-	if (w->emitted > UINT32_MAX) {
-		fail(w, -EFBIG, "too many frames");
-		return;
-	}
-	w->map[w->nmap++] = (struct map_ent){.id = w->sid,
-					     .usize = usize,
-					     .first = (uint32_t)w->s_first,
-					     .count = (uint32_t)(w->emitted - w->s_first),
-					     .shift = w->shift};
-	w->st.streams++;
+	pthread_mutex_unlock(&w->emit_lock);
+	stream_free(s);
 }
 
-void shadow_stream_drop(struct shadow_writer *w)
+void shadow_stream_drop(struct shadow_stream *s)
 {
-	if (w->failed || !w->in_stream)
-		return;
-	w->cur_len = 0; /* frames already emitted stay in the file, unlisted */
-	w->cand = 0;
-	w->in_stream = false;
+	if (s)
+		stream_free(s); /* frames already emitted stay in the file, unlisted */
 }
 
 bool shadow_writer_ok(const struct shadow_writer *w)
@@ -420,10 +482,13 @@ void shadow_writer_stats(const struct shadow_writer *w, struct shadow_wstats *ou
 /* The map's bytes (see shadow.h). */
 static int map_bytes(struct shadow_writer *w, uint8_t **out, size_t *len)
 {
-	size_t fpl = strlen(w->fp), n = 8 + 4 + 4 + 8 + 4 + fpl + 4 + w->nmap * 32 + 4;
-	uint8_t *p = malloc(n), *q;
+	size_t fpl = strlen(w->fp), n = 8 + 4 + 4 + 8 + 4 + fpl + 4 + 4;
+	uint8_t *p, *q;
 
 	*out = NULL;
+	for (size_t i = 0; i < w->nmap; i++)
+		n += 8 + 8 + 4 + 4 + w->map[i].nruns * 8;
+	p = malloc(n);
 	if (!p)
 		return -ENOMEM;
 	memcpy(p, SHADOW_MAGIC, 8);
@@ -435,14 +500,19 @@ static int map_bytes(struct shadow_writer *w, uint8_t **out, size_t *len)
 	q = p + 28 + fpl;
 	put_le32(q, (uint32_t)w->nmap);
 	q += 4;
-	for (size_t i = 0; i < w->nmap; i++, q += 32) {
-		put_le64(q, w->map[i].id);
-		put_le64(q + 8, w->map[i].usize);
-		put_le32(q + 16, w->map[i].first);
-		put_le32(q + 20, w->map[i].count);
-		put_le32(q + 24, w->map[i].shift);
-		put_le32(q + 28, 0);
+	for (size_t i = 0; i < w->nmap; i++) {
+		const struct map_ent *m = &w->map[i];
+		put_le64(q, m->id);
+		put_le64(q + 8, m->usize);
+		put_le32(q + 16, m->shift);
+		put_le32(q + 20, (uint32_t)m->nruns);
+		q += 24;
+		for (size_t k = 0; k < m->nruns; k++, q += 8) {
+			put_le32(q, m->runs[k].first);
+			put_le32(q + 4, m->runs[k].count);
+		}
 	}
+	put_le32(q, (uint32_t)crc32(0, p, (uInt)(n - 4)));
 	*out = p;
 	*len = n;
 	return 0;
@@ -465,9 +535,8 @@ int shadow_writer_finish(struct shadow_writer *w)
 	size_t maplen = 0, skiplen = 0, tablen = 0;
 	int err;
 
-	if (w->in_stream)
-		shadow_stream_drop(w);
 	/* the frames still in the ring */
+	pthread_mutex_lock(&w->emit_lock);
 	pthread_mutex_lock(&w->lock);
 	while (w->used) {
 		flush_done(w);
@@ -475,14 +544,13 @@ int shadow_writer_finish(struct shadow_writer *w)
 			pthread_cond_wait(&w->cond, &w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_unlock(&w->emit_lock);
 	stop_jobs(w);
 	if (w->failed)
 		goto out_fail;
 	err = map_bytes(w, &map, &maplen);
-	if (!err) {
-		put_le32(map + maplen - 4, (uint32_t)crc32(0, map, (uInt)(maplen - 4)));
+	if (!err)
 		err = zsk_skippable(SHADOW_MAP_NIBBLE, map, maplen, &skip, &skiplen);
-	}
 	if (!err)
 		err = write_all(w, skip, skiplen);
 	if (!err)
@@ -531,7 +599,9 @@ void shadow_writer_free(struct shadow_writer *w)
 	zsk_table_w_free(&w->table);
 	pthread_cond_destroy(&w->cond);
 	pthread_mutex_destroy(&w->lock);
-	free(w->cur);
+	pthread_mutex_destroy(&w->emit_lock);
+	for (size_t i = 0; i < w->nmap; i++)
+		free(w->map[i].runs);
 	free(w->map);
 	free(w->path);
 	free(w->tmp);

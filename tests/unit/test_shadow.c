@@ -2,6 +2,7 @@
  * zstd's seekable format (zstd -d reads it back), read through the reader with the index's
  * segment CRCs, and refused when damaged, cut short or another index's. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,35 +46,68 @@ static uint32_t *seg_crcs(const struct tstream *t, size_t *n)
 	return c;
 }
 
-/* Writes the streams in pieces of varying size, as the indexing pass hands them over. */
+/* Feeds one stream's next piece (of varying size, cut at its chunks) to its handle; false
+ * once it has ended. */
+struct feed {
+	struct tstream *t;
+	struct shadow_stream *h;
+	size_t pos, ci;
+	uint32_t step;
+};
+
+static bool feed_one(struct feed *f)
+{
+	struct tstream *t = f->t;
+
+	if (f->pos == t->len) {
+		if (f->h)
+			shadow_stream_end(f->h, t->len);
+		f->h = NULL;
+		return false;
+	}
+	if (f->ci < t->nchunks && t->chunks[f->ci] == f->pos) {
+		shadow_chunk(f->h);
+		f->ci++;
+	}
+	size_t m = (f->step = f->step * 1103515245u + 12345u) % 100000 + 1;
+	if (f->ci < t->nchunks && t->chunks[f->ci] - f->pos < m)
+		m = t->chunks[f->ci] - f->pos;
+	if (m > t->len - f->pos)
+		m = t->len - f->pos;
+	shadow_write(f->h, t->data + f->pos, m);
+	f->pos += m;
+	return true;
+}
+
+/* Writes the streams in pieces of varying size, as the indexing pass hands them over: one
+ * after the other, or all at once with their pieces interleaved (as a container's streams
+ * decoded in parallel). */
 static int write_shadow(const char *path, struct tstream *ts, size_t n, unsigned threads,
-			size_t frame, uint64_t max_bytes, struct shadow_wstats *st)
+			size_t frame, uint64_t max_bytes, struct shadow_wstats *st, bool interleave)
 {
 	struct shadow_writer *w;
 	struct shadow_wopts o = {.id = 42, .fingerprint = "fp-1", .threads = threads,
 				 .frame = frame, .max_bytes = max_bytes, .name = "test"};
+	struct feed f[8] = {{0}};
 	int err = shadow_writer_new(path, &o, &w);
 	if (err)
 		return err;
-	uint32_t step = 1;
-	for (size_t i = 0; i < n; i++) {
-		struct tstream *t = &ts[i];
-		shadow_stream_begin(w, t->id, t->shift);
-		size_t pos = 0, ci = 0;
-		while (pos < t->len) {
-			if (ci < t->nchunks && t->chunks[ci] == pos) {
-				shadow_chunk(w);
-				ci++;
-			}
-			size_t m = (step = step * 1103515245u + 12345u) % 100000 + 1;
-			if (ci < t->nchunks && t->chunks[ci] - pos < m)
-				m = t->chunks[ci] - pos;
-			if (m > t->len - pos)
-				m = t->len - pos;
-			shadow_write(w, t->data + pos, m);
-			pos += m;
+	for (size_t i = 0; i < n; i++)
+		f[i] = (struct feed){.t = &ts[i], .step = (uint32_t)i + 1};
+	if (interleave) {
+		for (size_t i = 0; i < n; i++)
+			f[i].h = shadow_stream_begin(w, ts[i].id, ts[i].shift);
+		for (bool more = true; more;) {
+			more = false;
+			for (size_t i = 0; i < n; i++)
+				more |= feed_one(&f[i]);
 		}
-		shadow_stream_end(w, t->len);
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			f[i].h = shadow_stream_begin(w, ts[i].id, ts[i].shift);
+			while (feed_one(&f[i]))
+				;
+		}
 	}
 	if (st)
 		shadow_writer_stats(w, st);
@@ -156,7 +190,7 @@ static void test_roundtrip(void)
 	make_stream(&ts[1], 3, 9u << 20, SEG_SHIFT, 4u << 20, 2);	       /* 1 MiB segments */
 	make_stream(&ts[2], 11, 3u << 20, SEG_SHIFT_FINE, 3u << 20, 3); /* one chunk */
 	snprintf(path, sizeof(path), "%s/a.shadow.zst", dir);
-	CHECK_EQ(write_shadow(path, ts, 3, 2, 128u << 10, 0, &st), 0);
+	CHECK_EQ(write_shadow(path, ts, 3, 2, 128u << 10, 0, &st, false), 0);
 	CHECK_EQ(st.streams, 3);
 	CHECK_EQ(st.decoded, (5u + 9 + 3) << 20);
 	check_read(path, ts, 3);
@@ -174,8 +208,13 @@ static void test_roundtrip(void)
 	}
 
 	/* no job: every frame stored, read the same */
-	CHECK_EQ(write_shadow(path, ts, 3, 0, 64u << 10, 0, &st), 0);
+	CHECK_EQ(write_shadow(path, ts, 3, 0, 64u << 10, 0, &st, false), 0);
 	CHECK_EQ(st.stored_frames, st.frames);
+	check_read(path, ts, 3);
+
+	/* streams written at once: their frames interleave, each stream's read back whole */
+	CHECK_EQ(write_shadow(path, ts, 3, 2, 64u << 10, 0, &st, true), 0);
+	CHECK_EQ(st.streams, 3);
 	check_read(path, ts, 3);
 
 	/* another index, another archive: refused as stale; none there: ENOENT */
@@ -188,7 +227,7 @@ static void test_roundtrip(void)
 
 	/* the size limit: no shadow, no file left */
 	unlink(path);
-	CHECK(write_shadow(path, ts, 3, 2, 128u << 10, 1u << 20, NULL) < 0);
+	CHECK(write_shadow(path, ts, 3, 2, 128u << 10, 1u << 20, NULL, false) < 0);
 	struct stat sb;
 	CHECK(stat(path, &sb) < 0);
 	for (int i = 0; i < 3; i++) {
@@ -208,7 +247,7 @@ static void test_damage(void)
 
 	make_stream(&t, 1, 2u << 20, SEG_SHIFT_FINE, 1u << 20, 9);
 	snprintf(path, sizeof(path), "%s/d.shadow.zst", dir);
-	CHECK_EQ(write_shadow(path, &t, 1, 1, 128u << 10, 0, NULL), 0);
+	CHECK_EQ(write_shadow(path, &t, 1, 1, 128u << 10, 0, NULL, false), 0);
 	CHECK_EQ(stat(path, &sb), 0);
 	size_t n = (size_t)sb.st_size;
 	uint8_t *orig = tu_read_file(path, &n);
