@@ -1,0 +1,31 @@
+/* Loading an optional library (see dl.h). */
+#include "common/dl.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+
+#include "common/log.h"
+
+int dl_load(const char *soname, const char *what, const struct dl_sym *syms, size_t n)
+{
+	void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h) {
+		tfs_log(TFS_LOG_ERR, "%s need %s, which cannot be loaded: %s", what, soname,
+			dlerror());
+		return -ENOTSUP;
+	}
+	for (size_t i = 0; i < n; i++) {
+		void *f = dlsym(h, syms[i].name);
+		if (!f) {
+			tfs_log(TFS_LOG_ERR, "%s need %s, which lacks %s", what, soname,
+				syms[i].name);
+			for (size_t k = 0; k < i; k++)
+				*syms[k].fn = NULL;
+			dlclose(h);
+			return -ENOTSUP;
+		}
+		*syms[i].fn = f;
+	}
+	return 0; /* the handle stays open for the process's life */
+}

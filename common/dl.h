@@ -1,0 +1,37 @@
+/* Libraries loaded when a source needs them, not when the program starts.
+ *
+ * libcurl (remote archives) and libarchive (rar, iso, cpio, ...) bring some forty shared
+ * libraries with them (gnutls, krb5, ldap, libxml2, ICU, ...) whose loading and relocation cost a
+ * cold start 0.1-0.4 s here -- on every mount, for every archive, though most mounts use neither.
+ * So, as systemd does for its optional libraries, the program is not linked against them: a
+ * module that needs one calls its loader first, which dlopen()s the library by its soname and
+ * resolves every function the module calls into a pointer (sym_NAME, typed by the library's own
+ * declaration).  The build still needs the library's headers; the package still depends on it.
+ *
+ * Thread-safe: a loader runs once (pthread_once) and says the same thing to every caller.
+ */
+#ifndef TARSEEK_DL_H
+#define TARSEEK_DL_H
+
+#include <stddef.h>
+
+/* One function to resolve: its name and where its address goes. */
+struct dl_sym {
+	const char *name;
+	void **fn;
+};
+
+/* Opens the library soname (RTLD_NOW | RTLD_LOCAL) and resolves every symbol of syms.  0, or
+ * -ENOTSUP with a message at level err ("WHAT needs SONAME: <dlerror>"), the library then
+ * closed and every pointer left NULL.  what: what it is for, for the message ("remote
+ * archives"). */
+int dl_load(const char *soname, const char *what, const struct dl_sym *syms, size_t n);
+
+/* A table entry for function f, whose pointer is sym_f. */
+#define DL_SYM(f) {#f, (void **)&sym_##f}
+
+/* Declares (in a header) / defines (in the loader) the pointer sym_f for library function f. */
+#define DL_DECLARE(f) extern __typeof__(f) *sym_##f
+#define DL_DEFINE(f) __typeof__(f) *sym_##f
+
+#endif
