@@ -56,6 +56,34 @@
 /* The shadow's path for the index at index_path (malloc'd), or NULL if out of memory. */
 char *shadow_path(const char *index_path);
 
+/* ---- When (shadow_policy.c) ---- */
+
+enum shadow_mode {
+	SHADOW_AUTO,   /* where a random read is costly (the default) */
+	SHADOW_ALWAYS, /* every decoded stream */
+	SHADOW_NEVER,
+};
+
+/* "auto", "always", "never" -> 0 and *out, or -EINVAL. */
+int shadow_mode_parse(const char *s, enum shadow_mode *out);
+const char *shadow_mode_name(enum shadow_mode m);
+
+/* Whether a stream of codec c (by codec.h's name) gets a shadow in mode m.  auto: every
+ * codec but those whose random reads are already cheap -- "stored" (bytes as they are),
+ * gzip and raw deflate (checkpoints every 256 KiB by default, ISA-L's inflate) -- and zstd
+ * when zstd_small_frames (a seek table of frames of at most 1 MiB: already a shadow).  always:
+ * every codec but "stored".  never: none. */
+bool shadow_wanted(enum shadow_mode m, const char *codec, bool zstd_small_frames);
+
+/* The most a shadow written at path may take: max (0: no limit of its own) and never more than
+ * SHADOW_FREE_SHARE of the free space of the file system that path's folder is on.  0 if that
+ * cannot be learnt (no shadow then). */
+#define SHADOW_FREE_SHARE 2 /* a half */
+uint64_t shadow_budget(const char *path, uint64_t max);
+
+/* A new shadow id (random, never 0). */
+uint64_t shadow_new_id(void);
+
 /* ---- Writing (shadow_write.c) ---- */
 
 struct shadow_writer;

@@ -326,12 +326,48 @@ static void test_stored_frames(void)
 	}
 }
 
+static void test_policy(void)
+{
+	enum shadow_mode m;
+
+	CHECK_EQ(shadow_mode_parse("auto", &m), 0);
+	CHECK_EQ(m, SHADOW_AUTO);
+	CHECK_EQ(shadow_mode_parse("always", &m), 0);
+	CHECK_EQ(m, SHADOW_ALWAYS);
+	CHECK_EQ(shadow_mode_parse("never", &m), 0);
+	CHECK_EQ(m, SHADOW_NEVER);
+	CHECK_EQ(shadow_mode_parse("sometimes", &m), -EINVAL);
+	static const char *const costly[] = {"xz", "bzip2", "lzip", "lzma", "compress", "lz4",
+					     "lzo", "7z", "libarchive"};
+	for (size_t i = 0; i < sizeof(costly) / sizeof(*costly); i++) {
+		CHECK(shadow_wanted(SHADOW_AUTO, costly[i], false));
+		CHECK(!shadow_wanted(SHADOW_NEVER, costly[i], false));
+	}
+	CHECK(!shadow_wanted(SHADOW_AUTO, "gzip", false));
+	CHECK(!shadow_wanted(SHADOW_AUTO, "deflate", false));
+	CHECK(shadow_wanted(SHADOW_ALWAYS, "gzip", false));
+	CHECK(shadow_wanted(SHADOW_AUTO, "zstd", false));
+	CHECK(!shadow_wanted(SHADOW_AUTO, "zstd", true));
+	CHECK(!shadow_wanted(SHADOW_ALWAYS, "stored", false));
+	CHECK(!shadow_wanted(SHADOW_ALWAYS, "none", false));
+	CHECK(shadow_budget("/tmp/x.shadow.zst", 1000) == 1000);
+	CHECK(shadow_budget("/tmp/x.shadow.zst", 0) > 1000);
+	CHECK(shadow_new_id() != 0 && shadow_new_id() != shadow_new_id());
+	char *p = shadow_path("/a/b.tar.xz.index.sqlite");
+	CHECK(p && strcmp(p, "/a/b.tar.xz.index.shadow.zst") == 0);
+	free(p);
+	p = shadow_path("/a/idx");
+	CHECK(p && strcmp(p, "/a/idx.shadow.zst") == 0);
+	free(p);
+}
+
 int main(void)
 {
 	tfs_log_level = TFS_LOG_ERR;
 	srand(5);
 	if (!mkdtemp(dir))
 		return 1;
+	test_policy();
 	test_stored_frames();
 	test_roundtrip();
 	test_damage();
