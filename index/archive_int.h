@@ -5,12 +5,17 @@
  * Locks (every lock of an opened archive, and the order they may be taken in):
  *   streams_lock  guards the stream table (a->streams, the idle list a->idle, each stream's
  *                 refs and idle links); held while a stream's reader is made, which takes
- *                 conns_lock (arch_conn_get, to load the checkpoints) and the chunk cache's
- *                 lock (creader_new); never held while one is freed.
+ *                 conns_lock (arch_conn_get, to load the checkpoints), the chunk cache's
+ *                 lock (creader_new) and, for a zip entry, whatever reading its local header
+ *                 from the archive file takes (a remote archive's net locks; an archive
+ *                 inside another, the outer one's read path: reader, cache, workers); held
+ *                 while arch_get_reader_stats reads each reader's stats (reader.c pool_lock);
+ *                 never held while a stream is freed.
  *   conns_lock    guards the free list of connections only (arch_conn_get/put); never held
  *                 during a query or while another lock is taken.
- * So: streams_lock -> conns_lock, streams_lock -> cache lock.  Reads through a stream's reader
- * (reader.c, cache.c) take no lock of the archive's.
+ * So: streams_lock -> conns_lock, cache lock, reader.c pool_lock, an archive file's read.
+ * Reads through a stream's reader (reader.c, cache.c) take no lock of the archive's but
+ * conns_lock (a decoder's aux blob, load_aux).  The daemon's whole order: mount/union.c.
  */
 #ifndef TARSEEK_ARCHIVE_INT_H
 #define TARSEEK_ARCHIVE_INT_H
