@@ -1,15 +1,21 @@
-/* What archive.c (opening an index, streams, reading files) and query.c (the connection pool
- * and its prepared statements, the tree's queries) share.  Private to those two files.
+/* What the files of an opened archive share: archive.c (opening and closing the index,
+ * archives inside), archive_file.c (its files), streams.c (the decoded streams) and query.c
+ * (the connection pool and its prepared statements, the tree's queries).  Private to them.
  *
  * Locks (every lock of an opened archive, and the order they may be taken in):
- *   streams_lock  guards the stream table (a->streams, a->nstreams_open, the idle list, each
- *                 stream's refs); held while a stream's reader is made, which takes
- *                 conns_lock (arch_conn_get, to load the checkpoints) and the chunk cache's
- *                 lock (creader_new); never held while one is freed.
+ *   streams_lock  guards the stream table (a->streams, the idle list a->idle, each stream's
+ *                 refs and idle links); held while a stream's reader is made, which takes
+ *                 conns_lock (arch_conn_get, to load the checkpoints), the chunk cache's
+ *                 lock (creader_new) and, for a zip entry, whatever reading its local header
+ *                 from the archive file takes (a remote archive's net locks; an archive
+ *                 inside another, the outer one's read path: reader, cache, workers); held
+ *                 while arch_get_reader_stats reads each reader's stats (reader.c pool_lock);
+ *                 never held while a stream is freed.
  *   conns_lock    guards the free list of connections only (arch_conn_get/put); never held
  *                 during a query or while another lock is taken.
- * So: streams_lock -> conns_lock, streams_lock -> cache lock.  Reads through a stream's reader
- * (reader.c, cache.c) take no lock of the archive's.
+ * So: streams_lock -> conns_lock, cache lock, reader.c pool_lock, an archive file's read.
+ * Reads through a stream's reader (reader.c, cache.c) take no lock of the archive's but
+ * conns_lock (a decoder's aux blob, load_aux).  The daemon's whole order: mount/union.c.
  */
 #ifndef TARSEEK_ARCHIVE_INT_H
 #define TARSEEK_ARCHIVE_INT_H
@@ -19,6 +25,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "common/htable.h"
+#include "common/list.h"
 #include "index/archive.h"
 
 /* One read-only connection to the index, with its prepared statements. */
@@ -42,10 +50,10 @@ struct astream {
 	size_t params_len;
 	struct src *in;		/* the window [coff, coff + clen) of the archive file */
 	struct creader *reader; /* NULL for a stream that decodes to nothing */
-	struct astream *next;	/* in its hash chain */
 	/* streams_lock: */
-	unsigned refs;		/* open files (and the prefetch) using it */
-	struct astream *lru_prev, *lru_next; /* idle ones (refs 0), most recent first */
+	struct htable_node hnode; /* in a->streams, by hash_u64(id) */
+	unsigned refs;		  /* open files (and the prefetch) using it */
+	struct list_node idle;	  /* in a->idle while refs is 0 */
 };
 
 struct arch {
@@ -60,9 +68,8 @@ struct arch {
 	int fd;
 
 	pthread_mutex_t streams_lock;
-	struct astream **streams; /* hash of the streams read so far; streams_lock */
-	size_t nbuckets, nstreams_open;
-	struct astream *idle_head, *idle_tail; /* streams no file uses, LRU; streams_lock */
+	struct htable streams; /* the streams read so far (open), by id; streams_lock */
+	struct list_node idle; /* those no file uses, most recent first; streams_lock */
 
 	pthread_mutex_t conns_lock;
 	struct conn *free_conns; /* conns_lock */
@@ -81,6 +88,17 @@ struct arch_file {
 	 * member in order (reads of one file may run at once: only a hint, hence relaxed) */
 	_Atomic uint64_t seq_next;
 };
+
+/* The stream id of a (streams.c), made on first use, with a reference (arch_stream_put gives
+ * it back).  0 and *out, or -errno (logged); *out = NULL on error. */
+int arch_stream_get(struct arch *a, uint64_t id, struct astream **out);
+
+/* Gives back a reference: a stream no file uses joins the idle list, and the oldest idle
+ * ones beyond the streams kept open are freed.  NULL does nothing. */
+void arch_stream_put(struct arch *a, struct astream *st);
+
+/* Frees every stream (arch_close: no reference may be left). */
+void arch_streams_free(struct arch *a);
 
 /* A connection from the pool (or a new one): 0 and *out, or -errno (-ENOMEM, -EIO when the
  * index cannot be opened: logged).  arch_conn_put gives it back. */

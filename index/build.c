@@ -6,11 +6,11 @@
  * parser reads it exactly as a plain tar while the stream records checkpoints and segment
  * CRCs.  A compressed file whose content is not a tar becomes a single-file archive.
  *
- * Entries: each member path is normalised (path_split) and resolved component by
- * component in an in-memory path map, which creates missing parents (mode 0555), turns a
- * repeated path into a new version, updates a repeated directory in place (so the
- * children of both occurrences stay together), and resolves hard links to the row that
- * holds the data at the time the link was written.  nlink is computed at the end.
+ * Entries: each member becomes a row through the row writer (build_rows.c), which resolves
+ * its path in an in-memory path map: missing parents created, a repeated path a new
+ * version, a repeated directory updated in place, hard links resolved to the row holding
+ * the data.  nlink is computed at the end.  Containers (zip, 7z, ...) are build_cont.c's;
+ * the progress line is build_progress.c's.
  *
  * Damage: whatever the parser and the codec could not verify is not indexed; the index
  * keeps the members whose data lies entirely in verified decoded data, and says so.
@@ -26,428 +26,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "codecs/codec.h"
 #include "seek/segment.h"
 #include "seek/stream.h"
-#include "common/byteio.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/size.h"
 #include "index/db.h"
 #include "index/pathmap.h"
 #include "index/stamp.h"
 #include "containers/tar/tar.h"
 
-#define PROGRESS_STEP (16ull << 20)
 #define ZEROS_TAR_MAX (1ull << 20) /* larger all-zero compressed files are single files */
-#define PROGRESS_LOG_SECONDS 10.0  /* without a terminal: a progress line this often */
-
-
-void bld_progress(struct builder *b, bool force)
-{
-	double t = mono_now();
-	char pos[32], size[32];
-
-	if (!b->show && b->log_progress && t - b->last >= PROGRESS_LOG_SECONDS) {
-		/* no terminal (a mount from fstab or systemd): a line in the log now and then,
-		 * so that a long first mount does not look like a hang */
-		uint64_t at = src_high_water(b->file);
-		b->last = t;
-		tfs_log(TFS_LOG_NOTICE, "indexing %s: %.0f%% after %.0f s", b->name,
-			b->file_size ? 100.0 * (at > b->file_size ? b->file_size : at) / b->file_size
-				     : 100.0, t - b->t0);
-		return;
-	}
-	if (!b->show || (!force && t - b->last < 1.0))
-		return;
-	b->last = t;
-	uint64_t at = src_high_water(b->file);
-	if (at > b->file_size)
-		at = b->file_size;
-	double el = t - b->t0, rate = el > 0 ? at / el : 0;
-	double left = rate > 0 ? (b->file_size - at) / rate : 0;
-	format_size(pos, sizeof(pos), (double)at);
-	format_size(size, sizeof(size), (double)b->file_size);
-	fprintf(stderr, "\r\033[Kindexing %s: %s / %s (%.0f%%), %.1f MB/s, %.0f s left, %" PRIu64 " members",
-		b->name, pos, size, b->file_size ? 100.0 * at / b->file_size : 100.0, rate / 1e6, left,
-		b->members);
-	fflush(stderr);
-}
 
 static void on_progress(void *opaque, uint64_t off)
 {
 	bld_progress(opaque, false);
-}
-
-/* A source that forwards to another and reports progress between steps of a long skip. */
-struct prog_src {
-	struct src *inner;
-	struct builder *b;
-	uint64_t pos;
-};
-
-static ssize_t prog_pread(void *opaque, void *buf, size_t len, uint64_t off)
-{
-	struct prog_src *p = opaque;
-	uint8_t one;
-
-	while (off > p->pos + PROGRESS_STEP) {
-		p->pos += PROGRESS_STEP;
-		ssize_t n = src_pread(p->inner, &one, 1, p->pos);
-		if (n <= 0)
-			return n;
-		bld_progress(p->b, false);
-	}
-	ssize_t n = src_pread(p->inner, buf, len, off);
-	if (n > 0 && off + (uint64_t)n > p->pos)
-		p->pos = off + (uint64_t)n;
-	return n;
-}
-
-static void prog_close(void *opaque)
-{
-	free(opaque);
-}
-
-static const struct src_ops prog_ops = {.pread = prog_pread, .close = prog_close};
-
-int bld_step_done(sqlite3_stmt *st)
-{
-	int rc = sqlite3_step(st);
-
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc != SQLITE_DONE) {
-		tfs_log(TFS_LOG_ERR, "index: %s", sqlite3_errstr(rc));
-		return db_errno(rc) ? db_errno(rc) : -EIO;
-	}
-	return 0;
-}
-
-
-static int insert_row(struct builder *b, const struct row *r, uint64_t *id)
-{
-	sqlite3_stmt *st = b->ins_entry;
-
-	*id = b->next_id++;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)*id);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)r->parent);
-	sqlite3_bind_blob(st, 3, r->name_len ? (const void *)r->name : "", (int)r->name_len, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, r->version);
-	sqlite3_bind_int64(st, 5, r->mode);
-	if (r->target)
-		sqlite3_bind_int64(st, 6, (sqlite3_int64)r->target);
-	sqlite3_bind_int64(st, 7, (sqlite3_int64)r->size);
-	sqlite3_bind_int64(st, 8, (sqlite3_int64)r->stored);
-	sqlite3_bind_int64(st, 9, (sqlite3_int64)r->data_off);
-	sqlite3_bind_int64(st, 10, (sqlite3_int64)r->hdr_off);
-	sqlite3_bind_int64(st, 11, (sqlite3_int64)r->uid);
-	sqlite3_bind_int64(st, 12, (sqlite3_int64)r->gid);
-	sqlite3_bind_int64(st, 13, r->mtime);
-	sqlite3_bind_int64(st, 14, (sqlite3_int64)r->rdev);
-	if (r->link_len)
-		sqlite3_bind_blob(st, 15, r->link, (int)r->link_len, SQLITE_STATIC);
-	if (r->uname && *r->uname)
-		sqlite3_bind_text(st, 16, r->uname, -1, SQLITE_STATIC);
-	if (r->gname && *r->gname)
-		sqlite3_bind_text(st, 17, r->gname, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 18, r->flags);
-	sqlite3_bind_int64(st, 19, r->mtime_nsec);
-	if (r->stream)
-		sqlite3_bind_int64(st, 20, (sqlite3_int64)r->stream);
-	if (r->has_crc)
-		sqlite3_bind_int64(st, 21, r->crc);
-	if (r->unreadable) {
-		sqlite3_bind_int64(st, 22, r->unreadable);
-		if (r->why)
-			sqlite3_bind_text(st, 23, r->why, -1, SQLITE_TRANSIENT);
-	}
-	return bld_step_done(st);
-}
-
-/* Marks a row as no longer the latest version of its path. */
-static int set_old(struct builder *b, uint64_t id)
-{
-	sqlite3_bind_int64(b->set_old, 1, (sqlite3_int64)id);
-	return bld_step_done(b->set_old);
-}
-
-/* The directory (parent, name) for a member's path, created if missing. */
-static int implicit_dir(struct builder *b, uint64_t parent, const uint8_t *name, size_t len,
-			const struct arc_member *e, uint64_t *id)
-{
-	struct pm_node *n = pm_find(b->map, parent, name, len);
-	struct row r = {
-		.parent = parent, .name = name, .name_len = len, .version = 1,
-		.mode = S_IFDIR | 0555, .uid = e ? e->uid : b->uid, .gid = e ? e->gid : b->gid,
-		.mtime = e ? e->mtime_sec : b->mtime, .mtime_nsec = e ? e->mtime_nsec : b->mtime_nsec,
-		.hdr_off = e ? e->hdr_off : 0, .flags = IDX_F_IMPLICIT,
-	};
-	int err;
-
-	if (n && S_ISDIR(n->mode)) {
-		*id = n->id;
-		return 0;
-	}
-	if (n) { /* a file where a directory is needed: a new version, a directory */
-		r.version = n->version + 1;
-		err = set_old(b, n->id);
-		if (err)
-			return err;
-	} else {
-		n = pm_add(b->map, parent, name, len);
-		if (!n)
-			return -ENOMEM;
-	}
-	err = insert_row(b, &r, id);
-	if (err)
-		return err;
-	n->id = *id;
-	n->version = r.version;
-	n->mode = r.mode;
-	n->target = 0;
-	return 0;
-}
-
-/* Resolves an existing path (hard link targets), or NULL. */
-static struct pm_node *resolve(struct builder *b, const uint8_t *path, size_t len)
-{
-	int max = (int)(len / 2 + 2);
-	const uint8_t **comps = malloc(max * sizeof(*comps));
-	size_t *lens = malloc(max * sizeof(*lens));
-	struct pm_node *n = NULL;
-	uint64_t parent = IDX_ROOT;
-	int nc;
-
-	if (!comps || !lens)
-		goto out;
-	nc = path_split(path, len, comps, lens, max);
-	for (int i = 0; i < nc; i++) {
-		n = pm_find(b->map, parent, comps[i], lens[i]);
-		if (!n || (i + 1 < nc && !S_ISDIR(n->mode))) {
-			n = NULL;
-			break;
-		}
-		parent = n->id;
-	}
-out:
-	free(comps);
-	free(lens);
-	return n;
-}
-
-static uint32_t type_bits(enum member_type t)
-{
-	switch (t) {
-	case MEMBER_DIR:
-		return S_IFDIR;
-	case MEMBER_SYMLINK:
-		return S_IFLNK;
-	case MEMBER_CHR:
-		return S_IFCHR;
-	case MEMBER_BLK:
-		return S_IFBLK;
-	case MEMBER_FIFO:
-		return S_IFIFO;
-	default:
-		return S_IFREG;
-	}
-}
-
-static int add_extras(struct builder *b, uint64_t id, const struct arc_member *e)
-{
-	int err = 0;
-
-	for (size_t i = 0; !err && i < e->nsparse; i++) {
-		sqlite3_bind_int64(b->ins_sparse, 1, (sqlite3_int64)id);
-		sqlite3_bind_int64(b->ins_sparse, 2, (sqlite3_int64)i);
-		sqlite3_bind_int64(b->ins_sparse, 3, (sqlite3_int64)e->sparse[i].off);
-		sqlite3_bind_int64(b->ins_sparse, 4, (sqlite3_int64)e->sparse[i].len);
-		sqlite3_bind_int64(b->ins_sparse, 5, (sqlite3_int64)e->sparse[i].src);
-		err = bld_step_done(b->ins_sparse);
-	}
-	for (size_t i = 0; !err && i < e->nxattrs; i++) {
-		sqlite3_bind_int64(b->ins_xattr, 1, (sqlite3_int64)id);
-		sqlite3_bind_blob(b->ins_xattr, 2, e->xattrs[i].name, (int)strlen(e->xattrs[i].name),
-				  SQLITE_STATIC);
-		sqlite3_bind_blob(b->ins_xattr, 3, e->xattrs[i].len ? (const void *)e->xattrs[i].value : "",
-				  (int)e->xattrs[i].len, SQLITE_STATIC);
-		err = bld_step_done(b->ins_xattr);
-	}
-	return err;
-}
-
-/* A directory seen again (or "./"): its newer metadata on the same inode, children kept. */
-static int update_dir(struct builder *b, uint64_t id, const struct row *r, const struct arc_member *e)
-{
-	sqlite3_stmt *st = b->upd_dir;
-	int err;
-
-	sqlite3_bind_int64(st, 1, r->mode);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)r->uid);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)r->gid);
-	sqlite3_bind_int64(st, 4, r->mtime);
-	sqlite3_bind_int64(st, 5, (sqlite3_int64)r->hdr_off);
-	sqlite3_bind_int64(st, 6, r->flags);
-	sqlite3_bind_int64(st, 7, (sqlite3_int64)id);
-	sqlite3_bind_int64(st, 8, r->mtime_nsec);
-	err = bld_step_done(st);
-	return err ? err : add_extras(b, id, e);
-}
-
-int bld_member(void *opaque, const struct arc_member *e)
-{
-	struct builder *b = opaque;
-	int max = (int)(e->path_len / 2 + 2), nc, err = 0;
-	const uint8_t **comps = malloc(max * sizeof(*comps));
-	size_t *lens = malloc(max * sizeof(*lens));
-	uint64_t parent = IDX_ROOT, id;
-	struct pm_node *n;
-	struct row r = {0};
-
-	b->members++;
-	b->last_id = 0;
-	bld_progress(b, false);
-	if (!comps || !lens) {
-		err = -ENOMEM;
-		goto out;
-	}
-	nc = path_split(e->path, e->path_len, comps, lens, max);
-	r.mode = type_bits(e->type) | (e->mode & 07777);
-	/* an owner id that does not fit a uid_t: GNU tar leaves the owner alone (the
-	 * extracting user's); the mount shows root */
-	r.uid = e->no_owner ? b->uid : e->uid <= UINT32_MAX ? e->uid : 0;
-	r.gid = e->no_owner ? b->gid : e->gid <= UINT32_MAX ? e->gid : 0;
-	r.mtime = e->mtime_sec;
-	r.mtime_nsec = e->mtime_nsec;
-	r.hdr_off = e->hdr_off;
-	r.data_off = e->data_off;
-	r.size = e->size;
-	r.stored = e->stored;
-	r.uname = e->uname;
-	r.gname = e->gname;
-	r.stream = e->stream ? e->stream : b->codec ? IDX_STREAM : 0;
-	r.has_crc = e->has_crc;
-	r.crc = e->crc;
-	r.unreadable = e->unreadable;
-	r.why = e->why;
-	if (e->dos_time)
-		r.flags |= IDX_F_DOSTIME;
-	r.rdev = (e->type == MEMBER_CHR || e->type == MEMBER_BLK) ? makedev(e->dev_major, e->dev_minor) : 0;
-	if (e->sparse) /* an all-hole file has a map with no extents */
-		r.flags |= IDX_F_SPARSE;
-	if (e->nxattrs)
-		r.flags |= IDX_F_XATTRS;
-
-	if (nc == 0) { /* "./" or "/": the root itself */
-		if (e->type == MEMBER_DIR) {
-			err = update_dir(b, IDX_ROOT, &r, e);
-		} else {
-			tfs_log(TFS_LOG_WARNING, "member at offset %" PRIu64 " has no usable name ('%s'): skipped",
-				e->hdr_off, (const char *)e->path);
-		}
-		goto out;
-	}
-	if (nc < 0) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (int i = 0; i + 1 < nc; i++) {
-		err = implicit_dir(b, parent, comps[i], lens[i], e, &parent);
-		if (err)
-			goto out;
-	}
-	r.parent = parent;
-	r.name = comps[nc - 1];
-	r.name_len = lens[nc - 1];
-	n = pm_find(b->map, parent, r.name, r.name_len);
-
-	if (e->type == MEMBER_HARDLINK) {
-		struct pm_node *t = resolve(b, e->link, e->link_len);
-		if (!t || S_ISDIR(t->mode) || t == n) {
-			tfs_log(TFS_LOG_WARNING, "hard link '%s' -> '%s' at offset %" PRIu64 ": %s; skipped",
-				(const char *)e->path, (const char *)e->link, e->hdr_off,
-				!t ? "target not in the archive before it"
-				   : (t == n ? "links to itself" : "target is a directory"));
-			goto out;
-		}
-		r.target = t->target ? t->target : t->id;
-		r.mode = t->mode;
-		r.link = e->link;
-		r.link_len = e->link_len;
-		r.size = 0;
-	} else if (e->type == MEMBER_SYMLINK && !e->link_in_data) {
-		r.link = e->link;
-		r.link_len = e->link_len;
-		r.size = e->link_len;
-	}
-
-	if (n && S_ISDIR(n->mode) && e->type == MEMBER_DIR) {
-		err = update_dir(b, n->id, &r, e); /* the same directory again */
-		goto out;
-	}
-	if (n) {
-		r.version = n->version + 1;
-		err = set_old(b, n->id);
-		if (err)
-			goto out;
-	} else {
-		r.version = 1;
-		n = pm_add(b->map, parent, r.name, r.name_len);
-		if (!n) {
-			err = -ENOMEM;
-			goto out;
-		}
-	}
-	err = insert_row(b, &r, &id);
-	if (err)
-		goto out;
-	n->id = id;
-	n->version = r.version;
-	n->mode = r.mode;
-	n->target = r.target;
-	b->last_id = id;
-	err = add_extras(b, id, e);
-out:
-	free(comps);
-	free(lens);
-	return err;
-}
-
-int bld_store_ckpt(struct builder *b, uint64_t stream, uint64_t idx, const struct codec_ckpt *ck,
-		   const void *aux, size_t auxlen, bool with_crcs, const uint32_t *crcs,
-		   uint64_t ncrcs)
-{
-	sqlite3_stmt *st = b->ins_ckpt;
-	uint8_t *le = NULL;
-
-	if (with_crcs) {
-		le = malloc(ncrcs * 4 + 1);
-		if (!le)
-			return -ENOMEM;
-		for (uint64_t i = 0; i < ncrcs; i++)
-			put_le32(le + 4 * i, crcs[i]);
-	}
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)idx);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)ck->uoff);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)ck->ulen);
-	sqlite3_bind_int64(st, 4, (sqlite3_int64)ck->coff);
-	sqlite3_bind_int64(st, 5, (sqlite3_int64)ck->clen);
-	sqlite3_bind_int64(st, 6, (sqlite3_int64)ck->extra);
-	sqlite3_bind_int64(st, 7, ck->bits);
-	sqlite3_bind_int64(st, 8, ck->flags);
-	if (le)
-		sqlite3_bind_blob(st, 9, le, (int)(ncrcs * 4), SQLITE_TRANSIENT);
-	if (auxlen)
-		sqlite3_bind_blob(st, 10, aux, (int)auxlen, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 11, (sqlite3_int64)stream);
-	free(le);
-	b->nckpt++;
-	return bld_step_done(st);
 }
 
 static int on_ckpt(void *opaque, uint64_t idx, const struct codec_ckpt *ck, const void *aux,
@@ -606,7 +202,7 @@ static int build_open(struct builder *b, const struct idx_input *in, const char 
 	if (!b->map)
 		return -ENOMEM;
 	b->next_id = IDX_ROOT;
-	return insert_row(b, &r, &id);
+	return bld_insert_row(b, &r, &id);
 }
 
 /* The members: parsed as a tar from the decoded stream (or the file), else, for a compressed
@@ -617,19 +213,14 @@ static int build_members(struct builder *b, const struct idx_input *in,
 			 struct idx_build_stats *st, struct tar_stats *ts, bool *fast)
 {
 	const struct codec *codec = b->codec;
-	struct src *data = cs ? cstream_src(cs) : in->src, *prog = NULL;
-	struct prog_src *ps = calloc(1, sizeof(*ps));
+	struct src *data = cs ? cstream_src(cs) : in->src, *prog;
 	const struct container *ct;
 	uint8_t head[512];
 	ssize_t hn;
-	int err;
+	int err = bld_progress_src(b, data, &prog);
 
-	if (!ps || !(prog = src_new(&prog_ops, ps, src_size(data)))) {
-		free(ps);
-		return -ENOMEM;
-	}
-	ps->inner = data;
-	ps->b = b;
+	if (err)
+		return err;
 	/* a head that cannot be read (a decode error right away) is damage, not a sign that
 	 * the content is not a tar */
 	hn = src_pread(prog, head, sizeof(head), 0);
@@ -725,7 +316,7 @@ static int build_stream_end(struct builder *b, const struct idx_input *in, struc
 			return -ENOMEM;
 		r.name = (const uint8_t *)name;
 		r.name_len = strlen(name);
-		err = insert_row(b, &r, &id);
+		err = bld_insert_row(b, &r, &id);
 		free(name);
 		if (err)
 			return err;

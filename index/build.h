@@ -6,8 +6,9 @@
  * needs all of them (nlink, the archive's stamp), the 'complete' marker last, and seals the
  * file.  open.c strings them together under a temporary name and renames the result into
  * place, so an interrupted build never leaves something that looks like a good index.
- * Nothing here opens an index for reading: build.c depends on no other index module but tar,
- * db, pathmap and stamp.
+ * Nothing here opens an index for reading: the builder (build.c, build_cont.c and their
+ * leaves build_rows.c, build_progress.c) depends on no other index module but db, pathmap
+ * and stamp, and on the containers.
  */
 #ifndef TARSEEK_BUILD_H
 #define TARSEEK_BUILD_H

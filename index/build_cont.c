@@ -8,9 +8,10 @@
  *     checks the members (reader.h).  A zip of small files is indexed from its directory;
  *   - decoded now (IDX_CRCS_SEGMENTS): its codec's scan runs over it through a cstream
  *     (stream.h), which stores its checkpoints and segment CRCs; meanwhile the members' CRC-32s
- *     are checked.  Several streams decode at once, one per thread (--threads), each with a
- *     single-threaded scan; the database is shared under b->db_lock.  A member whose bytes do
- *     not match its CRC, or lie past where a damaged stream stops decoding, is marked
+ *     are checked.  Several streams decode at once, one per thread (--threads: the calling
+ *     thread and pool jobs, common/pool.h, joined before the pass goes on), each with a
+ *     single-threaded scan; the database is shared under b->db_lock.  A member whose bytes
+ *     do not match its CRC, or lie past where a damaged stream stops decoding, is marked
  *     unreadable (-EIO): it stays listed and its reads fail, the rest of the archive works.
  * Symbolic links whose target is their data (zip, 7z) get the target read now: from the
  * archive for a stored entry, from the decoded bytes otherwise.
@@ -27,6 +28,7 @@
 
 #include "common/crc32.h"
 #include "common/log.h"
+#include "common/pool.h"
 #include "index/db.h"
 #include "containers/zip.h"
 
@@ -424,11 +426,12 @@ static void *job_thread(void *arg)
 	return NULL;
 }
 
-/* Runs the decode jobs on up to o->threads threads (the calling one among them). */
+/* Runs the decode jobs on up to o->threads threads (the calling one among them, the others
+ * pool jobs joined here). */
 static int run_jobs(struct bld_streams *S)
 {
 	unsigned n = S->o->threads ? S->o->threads : 1;
-	pthread_t *t;
+	struct pool_job **t;
 	unsigned started = 0;
 
 	if (n > S->njobs)
@@ -437,11 +440,11 @@ static int run_jobs(struct bld_streams *S)
 		return 0;
 	t = calloc(n, sizeof(*t));
 	for (; t && started + 1 < n; started++)
-		if (pthread_create(&t[started], NULL, job_thread, S) != 0)
+		if (pool_start(job_thread, S, "bld-stream", 0, &t[started]) < 0)
 			break;
 	job_thread(S);
 	for (unsigned i = 0; i < started; i++)
-		pthread_join(t[i], NULL);
+		pool_join(t[i]);
 	free(t);
 	return S->err;
 }

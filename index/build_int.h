@@ -1,5 +1,7 @@
-/* What the files of the index builder share: build.c (the pass, members, tar) and
- * build_cont.c (the streams of containers: zip, 7z).  Private to them.
+/* What the files of the index builder share: build.c (the pass, a tar, a single file),
+ * build_cont.c (the streams of containers: zip, 7z, libarchive's), and the two leaves they
+ * both call: build_rows.c (the row writer: members and checkpoints into the index) and
+ * build_progress.c (the progress line).  Private to them.
  *
  * One thread writes to the database, except while build_cont.c decodes several streams at
  * once: then every statement runs under db_lock (bld_lock/bld_unlock), and nothing else is
@@ -68,8 +70,14 @@ struct row {
 	const char *why;
 };
 
+/* ---- build_rows.c ---- */
+
 /* sqlite3_step of a statement that returns no row, reset afterwards.  0 or -errno. */
 int bld_step_done(sqlite3_stmt *st);
+
+/* A new row of the entries table for r; *id its id (b->next_id, then advanced).  0 or
+ * -errno. */
+int bld_insert_row(struct builder *b, const struct row *r, uint64_t *id);
 
 /* One checkpoint row of stream; with_crcs: its ncrcs segment CRCs (else the column stays
  * NULL). */
@@ -80,8 +88,16 @@ int bld_store_ckpt(struct builder *b, uint64_t stream, uint64_t idx, const struc
 /* A member into the entries (tar_callbacks.entry's contract); b->last_id is its row. */
 int bld_member(void *opaque, const struct arc_member *e);
 
+/* ---- build_progress.c ---- */
+
 /* The progress line (about once a second; force: now). */
 void bld_progress(struct builder *b, bool force);
+
+/* A source reading inner (borrowed) that reports progress between steps of a long skip.
+ * 0 and *out (the caller frees it), or -ENOMEM. */
+int bld_progress_src(struct builder *b, struct src *inner, struct src **out);
+
+/* ---- build_cont.c ---- */
 
 /* Indexes the archive file in, made with container ct (build_cont.c): its members, its
  * streams (decoded where they need checkpoints), symlink targets kept in data.  Fills

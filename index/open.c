@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -523,38 +522,20 @@ int idx_prepare_remote(struct http_obj *obj, struct src *src, const struct idx_o
 
 /* ---- opening ---------------------------------------------------------------------------- */
 
-/* Asks the kernel to read the index file into the page cache, on a thread of its own (the
- * request can block while the device queue is full).  SQLite reads an index larger than
- * MEMDB_MAX page by page: cold, every 4 KiB page a lookup touches is one random read of the
- * disk, ~1,200 of them for the md5 workload's 1000 files of backup.tar (a 9 MiB index),
- * where one sequential read of the file costs ~20 ms. */
-static void *readahead_run(void *arg)
+/* Asks the kernel to read the index file into the page cache.  SQLite reads an index larger
+ * than MEMDB_MAX page by page: cold, every 4 KiB page a lookup touches is one random read of
+ * the disk, ~1,200 of them for the md5 workload's 1000 files of backup.tar (a 9 MiB index),
+ * where one sequential read of the file costs ~20 ms.  POSIX_FADV_WILLNEED only queues the
+ * readahead and returns, so it is issued here, on the opening thread (it was a detached
+ * thread of its own: the second mount of an indexed archive is as fast without it). */
+static void index_readahead(const char *path)
 {
-	char *path = arg;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd >= 0) {
 		(void)posix_fadvise(fd, 0, INDEX_READAHEAD_MAX, POSIX_FADV_WILLNEED);
 		close(fd);
 	}
-	free(path);
-	return NULL;
-}
-
-static void index_readahead(const char *path)
-{
-	pthread_attr_t attr;
-	pthread_t th;
-	char *copy = strdup(path);
-
-	if (!copy || pthread_attr_init(&attr) != 0) {
-		free(copy);
-		return;
-	}
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&th, &attr, readahead_run, copy) != 0)
-		free(copy);
-	pthread_attr_destroy(&attr);
 }
 
 /* Opens the index found at index for data (the archive's, also on error), named name. */

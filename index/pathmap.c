@@ -1,11 +1,16 @@
-/* The builder's path table (see pathmap.h): open addressing with linear probing over
- * (parent, name) hashes; names are copied into an arena of large blocks, so a million
- * members cost two allocations per block, not one per name.
+/* The builder's path table (see pathmap.h): the one hash table (common/htable.h) over
+ * (parent, name) hashes, each node keeping its full hash so a lookup compares names only on
+ * a hash match and growing never hashes a name again; nodes and names are copied into an
+ * arena of large blocks, so a million members cost two allocations per block, not one per
+ * name, and a lookup allocates nothing.
  */
 #include "index/pathmap.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/hash.h"
+#include "common/htable.h"
 
 #define ARENA_BLOCK (1u << 20)
 
@@ -15,19 +20,20 @@ struct arena_block {
 	uint8_t data[];
 };
 
+/* A node as the table holds it: its links, then what the builder sees. */
+struct pm_entry {
+	struct htable_node h;
+	struct pm_node n;
+};
+
 struct pathmap {
-	struct pm_node **slots;
-	size_t nslots, count;
+	struct htable t;
 	struct arena_block *arena;
 };
 
 static uint64_t hash(uint64_t parent, const uint8_t *name, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ (parent * 0x9E3779B97F4A7C15ull);
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ name[i]) * 0x100000001b3ull;
-	return h ^ (h >> 31);
+	return hash_pair(parent, hash_bytes(name, len));
 }
 
 struct pathmap *pm_new(void)
@@ -36,9 +42,7 @@ struct pathmap *pm_new(void)
 
 	if (!m)
 		return NULL;
-	m->nslots = 1024;
-	m->slots = calloc(m->nslots, sizeof(*m->slots));
-	if (!m->slots) {
+	if (htable_init(&m->t, 1024) < 0) {
 		free(m);
 		return NULL;
 	}
@@ -54,7 +58,7 @@ void pm_free(struct pathmap *m)
 		m->arena = b->next;
 		free(b);
 	}
-	free(m->slots);
+	htable_fini(&m->t);
 	free(m);
 }
 
@@ -80,62 +84,30 @@ static void *arena_alloc(struct pathmap *m, size_t len)
 
 struct pm_node *pm_find(struct pathmap *m, uint64_t parent, const uint8_t *name, size_t len)
 {
-	size_t i = hash(parent, name, len) & (m->nslots - 1);
-
-	for (;; i = (i + 1) & (m->nslots - 1)) {
-		struct pm_node *n = m->slots[i];
-		if (!n)
-			return NULL;
+	for (struct htable_node *h = htable_first(&m->t, hash(parent, name, len)); h;
+	     h = htable_next(h)) {
+		struct pm_node *n = &htable_entry(h, struct pm_entry, h)->n;
 		if (n->parent == parent && n->name_len == len && memcmp(n->name, name, len) == 0)
 			return n;
 	}
-}
-
-static int grow(struct pathmap *m)
-{
-	size_t n = m->nslots * 2;
-	struct pm_node **s = calloc(n, sizeof(*s));
-
-	if (!s)
-		return -1;
-	for (size_t i = 0; i < m->nslots; i++) {
-		struct pm_node *node = m->slots[i];
-		if (!node)
-			continue;
-		size_t j = hash(node->parent, node->name, node->name_len) & (n - 1);
-		while (s[j])
-			j = (j + 1) & (n - 1);
-		s[j] = node;
-	}
-	free(m->slots);
-	m->slots = s;
-	m->nslots = n;
-	return 0;
+	return NULL;
 }
 
 struct pm_node *pm_add(struct pathmap *m, uint64_t parent, const uint8_t *name, size_t len)
 {
-	struct pm_node *n;
-	uint8_t *copy;
-	size_t i;
+	struct pm_entry *e = arena_alloc(m, sizeof(*e));
+	uint8_t *copy = arena_alloc(m, len ? len : 1);
 
-	if ((m->count + 1) * 2 > m->nslots && grow(m) < 0)
+	if (!e || !copy)
 		return NULL;
-	n = arena_alloc(m, sizeof(*n));
-	copy = arena_alloc(m, len ? len : 1);
-	if (!n || !copy)
-		return NULL;
-	memset(n, 0, sizeof(*n));
+	memset(e, 0, sizeof(*e));
 	memcpy(copy, name, len);
-	n->parent = parent;
-	n->name = copy;
-	n->name_len = (uint32_t)len;
-	i = hash(parent, name, len) & (m->nslots - 1);
-	while (m->slots[i])
-		i = (i + 1) & (m->nslots - 1);
-	m->slots[i] = n;
-	m->count++;
-	return n;
+	e->n.parent = parent;
+	e->n.name = copy;
+	e->n.name_len = (uint32_t)len;
+	if (htable_add(&m->t, &e->h, hash(parent, name, len)) < 0)
+		return NULL; /* never: the table has its buckets from pm_new */
+	return &e->n;
 }
 
 int path_split(const uint8_t *path, size_t len, const uint8_t **comps, size_t *lens, int max)

@@ -1,7 +1,8 @@
 /* A plain directory as a tree (see dirtree.h).
  *
- * The inode table maps (st_dev, st_ino) to a local number and each number to the path it
- * was found at, relative to the root.  It only grows (entries are never forgotten while
+ * The inode table maps (st_dev, st_ino) to a local number (the one hash table,
+ * common/htable.h, by hash_pair(dev, ino)) and each number to the path it was found at,
+ * relative to the root (an array of the nodes, each allocated with its path).  It only grows (entries are never forgotten while
  * mounted; a union mount of a folder is browsed, not churned).  readdir sorts a folder's
  * names once per call so that resuming after a cookie (the position) is stable.
  *
@@ -24,14 +25,17 @@
 
 #include "codecs/codec.h"
 #include "common/hash.h"
+#include "common/htable.h"
 #include "containers/container.h"
 #include "containers/tar/tar.h"
 
 struct dnode {
+	struct htable_node h; /* in the table, by hash_pair(dev, ino) */
 	dev_t dev;
 	ino_t ino;
-	char *rel;	/* "." for the root */
+	uint64_t id;	/* its local inode */
 	int8_t archive; /* recursive: 1 an archive (shown as a folder), 0 not, -1 not probed */
+	char rel[];	/* "." for the root */
 };
 
 struct dirtree {
@@ -41,72 +45,51 @@ struct dirtree {
 	bool recursive; /* archives found are shown as folders (-r) */
 	pthread_mutex_t lock;
 	/* protected by lock: */
-	struct dnode *nodes; /* index = local inode - 1 */
+	struct dnode **nodes; /* index = local inode - 1 */
 	size_t n, cap;
-	uint64_t *slots; /* open addressing: local inode, 0 = empty */
-	size_t nslots;
+	struct htable table; /* the nodes by (dev, ino) */
 };
 
 struct dfile {
 	int fd;
 };
 
-static size_t slot_of(const struct dirtree *d, dev_t dev, ino_t ino)
-{
-	return (size_t)hash_pair((uint64_t)dev, (uint64_t)ino) & (d->nslots - 1);
-}
-
 /* The local inode for (dev, ino) found at rel, added if new.  0 if out of memory. */
 static uint64_t intern(struct dirtree *d, dev_t dev, ino_t ino, const char *rel)
 {
-	uint64_t id = 0;
+	uint64_t h = hash_pair((uint64_t)dev, (uint64_t)ino), id = 0;
+	struct htable_node *hn;
+	struct dnode *n;
+	size_t len;
 
 	pthread_mutex_lock(&d->lock);
-	size_t i = slot_of(d, dev, ino);
-	for (; d->slots[i]; i = (i + 1) & (d->nslots - 1)) {
-		struct dnode *n = &d->nodes[d->slots[i] - 1];
+	for (hn = htable_first(&d->table, h); hn; hn = htable_next(hn)) {
+		n = htable_entry(hn, struct dnode, h);
 		if (n->dev == dev && n->ino == ino) {
-			id = d->slots[i];
+			id = n->id;
 			goto out;
 		}
-	}
-	if ((d->n + 1) * 2 > d->nslots) {
-		size_t ns = d->nslots * 2;
-		uint64_t *s = calloc(ns, sizeof(*s));
-		if (!s)
-			goto out;
-		for (size_t j = 0; j < d->nslots; j++) {
-			if (!d->slots[j])
-				continue;
-			struct dnode *n = &d->nodes[d->slots[j] - 1];
-			d->nslots = ns;
-			size_t k = slot_of(d, n->dev, n->ino);
-			d->nslots = ns / 2;
-			while (s[k])
-				k = (k + 1) & (ns - 1);
-			s[k] = d->slots[j];
-		}
-		free(d->slots);
-		d->slots = s;
-		d->nslots = ns;
-		i = slot_of(d, dev, ino);
-		while (d->slots[i])
-			i = (i + 1) & (d->nslots - 1);
 	}
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 256;
-		struct dnode *nn = realloc(d->nodes, cap * sizeof(*nn));
+		struct dnode **nn = realloc(d->nodes, cap * sizeof(*nn));
 		if (!nn)
 			goto out;
 		d->nodes = nn;
 		d->cap = cap;
 	}
-	char *copy = strdup(rel);
-	if (!copy)
+	len = strlen(rel);
+	n = malloc(sizeof(*n) + len + 1);
+	if (!n)
 		goto out;
-	d->nodes[d->n] = (struct dnode){dev, ino, copy, -1};
-	id = ++d->n;
-	d->slots[i] = id;
+	*n = (struct dnode){.dev = dev, .ino = ino, .id = d->n + 1, .archive = -1};
+	memcpy(n->rel, rel, len + 1);
+	if (htable_add(&d->table, &n->h, h) < 0) {
+		free(n);
+		goto out;
+	}
+	d->nodes[d->n++] = n;
+	id = n->id;
 out:
 	pthread_mutex_unlock(&d->lock);
 	return id;
@@ -119,7 +102,7 @@ static char *rel_of(struct dirtree *d, uint64_t id, int *err)
 
 	pthread_mutex_lock(&d->lock);
 	if (id >= 1 && id <= d->n) {
-		rel = strdup(d->nodes[id - 1].rel);
+		rel = strdup(d->nodes[id - 1]->rel);
 		*err = rel ? 0 : -ENOMEM;
 	} else {
 		*err = -ENOENT;
@@ -195,12 +178,12 @@ static void mark_archive(struct dirtree *d, uint64_t id, const char *rel, struct
 	if (!d->recursive || !S_ISREG(a->mode))
 		return;
 	pthread_mutex_lock(&d->lock);
-	known = d->nodes[id - 1].archive;
+	known = d->nodes[id - 1]->archive;
 	pthread_mutex_unlock(&d->lock);
 	if (known < 0) {
 		known = probe_archive(d, rel);
 		pthread_mutex_lock(&d->lock);
-		d->nodes[id - 1].archive = known;
+		d->nodes[id - 1]->archive = known;
 		pthread_mutex_unlock(&d->lock);
 	}
 	if (known) {
@@ -519,9 +502,9 @@ static void dt_free(void *t)
 	if (!d)
 		return;
 	for (size_t i = 0; i < d->n; i++)
-		free(d->nodes[i].rel);
+		free(d->nodes[i]);
 	free(d->nodes);
-	free(d->slots);
+	htable_fini(&d->table);
 	if (d->rootfd >= 0)
 		close(d->rootfd);
 	pthread_mutex_destroy(&d->lock);
@@ -543,12 +526,11 @@ int dirtree_open(const char *path, const char *hide, bool recursive, struct dirt
 	pthread_mutex_init(&d->lock, NULL);
 	d->rootfd = -1;
 	d->recursive = recursive;
-	d->nslots = 1024;
-	d->slots = calloc(d->nslots, sizeof(*d->slots));
-	d->path = realpath(path, NULL);
+	err = htable_init(&d->table, 1024);
+	d->path = err ? NULL : realpath(path, NULL);
 	d->hide = hide ? strdup(hide) : NULL;
-	if (!d->slots || !d->path || (hide && !d->hide)) {
-		err = d->slots ? -errno : -ENOMEM;
+	if (err || !d->path || (hide && !d->hide)) {
+		err = err ? err : -errno;
 		goto fail;
 	}
 	d->rootfd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -60,6 +60,6 @@ struct tree_ops {
 	void (*free)(void *t);
 };
 
-extern const struct tree_ops tree_archive_ops; /* t is a struct arch * */
+extern const struct tree_ops tree_archive_ops; /* t is a struct arch * (archive_tree.c) */
 
 #endif

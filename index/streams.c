@@ -1,0 +1,450 @@
+/* The decoded streams of an opened archive (the streams table of archive_int.h): a stream's
+ * reader is made on the first read of a member in it -- a .tar.gz has one stream, a zip may
+ * have 100,000 -- from its row in the index's streams table and its checkpoints; the aux
+ * blobs (gzip windows) are read from SQLite only when a decoder starts there.
+ *
+ * The streams read so far are kept in a hash table by id (common/htable.h), each with a
+ * count of the open files (and the prefetch) using it.  A stream no one uses joins the idle
+ * list (common/list.h, most recent first) and stays open, its reader and cached data with
+ * it, for the next file of the same stream; beyond ARCH_STREAMS_MAX open streams the least
+ * recently used idle ones are freed, so a zip of 70,000 entries read whole keeps memory
+ * bounded.  The prefetch of a whole archive (arch_prefetch) takes a reference on each
+ * stream it decodes.  Locks: streams_lock (archive_int.h); a stream is freed outside it.
+ */
+#include "index/archive_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codecs/codec.h"
+#include "common/byteio.h"
+#include "common/hash.h"
+#include "common/log.h"
+#include "common/size.h"
+#include "containers/zip.h"
+#include "index/db.h"
+#include "seek/prefetch.h"
+#include "seek/segment.h"
+
+#define PF_MAX_STREAMS 256 /* streams an archive may have to be prefetched stream by stream */
+#define ARCH_STREAMS_MAX 1024 /* idle streams kept open (their readers, their cached data) */
+
+static int load_aux(void *opaque, size_t idx, void **aux, size_t *len)
+{
+	struct astream *st = opaque;
+	struct conn *c;
+	int r = arch_conn_get(st->a, &c);
+
+	*aux = NULL;
+	*len = 0;
+	if (r)
+		return r;
+	sqlite3_bind_int64(c->aux, 1, (sqlite3_int64)st->id);
+	sqlite3_bind_int64(c->aux, 2, (sqlite3_int64)idx);
+	r = arch_step(c->aux);
+	if (r > 0 && sqlite3_column_type(c->aux, 0) == SQLITE_BLOB) {
+		size_t n = (size_t)sqlite3_column_bytes(c->aux, 0);
+		*aux = malloc(n ? n : 1);
+		if (*aux) {
+			memcpy(*aux, sqlite3_column_blob(c->aux, 0), n);
+			*len = n;
+		} else {
+			r = -ENOMEM;
+		}
+	}
+	sqlite3_reset(c->aux);
+	arch_conn_put(st->a, c);
+	return r < 0 ? r : 0;
+}
+
+/* The members' CRC-32s of a whole-mode stream, in data order.  0 or -errno. */
+static int stream_ranges(struct astream *st, struct conn *c, struct creader_range **out,
+			 size_t *n)
+{
+	size_t cap = 0;
+	int r;
+
+	*out = NULL;
+	*n = 0;
+	sqlite3_bind_int64(c->ranges, 1, (sqlite3_int64)st->id);
+	while ((r = arch_step(c->ranges)) > 0) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 8;
+			struct creader_range *m = realloc(*out, cap * sizeof(**out));
+			if (!m) {
+				r = -ENOMEM;
+				break;
+			}
+			*out = m;
+		}
+		(*out)[(*n)++] = (struct creader_range){
+		    .off = (uint64_t)sqlite3_column_int64(c->ranges, 0),
+		    .len = (uint64_t)sqlite3_column_int64(c->ranges, 1),
+		    .crc = (uint32_t)sqlite3_column_int64(c->ranges, 2)};
+	}
+	sqlite3_reset(c->ranges);
+	return r < 0 ? r : 0;
+}
+
+/* The checkpoints of st (and their segment CRCs) into a new reader.  0 or -errno (logged). */
+static int stream_reader(struct astream *st, struct conn *c)
+{
+	static const uint32_t no_segments[1];
+	struct arch *a = st->a;
+	struct codec_ckpt *ck = NULL;
+	uint32_t *crcs = NULL;
+	struct creader_range *ranges = NULL;
+	size_t n = 0, cap = 0, ncrc = 0, crc_cap = 0;
+	sqlite3_stmt *q = c->ckpts;
+	/* segments checked by CRC, of 1 << shift bytes; 0: none */
+	unsigned shift = st->crcs == IDX_CRCS_SEGMENTS	     ? SEG_SHIFT
+			 : st->crcs == IDX_CRCS_SEGMENTS_FINE ? SEG_SHIFT_FINE
+							      : 0;
+	int r, err = 0;
+
+	sqlite3_bind_int64(q, 1, (sqlite3_int64)st->id);
+	while ((r = arch_step(q)) > 0) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			void *p = realloc(ck, cap * sizeof(*ck));
+			if (!p) {
+				err = -ENOMEM;
+				goto out;
+			}
+			ck = p;
+		}
+		ck[n] = (struct codec_ckpt){
+			.uoff = (uint64_t)sqlite3_column_int64(q, 0),
+			.ulen = (uint64_t)sqlite3_column_int64(q, 1),
+			.coff = (uint64_t)sqlite3_column_int64(q, 2),
+			.clen = (uint64_t)sqlite3_column_int64(q, 3),
+			.extra = (uint64_t)sqlite3_column_int64(q, 4),
+			.bits = (uint32_t)sqlite3_column_int64(q, 5),
+			.flags = (uint32_t)sqlite3_column_int64(q, 6),
+		};
+		size_t nb = (size_t)sqlite3_column_bytes(q, 7);
+		const uint8_t *p = sqlite3_column_blob(q, 7);
+		if (shift) {
+			if (nb / 4 != seg_count(ck[n].ulen, shift) || nb % 4) {
+				tfs_log(TFS_LOG_ERR, "%s: index damaged (checkpoint %zu of stream %llu)",
+					a->index_shown, n, (unsigned long long)st->id);
+				err = -EIO;
+				goto out;
+			}
+			if (ncrc + nb / 4 > crc_cap) {
+				crc_cap = (ncrc + nb / 4) * 2 + 64;
+				void *q2 = realloc(crcs, crc_cap * sizeof(*crcs));
+				if (!q2) {
+					err = -ENOMEM;
+					goto out;
+				}
+				crcs = q2;
+			}
+			for (size_t i = 0; i < nb / 4; i++)
+				crcs[ncrc++] = le32(p + 4 * i);
+		}
+		n++;
+	}
+	if (r < 0) {
+		err = r;
+		goto out;
+	}
+	if (n == 0 && st->usize == 0)
+		goto out; /* a stream that decodes to nothing: nothing to read */
+	struct creader_params p = {
+		.codec = st->codec,
+		.in = st->in,
+		.ckpts = ck,
+		.nckpts = n,
+		.crcs = shift ? (crcs ? crcs : no_segments) : NULL,
+		.seg_shift = shift,
+		.usize = st->usize,
+		.load_aux = load_aux,
+		.aux_opaque = st,
+		.cache = a->env.cache,
+		.workers = a->env.workers,
+	};
+	struct codec_ckpt whole = {.uoff = 0, .ulen = st->usize};
+	if (st->crcs == IDX_CRCS_MEMBERS) { /* decoded whole, checked against its members */
+		err = stream_ranges(st, c, &ranges, &p.nranges);
+		if (err)
+			goto out;
+		if (!p.nranges) {
+			tfs_log(TFS_LOG_ERR, "%s: index damaged (stream %llu has nothing to check it "
+				"with)", a->index_shown, (unsigned long long)st->id);
+			err = -EIO;
+			goto out;
+		}
+		p.ckpts = &whole;
+		p.nckpts = 1;
+		p.ranges = ranges;
+		p.params = st->params;
+		p.params_len = st->params_len;
+	}
+	err = creader_new(&p, &st->reader);
+	if (err == -EINVAL)
+		tfs_log(TFS_LOG_ERR, "%s: index damaged (inconsistent checkpoints in stream %llu)",
+			a->index_shown, (unsigned long long)st->id);
+	if (err == -EINVAL)
+		err = -EIO;
+out:
+	sqlite3_reset(q);
+	free(ck);
+	free(crcs);
+	free(ranges);
+	return err;
+}
+
+static void stream_free(struct astream *st)
+{
+	if (!st)
+		return;
+	creader_free(st->reader);
+	src_free(st->in);
+	free(st->params);
+	free(st);
+}
+
+/* Makes stream id of a from its row (streams_lock held).  0 and *out, or -errno (logged). */
+static int stream_make(struct arch *a, uint64_t id, struct astream **out)
+{
+	struct astream *st;
+	struct conn *c;
+	int r, err;
+
+	*out = NULL;
+	if (!a->env.cache) {
+		tfs_log(TFS_LOG_ERR, "internal error: no chunk cache for a compressed archive");
+		return -EINVAL;
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	st->a = a;
+	st->id = id;
+	list_init(&st->idle);
+	err = arch_conn_get(a, &c);
+	if (err) {
+		free(st);
+		return err;
+	}
+	sqlite3_bind_int64(c->stream, 1, (sqlite3_int64)id);
+	r = arch_step(c->stream);
+	if (r > 0) {
+		const char *name = (const char *)sqlite3_column_text(c->stream, 0);
+		st->codec = name ? codec_by_name(name) : NULL;
+		st->coff = (uint64_t)sqlite3_column_int64(c->stream, 1);
+		st->clen = (uint64_t)sqlite3_column_int64(c->stream, 2);
+		st->usize = (uint64_t)sqlite3_column_int64(c->stream, 3);
+		st->crcs = (int)sqlite3_column_int64(c->stream, 4);
+		st->flags = (unsigned)sqlite3_column_int64(c->stream, 5);
+		if (sqlite3_column_type(c->stream, 6) == SQLITE_BLOB) {
+			st->params_len = (size_t)sqlite3_column_bytes(c->stream, 6);
+			st->params = malloc(st->params_len ? st->params_len : 1);
+			if (st->params)
+				memcpy(st->params, sqlite3_column_blob(c->stream, 6), st->params_len);
+			else
+				r = -ENOMEM;
+		}
+		if (!st->codec)
+			tfs_log(TFS_LOG_ERR, "%s: stream %llu is made with codec '%s', which this "
+				"build lacks", a->path, (unsigned long long)id, name ? name : "?");
+	} else if (r == 0) {
+		tfs_log(TFS_LOG_ERR, "%s: index damaged (no stream %llu)", a->index_shown,
+			(unsigned long long)id);
+	}
+	sqlite3_reset(c->stream);
+	err = r < 0 ? r : (r == 0 ? -EIO : 0);
+	if (!err && !st->codec)
+		err = -ENOTSUP;
+	if (!err && (st->crcs < IDX_CRCS_CODEC || st->crcs > IDX_CRCS_SEGMENTS_FINE ||
+		     (st->crcs == IDX_CRCS_CODEC && !st->codec->index_blocks))) {
+		/* only a codec that checks every block may do without CRCs */
+		tfs_log(TFS_LOG_ERR, "%s: index damaged (no CRCs for %s stream %llu)",
+			a->index_shown, st->codec->name, (unsigned long long)id);
+		err = -EIO;
+	}
+	uint64_t start = st->coff;
+	if (!err && (st->flags & IDX_S_ZIPLOCAL)) /* the bytes follow a zip local header */
+		err = zip_local_data(a->file, st->coff, a->path, &start);
+	if (!err && (start > src_size(a->file) || st->clen > src_size(a->file) - start)) {
+		tfs_log(TFS_LOG_ERR, "%s: the archive ends inside stream %llu (truncated or changed "
+			"since it was indexed)", a->path, (unsigned long long)id);
+		err = -EIO;
+	}
+	if (!err) {
+		st->in = src_window(a->file, start, st->clen);
+		err = st->in ? stream_reader(st, c) : -ENOMEM;
+	}
+	arch_conn_put(a, c);
+	if (err) {
+		stream_free(st);
+		return err;
+	}
+	*out = st;
+	return 0;
+}
+
+/* The stream id of a, if it is in the table (streams_lock held). */
+static struct astream *stream_find(struct arch *a, uint64_t id)
+{
+	struct htable_node *n;
+
+	for (n = htable_first(&a->streams, hash_u64(id)); n; n = htable_next(n)) {
+		struct astream *st = htable_entry(n, struct astream, hnode);
+		if (st->id == id)
+			return st;
+	}
+	return NULL;
+}
+
+/* Takes the least recently used idle streams out of the table while more than
+ * ARCH_STREAMS_MAX are open (streams_lock held), onto victims (by their idle links), to be
+ * freed once the lock is released. */
+static void streams_trim(struct arch *a, struct list_node *victims)
+{
+	struct list_node *n;
+
+	while (a->streams.count > ARCH_STREAMS_MAX && (n = list_last(&a->idle))) {
+		struct astream *st = list_entry(n, struct astream, idle);
+		list_del(&st->idle);
+		htable_del(&a->streams, &st->hnode);
+		list_add_head(victims, &st->idle);
+	}
+}
+
+int arch_stream_get(struct arch *a, uint64_t id, struct astream **out)
+{
+	struct astream *st, *unused = NULL;
+	int err = 0;
+
+	pthread_mutex_lock(&a->streams_lock);
+	st = stream_find(a, id);
+	if (!st) {
+		err = stream_make(a, id, &st);
+		if (!err && htable_add(&a->streams, &st->hnode, hash_u64(id)) < 0) {
+			unused = st; /* the table has no buckets and none can be had */
+			st = NULL;
+			err = -ENOMEM;
+		}
+	} else if (!st->refs) {
+		list_del(&st->idle);
+	}
+	if (st)
+		st->refs++;
+	pthread_mutex_unlock(&a->streams_lock);
+	stream_free(unused);
+	*out = st;
+	return err;
+}
+
+void arch_stream_put(struct arch *a, struct astream *st)
+{
+	struct list_node victims, *n, *tmp;
+
+	if (!st)
+		return;
+	list_init(&victims);
+	pthread_mutex_lock(&a->streams_lock);
+	if (--st->refs == 0) {
+		list_add_head(&a->idle, &st->idle);
+		streams_trim(a, &victims);
+	}
+	pthread_mutex_unlock(&a->streams_lock);
+	/* outside the lock: a reader waits for its decoding ahead */
+	list_for_each_safe(n, tmp, &victims)
+		stream_free(list_entry(n, struct astream, idle));
+}
+
+void arch_streams_free(struct arch *a)
+{
+	struct htable_node *n;
+
+	while ((n = htable_pop(&a->streams)))
+		stream_free(htable_entry(n, struct astream, hnode));
+	htable_fini(&a->streams);
+}
+
+int arch_prefetch(struct arch *a, struct prefetch *pf)
+{
+	uint64_t *ids = NULL, total = 0;
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *st = NULL;
+	struct conn *c;
+	int err = arch_conn_get(a, &c), r;
+
+	if (err)
+		return err;
+	err = db_prepare(c->db, "SELECT id, usize FROM streams ORDER BY id", &st);
+	while (!err && (r = arch_step(st)) != 0) {
+		if (r < 0) {
+			err = r;
+			break;
+		}
+		if (n == cap) {
+			uint64_t *m = realloc(ids, (cap = cap ? cap * 2 : 16) * sizeof(*ids));
+			if (!m) {
+				err = -ENOMEM;
+				break;
+			}
+			ids = m;
+		}
+		ids[n++] = (uint64_t)sqlite3_column_int64(st, 0);
+		total += (uint64_t)sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
+	arch_conn_put(a, c);
+	/* a plain archive, or one of many small streams (a zip): its bytes into the page cache
+	 * (a reader per stream for tens of thousands of them would cost more than it saves:
+	 * each decodes at its first read, from memory then) */
+	if (!err && (!n || n > PF_MAX_STREAMS) && a->fd >= 0) {
+		uint64_t size = src_size(a->file);
+		free(ids);
+		if (size > pf_room(pf) || !pf_add_file(pf, a->fd, size)) {
+			tfs_log(TFS_LOG_INFO, "%s: not read ahead: larger than the prefetch budget "
+				"has left", a->path);
+			pf_note_skipped(pf);
+		}
+		return 0;
+	}
+	if (!err && n && total > pf_room(pf)) {
+		char sz[32];
+		format_size(sz, sizeof(sz), (double)total);
+		tfs_log(TFS_LOG_INFO, "%s: not prefetched: %s decoded, more than the prefetch "
+			"budget has left", a->path, sz);
+		pf_note_skipped(pf);
+		n = 0;
+	}
+	for (size_t i = 0; !err && i < n; i++) {
+		struct astream *s;
+		err = arch_stream_get(a, ids[i], &s);
+		/* a stream taken keeps its reference: the prefetch holds its reader until the end */
+		if (!err && !(s->reader && pf_add(pf, s->reader)))
+			arch_stream_put(a, s);
+	}
+	free(ids);
+	return err;
+}
+
+void arch_get_reader_stats(struct arch *a, struct creader_stats *out)
+{
+	size_t pos = 0;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&a->streams_lock);
+	for (struct htable_node *n = htable_walk(&a->streams, &pos, NULL); n;
+	     n = htable_walk(&a->streams, &pos, n)) {
+		struct astream *st = htable_entry(n, struct astream, hnode);
+		struct creader_stats s;
+
+		if (!st->reader)
+			continue;
+		creader_get_stats(st->reader, &s);
+		out->decoders_started += s.decoders_started;
+		out->decoded_bytes += s.decoded_bytes;
+		out->segments_filled += s.segments_filled;
+		out->ahead_waits += s.ahead_waits;
+	}
+	pthread_mutex_unlock(&a->streams_lock);
+}
