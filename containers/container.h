@@ -1,5 +1,5 @@
 /* Containers: the archive formats that say which members an archive holds and where their
- * bytes are -- zip (zip.c) and 7z (sevenzip.c) here; tar (tar.h) is the one read as a stream,
+ * bytes are -- zip (zip.c) and 7z (7z/sza_*.c) here; tar (tar.h) is the one read as a stream,
  * through a codec when compressed, and keeps its own interface.
  *
  * A container reads the archive file (random access, through the source interface) and
