@@ -397,7 +397,7 @@ static void check_digests(struct bench *b, struct check_list *l)
 
 			if (d->state == 1) {
 				hex = bench_xmalloc(2 * d->len + 1);
-				md5_hex(d->bytes, d->len, hex);
+				bench_md5_hex(d->bytes, d->len, hex);
 			}
 			check_add(l, b->files[i], b->cfg[k].name, hex,
 				  d->state == 1 ? NULL
