@@ -8,7 +8,7 @@
  *
  * Errors keep their cause up to the caller: every read is of bytes the file's size says are
  * there, so a read that fails returns the source's -errno as it came (-EIO, -ENOMEM, a remote
- * source's -ETIMEDOUT) after a log line saying what could not be read; damage is -EIO after
+ * source's -ESTALE) after a log line saying what could not be read; damage is -EIO after
  * a log line saying what is wrong; "no end record" is told apart from both (the walk of the
  * local headers, or -EINVAL: not a zip).
  */
@@ -68,7 +68,7 @@ struct zip_dir {
  * with a comment length that reaches exactly the end of the file -- else, as unzip and
  * Python's zipfile do, the last one whose comment ends before it (bytes were appended).  Its
  * offset; -ENOENT if there is none (no signature fits, or the file is shorter than a record);
- * -ENOMEM; or the source's error reading those bytes (-EIO, a remote source's -ETIMEDOUT,
+ * -ENOMEM; or the source's error reading those bytes (-EIO, a remote source's -ESTALE,
  * ...; -EIO too when the file is shorter than its size said).  Logs nothing: the probe calls
  * it on files of every format. */
 static int64_t find_end(struct src *in, uint64_t size)
@@ -105,7 +105,7 @@ static int64_t find_end(struct src *in, uint64_t size)
 }
 
 /* Reads len bytes at off, which the caller has found to lie inside the archive: 0, or the
- * source's -errno (-EIO, -ENOMEM, a remote source's -ETIMEDOUT, ...; -EIO also when the file
+ * source's -errno (-EIO, -ENOMEM, a remote source's -ESTALE, ...; -EIO also when the file
  * turns out shorter than its size said) after a log line saying what could not be read. */
 static int read_at(struct src *in, const char *name, const char *what, void *buf, size_t len,
 		   uint64_t off)
@@ -198,7 +198,8 @@ static int dir_locate(struct src *in, const char *name, uint64_t size, int64_t e
 		err = read_at(in, name, "central directory", sig, 4, d->off);
 		if (err)
 			return err;
-		if (le32(sig) == ZIP_CENTRAL_SIG) { /* the offset is right: trust it over the size */
+		/* the offset is right: trust it over the size */
+		if (le32(sig) == ZIP_CENTRAL_SIG) {
 			tfs_log(TFS_LOG_WARNING, "%s: the zip directory's size (%llu) does not fit "
 				"where it starts: read from its offset", name,
 				(unsigned long long)d->size);

@@ -36,7 +36,7 @@
 
 /* The offset of the data that follows the local header at lho in file: 0 and *data, -EIO
  * when there is no valid local header there, or the source's -errno when it cannot be read
- * (-EIO, -ENOMEM, a remote source's -ETIMEDOUT, ...); either logged, naming archive. */
+ * (-EIO, -ENOMEM, a remote source's -ESTALE, ...); either logged, naming archive. */
 int zip_local_data(struct src *file, uint64_t lho, const char *archive, uint64_t *data);
 
 #endif
