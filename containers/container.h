@@ -1,5 +1,5 @@
 /* Containers: the archive formats that say which members an archive holds and where their
- * bytes are -- zip (zip.c) and 7z (sevenzip.c) here; tar (tar.h) is the one read as a stream,
+ * bytes are -- zip (zip.c) and 7z (7z/sza_*.c) here; tar (tar.h) is the one read as a stream,
  * through a codec when compressed, and keeps its own interface.
  *
  * A container reads the archive file (random access, through the source interface) and
@@ -20,8 +20,9 @@
  *
  * Errors: parse returns 0 (damage met in entries is logged and left to their reads; what the
  * format lets it find is reported), or -errno after logging why: -EINVAL not this format after
- * all, -EIO a read error or a directory too damaged to use, -ENOTSUP a directory it cannot
- * read (encrypted headers), -ENOMEM; a sink error stops the parse and is returned.  A
+ * all, -EIO a directory too damaged to use, -ENOTSUP a directory it cannot read (encrypted
+ * headers), -ENOMEM; a read of the archive that fails returns the source's error as it came
+ * (-EIO, a remote source's -ESTALE, ...); a sink error stops the parse and is returned.  A
  * container never reads outside its buffers, whatever the archive says, and bounds what it
  * allocates by what the file can hold.
  */

@@ -5,6 +5,12 @@
  * report each entry: first its stream, if its data is compressed, then the member.  Each field
  * is read through bounds-checked loaders; an entry whose fields do not fit its record ends
  * the directory (damage: the entries before it are reported).
+ *
+ * Errors keep their cause up to the caller: every read is of bytes the file's size says are
+ * there, so a read that fails returns the source's -errno as it came (-EIO, -ENOMEM, a remote
+ * source's -ESTALE) after a log line saying what could not be read; damage is -EIO after
+ * a log line saying what is wrong; "no end record" is told apart from both (the walk of the
+ * local headers, or -EINVAL: not a zip).
  */
 #include "containers/zip.h"
 
@@ -61,80 +67,119 @@ struct zip_dir {
 /* The end record: the last place in the final ZIP_END_SEARCH bytes where its signature sits
  * with a comment length that reaches exactly the end of the file -- else, as unzip and
  * Python's zipfile do, the last one whose comment ends before it (bytes were appended).  Its
- * offset, or -1. */
+ * offset; -ENOENT if there is none (no signature fits, or the file is shorter than a record);
+ * -ENOMEM; or the source's error reading those bytes (-EIO, a remote source's -ESTALE,
+ * ...; -EIO too when the file is shorter than its size said).  Logs nothing: the probe calls
+ * it on files of every format. */
 static int64_t find_end(struct src *in, uint64_t size)
 {
 	uint64_t n = size < ZIP_END_SEARCH ? size : ZIP_END_SEARCH, start = size - n;
 	uint8_t *buf;
-	int64_t found = -1;
+	int64_t found = -ENOENT, fits = -ENOENT;
+	int err;
 
-	if (size < ZIP_END_LEN)
-		return -1;
+	if (size < ZIP_END_LEN || size == SRC_SIZE_UNKNOWN)
+		return -ENOENT;
 	buf = malloc((size_t)n);
 	if (!buf)
-		return -1;
-	if (src_pread(in, buf, (size_t)n, start) == (ssize_t)n) {
-		int64_t fits = -1; /* bytes after the record: a download's padding, a signature */
-		for (uint64_t i = n - ZIP_END_LEN + 1; i-- > 0;) {
-			if (le32(buf + i) != ZIP_END_SIG)
-				continue;
-			uint64_t end = start + i + ZIP_END_LEN + le16(buf + i + 20);
-			if (end == size) {
-				found = (int64_t)(start + i);
-				break;
-			}
-			if (end < size && fits < 0)
-				fits = (int64_t)(start + i);
+		return -ENOMEM;
+	err = src_pread_full(in, buf, (size_t)n, start);
+	if (err) {
+		free(buf);
+		return err;
+	}
+	/* fits: bytes after the record (a download's padding, a signature) */
+	for (uint64_t i = n - ZIP_END_LEN + 1; i-- > 0;) {
+		if (le32(buf + i) != ZIP_END_SIG)
+			continue;
+		uint64_t end = start + i + ZIP_END_LEN + le16(buf + i + 20);
+		if (end == size) {
+			found = (int64_t)(start + i);
+			break;
 		}
-		if (found < 0)
-			found = fits;
+		if (end < size && fits < 0)
+			fits = (int64_t)(start + i);
 	}
 	free(buf);
-	return found;
+	return found >= 0 ? found : fits;
 }
 
-/* Reads len bytes at off, all or nothing. */
-static bool read_at(struct src *in, void *buf, size_t len, uint64_t off)
+/* Reads len bytes at off, which the caller has found to lie inside the archive: 0, or the
+ * source's -errno (-EIO, -ENOMEM, a remote source's -ESTALE, ...; -EIO also when the file
+ * turns out shorter than its size said) after a log line saying what could not be read. */
+static int read_at(struct src *in, const char *name, const char *what, void *buf, size_t len,
+		   uint64_t off)
 {
-	return src_pread(in, buf, len, off) == (ssize_t)len;
+	int err = src_pread_full(in, buf, len, off);
+
+	if (err)
+		tfs_log(TFS_LOG_ERR, "%s: cannot read the zip %s at offset %llu: %s", name, what,
+			(unsigned long long)off, strerror(-err));
+	return err;
+}
+
+/* The zip64 end record, when a zip64 locator sits just before the end record at end: its
+ * numbers replace the end record's in d, *disk, *cd_disk, and *dir_end moves to it.  0 (also
+ * when there is none), or -errno from a read. */
+static int dir_zip64(struct src *in, const char *name, uint64_t size, uint64_t end,
+		     struct zip_dir *d, unsigned *disk, unsigned *cd_disk, uint64_t *dir_end)
+{
+	uint8_t loc[ZIP64_LOCATOR_LEN], e64[ZIP64_END_LEN];
+	bool found = false;
+	uint64_t rec;
+	int err;
+
+	if (end < ZIP64_LOCATOR_LEN)
+		return 0;
+	err = read_at(in, name, "zip64 locator", loc, sizeof(loc), end - ZIP64_LOCATOR_LEN);
+	if (err || le32(loc) != ZIP64_LOCATOR_SIG)
+		return err;
+	/* the record is where the locator says, or (shifted archive) right before it */
+	rec = le64(loc + 8);
+	if (size >= ZIP64_END_LEN && rec <= size - ZIP64_END_LEN) {
+		err = read_at(in, name, "zip64 end record", e64, sizeof(e64), rec);
+		if (err)
+			return err;
+		found = le32(e64) == ZIP64_END_SIG;
+	}
+	if (end < ZIP64_LOCATOR_LEN + ZIP64_END_LEN)
+		return 0;
+	if (!found) {
+		rec = end - ZIP64_LOCATOR_LEN - ZIP64_END_LEN;
+		err = read_at(in, name, "zip64 end record", e64, sizeof(e64), rec);
+		if (err || le32(e64) != ZIP64_END_SIG)
+			return err;
+	}
+	*disk = le32(e64 + 16);
+	*cd_disk = le32(e64 + 20);
+	d->entries = le64(e64 + 32);
+	d->size = le64(e64 + 40);
+	d->off = le64(e64 + 48);
+	d->zip64 = true;
+	*dir_end = rec;
+	if (le32(loc + 16) > 1)
+		*disk = 1; /* more than one disk */
+	return 0;
 }
 
 static int dir_locate(struct src *in, const char *name, uint64_t size, int64_t end,
 		      struct zip_dir *d)
 {
-	uint8_t e[ZIP_END_LEN], loc[ZIP64_LOCATOR_LEN], e64[ZIP64_END_LEN];
+	uint8_t e[ZIP_END_LEN];
 	uint64_t dir_end; /* where the directory really ends: at the (zip64) end record */
+	int err = read_at(in, name, "end record", e, sizeof(e), (uint64_t)end);
 
-	if (!read_at(in, e, sizeof(e), (uint64_t)end))
-		return -EIO;
+	if (err)
+		return err;
 	unsigned disk = le16(e + 4), cd_disk = le16(e + 6);
 	d->entries = le16(e + 10);
 	d->size = le32(e + 12);
 	d->off = le32(e + 16);
 	dir_end = (uint64_t)end;
 	/* a zip64 locator just before the end record: the zip64 end record has the numbers */
-	if ((uint64_t)end >= ZIP64_LOCATOR_LEN &&
-	    read_at(in, loc, sizeof(loc), (uint64_t)end - ZIP64_LOCATOR_LEN) &&
-	    le32(loc) == ZIP64_LOCATOR_SIG) {
-		uint64_t rec = le64(loc + 8);
-		uint64_t at = (uint64_t)end - ZIP64_LOCATOR_LEN - ZIP64_END_LEN;
-		/* the record is where the locator says, or (shifted archive) right before it */
-		if (!(rec <= size - ZIP64_END_LEN && read_at(in, e64, sizeof(e64), rec) &&
-		      le32(e64) == ZIP64_END_SIG))
-			rec = at;
-		if ((uint64_t)end >= ZIP64_LOCATOR_LEN + ZIP64_END_LEN &&
-		    read_at(in, e64, sizeof(e64), rec) && le32(e64) == ZIP64_END_SIG) {
-			disk = le32(e64 + 16);
-			cd_disk = le32(e64 + 20);
-			d->entries = le64(e64 + 32);
-			d->size = le64(e64 + 40);
-			d->off = le64(e64 + 48);
-			d->zip64 = true;
-			dir_end = rec;
-			if (le32(loc + 16) > 1)
-				disk = 1; /* more than one disk */
-		}
-	}
+	err = dir_zip64(in, name, size, (uint64_t)end, d, &disk, &cd_disk, &dir_end);
+	if (err)
+		return err;
 	if (disk != 0 || cd_disk != 0) {
 		tfs_log(TFS_LOG_ERR, "%s: a zip split over several disks: not supported", name);
 		return -ENOTSUP;
@@ -149,12 +194,18 @@ static int dir_locate(struct src *in, const char *name, uint64_t size, int64_t e
 	 * between it and the end record) */
 	d->shift = (int64_t)(dir_end - d->size) - (int64_t)d->off;
 	uint8_t sig[4];
-	if (d->shift && d->off < dir_end && read_at(in, sig, 4, d->off) &&
-	    le32(sig) == ZIP_CENTRAL_SIG) { /* the offset is right: trust it over the size */
-		tfs_log(TFS_LOG_WARNING, "%s: the zip directory's size (%llu) does not fit where it "
-			"starts: read from its offset", name, (unsigned long long)d->size);
-		d->size = dir_end - d->off;
-		d->shift = 0;
+	if (d->shift && d->off < dir_end) {
+		err = read_at(in, name, "central directory", sig, 4, d->off);
+		if (err)
+			return err;
+		/* the offset is right: trust it over the size */
+		if (le32(sig) == ZIP_CENTRAL_SIG) {
+			tfs_log(TFS_LOG_WARNING, "%s: the zip directory's size (%llu) does not fit "
+				"where it starts: read from its offset", name,
+				(unsigned long long)d->size);
+			d->size = dir_end - d->off;
+			d->shift = 0;
+		}
 	}
 	if (d->shift < 0) {
 		tfs_log(TFS_LOG_ERR, "%s: zip central directory offset %llu is past its end record: "
@@ -508,11 +559,11 @@ static int parse_directory(struct src *in, const char *name, uint64_t size,
 		free(namebuf);
 		return -ENOMEM;
 	}
-	if (!read_at(in, buf, (size_t)d->size, at)) {
+	err = read_at(in, name, "central directory", buf, (size_t)d->size, at);
+	if (err) {
 		free(buf);
 		free(namebuf);
-		tfs_log(TFS_LOG_ERR, "%s: cannot read the zip central directory", name);
-		return -EIO;
+		return err;
 	}
 	for (uint64_t i = 0; pos < d->size; i++) {
 		struct zip_entry z;
@@ -565,8 +616,10 @@ static int parse_local(struct src *in, const char *name, uint64_t size,
 	st->damaged = true;
 	tfs_log(TFS_LOG_WARNING, "%s: no zip central directory (truncated?): entries read from "
 		"their local headers", name);
-	while (at + ZIP_LOCAL_LEN <= size && read_at(in, h, sizeof(h), at) &&
-	       le32(h) == ZIP_LOCAL_SIG) {
+	while (at + ZIP_LOCAL_LEN <= size) {
+		err = read_at(in, name, "local header", h, sizeof(h), at);
+		if (err || le32(h) != ZIP_LOCAL_SIG)
+			break;
 		size_t n = le16(h + 26), x = le16(h + 28);
 		struct zip_entry z = {
 		    .made_by = 0,
@@ -583,7 +636,10 @@ static int parse_local(struct src *in, const char *name, uint64_t size,
 		    .extra = var + n,
 		    .extra_len = x,
 		};
-		if (!read_at(in, var, n + x, at + ZIP_LOCAL_LEN))
+		if (n + x > size - at - ZIP_LOCAL_LEN)
+			break; /* the archive ends inside the header */
+		err = read_at(in, name, "local header", var, n + x, at + ZIP_LOCAL_LEN);
+		if (err)
 			break;
 		if (!apply_zip64(&z, z.usize == 0xffffffffu, z.csize == 0xffffffffu, false))
 			break;
@@ -615,8 +671,14 @@ static int parse_local(struct src *in, const char *name, uint64_t size,
 int zip_local_data(struct src *file, uint64_t lho, const char *archive, uint64_t *data)
 {
 	uint8_t h[ZIP_LOCAL_LEN];
+	ssize_t n = src_pread(file, h, sizeof(h), lho);
 
-	if (!read_at(file, h, sizeof(h), lho) || le32(h) != ZIP_LOCAL_SIG) {
+	if (n < 0) {
+		tfs_log(TFS_LOG_ERR, "%s: cannot read the zip local header at offset %llu: %s",
+			archive, (unsigned long long)lho, strerror((int)-n));
+		return (int)n;
+	}
+	if (n < (ssize_t)sizeof(h) || le32(h) != ZIP_LOCAL_SIG) {
 		tfs_log(TFS_LOG_ERR, "%s: no zip local header at offset %llu (damaged, or changed "
 			"since it was indexed)", archive, (unsigned long long)lho);
 		return -EIO;
@@ -629,7 +691,8 @@ static bool zip_probe(struct src *in, const uint8_t *head, size_t len)
 {
 	if (len >= 4 && (le32(head) == ZIP_LOCAL_SIG || le32(head) == ZIP_END_SIG))
 		return true;
-	return find_end(in, src_size(in)) >= 0; /* data before the archive */
+	/* data before the archive; a file whose end cannot be read is not taken for a zip */
+	return find_end(in, src_size(in)) >= 0;
 }
 
 static int zip_parse(struct src *in, const struct cont_sink *sink, struct cont_stats *stats)
@@ -641,11 +704,16 @@ static int zip_parse(struct src *in, const struct cont_sink *sink, struct cont_s
 	int64_t end = find_end(in, size);
 	int err;
 
-	if (end < 0) {
+	if (end == -ENOENT) { /* no end record: a zip cut short, or not a zip */
 		uint8_t h[4];
-		err = read_at(in, h, 4, 0) && le32(h) == ZIP_LOCAL_SIG
-			  ? parse_local(in, name, size, sink, &st)
-			  : -EINVAL;
+		err = size < sizeof(h) ? -EINVAL : read_at(in, name, "start", h, sizeof(h), 0);
+		if (!err)
+			err = le32(h) == ZIP_LOCAL_SIG ? parse_local(in, name, size, sink, &st)
+						       : -EINVAL;
+	} else if (end < 0) {
+		err = (int)end;
+		tfs_log(TFS_LOG_ERR, "%s: cannot read the end of the zip archive: %s", name,
+			strerror(-err));
 	} else {
 		err = dir_locate(in, name, size, end, &d);
 		if (!err)

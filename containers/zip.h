@@ -34,8 +34,9 @@
 #include "common/source.h"
 #include "containers/container.h"
 
-/* The offset of the data that follows the local header at lho in file: 0 and *data, or
- * -EIO when there is no valid local header there (logged, naming archive). */
+/* The offset of the data that follows the local header at lho in file: 0 and *data, -EIO
+ * when there is no valid local header there, or the source's -errno when it cannot be read
+ * (-EIO, -ENOMEM, a remote source's -ESTALE, ...); either logged, naming archive. */
 int zip_local_data(struct src *file, uint64_t lho, const char *archive, uint64_t *data);
 
 #endif

@@ -32,8 +32,10 @@
  *   bench_io.c       the mounter's reads (/proc/PID/io) and --throttle's cgroup
  *   bench_ui.c       the progress line and the log sink
  *   bench_util.c     allocation that exits on failure, sample lists, word splitting
- *   bench_stats.c, bench_report.c, bench_mount.c, md5.c: statistics and run order, report
- *                    writers, mount mechanics, MD5 (libcrypto's)
+ *   bench_stats.c, bench_mount.c, md5.c: statistics and run order, mount mechanics, MD5
+ *                    (libcrypto's)
+ *   bench_report.c, bench_fields.c, bench_svg.c, bench_escape.c: the report writers (text,
+ *                    CSV and JSON from one table of fields, SVG; the escapes they share)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -395,7 +397,7 @@ static void check_digests(struct bench *b, struct check_list *l)
 
 			if (d->state == 1) {
 				hex = bench_xmalloc(2 * d->len + 1);
-				md5_hex(d->bytes, d->len, hex);
+				bench_md5_hex(d->bytes, d->len, hex);
 			}
 			check_add(l, b->files[i], b->cfg[k].name, hex,
 				  d->state == 1 ? NULL
@@ -426,7 +428,41 @@ static int close_out(FILE *f, const char *path, int ret)
 	return ret;
 }
 
-static int write_reports(struct bench *b, struct check_list *l)
+#define TITLE_LEN 160
+
+/* The tables' titles: what each metric measured, and how. */
+static void metric_titles(const struct bench *b, char titles[][TITLE_LEN])
+{
+	if (b->o.workload == BENCH_W_MD5)
+		snprintf(titles[BENCH_M_MD5], TITLE_LEN, "%s workload, %zu files, %s page cache",
+			 b->o.workload_name, b->nfiles, b->o.cold ? "cold" : "warm");
+	else
+		snprintf(titles[BENCH_M_MD5], TITLE_LEN,
+			 "%s workload, the whole tree, %s page cache", b->o.workload_name,
+			 b->o.cold ? "cold" : "warm");
+	snprintf(titles[BENCH_M_FIRST], TITLE_LEN, "first mount, %s",
+		 b->o.keep_index ? "existing index kept" : "index built from scratch");
+	snprintf(titles[BENCH_M_SECOND], TITLE_LEN, "second mount, index present%s",
+		 b->o.cold ? ", cold page cache" : "");
+	snprintf(titles[BENCH_M_INDEX], TITLE_LEN, "index size on disk");
+	snprintf(titles[BENCH_M_RSS_FIRST], TITLE_LEN, "peak RSS of the mounter, first mount");
+	snprintf(titles[BENCH_M_RSS_MD5], TITLE_LEN, "peak RSS of the mounter, %s workload",
+		 b->o.workload_name);
+	snprintf(titles[BENCH_M_IO_BYTES], TITLE_LEN,
+		 "bytes read by the mounter per %s pass (rchar; a folder: by the reader)",
+		 b->o.workload_name);
+	snprintf(titles[BENCH_M_IO_CALLS], TITLE_LEN,
+		 "read calls of the mounter per %s pass (syscr; a folder: of the reader)",
+		 b->o.workload_name);
+	snprintf(titles[BENCH_M_IO_DISK], TITLE_LEN,
+		 "disk bytes read for the mounter per %s pass (read_bytes; a folder: for the "
+		 "reader)",
+		 b->o.workload_name);
+}
+
+/* One table per metric that has data, computed, into tables (their results malloc'd: the
+ * caller frees them); their number. */
+static size_t metric_tables(struct bench *b, char titles[][TITLE_LEN], struct bench_table *tables)
 {
 	static const struct {
 		const char *id, *unit;
@@ -442,42 +478,7 @@ static int write_reports(struct bench *b, struct check_list *l)
 	    [BENCH_M_IO_CALLS] = {BENCH_ID_IO_CALLS, "calls", 0},
 	    [BENCH_M_IO_DISK] = {BENCH_ID_IO_DISK, "MiB", 2},
 	};
-	char titles[BENCH_NMETRICS][160], when[128], host[64] = "";
-	struct bench_table tables[BENCH_NMETRICS];
-	struct bench_config_info *cinfo = bench_xcalloc(b->ncfg, sizeof(*cinfo));
-	struct bench_report r = {0};
 	size_t ntables = 0;
-	FILE *text = stdout, *f;
-	time_t now = time(NULL);
-	int ret = 0;
-
-	if (b->o.workload == BENCH_W_MD5)
-		snprintf(titles[BENCH_M_MD5], sizeof(titles[0]),
-			 "%s workload, %zu files, %s page cache", b->o.workload_name, b->nfiles,
-			 b->o.cold ? "cold" : "warm");
-	else
-		snprintf(titles[BENCH_M_MD5], sizeof(titles[0]),
-			 "%s workload, the whole tree, %s page cache", b->o.workload_name,
-			 b->o.cold ? "cold" : "warm");
-	snprintf(titles[BENCH_M_FIRST], sizeof(titles[0]), "first mount, %s",
-		 b->o.keep_index ? "existing index kept" : "index built from scratch");
-	snprintf(titles[BENCH_M_SECOND], sizeof(titles[0]), "second mount, index present%s",
-		 b->o.cold ? ", cold page cache" : "");
-	snprintf(titles[BENCH_M_INDEX], sizeof(titles[0]), "index size on disk");
-	snprintf(titles[BENCH_M_RSS_FIRST], sizeof(titles[0]),
-		 "peak RSS of the mounter, first mount");
-	snprintf(titles[BENCH_M_RSS_MD5], sizeof(titles[0]), "peak RSS of the mounter, %s workload",
-		 b->o.workload_name);
-	snprintf(titles[BENCH_M_IO_BYTES], sizeof(titles[0]),
-		 "bytes read by the mounter per %s pass (rchar; a folder: by the reader)",
-		 b->o.workload_name);
-	snprintf(titles[BENCH_M_IO_CALLS], sizeof(titles[0]),
-		 "read calls of the mounter per %s pass (syscr; a folder: of the reader)",
-		 b->o.workload_name);
-	snprintf(titles[BENCH_M_IO_DISK], sizeof(titles[0]),
-		 "disk bytes read for the mounter per %s pass (read_bytes; a folder: for the "
-		 "reader)",
-		 b->o.workload_name);
 
 	for (int m = 0; m < BENCH_NMETRICS; m++) {
 		struct bench_table *t = &tables[ntables];
@@ -506,6 +507,14 @@ static int write_reports(struct bench *b, struct check_list *l)
 			bench_oom();
 		ntables++;
 	}
+	return ntables;
+}
+
+/* The configurations as the report shows them (malloc'd: the caller frees it). */
+static struct bench_config_info *config_infos(const struct bench *b)
+{
+	struct bench_config_info *cinfo = bench_xcalloc(b->ncfg, sizeof(*cinfo));
+
 	for (size_t i = 0; i < b->ncfg; i++) {
 		const struct bench_cfg *c = &b->cfg[i];
 
@@ -520,14 +529,70 @@ static int write_reports(struct bench *b, struct check_list *l)
 		    .norders = c->norders,
 		};
 	}
-	gethostname(host, sizeof(host) - 1);
-	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
-	if (*host) {
-		size_t len = strlen(when);
+	return cinfo;
+}
 
-		snprintf(when + len, sizeof(when) - len, " (%s)", host);
+/* When the report was made, and where: "2024-05-01 12:00:00 CEST (host)". */
+static void report_when(char *when, size_t len)
+{
+	char host[64] = "";
+	time_t now = time(NULL);
+
+	gethostname(host, sizeof(host) - 1);
+	strftime(when, len, "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
+	if (*host) {
+		size_t n = strlen(when);
+
+		snprintf(when + n, len - n, " (%s)", host);
 	}
-	r = (struct bench_report){
+}
+
+/* The report's outputs: the text on stdout (stderr when one of the files is "-"), then
+ * --csv, --json and --svg (the first table's chart).  0 or -EIO (said why). */
+static int write_outputs(struct bench *b, const struct bench_report *r,
+			 const struct bench_table *tables, size_t ntables)
+{
+	FILE *text = stdout, *f;
+	int ret;
+
+	if ((b->o.csv && !strcmp(b->o.csv, "-")) || (b->o.json && !strcmp(b->o.json, "-")) ||
+	    (b->o.svg && !strcmp(b->o.svg, "-")))
+		text = stderr;
+	bench_ui_clear(&b->ui);
+	ret = bench_report_text(text, r, MAX_BAD_SHOWN);
+	if (b->o.csv && (f = open_out(b->o.csv)))
+		ret = close_out(f, b->o.csv, bench_report_csv(f, r)) ?: ret;
+	else if (b->o.csv)
+		ret = -EIO;
+	if (b->o.json && (f = open_out(b->o.json)))
+		ret = close_out(f, b->o.json, bench_report_json(f, r)) ?: ret;
+	else if (b->o.json)
+		ret = -EIO;
+	if (b->o.svg && (f = open_out(b->o.svg))) {
+		char sub[160];
+
+		snprintf(sub, sizeof(sub), "%u run%s per configuration, seed %" PRIu64, b->o.runs,
+			 b->o.runs == 1 ? "" : "s", b->o.seed);
+		ret = close_out(f, b->o.svg, ntables ? bench_report_svg(f, &tables[0], sub) : 0)
+			  ?: ret;
+	} else if (b->o.svg) {
+		ret = -EIO;
+	}
+	return ret;
+}
+
+static int write_reports(struct bench *b, struct check_list *l)
+{
+	char titles[BENCH_NMETRICS][TITLE_LEN], when[128];
+	struct bench_table tables[BENCH_NMETRICS];
+	struct bench_config_info *cinfo = config_infos(b);
+	size_t ntables;
+	int ret;
+
+	metric_titles(b, titles);
+	ntables = metric_tables(b, titles, tables);
+	report_when(when, sizeof(when));
+	struct bench_report r = {
 	    .version = TARSEEK_VERSION,
 	    .when = when,
 	    .seed = b->o.seed,
@@ -552,29 +617,7 @@ static int write_reports(struct bench *b, struct check_list *l)
 	    .nbad = l->nbad,
 	};
 
-	if ((b->o.csv && !strcmp(b->o.csv, "-")) || (b->o.json && !strcmp(b->o.json, "-")) ||
-	    (b->o.svg && !strcmp(b->o.svg, "-")))
-		text = stderr;
-	bench_ui_clear(&b->ui);
-	ret = bench_report_text(text, &r, MAX_BAD_SHOWN);
-	if (b->o.csv && (f = open_out(b->o.csv)))
-		ret = close_out(f, b->o.csv, bench_report_csv(f, &r)) ?: ret;
-	else if (b->o.csv)
-		ret = -EIO;
-	if (b->o.json && (f = open_out(b->o.json)))
-		ret = close_out(f, b->o.json, bench_report_json(f, &r)) ?: ret;
-	else if (b->o.json)
-		ret = -EIO;
-	if (b->o.svg && (f = open_out(b->o.svg))) {
-		char sub[160];
-
-		snprintf(sub, sizeof(sub), "%u run%s per configuration, seed %" PRIu64, b->o.runs,
-			 b->o.runs == 1 ? "" : "s", b->o.seed);
-		ret = close_out(f, b->o.svg, ntables ? bench_report_svg(f, &tables[0], sub) : 0)
-			  ?: ret;
-	} else if (b->o.svg) {
-		ret = -EIO;
-	}
+	ret = write_outputs(b, &r, tables, ntables);
 	if (l->nbad)
 		bench_err("%s check failed for %zu of %zu files (listed in the report)",
 			  b->o.workload_name, l->nbad, b->nfiles);

@@ -1,7 +1,12 @@
-/* What the parts of the tar parser share (tar.c the reading and the parse loop, tar_pax.c
- * PAX and GNU long-name headers, tar_sparse.c sparse maps, tar_xattr.c extended attributes):
- * the limits, the header layout, the parser's state and the functions one part calls in
- * another.  Private to index/tar*.c; tar.h is the parser's contract.
+/* What the parts of the tar parser share (tar.c the parse loop and member headers, tar_pax.c
+ * PAX and GNU long-name headers, tar_sparse.c sparse maps, tar_xattr.c extended attributes,
+ * tar_util.c the helpers under them all): the limits, the header layout, the parser's state
+ * and the functions one part calls in another.  Private to containers/tar/; tar.h is the
+ * parser's contract.
+ *
+ * The calls go one way, down: tar.c calls tar_pax.c, tar_sparse.c and tar_xattr.c;
+ * tar_pax.c calls tar_sparse.c (the GNU.sparse keywords); every part calls tar_util.c, which
+ * calls none of them.  Each takes the parser (its source, its state) as a parameter.
  */
 #ifndef TARSEEK_TAR_INT_H
 #define TARSEEK_TAR_INT_H
@@ -159,12 +164,15 @@ static inline bool is_zero(const uint8_t *b, size_t n)
 /* The headers that carry a member's metadata in their data (tar_meta). */
 enum meta_kind { META_LONGNAME, META_LONGLINK, META_PAX, META_GLOBAL };
 
-/* tar.c: buffers (tar.h's tbuf), numbers, reading and damage.  tar_read never reads
+/* tar_util.c, the leaf: buffers (tar.h's tbuf, tar_grow for arrays: 0 or -ENOMEM), numbers
+ * (tar_num_field: a header field as GNU tar reads it, 0, -EINVAL or -ERANGE; tar_dec_u64: a
+ * PAX decimal of at most max, 0 or -EINVAL), reading and damage.  tar_read never reads
  * behind the previous read (the source may be a forward-only stream); tar_truncated and
  * tar_damage log, mark the member and return what the caller returns (0 / -EINVAL). */
 int tar_grow(void **arr, size_t *cap, size_t want, size_t elem);
 const char *tar_printable(const uint8_t *s, size_t n, char *out, size_t outsz);
 int tar_num_field(const uint8_t *f, size_t n, int64_t *out);
+int tar_dec_u64(const uint8_t *v, size_t n, uint64_t max, uint64_t *out);
 ssize_t tar_read(struct parser *p, void *buf, size_t len, uint64_t off);
 bool tar_past_end(const struct parser *p, uint64_t start, uint64_t len);
 void tar_member_start(struct parser *p, uint64_t off);
@@ -177,7 +185,6 @@ int tar_damage(struct parser *p, const char *msg);
 int tar_pax_replay(struct parser *p, struct pax_attrs *a);
 int tar_meta(struct parser *p, uint64_t hoff, uint64_t size, enum meta_kind kind);
 void tar_pax_set_free(struct pax_set *ps);
-int tar_dec_u64(const uint8_t *v, size_t n, uint64_t max, uint64_t *out);
 
 /* tar_sparse.c: building a member's map in p->sp (0, -EINVAL damaged, -ENOMEM; the
  * header-reading ones 1 to go on, 0 truncated) and putting it right (tar_sparse_finish). */

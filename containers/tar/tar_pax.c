@@ -69,24 +69,6 @@ bad:
 	return -EINVAL;
 }
 
-/* An unsigned decimal of at most max.  0, or -EINVAL. */
-int tar_dec_u64(const uint8_t *v, size_t n, uint64_t max, uint64_t *out)
-{
-	uint64_t x = 0;
-
-	if (!n)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		if (v[i] < '0' || v[i] > '9')
-			return -EINVAL;
-		if (x > (max - (uint64_t)(v[i] - '0')) / 10)
-			return -EINVAL;
-		x = x * 10 + (uint64_t)(v[i] - '0');
-	}
-	*out = x;
-	return 0;
-}
-
 /* A PAX time: [-]SECONDS[.FRACTION].  Negative times with a fraction are floored, so
  * "-1.25" is sec -2, nsec 750000000.  What follows the number is ignored, as by GNU tar and
  * bsdtar ("1748089464.951928467a" is that time).  0, or -EINVAL (no number, or out of

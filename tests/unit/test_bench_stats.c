@@ -37,8 +37,8 @@ static void test_md5(void)
 	char hex[MD5_HEX_LEN];
 
 	for (size_t i = 0; i < sizeof(rfc) / sizeof(rfc[0]); i++) {
-		md5_buffer(rfc[i].in, strlen(rfc[i].in), d);
-		md5_hex(d, sizeof(d), hex);
+		bench_md5_buffer(rfc[i].in, strlen(rfc[i].in), d);
+		bench_md5_hex(d, sizeof(d), hex);
 		if (strcmp(hex, rfc[i].hex))
 			fprintf(stderr, "RFC 1321 example %zu: got %s\n", i + 1, hex);
 		CHECK(!strcmp(hex, rfc[i].hex));
@@ -51,15 +51,15 @@ static void test_md5(void)
 
 	tu_fill(buf, len, 7, 0);
 	for (size_t total = 0; total < 200; total++) {
-		md5_buffer(buf, total, d);
+		bench_md5_buffer(buf, total, d);
 		for (size_t piece = 1; piece <= 130; piece += 7) {
-			struct md5_ctx ctx;
+			struct bench_md5_ctx ctx;
 
-			md5_init(&ctx);
+			bench_md5_init(&ctx);
 			for (size_t off = 0; off < total; off += piece)
-				md5_update(&ctx, buf + off,
-					   total - off < piece ? total - off : piece);
-			md5_final(&ctx, d2);
+				bench_md5_update(&ctx, buf + off,
+						 total - off < piece ? total - off : piece);
+			bench_md5_final(&ctx, d2);
 			CHECK(!memcmp(d, d2, sizeof(d)));
 		}
 	}
@@ -71,8 +71,8 @@ static void test_md5(void)
 
 		CHECK(out && outlen >= 32);
 		if (out && outlen >= 32) {
-			md5_buffer(buf, len, d);
-			md5_hex(d, sizeof(d), hex);
+			bench_md5_buffer(buf, len, d);
+			bench_md5_hex(d, sizeof(d), hex);
 			CHECK(!memcmp(out, hex, 32));
 		}
 		free(out);

@@ -927,6 +927,99 @@ static void test_local_data(void)
 	free(z.p);
 }
 
+/* A source over memory whose n-th read (of its ops: from 1; 0 none) fails with err. */
+struct failsrc {
+	const uint8_t *p;
+	size_t len;
+	unsigned calls, fail_at;
+	int err;
+};
+
+static ssize_t fail_pread(void *opaque, void *buf, size_t len, uint64_t off)
+{
+	struct failsrc *f = opaque;
+
+	if (++f->calls == f->fail_at)
+		return f->err;
+	if (off >= f->len)
+		return 0;
+	if (len > f->len - off)
+		len = f->len - off;
+	memcpy(buf, f->p + off, len);
+	return (ssize_t)len;
+}
+
+static int fail_stream(void *o, const struct cont_stream *cs, uint64_t *id)
+{
+	(void)o;
+	(void)cs;
+	*id = 1;
+	return 0;
+}
+
+static int fail_member(void *o, const struct arc_member *m)
+{
+	(void)o;
+	(void)m;
+	return 0;
+}
+
+/* Parses p (len bytes) with its n-th read failing with err, for every n up to the last read
+ * the parse makes: each time, err is what the parse returns. */
+static void parse_failing(const uint8_t *p, size_t len, int err)
+{
+	static const struct src_ops ops = {.pread = fail_pread};
+	struct cont_sink sink = {.stream = fail_stream, .member = fail_member, .name = "t"};
+
+	for (unsigned n = 1;; n++) {
+		struct failsrc f = {.p = p, .len = len, .fail_at = n, .err = err};
+		struct src *s = src_new(&ops, &f, len);
+		int ret;
+
+		CHECK(s);
+		if (!s)
+			return;
+		ret = cont_zip.parse(s, &sink, NULL);
+		src_free(s);
+		if (f.calls < n) { /* no n-th read: the parse is whole */
+			CHECK_EQ(ret, 0);
+			CHECK(n > 1);
+			return;
+		}
+		CHECK_EQ(ret, err);
+	}
+}
+
+/* A read error is returned as the source gave it (a remote timeout, no memory, an I/O
+ * error) wherever it happens -- the end of the file, the zip64 records, the directory, the
+ * walk of the local headers when there is no directory, zip_local_data -- never folded into
+ * -EIO or into "not a zip". */
+static void test_read_errors(void)
+{
+	static const uint8_t d[] = "some data\n";
+	static const int errs[] = {-ETIMEDOUT, -ENOMEM, -EIO};
+	static const struct src_ops ops = {.pread = fail_pread};
+	struct hent e[] = {{.name = "a", .data = d, .len = 10}, {.name = "b", .data = d, .len = 10}};
+	struct hzip z = hz_build(e, 2, 0, 0), z64 = hz_build(e, 2, 0, HZ_ZIP64_END);
+	struct hzip pre = hz_build(e, 2, 100, 0); /* shifted: the directory's offset is checked */
+
+	for (size_t k = 0; k < sizeof(errs) / sizeof(errs[0]); k++) {
+		parse_failing(z.p, z.len, errs[k]);
+		parse_failing(z64.p, z64.len, errs[k]);
+		parse_failing(pre.p, pre.len, errs[k]);
+		parse_failing(z.p, z.cd_off, errs[k]); /* no directory */
+
+		struct failsrc f = {.p = z.p, .len = z.len, .fail_at = 1, .err = errs[k]};
+		struct src *s = src_new(&ops, &f, z.len);
+		uint64_t at;
+		CHECK_EQ(zip_local_data(s, z.lho[1], "t", &at), errs[k]);
+		src_free(s);
+	}
+	free(z.p);
+	free(z64.p);
+	free(pre.p);
+}
+
 /* Without its directory (cut anywhere): the walk of local headers shows every entry whose
  * data is whole, all of them once the cut is past the last one; never one that lies outside.
  * Every shorter length of the archive is parsed. */
@@ -1298,6 +1391,7 @@ int main(void)
 	T(test_dos_dates);
 	T(test_end_records);
 	T(test_local_data);
+	T(test_read_errors);
 	T(test_truncated);
 	T(test_flips);
 	T(test_damaged_directory);

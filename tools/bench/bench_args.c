@@ -1,7 +1,8 @@
-/* tarseek-bench's command line (see bench_args.h).  getopt_long with '-' leading the short
- * options hands every ARCHIVE back in order as option 1, so a configuration is made where it
- * stands and --name / --mount-cmd bind to what follows them.  The options are handled in the
- * groups --help shows them in, one function a group.
+/* tarseek-bench's command line (see bench_args.h).  One table (bench_opts, tools/topt.h)
+ * drives getopt_long and the option list of --help.  It is parsed in order: every ARCHIVE
+ * comes back where it stands (TOPT_ARGUMENT), so a configuration is made there and --name /
+ * --mount-cmd bind to what follows them.  The options are handled in the groups --help shows
+ * them in, one function a group.
  */
 #include "tools/bench/bench_args.h"
 
@@ -21,6 +22,7 @@
 #include "tools/bench/bench.h"
 #include "tools/bench/bench_ui.h"
 #include "tools/bench/bench_util.h"
+#include "tools/topt.h"
 
 static const char *base_name(const char *path)
 {
@@ -54,130 +56,200 @@ bool bench_is_url(const char *s)
 	return !strncmp(s, "http://", 7) || !strncmp(s, "https://", 8) || !strncmp(s, "s3://", 5);
 }
 
+enum {
+	OPT_MOUNT_CMD = 256,
+	OPT_NAME,
+	OPT_UNQUOTE,
+	OPT_COLD,
+	OPT_WARM,
+	OPT_SEED,
+	OPT_EXEC,
+	OPT_MOUNT_RUNS,
+	OPT_MOUNT_TIMEOUT,
+	OPT_TARSEEK,
+	OPT_TARSEEK_OPT,
+	OPT_INDEX_DIR,
+	OPT_KEEP_INDEX,
+	OPT_CSV,
+	OPT_JSON,
+	OPT_SVG,
+	OPT_WORKLOAD,
+	OPT_PATTERN,
+	OPT_ORDER,
+	OPT_THROTTLE,
+	OPT_CONVERT,
+	OPT_CONVERT_OPT,
+	OPT_CONVERT_DIR,
+};
+
+/* The options, in --help's order, with its headings (topt.h); an option's id is its letter,
+ * or an OPT_* for a long option alone. */
+static const struct topt bench_opts[] = {
+    {0, NULL, 0, NULL,
+     "Configurations, in command-line order (the first is the baseline):", TOPT_HEADING},
+    {0, NULL, 0, "ARCHIVE",
+     "mounted with the tarseek daemon; named by its file name\n"
+     "(a path, or an http://, https:// or s3:// URL)",
+     TOPT_OPERAND},
+    {'d', "dir", 'd', "PATH",
+     "an extracted tree, read in place: the physical baseline;\n"
+     "named \"extracted\" (a second --dir: its directory's name)",
+     0},
+    {OPT_MOUNT_CMD, "mount-cmd", 0, "CMD",
+     "mount the ARCHIVEs that follow with CMD instead of tarseek:\n"
+     "sh -c CMD with {archive}, {mnt} and {index} replaced by\n"
+     "shell-quoted paths, unmounted with fusermount3 -u (or\n"
+     "umount); named \"ARCHIVE (PROGRAM)\"; --mount-cmd ''\n"
+     "goes back to tarseek.  Put {index} where the tool takes\n"
+     "its index file, so the first mount builds it afresh.",
+     0},
+    {OPT_NAME, "name", 0, "NAME", "the name of the next configuration", 0},
+    {0, NULL, 0, NULL, "\nFiles:", TOPT_HEADING},
+    {'l', "list", 'l', "FILE",
+     "paths relative to the archive's root, one a line, as for\n"
+     "tar --files-from (spaces and odd characters are fine)",
+     0},
+    {'0', "null", '0', NULL, "the list's entries end with NUL instead of newline", 0},
+    {OPT_UNQUOTE, "unquote", 0, NULL,
+     "undo backslash escapes in the list (\\n \\t \\\\ \\ooo), as\n"
+     "in the names `tar -t` prints",
+     0},
+    {'s', "sample", 's', "N",
+     "no list: draw N regular files at random from the\n"
+     "baseline's tree (use --seed to draw the same ones again)",
+     0},
+    {0, NULL, 0, NULL, "\nRuns:", TOPT_HEADING},
+    {'r', "runs", 'r', "N", "md5 runs per configuration (default 5)", 0},
+    {OPT_COLD, "cold", 0, NULL,
+     "before every run: sync, drop the page cache (writes 3 to\n"
+     "/proc/sys/vm/drop_caches: root only) and mount afresh",
+     0},
+    {OPT_WARM, "warm", 0, NULL,
+     "(default) one mount per configuration for all its runs,\n"
+     "after one untimed pass that fills the caches",
+     0},
+    {OPT_SEED, "seed", 0, "S", "seed of the run order and of --sample (default: random)", 0},
+    {'b', "baseline", 'b', "NAME", "the configuration timesBaseline divides by", 0},
+    {OPT_EXEC, "exec", 0, "PROG",
+     "run `PROG ./PATH` in the mount for every file, as the\n"
+     "published workload runs md5sum (--exec md5sum), and take\n"
+     "the digest from its output; default: md5 in this process,\n"
+     "reading each file whole in 128 KiB read()s as md5sum does",
+     0},
+    {OPT_WORKLOAD, "workload", 0, "W",
+     "md5 (default): the files of the list, as above; grep:\n"
+     "`grep -r -F -e PATTERN .` in the root, its output lines\n"
+     "sorted and compared; tar: `tar -cf - .` in the root, its\n"
+     "members (type, name, size, md5, link) compared (a walk of\n"
+     "the whole tree: readdir, stat and read of every file)",
+     0},
+    {OPT_PATTERN, "pattern", 0, "P", "what grep looks for (default: error)", 0},
+    {OPT_ORDER, "order", 0, "O",
+     "the order each run reads the files in: list (default),\n"
+     "archive (by data offset, from the tarseek mount's\n"
+     "user.tarseek.data_offset; files without one last;\n"
+     "--dir and --mount-cmd: list order), random (shuffled\n"
+     "per run from --seed: the same for every configuration)",
+     0},
+    {OPT_THROTTLE, "throttle", 0, "riops=N,rbps=SIZE[,device=DEV]",
+     "read the archives as from a slow disk: the mounters and\n"
+     "readers run in a block-I/O cgroup (v2 io.max, or v1\n"
+     "blkio.throttle) limiting read IOs/s and bytes/s (SIZE:\n"
+     "150M, 2G; a bare number is MiB) of DEV (a device path or\n"
+     "MAJ:MIN; default: the disk holding the first archive).\n"
+     "Root only.  Models a disk's IOPS and bandwidth, not seek\n"
+     "distance or rotation; only reads that reach the device\n"
+     "are slowed, so use it with --cold (riops=100,rbps=150M\n"
+     "is a 7200 rpm disk's random reads)",
+     0},
+    {OPT_MOUNT_RUNS, "mount-runs", 0, "N", "first mounts per configuration (default 1)", 0},
+    {OPT_MOUNT_TIMEOUT, "mount-timeout", 0, "S",
+     "seconds a mount may take to come up (default 600)", 0},
+    {0, NULL, 0, NULL, "\nThe tarseek daemon:", TOPT_HEADING},
+    {OPT_TARSEEK, "tarseek", 0, "PATH",
+     "the daemon (default: $TARSEEK, else fs/tarseek of the\n"
+     "build this program belongs to, else tarseek on PATH)",
+     0},
+    {OPT_TARSEEK_OPT, "tarseek-opt", 0, "OPT",
+     "more daemon options, split at spaces (repeatable), e.g.\n"
+     "--tarseek-opt '--cache-size 512M'",
+     0},
+    {OPT_INDEX_DIR, "index-dir", 0, "DIR",
+     "where index files go (default: a temporary folder that\n"
+     "is removed at exit)",
+     0},
+    {OPT_KEEP_INDEX, "keep-index", 0, NULL,
+     "keep an existing index for the first mount (with\n"
+     "--index-dir; otherwise each first mount builds it anew)",
+     0},
+    {OPT_CONVERT, "convert", 0, "FORMS",
+     "before anything is mounted, convert the first archive with\n"
+     "tarseek-convert into each of FORMS (comma-separated: zst,\n"
+     "xz, gz, lzo, tar) and measure the results beside it, each\n"
+     "with the index the conversion wrote (its first mount\n"
+     "builds nothing); named \"NAME.tar.FORM (converted)\"",
+     0},
+    {OPT_CONVERT_OPT, "convert-opt", 0, "OPT",
+     "tarseek-convert options, split at spaces (repeatable),\n"
+     "e.g. --convert-opt '--block-size 4M'",
+     0},
+    {OPT_CONVERT_DIR, "convert-dir", 0, "DIR",
+     "where the conversions go, kept (default: a temporary\n"
+     "folder removed at exit; with --throttle, put it on the\n"
+     "throttled disk)",
+     0},
+    {0, NULL, 0, NULL,
+     "\nOutput (the tables always go to stdout, or to stderr when a FILE is '-'):", TOPT_HEADING},
+    {OPT_CSV, "csv", 0, "FILE", "one line per metric and configuration", 0},
+    {OPT_JSON, "json", 0, "FILE", "everything: samples, files, failed checks", 0},
+    {OPT_SVG, "svg", 0, "FILE", "bar chart of the md5 workload, mean with sd error bars", 0},
+    {'q', "quiet", 'q', NULL, "no progress line on the terminal", 0},
+    {'v', "verbose", 'v', NULL, "one line per run on stderr", 0},
+    {'h', "help", 'h', NULL, "this text", 0},
+    {'V', "version", 'V', NULL, "the version", 0},
+};
+
+#define NBENCH_OPTS (sizeof(bench_opts) / sizeof(bench_opts[0]))
+
 static void usage(FILE *f)
 {
-	fputs(
-	    "Usage: tarseek-bench [OPTION]... (--list FILE | --sample N) CONFIGURATION...\n"
-	    "       tarseek-bench [OPTION]... --workload grep|tar CONFIGURATION...\n"
-	    "\n"
-	    "Times md5 of files read whole through mounts of archives, the workload of the\n"
-	    "published archive-mounter comparisons, and reports the first mount (index built),\n"
-	    "the second mount (index present), the index size and the mounter's peak RSS.\n"
-	    "Every configuration runs --runs times; the runs of all configurations are\n"
-	    "interleaved in a random, non-consecutive order (seeded; the seed is printed).\n"
-	    "Every digest is checked: all configurations must read the same bytes.\n"
-	    "\n"
-	    "Configurations, in command-line order (the first is the baseline):\n"
-	    "  ARCHIVE               mounted with the tarseek daemon; named by its file name\n"
-	    "                        (a path, or an http://, https:// or s3:// URL)\n"
-	    "  -d, --dir PATH        an extracted tree, read in place: the physical baseline;\n"
-	    "                        named \"extracted\" (a second --dir: its directory's name)\n"
-	    "      --mount-cmd CMD   mount the ARCHIVEs that follow with CMD instead of tarseek:\n"
-	    "                        sh -c CMD with {archive}, {mnt} and {index} replaced by\n"
-	    "                        shell-quoted paths, unmounted with fusermount3 -u (or\n"
-	    "                        umount); named \"ARCHIVE (PROGRAM)\"; --mount-cmd ''\n"
-	    "                        goes back to tarseek.  Put {index} where the tool takes\n"
-	    "                        its index file, so the first mount builds it afresh.\n"
-	    "      --name NAME       the name of the next configuration\n"
-	    "\n"
-	    "Files:\n"
-	    "  -l, --list FILE       paths relative to the archive's root, one a line, as for\n"
-	    "                        tar --files-from (spaces and odd characters are fine)\n"
-	    "  -0, --null            the list's entries end with NUL instead of newline\n"
-	    "      --unquote         undo backslash escapes in the list (\\n \\t \\\\ \\ooo), as\n"
-	    "                        in the names `tar -t` prints\n"
-	    "  -s, --sample N        no list: draw N regular files at random from the\n"
-	    "                        baseline's tree (use --seed to draw the same ones again)\n"
-	    "\n"
-	    "Runs:\n"
-	    "  -r, --runs N          md5 runs per configuration (default 5)\n"
-	    "      --cold            before every run: sync, drop the page cache (writes 3 to\n"
-	    "                        /proc/sys/vm/drop_caches: root only) and mount afresh\n"
-	    "      --warm            (default) one mount per configuration for all its runs,\n"
-	    "                        after one untimed pass that fills the caches\n"
-	    "      --seed S          seed of the run order and of --sample (default: random)\n"
-	    "  -b, --baseline NAME   the configuration timesBaseline divides by\n"
-	    "      --exec PROG       run `PROG ./PATH` in the mount for every file, as the\n"
-	    "                        published workload runs md5sum (--exec md5sum), and take\n"
-	    "                        the digest from its output; default: md5 in this process,\n"
-	    "                        reading each file whole in 128 KiB read()s as md5sum does\n"
-	    "      --workload W      md5 (default): the files of the list, as above; grep:\n"
-	    "                        `grep -r -F -e PATTERN .` in the root, its output lines\n"
-	    "                        sorted and compared; tar: `tar -cf - .` in the root, its\n"
-	    "                        members (type, name, size, md5, link) compared (a walk of\n"
-	    "                        the whole tree: readdir, stat and read of every file)\n"
-	    "      --pattern P       what grep looks for (default: error)\n"
-	    "      --order O         the order each run reads the files in: list (default),\n"
-	    "                        archive (by data offset, from the tarseek mount's\n"
-	    "                        user.tarseek.data_offset; files without one last;\n"
-	    "                        --dir and --mount-cmd: list order), random (shuffled\n"
-	    "                        per run from --seed: the same for every configuration)\n"
-	    "      --throttle riops=N,rbps=SIZE[,device=DEV]\n"
-	    "                        read the archives as from a slow disk: the mounters and\n"
-	    "                        readers run in a block-I/O cgroup (v2 io.max, or v1\n"
-	    "                        blkio.throttle) limiting read IOs/s and bytes/s (SIZE:\n"
-	    "                        150M, 2G; a bare number is MiB) of DEV (a device path or\n"
-	    "                        MAJ:MIN; default: the disk holding the first archive).\n"
-	    "                        Root only.  Models a disk's IOPS and bandwidth, not seek\n"
-	    "                        distance or rotation; only reads that reach the device\n"
-	    "                        are slowed, so use it with --cold (riops=100,rbps=150M\n"
-	    "                        is a 7200 rpm disk's random reads)\n"
-	    "      --mount-runs N    first mounts per configuration (default 1)\n"
-	    "      --mount-timeout S seconds a mount may take to come up (default 600)\n"
-	    "\n"
-	    "The tarseek daemon:\n"
-	    "      --tarseek PATH    the daemon (default: $TARSEEK, else fs/tarseek of the\n"
-	    "                        build this program belongs to, else tarseek on PATH)\n"
-	    "      --tarseek-opt OPT more daemon options, split at spaces (repeatable), e.g.\n"
-	    "                        --tarseek-opt '--cache-size 512M'\n"
-	    "      --index-dir DIR   where index files go (default: a temporary folder that\n"
-	    "                        is removed at exit)\n"
-	    "      --keep-index      keep an existing index for the first mount (with\n"
-	    "                        --index-dir; otherwise each first mount builds it anew)\n"
-	    "      --convert FORMS   before anything is mounted, convert the first archive with\n"
-	    "                        tarseek-convert into each of FORMS (comma-separated: zst,\n"
-	    "                        xz, gz, lzo, tar) and measure the results beside it, each\n"
-	    "                        with the index the conversion wrote (its first mount\n"
-	    "                        builds nothing); named \"NAME.tar.FORM (converted)\"\n"
-	    "      --convert-opt OPT tarseek-convert options, split at spaces (repeatable),\n"
-	    "                        e.g. --convert-opt '--block-size 4M'\n"
-	    "      --convert-dir DIR where the conversions go, kept (default: a temporary\n"
-	    "                        folder removed at exit; with --throttle, put it on the\n"
-	    "                        throttled disk)\n"
-	    "\n"
-	    "Output (the tables always go to stdout, or to stderr when a FILE is '-'):\n"
-	    "      --csv FILE        one line per metric and configuration\n"
-	    "      --json FILE       everything: samples, files, failed checks\n"
-	    "      --svg FILE        bar chart of the md5 workload, mean with sd error bars\n"
-	    "  -q, --quiet           no progress line on the terminal\n"
-	    "  -v, --verbose         one line per run on stderr\n"
-	    "  -h, --help            this text\n"
-	    "  -V, --version         the version\n"
-	    "\n"
-	    "Cold runs: a daemon's own cache of decoded data would make every run after the\n"
-	    "first one warm, so with --cold each md5 run of a mounted configuration starts a\n"
-	    "new mount right after the page cache is dropped; that mount (index present) is\n"
-	    "timed as a second mount, then the md5 pass is timed, then the daemon's peak RSS\n"
-	    "is read and it is unmounted.  The first mount of every configuration is timed\n"
-	    "before all md5 runs, with its index removed first.\n"
-	    "\n"
-	    "Sizes: every row shows the configuration's size (an archive's bytes; a folder's:\n"
-	    "its regular files' sizes summed) and sizeRatio, that over the plain tar's (an\n"
-	    "archive named .tar, else the --dir tree; blank if neither); the summary table\n"
-	    "ranks the configurations by median md5 time, fastest first, with their sizes.\n"
-	    "\n"
-	    "Reads: bytes read (rchar), read calls (syscr) and disk bytes (read_bytes) of the\n"
-	    "mounter during each timed pass, from /proc/PID/io: tarseek's daemon (its index\n"
-	    "and /dev/fuse included; what of a plain tar it splices shows in disk bytes\n"
-	    "only; its prefetching after the mount is not in the pass); a --mount-cmd\n"
-	    "tool's processes while it stays in the foreground, else a process naming the\n"
-	    "mount point, else blank; for a --dir tree this process's own reads (the\n"
-	    "reader's, --exec's programs included).\n"
-	    "\n"
-	    "Exit status: 0 all digests agree; 1 a digest differs between configurations or\n"
-	    "runs, or a read failed (every such path is listed); 2 usage error (or --cold not\n"
-	    "permitted); 3 the benchmark could not run (a mount failed); 130 interrupted.\n",
-	    f);
+	fputs("Usage: tarseek-bench [OPTION]... (--list FILE | --sample N) CONFIGURATION...\n"
+	      "       tarseek-bench [OPTION]... --workload grep|tar CONFIGURATION...\n"
+	      "\n"
+	      "Times md5 of files read whole through mounts of archives, the workload of the\n"
+	      "published archive-mounter comparisons, and reports the first mount (index built),\n"
+	      "the second mount (index present), the index size and the mounter's peak RSS.\n"
+	      "Every configuration runs --runs times; the runs of all configurations are\n"
+	      "interleaved in a random, non-consecutive order (seeded; the seed is printed).\n"
+	      "Every digest is checked: all configurations must read the same bytes.\n"
+	      "\n",
+	      f);
+	topt_help(f, bench_opts, NBENCH_OPTS, 24);
+	fputs("\n"
+	      "Cold runs: a daemon's own cache of decoded data would make every run after the\n"
+	      "first one warm, so with --cold each md5 run of a mounted configuration starts a\n"
+	      "new mount right after the page cache is dropped; that mount (index present) is\n"
+	      "timed as a second mount, then the md5 pass is timed, then the daemon's peak RSS\n"
+	      "is read and it is unmounted.  The first mount of every configuration is timed\n"
+	      "before all md5 runs, with its index removed first.\n"
+	      "\n"
+	      "Sizes: every row shows the configuration's size (an archive's bytes; a folder's:\n"
+	      "its regular files' sizes summed) and sizeRatio, that over the plain tar's (an\n"
+	      "archive named .tar, else the --dir tree; blank if neither); the summary table\n"
+	      "ranks the configurations by median md5 time, fastest first, with their sizes.\n"
+	      "\n"
+	      "Reads: bytes read (rchar), read calls (syscr) and disk bytes (read_bytes) of the\n"
+	      "mounter during each timed pass, from /proc/PID/io: tarseek's daemon (its index\n"
+	      "and /dev/fuse included; what of a plain tar it splices shows in disk bytes\n"
+	      "only; its prefetching after the mount is not in the pass); a --mount-cmd\n"
+	      "tool's processes while it stays in the foreground, else a process naming the\n"
+	      "mount point, else blank; for a --dir tree this process's own reads (the\n"
+	      "reader's, --exec's programs included).\n"
+	      "\n"
+	      "Exit status: 0 all digests agree; 1 a digest differs between configurations or\n"
+	      "runs, or a read failed (every such path is listed); 2 usage error (or --cold not\n"
+	      "permitted); 3 the benchmark could not run (a mount failed); 130 interrupted.\n",
+	      f);
 }
 
 static int parse_u64(const char *s, uint64_t *v)
@@ -275,71 +347,8 @@ static struct bench_cfg *add_cfg(struct bench *b, enum bench_cfg_kind kind, cons
 	return c;
 }
 
-enum {
-	OPT_MOUNT_CMD = 256,
-	OPT_NAME,
-	OPT_UNQUOTE,
-	OPT_COLD,
-	OPT_WARM,
-	OPT_SEED,
-	OPT_EXEC,
-	OPT_MOUNT_RUNS,
-	OPT_MOUNT_TIMEOUT,
-	OPT_TARSEEK,
-	OPT_TARSEEK_OPT,
-	OPT_INDEX_DIR,
-	OPT_KEEP_INDEX,
-	OPT_CSV,
-	OPT_JSON,
-	OPT_SVG,
-	OPT_WORKLOAD,
-	OPT_PATTERN,
-	OPT_ORDER,
-	OPT_THROTTLE,
-	OPT_CONVERT,
-	OPT_CONVERT_OPT,
-	OPT_CONVERT_DIR,
-};
-
-static const struct option long_opts[] = {
-    {"dir", required_argument, NULL, 'd'},
-    {"mount-cmd", required_argument, NULL, OPT_MOUNT_CMD},
-    {"name", required_argument, NULL, OPT_NAME},
-    {"list", required_argument, NULL, 'l'},
-    {"null", no_argument, NULL, '0'},
-    {"unquote", no_argument, NULL, OPT_UNQUOTE},
-    {"sample", required_argument, NULL, 's'},
-    {"runs", required_argument, NULL, 'r'},
-    {"cold", no_argument, NULL, OPT_COLD},
-    {"warm", no_argument, NULL, OPT_WARM},
-    {"seed", required_argument, NULL, OPT_SEED},
-    {"baseline", required_argument, NULL, 'b'},
-    {"exec", required_argument, NULL, OPT_EXEC},
-    {"workload", required_argument, NULL, OPT_WORKLOAD},
-    {"pattern", required_argument, NULL, OPT_PATTERN},
-    {"order", required_argument, NULL, OPT_ORDER},
-    {"throttle", required_argument, NULL, OPT_THROTTLE},
-    {"mount-runs", required_argument, NULL, OPT_MOUNT_RUNS},
-    {"mount-timeout", required_argument, NULL, OPT_MOUNT_TIMEOUT},
-    {"tarseek", required_argument, NULL, OPT_TARSEEK},
-    {"tarseek-opt", required_argument, NULL, OPT_TARSEEK_OPT},
-    {"index-dir", required_argument, NULL, OPT_INDEX_DIR},
-    {"keep-index", no_argument, NULL, OPT_KEEP_INDEX},
-    {"convert", required_argument, NULL, OPT_CONVERT},
-    {"convert-opt", required_argument, NULL, OPT_CONVERT_OPT},
-    {"convert-dir", required_argument, NULL, OPT_CONVERT_DIR},
-    {"csv", required_argument, NULL, OPT_CSV},
-    {"json", required_argument, NULL, OPT_JSON},
-    {"svg", required_argument, NULL, OPT_SVG},
-    {"quiet", no_argument, NULL, 'q'},
-    {"verbose", no_argument, NULL, 'v'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0},
-};
-
-/* Options are taken in order ('-' in optstring: every ARCHIVE comes back as option 1), because
- * --name and --mount-cmd apply to the configurations that follow them. */
+/* Options are taken in order (every ARCHIVE comes back where it stands), because --name and
+ * --mount-cmd apply to the configurations that follow them. */
 struct parse_state {
 	char *pending_name; /* --name waiting for its configuration */
 	char *mount_cmd;    /* --mount-cmd in force, NULL: tarseek */
@@ -417,11 +426,11 @@ static int set_mount_timeout(struct bench_opts *o, const char *arg)
 /* The option groups of --help, one function each: 0 (taken), -EINVAL (message printed) or
  * NOT_MINE. */
 
-/* ARCHIVE (option 1), --dir, --mount-cmd, --name: the configurations. */
+/* ARCHIVE (an operand where it stands), --dir, --mount-cmd, --name: the configurations. */
 static int opt_configs(struct bench *b, struct parse_state *ps, int c, const char *arg)
 {
 	switch (c) {
-	case 1:
+	case TOPT_ARGUMENT:
 		take_archive(b, ps, arg);
 		return 0;
 	case 'd':
@@ -637,6 +646,8 @@ static int parse_rest(struct bench *b, int argc, char **argv, struct parse_state
 
 static int parse_args_in(struct bench *b, int argc, char **argv, struct parse_state *ps)
 {
+	struct topt_parser tp;
+	const char *arg;
 	int c, ret;
 
 	b->o.runs = 5;
@@ -644,11 +655,13 @@ static int parse_args_in(struct bench *b, int argc, char **argv, struct parse_st
 	b->o.mount_runs = 1;
 	b->o.mount_timeout = 600;
 	opterr = 1;
-	while ((c = getopt_long(argc, argv, "-d:l:0s:r:b:qvhV", long_opts, NULL)) != -1) {
-		ret = NOT_MINE;
+	if (topt_init(&tp, bench_opts, NBENCH_OPTS, true))
+		return -EINVAL; /* never: the table has fewer than TOPT_MAX options */
+	while ((c = topt_next(&tp, argc, argv, &arg)) != TOPT_END) {
+		ret = NOT_MINE; /* TOPT_ERROR too: no group takes it */
 		for (size_t g = 0; ret == NOT_MINE && g < sizeof(opt_groups) / sizeof(*opt_groups);
 		     g++)
-			ret = opt_groups[g](b, ps, c, optarg);
+			ret = opt_groups[g](b, ps, c, arg);
 		if (ret == NOT_MINE) {
 			fputs("Try 'tarseek-bench --help'.\n", stderr);
 			return -EINVAL;

@@ -39,7 +39,7 @@ struct one {
 
 static int digest_inproc(struct bench *b, int rootfd, const char *path, struct one *r)
 {
-	struct md5_ctx ctx;
+	struct bench_md5_ctx ctx;
 	ssize_t n;
 	int ret, saved;
 	int fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -49,7 +49,7 @@ static int digest_inproc(struct bench *b, int rootfd, const char *path, struct o
 		goto fail;
 	}
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	ret = md5_init(&ctx);
+	ret = bench_md5_init(&ctx);
 	if (ret) {
 		saved = -ret;
 		goto out_close;
@@ -59,13 +59,13 @@ static int digest_inproc(struct bench *b, int rootfd, const char *path, struct o
 			if (errno == EINTR && !bench_interrupted)
 				continue;
 			saved = errno;
-			md5_final(&ctx, r->bytes);
+			bench_md5_final(&ctx, r->bytes);
 			goto out_close;
 		}
-		md5_update(&ctx, b->buf, (size_t)n);
+		bench_md5_update(&ctx, b->buf, (size_t)n);
 	}
 	close(fd);
-	ret = md5_final(&ctx, r->bytes);
+	ret = bench_md5_final(&ctx, r->bytes);
 	if (ret) {
 		saved = -ret;
 		goto fail;
@@ -183,7 +183,7 @@ static int sorted_lines_md5(char *out, size_t len, uint8_t *digest)
 {
 	char *end = out + len, **lines;
 	size_t n = 1, k = 0;
-	struct md5_ctx ctx;
+	struct bench_md5_ctx ctx;
 	int ret;
 
 	for (char *p = out; p < end; p++)
@@ -198,13 +198,13 @@ static int sorted_lines_md5(char *out, size_t len, uint8_t *digest)
 		p = nl + 1;
 	}
 	qsort(lines, k, sizeof(*lines), cmp_lines);
-	ret = md5_init(&ctx);
+	ret = bench_md5_init(&ctx);
 	for (size_t i = 0; !ret && i < k; i++) {
-		md5_update(&ctx, lines[i], strlen(lines[i]));
-		md5_update(&ctx, "\n", 1);
+		bench_md5_update(&ctx, lines[i], strlen(lines[i]));
+		bench_md5_update(&ctx, "\n", 1);
 	}
 	if (!ret)
-		ret = md5_final(&ctx, digest);
+		ret = bench_md5_final(&ctx, digest);
 	free(lines);
 	return ret;
 }
@@ -222,7 +222,7 @@ struct tar_walk {
 	char *long_name, *long_link;
 	uint64_t size;
 	char type;
-	struct md5_ctx md5;
+	struct bench_md5_ctx md5;
 	char *lines; /* the members' lines */
 	size_t len, cap;
 	int broken;
@@ -272,8 +272,8 @@ static void tw_member_done(struct tar_walk *w)
 	uint8_t d[MD5_DIGEST_LEN];
 	char hex[2 * MD5_DIGEST_LEN + 1], name[101], link[101];
 
-	md5_final(&w->md5, d);
-	md5_hex(d, sizeof(d), hex);
+	bench_md5_final(&w->md5, d);
+	bench_md5_hex(d, sizeof(d), hex);
 	snprintf(name, sizeof(name), "%.100s", (const char *)w->hdr);
 	snprintf(link, sizeof(link), "%.100s", (const char *)w->hdr + 157);
 	tw_line(w, "%c %s %" PRIu64 " %s %s", w->type, w->long_name ? w->long_name : name, w->size,
@@ -296,7 +296,7 @@ static void tw_feed(struct tar_walk *w, const uint8_t *p, size_t n)
 		if (w->state == 1 || w->state == 2 || w->state == 3) {
 			size_t k = n < w->left ? n : (size_t)w->left;
 			if (w->state == 1) {
-				md5_update(&w->md5, p, k);
+				bench_md5_update(&w->md5, p, k);
 			} else {
 				char **dst = w->state == 2 ? &w->long_name : &w->long_link;
 				*dst = bench_xrealloc(*dst, w->have + k + 1);
@@ -337,7 +337,7 @@ static void tw_feed(struct tar_walk *w, const uint8_t *p, size_t n)
 			else
 				free(w->long_link), w->long_link = NULL;
 		} else {
-			md5_init(&w->md5);
+			bench_md5_init(&w->md5);
 			w->state = 1;
 		}
 		if (w->left == 0 && w->state == 1) {
@@ -486,8 +486,8 @@ static void record(struct bench_digest *d, int ok, const struct one *r)
 			d->error =
 			    bench_xasprintf("%s (in a later run; earlier runs read it)", r->error);
 		} else if (r->len != d->len || memcmp(r->bytes, d->bytes, r->len)) {
-			md5_hex(d->bytes, d->len, a);
-			md5_hex(r->bytes, r->len, x);
+			bench_md5_hex(d->bytes, d->len, a);
+			bench_md5_hex(r->bytes, r->len, x);
 			d->state = 2;
 			d->error =
 			    bench_xasprintf("the digest changed between runs: %s, later %s", a, x);

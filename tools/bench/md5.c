@@ -10,7 +10,7 @@
 
 #include <openssl/evp.h>
 
-int md5_init(struct md5_ctx *ctx)
+int bench_md5_init(struct bench_md5_ctx *ctx)
 {
 	ctx->failed = 0;
 	ctx->evp = EVP_MD_CTX_new();
@@ -24,13 +24,13 @@ int md5_init(struct md5_ctx *ctx)
 	return 0;
 }
 
-void md5_update(struct md5_ctx *ctx, const void *data, size_t len)
+void bench_md5_update(struct bench_md5_ctx *ctx, const void *data, size_t len)
 {
 	if (!EVP_DigestUpdate(ctx->evp, data, len))
 		ctx->failed = 1;
 }
 
-int md5_final(struct md5_ctx *ctx, uint8_t digest[MD5_DIGEST_LEN])
+int bench_md5_final(struct bench_md5_ctx *ctx, uint8_t digest[MD5_DIGEST_LEN])
 {
 	unsigned int len = 0;
 	int ok = EVP_DigestFinal_ex(ctx->evp, digest, &len) && len == MD5_DIGEST_LEN;
@@ -44,20 +44,20 @@ int md5_final(struct md5_ctx *ctx, uint8_t digest[MD5_DIGEST_LEN])
 	return 0;
 }
 
-int md5_buffer(const void *data, size_t len, uint8_t digest[MD5_DIGEST_LEN])
+int bench_md5_buffer(const void *data, size_t len, uint8_t digest[MD5_DIGEST_LEN])
 {
-	struct md5_ctx ctx;
-	int ret = md5_init(&ctx);
+	struct bench_md5_ctx ctx;
+	int ret = bench_md5_init(&ctx);
 
 	if (ret) {
 		memset(digest, 0, MD5_DIGEST_LEN);
 		return ret;
 	}
-	md5_update(&ctx, data, len);
-	return md5_final(&ctx, digest);
+	bench_md5_update(&ctx, data, len);
+	return bench_md5_final(&ctx, digest);
 }
 
-void md5_hex(const uint8_t *digest, size_t len, char *hex)
+void bench_md5_hex(const uint8_t *digest, size_t len, char *hex)
 {
 	static const char digits[] = "0123456789abcdef";
 

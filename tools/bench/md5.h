@@ -11,10 +11,11 @@
  * hand-written one it replaces and libmd's 2% slower.  (libmd's header is also called md5.h,
  * which this header would hide.)
  *
- * Usage: md5_init(), md5_update() any number of times with any lengths, md5_final().
- * md5_init() allocates libcrypto's context and md5_final() frees it, also when it fails;
- * after a failed md5_init() there is nothing to free and md5_update()/md5_final() must not be
- * called.  A context belongs to one thread at a time; different contexts are independent.
+ * Usage: bench_md5_init(), bench_md5_update() any number of times with any lengths,
+ * bench_md5_final().  bench_md5_init() allocates libcrypto's context and bench_md5_final()
+ * frees it, also when it fails; after a failed bench_md5_init() there is nothing to free and
+ * bench_md5_update()/bench_md5_final() must not be called.  A context belongs to one thread at
+ * a time; different contexts are independent.
  */
 #ifndef TARSEEK_MD5_H
 #define TARSEEK_MD5_H
@@ -27,23 +28,24 @@
 
 struct evp_md_ctx_st; /* libcrypto's EVP_MD_CTX */
 
-struct md5_ctx {
+struct bench_md5_ctx {
 	struct evp_md_ctx_st *evp;
-	int failed; /* an update failed: md5_final() reports it */
+	int failed; /* an update failed: bench_md5_final() reports it */
 };
 
 /* 0, -ENOMEM (no memory for libcrypto's context) or -ENOSYS (this libcrypto offers no MD5,
  * e.g. when it is configured for FIPS only). */
-int md5_init(struct md5_ctx *ctx);
-void md5_update(struct md5_ctx *ctx, const void *data, size_t len);
+int bench_md5_init(struct bench_md5_ctx *ctx);
+void bench_md5_update(struct bench_md5_ctx *ctx, const void *data, size_t len);
 /* Writes the digest and frees the context; 0, or -EIO if libcrypto failed (then digest is
  * all zero). */
-int md5_final(struct md5_ctx *ctx, uint8_t digest[MD5_DIGEST_LEN]);
+int bench_md5_final(struct bench_md5_ctx *ctx, uint8_t digest[MD5_DIGEST_LEN]);
 
-/* One-shot digest of a buffer: md5_init(), md5_update(), md5_final(); their errors. */
-int md5_buffer(const void *data, size_t len, uint8_t digest[MD5_DIGEST_LEN]);
+/* One-shot digest of a buffer: bench_md5_init(), bench_md5_update(), bench_md5_final(); their
+ * errors. */
+int bench_md5_buffer(const void *data, size_t len, uint8_t digest[MD5_DIGEST_LEN]);
 
 /* Lower-case hex of len bytes into hex (2 * len + 1 bytes, NUL-terminated). */
-void md5_hex(const uint8_t *digest, size_t len, char *hex);
+void bench_md5_hex(const uint8_t *digest, size_t len, char *hex);
 
 #endif
