@@ -30,6 +30,6 @@ ssize_t inwin_get(struct inwin *w, uint64_t off, size_t want, size_t ahead, cons
 void inwin_free(struct inwin *w);
 
 /* Grows a buffer to at least n bytes.  0 or -ENOMEM. */
-int buf_reserve(uint8_t **buf, size_t *cap, size_t n);
+int inwin_buf_reserve(uint8_t **buf, size_t *cap, size_t n);
 
 #endif

@@ -1345,7 +1345,7 @@ static int lz4_dec_block(struct codec_dec *d)
 		}
 		break;
 	}
-	err = buf_reserve(&d->out, &d->cap, bmax);
+	err = inwin_buf_reserve(&d->out, &d->cap, bmax);
 	if (err)
 		return err;
 	bool linked = d->state == LZ4_W_FRAME && !(d->fh.flg & LZ4_F_INDEP);

@@ -1123,7 +1123,7 @@ static int lzop_dec_block(struct codec_dec *d)
 		d->flags = h.flags;
 		d->pos = h.end;
 	}
-	err = buf_reserve(&d->out, &d->cap, b.ulen);
+	err = inwin_buf_reserve(&d->out, &d->cap, b.ulen);
 	if (err)
 		return err;
 	err = lzop_decode(&b, p + b.hlen, d->flags, d->out, d->blockno, d->pos, "decoder: ", &m);
