@@ -91,6 +91,7 @@
 #include "common/byteio.h"
 #include "common/log.h"
 #include "codecs/inwin.h"
+#include "codecs/liberr.h"
 #include "codecs/pipeline.h"
 #include "codecs/trailing.h"
 
@@ -135,23 +136,6 @@ static const uint8_t lzop_magic[LZOP_MAGIC_LEN] = {0x89, 0x4c, 0x5a, 0x4f, 0x00,
 						   0x0d, 0x0a, 0x1a, 0x0a};
 
 /* ---- Errors and messages --------------------------------------------------------------------- */
-
-/* The one place liblzo's codes become -errno. */
-static int lzop_errno(int r)
-{
-	switch (r) {
-	case LZO_E_OK:
-		return 0;
-	case LZO_E_OUT_OF_MEMORY:
-		return -ENOMEM;
-	case LZO_E_INVALID_ARGUMENT:
-	case LZO_E_INVALID_ALIGNMENT:
-	case LZO_E_INTERNAL_ERROR:
-		return -EINVAL;
-	default: /* INPUT_OVERRUN, OUTPUT_OVERRUN, LOOKBEHIND_OVERRUN, INPUT_NOT_CONSUMED, ...: */
-		return -EIO; /* the data is not right */
-	}
-}
 
 static const char *lzop_strerror(int r)
 {
@@ -584,7 +568,7 @@ static int lzop_decode(const struct lzop_bhdr *b, const uint8_t *payload, uint32
 			goto mismatch;
 		r = lzo1x_decompress_safe(payload, b->clen, out, &dlen, NULL);
 		if (r != LZO_E_OK)
-			return lzop_fail(m, lzop_errno(r) ? lzop_errno(r) : -EIO,
+			return lzop_fail(m, liberr_lzo(r),
 					 "lzo: %sblock %" PRIu64 " at compressed offset %" PRIu64
 					 ": %s",
 					 who, blockno, coff, lzop_strerror(r));

@@ -798,8 +798,10 @@ static int bz_feed(struct bz_scan *s, bz_stream *z, uint64_t start, uint64_t *fe
 		int rc = BZ2_bzDecompress(z);
 		if (z->avail_out < sizeof(out))
 			return 1;
+		if (rc == BZ_STREAM_END) /* it ended, and no output: not a block */
+			return -EIO;
 		if (rc != BZ_OK)
-			return rc == BZ_MEM_ERROR ? -ENOMEM : -EIO;
+			return liberr_bz2(rc);
 		if (z->avail_in)
 			return -EIO; /* no progress: cannot happen with libbz2 */
 		*fed += n;
