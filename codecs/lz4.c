@@ -998,7 +998,6 @@ static int lz4_scan_new(struct src *in, const struct codec_opts *opts, const str
 			struct codec_scan **out)
 {
 	struct codec_scan *s;
-	unsigned threads;
 	int err;
 
 	*out = NULL;
@@ -1010,8 +1009,7 @@ static int lz4_scan_new(struct src *in, const struct codec_opts *opts, const str
 	s->in = in;
 	s->sink = *sink;
 	s->fail_at = UINT64_MAX;
-	threads = opts && opts->threads ? opts->threads : 1;
-	s->nworkers = threads < LZ4_MAX_THREADS ? threads : LZ4_MAX_THREADS;
+	s->nworkers = pl_threads(opts, LZ4_MAX_THREADS);
 	s->walk.in = in;
 	s->walk.size = src_size(in);
 	s->wk = calloc(s->nworkers, sizeof(*s->wk));
@@ -1021,14 +1019,8 @@ static int lz4_scan_new(struct src *in, const struct codec_opts *opts, const str
 	}
 	for (unsigned i = 0; i < s->nworkers; i++)
 		s->wk[i].win.in = in;
-	struct pl_params prm = {.ops = &lz4_pl_ops,
-				.ctx = s,
-				.sink = &s->sink,
-				.name = "lz4",
-				.workers = s->nworkers,
-				.depth = (size_t)s->nworkers + 2,
-				.job_cap = 2 * (size_t)LZ4_LEGACY_BLOCK};
-	err = pl_new(&prm, &s->pl);
+	err = pl_start(&lz4_pl_ops, s, &s->sink, "lz4", s->nworkers, (size_t)s->nworkers + 2,
+		       2 * (size_t)LZ4_LEGACY_BLOCK, &s->pl);
 	if (err)
 		goto fail;
 	*out = s;

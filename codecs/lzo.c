@@ -865,7 +865,6 @@ static int lzop_scan_new(struct src *in, const struct codec_opts *opts,
 			 const struct codec_sink *sink, struct codec_scan **out)
 {
 	struct codec_scan *s;
-	unsigned threads;
 	int err;
 
 	*out = NULL;
@@ -879,8 +878,7 @@ static int lzop_scan_new(struct src *in, const struct codec_opts *opts,
 		return -ENOMEM;
 	s->in = in;
 	s->sink = *sink;
-	threads = opts && opts->threads ? opts->threads : 1;
-	s->nworkers = threads < LZOP_MAX_THREADS ? threads : LZOP_MAX_THREADS;
+	s->nworkers = pl_threads(opts, LZOP_MAX_THREADS);
 
 	/* The first header is read here, so that scan_name works at once; an error in it is
 	 * reported by the first scan_read, like any other. */
@@ -893,14 +891,8 @@ static int lzop_scan_new(struct src *in, const struct codec_opts *opts,
 	}
 	for (unsigned i = 0; i < s->nworkers; i++)
 		s->win[i].in = in;
-	struct pl_params prm = {.ops = &lzop_pl_ops,
-				.ctx = s,
-				.sink = &s->sink,
-				.name = "lzo",
-				.workers = s->nworkers,
-				.depth = 2 * (size_t)s->nworkers + 1,
-				.job_cap = PL_CHUNK};
-	err = pl_new(&prm, &s->pl);
+	err = pl_start(&lzop_pl_ops, s, &s->sink, "lzo", s->nworkers, 2 * (size_t)s->nworkers + 1,
+		       PL_CHUNK, &s->pl);
 	if (err)
 		goto fail;
 	*out = s;
