@@ -40,14 +40,15 @@
  * extra decode, and nothing is logged for the false candidates.
  *
  * Parallelism.  The thread calling scan_read reads the file, finds the magics, and hands each
- * candidate block (a copy of its bytes) to opts->threads workers; it delivers the blocks in
- * file order, each only after its CRC matched.  At most 2 x threads decoded blocks wait, each
- * as a list of 1 MiB chunks: a block can decode to far more than its 900 kB (the first RLE
- * stage turns 5 bytes into up to 259), and we never assume a maximum.  Workers decode every
- * candidate speculatively with the level of the last stream header seen; a candidate that
- * turns out not to be a block is discarded, and one decoded with the wrong level (a stream
- * header the search mispredicted) is decoded again.  With threads = 1 there are no workers:
- * the calling thread decodes each block when it needs it.
+ * candidate block (a copy of its bytes) to opts->threads workers (jobs of the pool,
+ * common/pool.h, joined by scan_free); it delivers the blocks in file order, each only after
+ * its CRC matched.  At most 2 x threads decoded blocks wait, each as a list of 1 MiB chunks: a
+ * block can decode to far more than its 900 kB (the first RLE stage turns 5 bytes into up to
+ * 259), and we never assume a maximum.  Workers decode every candidate speculatively with the
+ * level of the last stream header seen; a candidate that turns out not to be a block is
+ * discarded, and one decoded with the wrong level (a stream header the search mispredicted) is
+ * decoded again.  With threads = 1 there are no workers: the calling thread decodes each block
+ * when it needs it.
  *
  * Bounds.  The format only bounds a block's compressed size loosely (the code lengths are
  * coded as deltas that may wander), so we take the largest block a real encoder can write
@@ -88,8 +89,10 @@
 
 #include "common/byteio.h"
 #include "common/log.h"
+#include "common/pool.h"
 #include "codecs/bzip2/bzip2_block.h"
 #include "codecs/liberr.h"
+#include "codecs/pipeline.h"
 #include "codecs/trailing.h"
 
 #define BZ_MAGIC_BLOCK 0x314159265359ULL
@@ -379,7 +382,7 @@ struct bz_scan {
 	pthread_cond_t done_cv;	       /* a job finished */
 	struct bz_item *qhead, *qtail; /* (lock) jobs waiting for a worker */
 	bool stop;		       /* (lock) */
-	pthread_t *thr;
+	struct pool_job **thr;	       /* the workers: jobs of the pool */
 	unsigned nthr;
 };
 
@@ -1066,7 +1069,7 @@ static void bz_scan_free(struct codec_scan *cs)
 	pthread_cond_broadcast(&s->work_cv);
 	pthread_mutex_unlock(&s->lock);
 	for (unsigned i = 0; i < s->nthr; i++)
-		pthread_join(s->thr[i], NULL);
+		pool_join(s->thr[i]);
 	while (s->head) {
 		struct bz_item *it = s->head;
 		s->head = it->next;
@@ -1109,8 +1112,10 @@ static int bz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 			bz_scan_free((struct codec_scan *)s);
 			return -ENOMEM;
 		}
+		int nice = pl_nice();
+
 		for (unsigned i = 0; i < threads; i++) {
-			if (pthread_create(&s->thr[i], NULL, bz_worker, s) != 0)
+			if (pool_start(bz_worker, s, "tarseek-bzip2", nice, &s->thr[i]) != 0)
 				break;
 			s->nthr++;
 		}
@@ -1122,7 +1127,7 @@ static int bz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 		s->stop = true;
 		pthread_cond_broadcast(&s->work_cv);
 		pthread_mutex_unlock(&s->lock);
-		pthread_join(s->thr[0], NULL);
+		pool_join(s->thr[0]);
 		s->nthr = 0;
 	}
 	s->maxq = 2 * s->threads;

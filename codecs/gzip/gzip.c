@@ -51,20 +51,20 @@
  * window.  Nothing in the stream checks it (a zip keeps the CRC-32 in its directory: the
  * index checks it), so everything decoded counts as verified.
  *
- * Speed: the scan is the first-mount hot path, and zlib's inflate (~350 MB/s out here) is
- * its bottleneck.  Work other than inflating is therefore moved off the inflating thread:
- * with opts->threads >= 2 a worker thread only reads and inflates, into a ring of 512 KiB
- * buffers (3 MiB in all), while scan_read's thread copies the bytes out, computes the CRC-32
- * (zlib's, ~4 GB/s), compresses the windows and calls the sink.  A checkpoint or the end of
- * a member always ends a buffer, so "what happens between these bytes" travels with the
- * buffer (a checkpoint and its raw window at its start; the stored CRC and ISIZE at its
- * end), and the consumer acts on it in stream order, on its own thread, as the sink's
- * contract demands.  Between checkpoints the worker inflates with Z_NO_FLUSH and an output
- * limit that ends at the spacing mark; only past the mark does it switch to Z_BLOCK, so it
- * stops at block boundaries just once per checkpoint.  With one thread the same producer
- * runs inline, inflating straight into the caller's buffer when the read is large (64 KiB
- * or more) and through one buffer of its own otherwise.  A decoder holds about 110 KiB: its
- * 64 KiB input buffer, zlib's state and the 32 KiB window.
+ * Speed: the scan is the first-mount hot path, and zlib's inflate (~350 MB/s out here) is its
+ * bottleneck.  Work other than inflating is therefore moved off the inflating thread: with
+ * opts->threads >= 2 a worker (a job of the pool, common/pool.h) only reads and inflates, into
+ * a ring of four 1 MiB buffers, while scan_read's thread copies the bytes out, computes the
+ * CRC-32 (zlib's, ~4 GB/s), compresses the windows and calls the sink.  A checkpoint or the end
+ * of a member always ends a buffer, so "what happens between these bytes" travels with the
+ * buffer (a checkpoint and its raw window at its start; the stored CRC and ISIZE at its end),
+ * and the consumer acts on it in stream order, on its own thread, as the sink's contract
+ * demands.  Between checkpoints the worker inflates with Z_NO_FLUSH and an output limit that
+ * ends at the spacing mark; only past the mark does it switch to Z_BLOCK, so it stops at block
+ * boundaries just once per checkpoint.  With one thread the same producer runs inline,
+ * inflating straight into the caller's buffer when the read is large (64 KiB or more) and
+ * through one buffer of its own otherwise.  A decoder holds about 110 KiB: its 64 KiB input
+ * buffer, zlib's state and the 32 KiB window.
  */
 #include "codecs/codec.h"
 
@@ -78,10 +78,12 @@
 #include "common/byteio.h"
 #include "common/crc32.h"
 #include "common/log.h"
+#include "common/pool.h"
 #include "codecs/gzip/gzip_ckpt.h"
 #include "codecs/gzip/gzip_sparse.h"
 #include "codecs/gzip/inflater.h"
 #include "codecs/liberr.h"
+#include "codecs/pipeline.h"
 #include "codecs/trailing.h"
 
 #define GZ_WINSIZE INFL_WINSIZE		/* deflate's window */
@@ -772,7 +774,7 @@ struct codec_scan {
 	unsigned nbuf;
 	bool threaded;
 	bool direct; /* inline, large reads are inflated in place (zlib only: see scan_start) */
-	pthread_t worker;
+	struct pool_job *worker;
 	pthread_mutex_t mu;
 	pthread_cond_t more; /* filled went up, or the worker ended */
 	pthread_cond_t room; /* filled went down, or stop */
@@ -1000,7 +1002,7 @@ static void gz_scan_free(struct codec_scan *s)
 		s->stop = true;
 		pthread_cond_broadcast(&s->room);
 		pthread_mutex_unlock(&s->mu);
-		pthread_join(s->worker, NULL);
+		pool_join(s->worker);
 		pthread_cond_destroy(&s->room);
 		pthread_cond_destroy(&s->more);
 		pthread_mutex_destroy(&s->mu);
@@ -1084,13 +1086,12 @@ static int gz_scan_start(struct src *in, const struct codec_opts *opts,
 		pthread_mutex_init(&s->mu, NULL);
 		pthread_cond_init(&s->more, NULL);
 		pthread_cond_init(&s->room, NULL);
-		r = pthread_create(&s->worker, NULL, gz_worker, s);
+		r = pool_start(gz_worker, s, "tarseek-gzip", pl_nice(), &s->worker);
 		if (r == 0) {
 			s->threaded = true;
-			pthread_setname_np(s->worker, "tarseek-gzip");
 		} else {
 			tfs_log(TFS_LOG_INFO, "gzip: no worker thread (%s), inflating inline",
-				strerror(r));
+				strerror(-r));
 			pthread_cond_destroy(&s->room);
 			pthread_cond_destroy(&s->more);
 			pthread_mutex_destroy(&s->mu);
