@@ -88,7 +88,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +99,7 @@
 #include "common/byteio.h"
 #include "common/log.h"
 #include "codecs/inwin.h"
+#include "codecs/lzout.h"
 #include "codecs/pipeline.h"
 #include "codecs/trailing.h"
 
@@ -115,7 +115,6 @@
 #define LZ4_STORED 0x80000000u /* high bit of a block size */
 #define LZ4_MAX_THREADS 64
 #define LZ4_DEC_AHEAD_MAX ((size_t)8 << 20) /* a decoder's read within its group */
-#define LZ4_MSG 320
 
 /* FLG bits */
 #define LZ4_F_VERSION 0xC0
@@ -131,35 +130,6 @@ enum { LZ4_K_INDEP = 1, LZ4_K_LINKED = 2, LZ4_K_LEGACY = 3 };
 
 _Static_assert(LZ4_LEGACY_BOUND < LZ4_STORED, "legacy sizes fit 31 bits");
 _Static_assert((4u << 20) + LZ4_HIST < (unsigned)INT32_MAX, "block sizes fit liblz4's int");
-
-/* ---- Messages ------------------------------------------------------------------------------ */
-
-/* A message made where the problem is found, logged by whoever reports it. */
-struct lz4_msg {
-	int level;
-	char text[LZ4_MSG];
-};
-
-__attribute__((format(printf, 3, 4))) static int lz4_fail(struct lz4_msg *m, int err,
-							  const char *fmt, ...);
-
-/* Records an error message; returns err. */
-static int lz4_fail(struct lz4_msg *m, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(m->text, sizeof(m->text), fmt, ap);
-	va_end(ap);
-	m->level = TFS_LOG_ERR;
-	return err;
-}
-
-static void lz4_log(const struct lz4_msg *m)
-{
-	if (m->text[0])
-		tfs_log(m->level, "%s", m->text);
-}
 
 static bool lz4_probe(const uint8_t *head, size_t len)
 {
@@ -293,7 +263,7 @@ static int lz4_parse_blk(uint32_t v, const struct lz4_fhdr *h, struct lz4_blk *b
  * the offset of its header, name it). */
 static ssize_t lz4_decode_blk(const struct lz4_blk *b, const uint8_t *p, uint8_t flg, uint8_t *out,
 			      size_t cap, const uint8_t *dict, size_t dictlen, uint64_t blockno,
-			      uint64_t coff, const char *who, struct lz4_msg *m)
+			      uint64_t coff, const char *who, struct lzout_msg *m)
 {
 	const uint8_t *data = p + 4;
 	int r;
@@ -302,18 +272,18 @@ static ssize_t lz4_decode_blk(const struct lz4_blk *b, const uint8_t *p, uint8_t
 		uint32_t stored = le32(data + b->size), sum = XXH32(data, b->size, 0);
 
 		if (stored != sum)
-			return lz4_fail(m, -EIO,
-					"lz4: %sblock %" PRIu64 " at compressed offset %" PRIu64
-					": block checksum mismatch (stored %08" PRIx32
-					", computed %08" PRIx32 ")",
-					who, blockno, coff, stored, sum);
+			return lzout_fail(m, -EIO,
+					  "lz4: %sblock %" PRIu64 " at compressed offset %" PRIu64
+					  ": block checksum mismatch (stored %08" PRIx32
+					  ", computed %08" PRIx32 ")",
+					  who, blockno, coff, stored, sum);
 	}
 	if (b->stored) {
 		if (b->size > cap)
-			return lz4_fail(m, -EIO,
-					"lz4: %sblock %" PRIu64 " at compressed offset %" PRIu64
-					": stored block larger than its room",
-					who, blockno, coff);
+			return lzout_fail(m, -EIO,
+					  "lz4: %sblock %" PRIu64 " at compressed offset %" PRIu64
+					  ": stored block larger than its room",
+					  who, blockno, coff);
 		memcpy(out, data, b->size);
 		return b->size;
 	}
@@ -323,10 +293,10 @@ static ssize_t lz4_decode_blk(const struct lz4_blk *b, const uint8_t *p, uint8_t
 	else
 		r = LZ4_decompress_safe((const char *)data, (char *)out, (int)b->size, (int)cap);
 	if (r < 0)
-		return lz4_fail(m, -EIO,
-				"lz4: %sblock %" PRIu64 " at compressed offset %" PRIu64
-				": corrupt data (LZ4 block does not decode within %zu bytes)",
-				who, blockno, coff, cap);
+		return lzout_fail(m, -EIO,
+				  "lz4: %sblock %" PRIu64 " at compressed offset %" PRIu64
+				  ": corrupt data (LZ4 block does not decode within %zu bytes)",
+				  who, blockno, coff, cap);
 	return r;
 }
 
@@ -393,7 +363,7 @@ struct lz4_walk {
 	uint64_t blockno; /* blocks walked */
 	bool done;	  /* no more jobs: end_err is 0 at the end of the data, or -errno */
 	int end_err;
-	struct lz4_msg msg; /* what ended the walk (an error, or a notice of garbage) */
+	struct lzout_msg msg; /* what ended the walk (an error, or a notice of garbage) */
 };
 
 /* Ends the walk with err (0: the end of the data); a job already begun is returned first. */
@@ -407,9 +377,9 @@ static int lz4_walk_stop(struct lz4_walk *w, const struct lz4_job *j, int err)
 static int lz4_walk_read_error(struct lz4_walk *w, const struct lz4_job *j, int err, uint64_t at)
 {
 	return lz4_walk_stop(w, j,
-			     lz4_fail(&w->msg, err,
-				      "lz4: read error at compressed offset %" PRIu64 ": %s", at,
-				      strerror(-err)));
+			     lzout_fail(&w->msg, err,
+					"lz4: read error at compressed offset %" PRIu64 ": %s", at,
+					strerror(-err)));
 }
 
 /* After the last frame, at w->pos: zero padding (silent), garbage (a notice), or an lz4 frame
@@ -422,14 +392,14 @@ static int lz4_walk_trailing(struct lz4_walk *w)
 	w->done = true;
 	if (err)
 		return w->end_err =
-			   lz4_fail(&w->msg, err, "lz4: read error after compressed offset %" PRIu64,
-				    w->pos);
+			   lzout_fail(&w->msg, err,
+				      "lz4: read error after compressed offset %" PRIu64, w->pos);
 	if (t.data_at != TRAILING_NONE)
-		return w->end_err = lz4_fail(&w->msg, -EIO,
-					     "lz4: unexpected data at compressed offset %" PRIu64
-					     ", before more lz4 data at offset %" PRIu64
-					     " (damaged); the rest of the file is not read",
-					     w->pos, t.data_at);
+		return w->end_err = lzout_fail(&w->msg, -EIO,
+					       "lz4: unexpected data at compressed offset %" PRIu64
+					       ", before more lz4 data at offset %" PRIu64
+					       " (damaged); the rest of the file is not read",
+					       w->pos, t.data_at);
 	if (t.first_nonzero == TRAILING_NONE) {
 		TFS_DEBUG("lz4: zero padding after the last frame at offset %" PRIu64, w->pos);
 		return w->end_err = 0;
@@ -451,13 +421,14 @@ static int lz4_walk_endmark(struct lz4_walk *w, struct lz4_job *j)
 	if (w->fh.flg & LZ4_F_CSUM) {
 		r = lz4_read32(w->in, at, &sum, &n);
 		if (r < 0)
-			return lz4_fail(&w->msg, r, "lz4: read error at compressed offset %" PRIu64,
-					at);
+			return lzout_fail(&w->msg, r,
+					  "lz4: read error at compressed offset %" PRIu64, at);
 		if (r == 0)
-			return lz4_fail(&w->msg, -EIO,
-					"lz4: the file ends inside the content checksum of frame "
-					"%" PRIu64 " at compressed offset %" PRIu64 " (truncated)",
-					w->frame_no, w->frame_coff);
+			return lzout_fail(&w->msg, -EIO,
+					  "lz4: the file ends inside the content checksum of frame "
+					  "%" PRIu64 " at compressed offset %" PRIu64
+					  " (truncated)",
+					  w->frame_no, w->frame_coff);
 		at += 4;
 	}
 	w->pos = at;
@@ -466,15 +437,15 @@ static int lz4_walk_endmark(struct lz4_walk *w, struct lz4_job *j)
 		static const uint8_t none[1];
 
 		if ((w->fh.flg & LZ4_F_CSIZE) && w->fh.csize != 0)
-			return lz4_fail(&w->msg, -EIO,
-					"lz4: frame %" PRIu64 " at compressed offset %" PRIu64
-					" has no block but declares %" PRIu64 " bytes of content",
-					w->frame_no, w->frame_coff, w->fh.csize);
+			return lzout_fail(&w->msg, -EIO,
+					  "lz4: frame %" PRIu64 " at compressed offset %" PRIu64
+					  " has no block but declares %" PRIu64 " bytes of content",
+					  w->frame_no, w->frame_coff, w->fh.csize);
 		if ((w->fh.flg & LZ4_F_CSUM) && sum != XXH32(none, 0, 0))
-			return lz4_fail(&w->msg, -EIO,
-					"lz4: frame %" PRIu64 " at compressed offset %" PRIu64
-					": content checksum mismatch (an empty frame)",
-					w->frame_no, w->frame_coff);
+			return lzout_fail(&w->msg, -EIO,
+					  "lz4: frame %" PRIu64 " at compressed offset %" PRIu64
+					  ": content checksum mismatch (an empty frame)",
+					  w->frame_no, w->frame_coff);
 		return 0;
 	}
 	j->frame_last = true;
@@ -505,8 +476,8 @@ static int lz4_walk_next(struct lz4_walk *w, struct lz4_job *j)
 				return lz4_walk_read_error(w, j, (int)got, w->pos);
 			n = (size_t)got;
 			if (!w->started && n == 0)
-				return lz4_walk_stop(w, j, lz4_fail(&w->msg, -EIO,
-								    "lz4: the file is empty"));
+				return lz4_walk_stop(
+				    w, j, lzout_fail(&w->msg, -EIO, "lz4: the file is empty"));
 			if (n == 0)
 				return lz4_walk_stop(w, j, 0);
 			if (n >= 4)
@@ -518,10 +489,10 @@ static int lz4_walk_next(struct lz4_walk *w, struct lz4_job *j)
 				if (r != LZ4_H_OK)
 					return lz4_walk_stop(
 					    w, j,
-					    lz4_fail(&w->msg, r < 0 ? r : -EIO,
-						     "lz4: the frame header at compressed offset "
-						     "%" PRIu64 ": %s",
-						     w->pos, why));
+					    lzout_fail(&w->msg, r < 0 ? r : -EIO,
+						       "lz4: the frame header at compressed offset "
+						       "%" PRIu64 ": %s",
+						       w->pos, why));
 				w->started = true;
 				w->frame_no++;
 				w->frame_coff = w->pos;
@@ -537,10 +508,11 @@ static int lz4_walk_next(struct lz4_walk *w, struct lz4_job *j)
 				if (n < 8)
 					return lz4_walk_stop(
 					    w, j,
-					    lz4_fail(&w->msg, -EIO,
-						     "lz4: the file ends inside the skippable frame "
-						     "at compressed offset %" PRIu64 " (truncated)",
-						     at));
+					    lzout_fail(
+						&w->msg, -EIO,
+						"lz4: the file ends inside the skippable frame "
+						"at compressed offset %" PRIu64 " (truncated)",
+						at));
 				end = at + 8 + le32(hb + 4);
 				if (end > at + 8) { /* its last byte must be there */
 					got = src_pread(w->in, &last, 1, end - 1);
@@ -549,11 +521,12 @@ static int lz4_walk_next(struct lz4_walk *w, struct lz4_job *j)
 					if (got == 0)
 						return lz4_walk_stop(
 						    w, j,
-						    lz4_fail(&w->msg, -EIO,
-							     "lz4: the file ends inside the "
-							     "skippable frame at compressed offset "
-							     "%" PRIu64 " (truncated)",
-							     at));
+						    lzout_fail(
+							&w->msg, -EIO,
+							"lz4: the file ends inside the "
+							"skippable frame at compressed offset "
+							"%" PRIu64 " (truncated)",
+							at));
 				}
 				w->started = true;
 				w->pos = end;
@@ -568,8 +541,8 @@ static int lz4_walk_next(struct lz4_walk *w, struct lz4_job *j)
 			if (!w->started)
 				return lz4_walk_stop(
 				    w, j,
-				    lz4_fail(&w->msg, -EIO,
-					     "lz4: not an lz4 file (no lz4 magic at offset 0)"));
+				    lzout_fail(&w->msg, -EIO,
+					       "lz4: not an lz4 file (no lz4 magic at offset 0)"));
 			return lz4_walk_stop(w, j, lz4_walk_trailing(w));
 
 		case LZ4_W_LEGACY:
@@ -587,12 +560,13 @@ static int lz4_walk_next(struct lz4_walk *w, struct lz4_job *j)
 			}
 			if (w->size != SRC_SIZE_UNKNOWN &&
 			    (w->size < w->pos || w->size - w->pos < 4 + (uint64_t)v))
-				return lz4_walk_stop(w, j,
-						     lz4_fail(&w->msg, -EIO,
-							      "lz4: the file ends inside legacy block "
-							      "%" PRIu64 " at compressed offset %" PRIu64
-							      " (truncated)",
-							      w->blockno + 1, w->pos));
+				return lz4_walk_stop(
+				    w, j,
+				    lzout_fail(&w->msg, -EIO,
+					       "lz4: the file ends inside legacy block "
+					       "%" PRIu64 " at compressed offset %" PRIu64
+					       " (truncated)",
+					       w->blockno + 1, w->pos));
 			j->kind = LZ4_K_LEGACY;
 			j->coff = j->blocks_at = w->pos;
 			j->clen = 4 + (uint64_t)v;
@@ -608,18 +582,19 @@ static int lz4_walk_next(struct lz4_walk *w, struct lz4_job *j)
 			if (r == 0)
 				return lz4_walk_stop(
 				    w, j,
-				    lz4_fail(&w->msg, -EIO,
-					     "lz4: the file ends at compressed offset %" PRIu64
-					     ", inside frame %" PRIu64 " at %" PRIu64
-					     ", before its EndMark (truncated)",
-					     w->pos, w->frame_no, w->frame_coff));
+				    lzout_fail(&w->msg, -EIO,
+					       "lz4: the file ends at compressed offset %" PRIu64
+					       ", inside frame %" PRIu64 " at %" PRIu64
+					       ", before its EndMark (truncated)",
+					       w->pos, w->frame_no, w->frame_coff));
 			r = lz4_parse_blk(v, &w->fh, &b, &why);
 			if (r < 0)
 				return lz4_walk_stop(w, j,
-						     lz4_fail(&w->msg, r,
-							      "lz4: block %" PRIu64
-							      " at compressed offset %" PRIu64 ": %s",
-							      w->blockno + 1, w->pos, why));
+						     lzout_fail(&w->msg, r,
+								"lz4: block %" PRIu64
+								" at compressed offset %" PRIu64
+								": %s",
+								w->blockno + 1, w->pos, why));
 			if (b.end) {
 				r = lz4_walk_endmark(w, j);
 				if (r < 0)
@@ -636,18 +611,19 @@ static int lz4_walk_next(struct lz4_walk *w, struct lz4_job *j)
 			if (!indep && j->nblocks == UINT32_MAX)
 				return lz4_walk_stop(
 				    w, j,
-				    lz4_fail(&w->msg, -ENOTSUP,
-					     "lz4: frame %" PRIu64 " at compressed offset %" PRIu64
-					     " has more than 2^32 linked blocks; not supported",
-					     w->frame_no, w->frame_coff));
+				    lzout_fail(&w->msg, -ENOTSUP,
+					       "lz4: frame %" PRIu64
+					       " at compressed offset %" PRIu64
+					       " has more than 2^32 linked blocks; not supported",
+					       w->frame_no, w->frame_coff));
 			if (w->size != SRC_SIZE_UNKNOWN &&
 			    (w->size < w->pos || w->size - w->pos < b.total))
-				return lz4_walk_stop(w, j,
-						     lz4_fail(&w->msg, -EIO,
-							      "lz4: the file ends inside block %" PRIu64
-							      " at compressed offset %" PRIu64
-							      " (truncated)",
-							      w->blockno + 1, w->pos));
+				return lz4_walk_stop(
+				    w, j,
+				    lzout_fail(&w->msg, -EIO,
+					       "lz4: the file ends inside block %" PRIu64
+					       " at compressed offset %" PRIu64 " (truncated)",
+					       w->blockno + 1, w->pos));
 			if (!j->nblocks) {
 				j->kind = indep ? LZ4_K_INDEP : LZ4_K_LINKED;
 				j->fh = w->fh;
@@ -736,25 +712,25 @@ static void lz4_chk_upto(struct codec_scan *s, uint64_t to)
 static void lz4_chk_end(struct codec_scan *s)
 {
 	const struct lz4_job *j = &s->chk.job;
-	struct lz4_msg m = {0};
+	struct lzout_msg m = {0};
 
 	if (!s->chk.open || !s->chk.ends)
 		return;
 	s->chk.open = false;
 	if ((j->fh.flg & LZ4_F_CSIZE) && s->chk.count != j->fh.csize)
-		lz4_fail(&m, -EIO,
-			 "lz4: frame %" PRIu64 " at compressed offset %" PRIu64
-			 " decodes to %" PRIu64 " bytes, its header says %" PRIu64,
-			 j->frame_no, j->frame_coff, s->chk.count, j->fh.csize);
+		lzout_fail(&m, -EIO,
+			   "lz4: frame %" PRIu64 " at compressed offset %" PRIu64
+			   " decodes to %" PRIu64 " bytes, its header says %" PRIu64,
+			   j->frame_no, j->frame_coff, s->chk.count, j->fh.csize);
 	else if (s->chk.hashing && XXH32_digest(&s->chk.xxh) != j->content_sum)
-		lz4_fail(&m, -EIO,
-			 "lz4: frame %" PRIu64 " at compressed offset %" PRIu64
-			 ": content checksum mismatch (stored %08" PRIx32 ", computed %08" PRIx32
-			 ")",
-			 j->frame_no, j->frame_coff, j->content_sum,
-			 (uint32_t)XXH32_digest(&s->chk.xxh));
+		lzout_fail(&m, -EIO,
+			   "lz4: frame %" PRIu64 " at compressed offset %" PRIu64
+			   ": content checksum mismatch (stored %08" PRIx32 ", computed %08" PRIx32
+			   ")",
+			   j->frame_no, j->frame_coff, j->content_sum,
+			   (uint32_t)XXH32_digest(&s->chk.xxh));
 	if (m.text[0] && s->fail_at == UINT64_MAX) {
-		lz4_log(&m);
+		lzout_log(&m);
 		s->fail_at = s->upto;
 		s->bad_start = s->chk.start;
 	}
@@ -801,12 +777,10 @@ static int lz4_pl_next(void *ctx, unsigned worker, struct pl_job *job, struct pl
 	int r = lz4_walk_next(&s->walk, j);
 
 	(void)worker;
-	if (r > 0) {
+	if (r > 0)
 		lz4_job_ckpt(j, &job->ck);
-	} else if (s->walk.msg.text[0]) {
-		end->level = s->walk.msg.level;
-		snprintf(end->text, sizeof(end->text), "%s", s->walk.msg.text);
-	}
+	else
+		lzout_end_note(&s->walk.msg, end);
 	return r;
 }
 
@@ -819,7 +793,7 @@ static int lz4_run_group(struct codec_scan *s, struct lz4_worker *wk, struct pl_
 	const struct lz4_job *j = job->own;
 	bool legacy = j->kind == LZ4_K_LEGACY;
 	size_t bmax = legacy ? LZ4_LEGACY_BLOCK : j->fh.bmax;
-	struct lz4_msg msg = {0};
+	struct lzout_msg msg = {0};
 	const uint8_t *p;
 	uint8_t *out;
 	uint64_t at = j->coff;
@@ -833,7 +807,8 @@ static int lz4_run_group(struct codec_scan *s, struct lz4_worker *wk, struct pl_
 		return err;
 	n = inwin_get(&wk->win, j->coff, (size_t)j->clen, 0, &p);
 	if (n < 0) {
-		err = lz4_fail(&msg, (int)n, "lz4: read error at compressed offset %" PRIu64 ": %s",
+		err =
+		    lzout_fail(&msg, (int)n, "lz4: read error at compressed offset %" PRIu64 ": %s",
 			       j->coff, strerror((int)-n));
 		goto out;
 	}
@@ -856,18 +831,18 @@ static int lz4_run_group(struct codec_scan *s, struct lz4_worker *wk, struct pl_
 		if (!err && (size_t)n - off < b.total)
 			err = -EIO;
 		if (err == -EIO) {
-			err = lz4_fail(&msg, -EIO,
-				       "lz4: the file ends inside %sblock %" PRIu64
-				       " at compressed offset %" PRIu64 " (truncated)",
-				       legacy ? "legacy " : "", blockno, at);
+			err = lzout_fail(&msg, -EIO,
+					 "lz4: the file ends inside %sblock %" PRIu64
+					 " at compressed offset %" PRIu64 " (truncated)",
+					 legacy ? "legacy " : "", blockno, at);
 			goto out;
 		}
 		if (err) {
 			/* the walk saw these very bytes a moment ago: the file changed */
-			err = lz4_fail(&msg, -EIO,
-				       "lz4: block %" PRIu64 " at compressed offset %" PRIu64
-				       ": the block header changed while the file was read",
-				       blockno, at);
+			err = lzout_fail(&msg, -EIO,
+					 "lz4: block %" PRIu64 " at compressed offset %" PRIu64
+					 ": the block header changed while the file was read",
+					 blockno, at);
 			goto out;
 		}
 		r = lz4_decode_blk(&b, p + off, legacy ? 0 : j->fh.flg, out + len, bmax, NULL, 0,
@@ -882,12 +857,7 @@ static int lz4_run_group(struct codec_scan *s, struct lz4_worker *wk, struct pl_
 		good++;
 	}
 out:
-	job->ck.ulen = len;
-	job->ck.clen = off;
-	job->ck.bits = good;
-	pl_commit(job, len);
-	/* every byte handed over passed its block's checks */
-	return err ? pl_fail(fail, err, true, "%s", msg.text) : 0;
+	return lzout_group_done(job, len, off, good, err, &msg, fail);
 }
 
 /* A linked frame: its blocks in turn, each with the 64 KiB decoded before it. */
@@ -896,7 +866,7 @@ static int lz4_run_linked(struct lz4_worker *wk, struct pl_job *job, struct pl_n
 	const struct lz4_job *j = job->own;
 	size_t bmax = j->fh.bmax, hlen = 0, len = 0, cap = 0;
 	uint64_t at = j->blocks_at, end = j->coff + j->clen;
-	struct lz4_msg msg = {0};
+	struct lzout_msg msg = {0};
 	uint8_t *out = NULL;
 	int err = 0;
 
@@ -924,23 +894,23 @@ static int lz4_run_linked(struct lz4_worker *wk, struct pl_job *job, struct pl_n
 				n = inwin_get(&wk->win, at, (size_t)b.total, ahead, &p);
 		}
 		if (n < 0) {
-			err = lz4_fail(&msg, (int)n,
-				       "lz4: read error at compressed offset %" PRIu64 ": %s", at,
-				       strerror((int)-n));
+			err = lzout_fail(&msg, (int)n,
+					 "lz4: read error at compressed offset %" PRIu64 ": %s", at,
+					 strerror((int)-n));
 			break;
 		}
 		if (err) {
-			err = lz4_fail(&msg, -EIO,
-				       "lz4: block %" PRIu64 " at compressed offset %" PRIu64
-				       ": the block header changed while the file was read",
-				       blockno, at);
+			err = lzout_fail(&msg, -EIO,
+					 "lz4: block %" PRIu64 " at compressed offset %" PRIu64
+					 ": the block header changed while the file was read",
+					 blockno, at);
 			break;
 		}
 		if ((size_t)n < 4 || (size_t)n < b.total) {
-			err = lz4_fail(&msg, -EIO,
-				       "lz4: the file ends inside block %" PRIu64
-				       " at compressed offset %" PRIu64 " (truncated)",
-				       blockno, at);
+			err = lzout_fail(&msg, -EIO,
+					 "lz4: the file ends inside block %" PRIu64
+					 " at compressed offset %" PRIu64 " (truncated)",
+					 blockno, at);
 			break;
 		}
 		r = lz4_decode_blk(&b, p, j->fh.flg, out + len, bmax, wk->hist, hlen, blockno, at,
@@ -1081,12 +1051,9 @@ struct codec_dec {
 	bool whole;	     /* the current frame was entered at its header: check it */
 	uint64_t fcount;     /* ... its bytes so far */
 	XXH32_state_t xxh;
-	uint8_t *out; /* the last decoded block */
-	size_t cap, olen, opos;
-	uint8_t *hist; /* linked frames */
+	struct lzout o; /* the last decoded block */
+	uint8_t *hist;	/* linked frames */
 	size_t hlen;
-	bool end;
-	int err;
 };
 
 static void lz4_dec_free(struct codec_dec *d)
@@ -1094,7 +1061,7 @@ static void lz4_dec_free(struct codec_dec *d)
 	if (!d)
 		return;
 	free(d->win.buf);
-	free(d->out);
+	lzout_free(&d->o);
 	free(d->hist);
 	free(d);
 }
@@ -1145,15 +1112,7 @@ static int lz4_dec_new(struct src *in, const struct codec_ckpt *ck, const void *
 /* Verifies that the checkpoint's chunk ended where the checkpoint says.  0 or -EIO. */
 static int lz4_dec_chunk_end(struct codec_dec *d)
 {
-	const struct codec_ckpt *ck = &d->ck;
-
-	if (d->left == 0 && d->pos - ck->coff == ck->clen && (!ck->ulen || d->cdecoded == ck->ulen))
-		return 0;
-	tfs_log(TFS_LOG_ERR,
-		"lz4: decoder: the blocks at compressed offset %" PRIu64
-		" do not match the index (the file changed?)",
-		ck->coff);
-	return -EIO;
+	return lzout_chunk_end("lz4", &d->ck, d->left, d->pos, d->cdecoded);
 }
 
 static int lz4_dec_read_error(uint64_t at, ssize_t n)
@@ -1264,7 +1223,7 @@ static int lz4_dec_between(struct codec_dec *d)
 /* Decodes the next block into d->out.  1, 0 at the end of the data, or -errno (logged). */
 static int lz4_dec_block(struct codec_dec *d)
 {
-	struct lz4_msg m = {0};
+	struct lzout_msg m = {0};
 	const char *why = "";
 	const uint8_t *p;
 	struct lz4_blk b;
@@ -1337,25 +1296,25 @@ static int lz4_dec_block(struct codec_dec *d)
 		}
 		break;
 	}
-	err = inwin_buf_reserve(&d->out, &d->cap, bmax);
+	err = inwin_buf_reserve(&d->o.buf, &d->o.cap, bmax);
 	if (err)
 		return err;
 	bool linked = d->state == LZ4_W_FRAME && !(d->fh.flg & LZ4_F_INDEP);
 	if (linked && !d->hist && !(d->hist = malloc(LZ4_HIST)))
 		return -ENOMEM;
-	r = lz4_decode_blk(&b, p, d->state == LZ4_W_LEGACY ? 0 : d->fh.flg, d->out, bmax,
+	r = lz4_decode_blk(&b, p, d->state == LZ4_W_LEGACY ? 0 : d->fh.flg, d->o.buf, bmax,
 			   linked ? d->hist : NULL, linked ? d->hlen : 0, d->blockno, d->pos,
 			   "decoder: ", &m);
 	if (r < 0) {
-		lz4_log(&m);
+		lzout_log(&m);
 		return (int)r;
 	}
 	if (linked)
-		lz4_hist_add(d->hist, &d->hlen, d->out, (size_t)r);
+		lz4_hist_add(d->hist, &d->hlen, d->o.buf, (size_t)r);
 	if (d->state == LZ4_W_FRAME && d->whole) {
 		d->fcount += (uint64_t)r;
 		if (d->fh.flg & LZ4_F_CSUM)
-			XXH32_update(&d->xxh, d->out, (size_t)r);
+			XXH32_update(&d->xxh, d->o.buf, (size_t)r);
 	}
 	d->pos += b.total;
 	d->blockno++;
@@ -1365,35 +1324,19 @@ static int lz4_dec_block(struct codec_dec *d)
 		if (!d->left && lz4_dec_chunk_end(d))
 			return -EIO;
 	}
-	d->olen = (size_t)r;
-	d->opos = 0;
+	d->o.len = (size_t)r;
+	d->o.pos = 0;
 	return 1;
 }
 
 static ssize_t lz4_dec_read(struct codec_dec *d, void *buf, size_t len)
 {
-	while (len) {
-		if (d->opos < d->olen) {
-			size_t n = d->olen - d->opos < len ? d->olen - d->opos : len;
-
-			memcpy(buf, d->out + d->opos, n);
-			d->opos += n;
-			return (ssize_t)n;
-		}
-		if (d->err || d->end)
-			return d->err;
-		int r = lz4_dec_block(d);
-		if (r < 0)
-			d->err = r;
-		else if (r == 0)
-			d->end = true;
-	}
-	return 0;
+	return lzout_read(&d->o, buf, len, lz4_dec_block, d);
 }
 
 static size_t lz4_dec_memory(const struct codec_dec *d)
 {
-	return sizeof(*d) + d->win.cap + d->cap + (d->hist ? LZ4_HIST : 0);
+	return sizeof(*d) + d->win.cap + d->o.cap + (d->hist ? LZ4_HIST : 0);
 }
 
 const struct codec codec_lz4 = {

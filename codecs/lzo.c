@@ -78,7 +78,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +91,7 @@
 #include "common/log.h"
 #include "codecs/inwin.h"
 #include "codecs/liberr.h"
+#include "codecs/lzout.h"
 #include "codecs/pipeline.h"
 #include "codecs/trailing.h"
 
@@ -127,7 +127,6 @@
 #define LZOP_DEC_AHEAD_MAX ((size_t)2 << 20)		    /* within its group */
 #define LZOP_MAX_THREADS 64
 #define LZOP_EXTRA_BUF ((size_t)64 << 10) /* bytes of an extra field read at once */
-#define LZOP_MSG 320
 
 _Static_assert(LZOP_BLOCK_MAX <= UINT32_MAX / 2, "block sizes fit zlib's uInt with room");
 _Static_assert(sizeof(lzo_uint) >= sizeof(uint32_t), "lzo_uint holds a block size");
@@ -155,34 +154,6 @@ static const char *lzop_strerror(int r)
 	default:
 		return "corrupt data or liblzo error";
 	}
-}
-
-/* A message made where the problem is found, logged by whoever reports it (the scan logs the
- * first problem in stream order only). */
-struct lzop_msg {
-	int level;
-	char text[LZOP_MSG];
-};
-
-__attribute__((format(printf, 3, 4))) static int lzop_fail(struct lzop_msg *m, int err,
-							   const char *fmt, ...);
-
-/* Records an error message; returns err. */
-static int lzop_fail(struct lzop_msg *m, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(m->text, sizeof(m->text), fmt, ap);
-	va_end(ap);
-	m->level = TFS_LOG_ERR;
-	return err;
-}
-
-static void lzop_log(const struct lzop_msg *m)
-{
-	if (m->text[0])
-		tfs_log(m->level, "%s", m->text);
 }
 
 static pthread_once_t lzop_once = PTHREAD_ONCE_INIT;
@@ -281,7 +252,7 @@ static void lzop_set_name(char *dst, const uint8_t *p, size_t n)
 
 /* After the last part, at off: zeros to the end of the file are padding; anything else is
  * garbage, noted unless quiet.  0 or -errno. */
-static int lzop_trailing(struct src *in, uint64_t off, bool quiet, struct lzop_msg *m)
+static int lzop_trailing(struct src *in, uint64_t off, bool quiet, struct lzout_msg *m)
 {
 	struct trailing t;
 	int err;
@@ -290,8 +261,8 @@ static int lzop_trailing(struct src *in, uint64_t off, bool quiet, struct lzop_m
 		return 0;
 	err = trailing_scan(in, off, NULL, 0, &t);
 	if (err)
-		return lzop_fail(m, err, "lzo: read error after compressed offset %" PRIu64 ": %s",
-				 off, strerror(-err));
+		return lzout_fail(m, err, "lzo: read error after compressed offset %" PRIu64 ": %s",
+				  off, strerror(-err));
 	if (t.first_nonzero == TRAILING_NONE) {
 		TFS_DEBUG("lzo: zero padding after the last part at compressed offset %" PRIu64,
 			  off);
@@ -305,7 +276,7 @@ static int lzop_trailing(struct src *in, uint64_t off, bool quiet, struct lzop_m
 /* Skips the extra field at *pos, checking its checksum (which covers its length too).  0 with
  * *pos after it, or -errno. */
 static int lzop_extra_field(struct src *in, const struct lzop_hdr *h, uint64_t hoff, uint64_t *pos,
-			    struct lzop_msg *m)
+			    struct lzout_msg *m)
 {
 	bool crc = h->flags & LZOP_F_H_CRC32;
 	uint32_t sum = lzop_sum_init(crc), len;
@@ -342,20 +313,20 @@ static int lzop_extra_field(struct src *in, const struct lzop_hdr *h, uint64_t h
 	if (err)
 		goto short_read;
 	if (be32(b4) != sum)
-		return lzop_fail(m, -EIO,
-				 "lzo: checksum mismatch in the extra field of the header at "
-				 "compressed offset %" PRIu64,
-				 hoff);
+		return lzout_fail(m, -EIO,
+				  "lzo: checksum mismatch in the extra field of the header at "
+				  "compressed offset %" PRIu64,
+				  hoff);
 	*pos = at + 4;
 	return 0;
 short_read:
 	if (err != -EIO)
-		return lzop_fail(m, err, "lzo: read error at compressed offset %" PRIu64 ": %s", at,
-				 strerror(-err));
-	return lzop_fail(m, -EIO,
-			 "lzo: the file ends inside the extra field of the header at compressed "
-			 "offset %" PRIu64 " (truncated)",
-			 hoff);
+		return lzout_fail(m, err, "lzo: read error at compressed offset %" PRIu64 ": %s",
+				  at, strerror(-err));
+	return lzout_fail(m, -EIO,
+			  "lzo: the file ends inside the extra field of the header at compressed "
+			  "offset %" PRIu64 " (truncated)",
+			  hoff);
 }
 
 /* Reads a file header at off.  first: the start of the file, where a header must be; else
@@ -363,7 +334,7 @@ short_read:
  * 1 with *h set, 0 if no part starts here, or -errno with m set: -EIO for a damaged or
  * truncated header, -ENOTSUP for one tarseek refuses. */
 static int lzop_read_header(struct src *in, uint64_t off, bool first, bool quiet,
-			    struct lzop_hdr *h, struct lzop_msg *m)
+			    struct lzop_hdr *h, struct lzout_msg *m)
 {
 	uint8_t buf[LZOP_HDR_READ];
 	size_t i = LZOP_MAGIC_LEN, n, nlen;
@@ -375,13 +346,13 @@ static int lzop_read_header(struct src *in, uint64_t off, bool first, bool quiet
 	memset(h, 0, sizeof(*h));
 	r = src_pread(in, buf, sizeof(buf), off);
 	if (r < 0)
-		return lzop_fail(m, (int)r, "lzo: read error at compressed offset %" PRIu64 ": %s",
-				 off, strerror((int)-r));
+		return lzout_fail(m, (int)r, "lzo: read error at compressed offset %" PRIu64 ": %s",
+				  off, strerror((int)-r));
 	n = (size_t)r;
 	if (first && n == 0)
-		return lzop_fail(m, -EIO, "lzo: the file is empty");
+		return lzout_fail(m, -EIO, "lzo: the file is empty");
 	if (first && (n < LZOP_MAGIC_LEN || memcmp(buf, lzop_magic, LZOP_MAGIC_LEN) != 0))
-		return lzop_fail(m, -EIO, "lzo: not an lzop file (no lzop magic at offset 0)");
+		return lzout_fail(m, -EIO, "lzo: not an lzop file (no lzop magic at offset 0)");
 	if (n == 0)
 		return 0;
 	if (n < LZOP_MAGIC_LEN || memcmp(buf, lzop_magic, LZOP_MAGIC_LEN) != 0)
@@ -398,7 +369,7 @@ static int lzop_read_header(struct src *in, uint64_t off, bool first, bool quiet
 	h->lib_version = be16(buf + i + 2);
 	i += 4;
 	if (h->version < LZOP_VERSION_MIN)
-		return lzop_fail(
+		return lzout_fail(
 		    m, -EIO, "lzo: corrupt header at compressed offset %" PRIu64 " (version %#x)",
 		    off, h->version);
 	h->needed = LZOP_VERSION_MIN;
@@ -441,32 +412,34 @@ static int lzop_read_header(struct src *in, uint64_t off, bool first, bool quiet
 	stored = be32(buf + i);
 	i += 4;
 	if (stored != sum)
-		return lzop_fail(m, -EIO,
-				 "lzo: header checksum mismatch in the header at compressed offset "
-				 "%" PRIu64 " (stored %08" PRIx32 ", computed %08" PRIx32 ")",
-				 off, stored, sum);
+		return lzout_fail(
+		    m, -EIO,
+		    "lzo: header checksum mismatch in the header at compressed offset "
+		    "%" PRIu64 " (stored %08" PRIx32 ", computed %08" PRIx32 ")",
+		    off, stored, sum);
 
 	if (h->needed < LZOP_VERSION_MIN)
-		return lzop_fail(m, -EIO,
-				 "lzo: corrupt header at compressed offset %" PRIu64
-				 " (version needed %#x)",
-				 off, h->needed);
+		return lzout_fail(m, -EIO,
+				  "lzo: corrupt header at compressed offset %" PRIu64
+				  " (version needed %#x)",
+				  off, h->needed);
 	if (h->needed > LZOP_NEEDED_MAX)
-		return lzop_fail(m, -ENOTSUP,
-				 "lzo: the part at compressed offset %" PRIu64
-				 " needs lzop %x.%03x or newer to extract; not supported",
-				 off, h->needed >> 12, h->needed & 0xfff);
+		return lzout_fail(m, -ENOTSUP,
+				  "lzo: the part at compressed offset %" PRIu64
+				  " needs lzop %x.%03x or newer to extract; not supported",
+				  off, h->needed >> 12, h->needed & 0xfff);
 	if (h->method != LZOP_M_LZO1X_1 && h->method != LZOP_M_LZO1X_1_15 &&
 	    h->method != LZOP_M_LZO1X_999)
-		return lzop_fail(m, -ENOTSUP,
-				 "lzo: the part at compressed offset %" PRIu64
-				 " uses compression method %u, not LZO1X (an lzop built with other "
-				 "methods made it); not supported",
-				 off, h->method);
+		return lzout_fail(
+		    m, -ENOTSUP,
+		    "lzo: the part at compressed offset %" PRIu64
+		    " uses compression method %u, not LZO1X (an lzop built with other "
+		    "methods made it); not supported",
+		    off, h->method);
 	err = lzop_flags_check(h->flags, &why);
 	if (err)
-		return lzop_fail(m, err, "lzo: the part at compressed offset %" PRIu64 " %s", off,
-				 why);
+		return lzout_fail(m, err, "lzo: the part at compressed offset %" PRIu64 " %s", off,
+				  why);
 	h->end = off + i;
 	if (h->flags & LZOP_F_H_EXTRA_FIELD) {
 		err = lzop_extra_field(in, h, off, &h->end, m);
@@ -475,10 +448,10 @@ static int lzop_read_header(struct src *in, uint64_t off, bool first, bool quiet
 	}
 	return 1;
 truncated:
-	return lzop_fail(m, -EIO,
-			 "lzo: the file ends inside the header at compressed offset %" PRIu64
-			 " (truncated)",
-			 off);
+	return lzout_fail(m, -EIO,
+			  "lzo: the file ends inside the header at compressed offset %" PRIu64
+			  " (truncated)",
+			  off);
 }
 
 /* ---- Block headers and blocks -------------------------------------------------------------- */
@@ -549,7 +522,7 @@ static int lzop_parse_bhdr(const uint8_t *p, size_t n, uint32_t flags, struct lz
  * data.  0, or -errno with m set (blockno and coff, the offset of its header, name it). */
 static int lzop_decode(const struct lzop_bhdr *b, const uint8_t *payload, uint32_t flags,
 		       uint8_t *out, uint64_t blockno, uint64_t coff, const char *who,
-		       struct lzop_msg *m)
+		       struct lzout_msg *m)
 {
 	const char *what = NULL;
 	uint32_t stored = 0, sum = 0;
@@ -568,15 +541,15 @@ static int lzop_decode(const struct lzop_bhdr *b, const uint8_t *payload, uint32
 			goto mismatch;
 		r = lzo1x_decompress_safe(payload, b->clen, out, &dlen, NULL);
 		if (r != LZO_E_OK)
-			return lzop_fail(m, liberr_lzo(r),
-					 "lzo: %sblock %" PRIu64 " at compressed offset %" PRIu64
-					 ": %s",
-					 who, blockno, coff, lzop_strerror(r));
+			return lzout_fail(m, liberr_lzo(r),
+					  "lzo: %sblock %" PRIu64 " at compressed offset %" PRIu64
+					  ": %s",
+					  who, blockno, coff, lzop_strerror(r));
 		if (dlen != b->ulen)
-			return lzop_fail(m, -EIO,
-					 "lzo: %sblock %" PRIu64 " at compressed offset %" PRIu64
-					 ": decodes to %lu bytes, its header says %" PRIu32,
-					 who, blockno, coff, (unsigned long)dlen, b->ulen);
+			return lzout_fail(m, -EIO,
+					  "lzo: %sblock %" PRIu64 " at compressed offset %" PRIu64
+					  ": decodes to %lu bytes, its header says %" PRIu32,
+					  who, blockno, coff, (unsigned long)dlen, b->ulen);
 	} else {
 		memcpy(out, payload, b->ulen);
 	}
@@ -589,10 +562,10 @@ static int lzop_decode(const struct lzop_bhdr *b, const uint8_t *payload, uint32
 	if (!what)
 		return 0;
 mismatch:
-	return lzop_fail(m, -EIO,
-			 "lzo: %sblock %" PRIu64 " at compressed offset %" PRIu64
-			 ": %s does not match (stored %08" PRIx32 ", computed %08" PRIx32 ")",
-			 who, blockno, coff, what, stored, sum);
+	return lzout_fail(m, -EIO,
+			  "lzo: %sblock %" PRIu64 " at compressed offset %" PRIu64
+			  ": %s does not match (stored %08" PRIx32 ", computed %08" PRIx32 ")",
+			  who, blockno, coff, what, stored, sum);
 }
 
 /* ---- Walking the block headers ------------------------------------------------------------- */
@@ -618,7 +591,7 @@ struct lzop_walk {
 	uint64_t uoff;	  /* decompressed bytes walked */
 	bool done;	  /* no more groups: end_err is 0 at the end of the data, or -errno */
 	int end_err;
-	struct lzop_msg msg; /* what ended the walk (an error, or a notice of garbage) */
+	struct lzout_msg msg; /* what ended the walk (an error, or a notice of garbage) */
 	char name[256];	     /* the first part's stored base name */
 };
 
@@ -681,14 +654,14 @@ static int lzop_walk_group(struct lzop_walk *w, struct lzop_group *g)
 		if (n < 0)
 			return lzop_walk_stop(
 			    w, g,
-			    lzop_fail(&w->msg, (int)n,
-				      "lzo: read error at compressed offset %" PRIu64 ": %s",
-				      w->pos, strerror((int)-n)));
+			    lzout_fail(&w->msg, (int)n,
+				       "lzo: read error at compressed offset %" PRIu64 ": %s",
+				       w->pos, strerror((int)-n)));
 		t = lzop_parse_bhdr(hb, (size_t)n, w->flags, &b, &why);
 		if (t == LZOP_BH_SHORT)
 			return lzop_walk_stop(
 			    w, g,
-			    lzop_fail(
+			    lzout_fail(
 				&w->msg, -EIO,
 				n == 0 ? "lzo: the file ends at compressed offset %" PRIu64
 					 ", after block %" PRIu64
@@ -698,10 +671,10 @@ static int lzop_walk_group(struct lzop_walk *w, struct lzop_group *g)
 				n == 0 ? w->pos : w->blockno + 1, n == 0 ? w->blockno : w->pos));
 		if (t < 0)
 			return lzop_walk_stop(w, g,
-					      lzop_fail(&w->msg, t,
-							"lzo: block %" PRIu64
-							" at compressed offset %" PRIu64 ": %s",
-							w->blockno + 1, w->pos, why));
+					      lzout_fail(&w->msg, t,
+							 "lzo: block %" PRIu64
+							 " at compressed offset %" PRIu64 ": %s",
+							 w->blockno + 1, w->pos, why));
 		if (t == LZOP_BH_END) {
 			w->pos += 4;
 			w->in_part = false;
@@ -712,11 +685,11 @@ static int lzop_walk_group(struct lzop_walk *w, struct lzop_group *g)
 		if (w->size != SRC_SIZE_UNKNOWN &&
 		    (w->size < w->pos || w->size - w->pos < b.hlen + (uint64_t)b.clen))
 			return lzop_walk_stop(w, g,
-					      lzop_fail(&w->msg, -EIO,
-							"lzo: the file ends inside block %" PRIu64
-							" at compressed offset %" PRIu64
-							" (truncated)",
-							w->blockno + 1, w->pos));
+					      lzout_fail(&w->msg, -EIO,
+							 "lzo: the file ends inside block %" PRIu64
+							 " at compressed offset %" PRIu64
+							 " (truncated)",
+							 w->blockno + 1, w->pos));
 		if (!g->nblocks) {
 			g->uoff = w->uoff;
 			g->coff = w->pos;
@@ -764,12 +737,10 @@ static int lzop_pl_next(void *ctx, unsigned worker, struct pl_job *job, struct p
 	struct lzop_group *g = job->own;
 	int r = lzop_walk_group(&s->walk, g);
 
-	if (r > 0) {
+	if (r > 0)
 		lzop_group_ckpt(g, &job->ck);
-	} else if (s->walk.msg.text[0]) {
-		end->level = s->walk.msg.level;
-		snprintf(end->text, sizeof(end->text), "%s", s->walk.msg.text);
-	}
+	else
+		lzout_end_note(&s->walk.msg, end);
 	return r;
 }
 
@@ -781,7 +752,7 @@ static int lzop_pl_run(void *ctx, unsigned worker, struct pl_job *job, struct pl
 	struct codec_scan *s = ctx;
 	const struct lzop_group *g = job->own;
 	struct inwin *w = &s->win[worker];
-	struct lzop_msg msg = {0};
+	struct lzout_msg msg = {0};
 	const uint8_t *p;
 	uint8_t *out;
 	uint64_t at = g->coff;
@@ -795,8 +766,8 @@ static int lzop_pl_run(void *ctx, unsigned worker, struct pl_job *job, struct pl
 	n = inwin_get(w, g->coff, (size_t)g->clen, 0, &p);
 	if (n < 0) {
 		err =
-		    lzop_fail(&msg, (int)n, "lzo: read error at compressed offset %" PRIu64 ": %s",
-			      g->coff, strerror((int)-n));
+		    lzout_fail(&msg, (int)n, "lzo: read error at compressed offset %" PRIu64 ": %s",
+			       g->coff, strerror((int)-n));
 		goto out;
 	}
 	for (uint32_t i = 0; i < g->nblocks; i++) {
@@ -808,18 +779,18 @@ static int lzop_pl_run(void *ctx, unsigned worker, struct pl_job *job, struct pl
 		if (t == LZOP_BH_BLOCK && (size_t)n - off - b.hlen < b.clen)
 			t = LZOP_BH_SHORT;
 		if (t == LZOP_BH_SHORT) {
-			err = lzop_fail(&msg, -EIO,
-					"lzo: the file ends inside block %" PRIu64
-					" at compressed offset %" PRIu64 " (truncated)",
-					blockno, at);
+			err = lzout_fail(&msg, -EIO,
+					 "lzo: the file ends inside block %" PRIu64
+					 " at compressed offset %" PRIu64 " (truncated)",
+					 blockno, at);
 			goto out;
 		}
 		if (t != LZOP_BH_BLOCK || len + b.ulen > g->ulen) {
 			/* The walk saw these very bytes a moment ago: the file changed. */
-			err = lzop_fail(&msg, t < 0 ? t : -EIO,
-					"lzo: block %" PRIu64 " at compressed offset %" PRIu64
-					": the block header changed while the file was read",
-					blockno, at);
+			err = lzout_fail(&msg, t < 0 ? t : -EIO,
+					 "lzo: block %" PRIu64 " at compressed offset %" PRIu64
+					 ": the block header changed while the file was read",
+					 blockno, at);
 			goto out;
 		}
 		err = lzop_decode(&b, p + off + b.hlen, g->flags, out + len, blockno, at, "", &msg);
@@ -831,17 +802,12 @@ static int lzop_pl_run(void *ctx, unsigned worker, struct pl_job *job, struct pl
 		good++;
 	}
 	if (len != g->ulen || off != g->clen)
-		err = lzop_fail(&msg, -EIO,
-				"lzo: the blocks at compressed offset %" PRIu64
-				" changed while the file was read",
-				g->coff);
+		err = lzout_fail(&msg, -EIO,
+				 "lzo: the blocks at compressed offset %" PRIu64
+				 " changed while the file was read",
+				 g->coff);
 out:
-	job->ck.ulen = len;
-	job->ck.clen = off;
-	job->ck.bits = good;
-	pl_commit(job, len);
-	/* every byte handed over passed its block's checks */
-	return err ? pl_fail(fail, err, true, "%s", msg.text) : 0;
+	return lzout_group_done(job, len, off, good, err, &msg, fail);
 }
 
 static const struct pl_ops lzop_pl_ops = {
@@ -953,7 +919,7 @@ static int lzop_index_blocks(struct src *in, const struct codec_opts *opts,
 	}
 	/* Refused features are for the scan to explain; damage is logged here. */
 	if (r != -ENOTSUP)
-		lzop_log(&w.msg);
+		lzout_log(&w.msg);
 	if (r < 0)
 		return r;
 	*usize = w.uoff;
@@ -970,10 +936,7 @@ struct codec_dec {
 	uint64_t blockno;  /* the number of the next block */
 	uint32_t left;	   /* blocks of the checkpoint's group still to decode */
 	uint64_t gdecoded; /* decompressed bytes of the group so far */
-	uint8_t *out;	   /* the last decoded block */
-	size_t cap, olen, opos;
-	bool end;
-	int err;
+	struct lzout o;	   /* the last decoded block */
 };
 
 static void lzop_dec_free(struct codec_dec *d)
@@ -981,7 +944,7 @@ static void lzop_dec_free(struct codec_dec *d)
 	if (!d)
 		return;
 	free(d->win.buf);
-	free(d->out);
+	lzout_free(&d->o);
 	free(d);
 }
 
@@ -1022,21 +985,13 @@ static int lzop_dec_new(struct src *in, const struct codec_ckpt *ck, const void 
 /* Verifies that the checkpoint's group ended where the checkpoint says.  0 or -EIO. */
 static int lzop_dec_group_end(struct codec_dec *d)
 {
-	const struct codec_ckpt *ck = &d->ck;
-
-	if (d->left == 0 && d->pos - ck->coff == ck->clen && (!ck->ulen || d->gdecoded == ck->ulen))
-		return 0;
-	tfs_log(TFS_LOG_ERR,
-		"lzo: decoder: the blocks at compressed offset %" PRIu64
-		" do not match the index (the file changed?)",
-		ck->coff);
-	return -EIO;
+	return lzout_chunk_end("lzo", &d->ck, d->left, d->pos, d->gdecoded);
 }
 
 /* Decodes the next block into d->out.  1, 0 at the end of the data, or -errno (logged). */
 static int lzop_dec_block(struct codec_dec *d)
 {
-	struct lzop_msg m = {0};
+	struct lzout_msg m = {0};
 	const uint8_t *p;
 	struct lzop_bhdr b;
 	const char *why = "";
@@ -1099,12 +1054,12 @@ static int lzop_dec_block(struct codec_dec *d)
 		d->flags = h.flags;
 		d->pos = h.end;
 	}
-	err = inwin_buf_reserve(&d->out, &d->cap, b.ulen);
+	err = inwin_buf_reserve(&d->o.buf, &d->o.cap, b.ulen);
 	if (err)
 		return err;
-	err = lzop_decode(&b, p + b.hlen, d->flags, d->out, d->blockno, d->pos, "decoder: ", &m);
+	err = lzop_decode(&b, p + b.hlen, d->flags, d->o.buf, d->blockno, d->pos, "decoder: ", &m);
 	if (err) {
-		lzop_log(&m);
+		lzout_log(&m);
 		return err;
 	}
 	d->pos += b.hlen + b.clen;
@@ -1115,35 +1070,19 @@ static int lzop_dec_block(struct codec_dec *d)
 		if (!d->left && lzop_dec_group_end(d))
 			return -EIO;
 	}
-	d->olen = b.ulen;
-	d->opos = 0;
+	d->o.len = b.ulen;
+	d->o.pos = 0;
 	return 1;
 }
 
 static ssize_t lzop_dec_read(struct codec_dec *d, void *buf, size_t len)
 {
-	while (len) {
-		if (d->opos < d->olen) {
-			size_t n = d->olen - d->opos < len ? d->olen - d->opos : len;
-
-			memcpy(buf, d->out + d->opos, n);
-			d->opos += n;
-			return (ssize_t)n;
-		}
-		if (d->err || d->end)
-			return d->err;
-		int r = lzop_dec_block(d);
-		if (r < 0)
-			d->err = r;
-		else if (r == 0)
-			d->end = true;
-	}
-	return 0;
+	return lzout_read(&d->o, buf, len, lzop_dec_block, d);
 }
 
 static size_t lzop_dec_memory(const struct codec_dec *d)
 {
-	return sizeof(*d) + d->win.cap + d->cap;
+	return sizeof(*d) + d->win.cap + d->o.cap;
 }
 
 const struct codec codec_lzo = {
