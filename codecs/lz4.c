@@ -453,195 +453,220 @@ static int lz4_walk_endmark(struct lz4_walk *w, struct lz4_job *j)
 	return 0;
 }
 
+/* lz4_walk_next's steps return this to go on walking. */
+#define LZ4_WALK_ON 2
+
+/* Between frames at w->pos: enters an lz4 frame or a legacy stream, skips a skippable frame,
+ * or ends the walk (the end of the data, trailing data, damage). */
+static int lz4_walk_between(struct lz4_walk *w, struct lz4_job *j)
+{
+	uint8_t hb[LZ4_HDR_MAX];
+	const char *why = "";
+	uint32_t v = 0;
+	size_t n = 0;
+	ssize_t got;
+	int r;
+
+	got = src_pread(w->in, hb, sizeof(hb), w->pos);
+	if (got < 0)
+		return lz4_walk_read_error(w, j, (int)got, w->pos);
+	n = (size_t)got;
+	if (!w->started && n == 0)
+		return lz4_walk_stop(w, j, lzout_fail(&w->msg, -EIO, "lz4: the file is empty"));
+	if (n == 0)
+		return lz4_walk_stop(w, j, 0);
+	if (n >= 4)
+		v = le32(hb);
+	if (n >= 4 && v == LZ4_FRAME_MAGIC) {
+		r = lz4_parse_fhdr(hb, n, &w->fh, &why);
+		if (r == LZ4_H_SHORT)
+			why = "the file ends inside it (truncated)";
+		if (r != LZ4_H_OK)
+			return lz4_walk_stop(
+			    w, j,
+			    lzout_fail(&w->msg, r < 0 ? r : -EIO,
+				       "lz4: the frame header at compressed offset "
+				       "%" PRIu64 ": %s",
+				       w->pos, why));
+		w->started = true;
+		w->frame_no++;
+		w->frame_coff = w->pos;
+		w->frame_begun = false;
+		w->pos += w->fh.hlen;
+		w->state = LZ4_W_FRAME;
+		return LZ4_WALK_ON;
+	}
+	if (n >= 4 && (v & LZ4_SKIP_MASK) == LZ4_SKIP_MAGIC) {
+		uint64_t at = w->pos, end;
+		uint8_t last;
+
+		if (n < 8)
+			return lz4_walk_stop(
+			    w, j,
+			    lzout_fail(&w->msg, -EIO,
+				       "lz4: the file ends inside the skippable frame "
+				       "at compressed offset %" PRIu64 " (truncated)",
+				       at));
+		end = at + 8 + le32(hb + 4);
+		if (end > at + 8) { /* its last byte must be there */
+			got = src_pread(w->in, &last, 1, end - 1);
+			if (got < 0)
+				return lz4_walk_read_error(w, j, (int)got, end - 1);
+			if (got == 0)
+				return lz4_walk_stop(
+				    w, j,
+				    lzout_fail(&w->msg, -EIO,
+					       "lz4: the file ends inside the "
+					       "skippable frame at compressed offset "
+					       "%" PRIu64 " (truncated)",
+					       at));
+		}
+		w->started = true;
+		w->pos = end;
+		return LZ4_WALK_ON;
+	}
+	if (n >= 4 && v == LZ4_LEGACY_MAGIC) {
+		w->started = true;
+		w->pos += 4;
+		w->state = LZ4_W_LEGACY;
+		return LZ4_WALK_ON;
+	}
+	if (!w->started)
+		return lz4_walk_stop(
+		    w, j,
+		    lzout_fail(&w->msg, -EIO, "lz4: not an lz4 file (no lz4 magic at offset 0)"));
+	return lz4_walk_stop(w, j, lz4_walk_trailing(w));
+}
+
+/* In a legacy stream at w->pos: its next block is a job, or the stream ends. */
+static int lz4_walk_legacy(struct lz4_walk *w, struct lz4_job *j)
+{
+	uint32_t v = 0;
+	size_t n = 0;
+	int r;
+
+	if (j->nblocks)
+		return 1;
+	r = lz4_read32(w->in, w->pos, &v, &n);
+	if (r < 0)
+		return lz4_walk_read_error(w, j, r, w->pos);
+	if (r == 0 && n == 0)
+		return lz4_walk_stop(w, j, 0);
+	if (r == 0 || v == 0 || v > LZ4_LEGACY_BOUND) {
+		/* not a block: the legacy stream ends here */
+		w->state = LZ4_W_BETWEEN;
+		return LZ4_WALK_ON;
+	}
+	if (w->size != SRC_SIZE_UNKNOWN && (w->size < w->pos || w->size - w->pos < 4 + (uint64_t)v))
+		return lz4_walk_stop(w, j,
+				     lzout_fail(&w->msg, -EIO,
+						"lz4: the file ends inside legacy block "
+						"%" PRIu64 " at compressed offset %" PRIu64
+						" (truncated)",
+						w->blockno + 1, w->pos));
+	j->kind = LZ4_K_LEGACY;
+	j->coff = j->blocks_at = w->pos;
+	j->clen = 4 + (uint64_t)v;
+	j->first_block = ++w->blockno;
+	j->nblocks = 1;
+	w->pos += 4 + (uint64_t)v;
+	return 1;
+}
+
+/* In an lz4 frame at w->pos: the next block joins the job (or starts the next one), or the
+ * EndMark ends the frame. */
+static int lz4_walk_block(struct lz4_walk *w, struct lz4_job *j)
+{
+	const char *why = "";
+	struct lz4_blk b;
+	uint32_t v = 0;
+	size_t n = 0;
+	int r;
+
+	r = lz4_read32(w->in, w->pos, &v, &n);
+	if (r < 0)
+		return lz4_walk_read_error(w, j, r, w->pos);
+	if (r == 0)
+		return lz4_walk_stop(w, j,
+				     lzout_fail(&w->msg, -EIO,
+						"lz4: the file ends at compressed offset %" PRIu64
+						", inside frame %" PRIu64 " at %" PRIu64
+						", before its EndMark (truncated)",
+						w->pos, w->frame_no, w->frame_coff));
+	r = lz4_parse_blk(v, &w->fh, &b, &why);
+	if (r < 0)
+		return lz4_walk_stop(w, j,
+				     lzout_fail(&w->msg, r,
+						"lz4: block %" PRIu64
+						" at compressed offset %" PRIu64 ": %s",
+						w->blockno + 1, w->pos, why));
+	if (b.end) {
+		r = lz4_walk_endmark(w, j);
+		if (r < 0)
+			return lz4_walk_stop(w, j, r);
+		if (j->nblocks)
+			return 1;
+		return LZ4_WALK_ON;
+	}
+	bool indep = w->fh.flg & LZ4_F_INDEP;
+	uint32_t group = indep && w->fh.bmax < LZ4_GROUP ? LZ4_GROUP / w->fh.bmax : 1;
+
+	if (indep && j->nblocks >= group)
+		return 1;
+	if (!indep && j->nblocks == UINT32_MAX)
+		return lz4_walk_stop(w, j,
+				     lzout_fail(&w->msg, -ENOTSUP,
+						"lz4: frame %" PRIu64
+						" at compressed offset %" PRIu64
+						" has more than 2^32 linked blocks; not supported",
+						w->frame_no, w->frame_coff));
+	if (w->size != SRC_SIZE_UNKNOWN && (w->size < w->pos || w->size - w->pos < b.total))
+		return lz4_walk_stop(w, j,
+				     lzout_fail(&w->msg, -EIO,
+						"lz4: the file ends inside block %" PRIu64
+						" at compressed offset %" PRIu64 " (truncated)",
+						w->blockno + 1, w->pos));
+	if (!j->nblocks) {
+		j->kind = indep ? LZ4_K_INDEP : LZ4_K_LINKED;
+		j->fh = w->fh;
+		j->blocks_at = w->pos;
+		j->coff = indep ? w->pos : w->frame_coff;
+		j->first_block = w->blockno + 1;
+		j->frame_no = w->frame_no;
+		j->frame_coff = w->frame_coff;
+		j->frame_first = !w->frame_begun;
+		w->frame_begun = true;
+	}
+	j->nblocks++;
+	w->blockno++;
+	w->pos += b.total;
+	j->clen = w->pos - j->coff;
+	return LZ4_WALK_ON;
+}
+
 /* The next job: 1 with *j set, 0 at the end of the data, or -errno (w->msg says why).  What
  * ends the walk after a job is returned by the next call. */
 static int lz4_walk_next(struct lz4_walk *w, struct lz4_job *j)
 {
+	int r;
+
 	memset(j, 0, sizeof(*j));
 	if (w->done)
 		return w->end_err;
-	for (;;) {
-		uint8_t hb[LZ4_HDR_MAX];
-		const char *why = "";
-		struct lz4_blk b;
-		uint32_t v = 0;
-		size_t n = 0;
-		ssize_t got;
-		int r;
-
+	do {
 		switch (w->state) {
 		case LZ4_W_BETWEEN:
-			got = src_pread(w->in, hb, sizeof(hb), w->pos);
-			if (got < 0)
-				return lz4_walk_read_error(w, j, (int)got, w->pos);
-			n = (size_t)got;
-			if (!w->started && n == 0)
-				return lz4_walk_stop(
-				    w, j, lzout_fail(&w->msg, -EIO, "lz4: the file is empty"));
-			if (n == 0)
-				return lz4_walk_stop(w, j, 0);
-			if (n >= 4)
-				v = le32(hb);
-			if (n >= 4 && v == LZ4_FRAME_MAGIC) {
-				r = lz4_parse_fhdr(hb, n, &w->fh, &why);
-				if (r == LZ4_H_SHORT)
-					why = "the file ends inside it (truncated)";
-				if (r != LZ4_H_OK)
-					return lz4_walk_stop(
-					    w, j,
-					    lzout_fail(&w->msg, r < 0 ? r : -EIO,
-						       "lz4: the frame header at compressed offset "
-						       "%" PRIu64 ": %s",
-						       w->pos, why));
-				w->started = true;
-				w->frame_no++;
-				w->frame_coff = w->pos;
-				w->frame_begun = false;
-				w->pos += w->fh.hlen;
-				w->state = LZ4_W_FRAME;
-				continue;
-			}
-			if (n >= 4 && (v & LZ4_SKIP_MASK) == LZ4_SKIP_MAGIC) {
-				uint64_t at = w->pos, end;
-				uint8_t last;
-
-				if (n < 8)
-					return lz4_walk_stop(
-					    w, j,
-					    lzout_fail(
-						&w->msg, -EIO,
-						"lz4: the file ends inside the skippable frame "
-						"at compressed offset %" PRIu64 " (truncated)",
-						at));
-				end = at + 8 + le32(hb + 4);
-				if (end > at + 8) { /* its last byte must be there */
-					got = src_pread(w->in, &last, 1, end - 1);
-					if (got < 0)
-						return lz4_walk_read_error(w, j, (int)got, end - 1);
-					if (got == 0)
-						return lz4_walk_stop(
-						    w, j,
-						    lzout_fail(
-							&w->msg, -EIO,
-							"lz4: the file ends inside the "
-							"skippable frame at compressed offset "
-							"%" PRIu64 " (truncated)",
-							at));
-				}
-				w->started = true;
-				w->pos = end;
-				continue;
-			}
-			if (n >= 4 && v == LZ4_LEGACY_MAGIC) {
-				w->started = true;
-				w->pos += 4;
-				w->state = LZ4_W_LEGACY;
-				continue;
-			}
-			if (!w->started)
-				return lz4_walk_stop(
-				    w, j,
-				    lzout_fail(&w->msg, -EIO,
-					       "lz4: not an lz4 file (no lz4 magic at offset 0)"));
-			return lz4_walk_stop(w, j, lz4_walk_trailing(w));
-
+			r = lz4_walk_between(w, j);
+			break;
 		case LZ4_W_LEGACY:
-			if (j->nblocks)
-				return 1;
-			r = lz4_read32(w->in, w->pos, &v, &n);
-			if (r < 0)
-				return lz4_walk_read_error(w, j, r, w->pos);
-			if (r == 0 && n == 0)
-				return lz4_walk_stop(w, j, 0);
-			if (r == 0 || v == 0 || v > LZ4_LEGACY_BOUND) {
-				/* not a block: the legacy stream ends here */
-				w->state = LZ4_W_BETWEEN;
-				continue;
-			}
-			if (w->size != SRC_SIZE_UNKNOWN &&
-			    (w->size < w->pos || w->size - w->pos < 4 + (uint64_t)v))
-				return lz4_walk_stop(
-				    w, j,
-				    lzout_fail(&w->msg, -EIO,
-					       "lz4: the file ends inside legacy block "
-					       "%" PRIu64 " at compressed offset %" PRIu64
-					       " (truncated)",
-					       w->blockno + 1, w->pos));
-			j->kind = LZ4_K_LEGACY;
-			j->coff = j->blocks_at = w->pos;
-			j->clen = 4 + (uint64_t)v;
-			j->first_block = ++w->blockno;
-			j->nblocks = 1;
-			w->pos += 4 + (uint64_t)v;
-			return 1;
-
-		case LZ4_W_FRAME:
-			r = lz4_read32(w->in, w->pos, &v, &n);
-			if (r < 0)
-				return lz4_walk_read_error(w, j, r, w->pos);
-			if (r == 0)
-				return lz4_walk_stop(
-				    w, j,
-				    lzout_fail(&w->msg, -EIO,
-					       "lz4: the file ends at compressed offset %" PRIu64
-					       ", inside frame %" PRIu64 " at %" PRIu64
-					       ", before its EndMark (truncated)",
-					       w->pos, w->frame_no, w->frame_coff));
-			r = lz4_parse_blk(v, &w->fh, &b, &why);
-			if (r < 0)
-				return lz4_walk_stop(w, j,
-						     lzout_fail(&w->msg, r,
-								"lz4: block %" PRIu64
-								" at compressed offset %" PRIu64
-								": %s",
-								w->blockno + 1, w->pos, why));
-			if (b.end) {
-				r = lz4_walk_endmark(w, j);
-				if (r < 0)
-					return lz4_walk_stop(w, j, r);
-				if (j->nblocks)
-					return 1;
-				continue;
-			}
-			bool indep = w->fh.flg & LZ4_F_INDEP;
-			uint32_t group = indep && w->fh.bmax < LZ4_GROUP ? LZ4_GROUP / w->fh.bmax : 1;
-
-			if (indep && j->nblocks >= group)
-				return 1;
-			if (!indep && j->nblocks == UINT32_MAX)
-				return lz4_walk_stop(
-				    w, j,
-				    lzout_fail(&w->msg, -ENOTSUP,
-					       "lz4: frame %" PRIu64
-					       " at compressed offset %" PRIu64
-					       " has more than 2^32 linked blocks; not supported",
-					       w->frame_no, w->frame_coff));
-			if (w->size != SRC_SIZE_UNKNOWN &&
-			    (w->size < w->pos || w->size - w->pos < b.total))
-				return lz4_walk_stop(
-				    w, j,
-				    lzout_fail(&w->msg, -EIO,
-					       "lz4: the file ends inside block %" PRIu64
-					       " at compressed offset %" PRIu64 " (truncated)",
-					       w->blockno + 1, w->pos));
-			if (!j->nblocks) {
-				j->kind = indep ? LZ4_K_INDEP : LZ4_K_LINKED;
-				j->fh = w->fh;
-				j->blocks_at = w->pos;
-				j->coff = indep ? w->pos : w->frame_coff;
-				j->first_block = w->blockno + 1;
-				j->frame_no = w->frame_no;
-				j->frame_coff = w->frame_coff;
-				j->frame_first = !w->frame_begun;
-				w->frame_begun = true;
-			}
-			j->nblocks++;
-			w->blockno++;
-			w->pos += b.total;
-			j->clen = w->pos - j->coff;
-			continue;
+			r = lz4_walk_legacy(w, j);
+			break;
+		default: /* LZ4_W_FRAME */
+			r = lz4_walk_block(w, j);
+			break;
 		}
-	}
+	} while (r == LZ4_WALK_ON);
+	return r;
 }
 
 static void lz4_job_ckpt(const struct lz4_job *j, struct codec_ckpt *ck)
