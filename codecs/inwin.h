@@ -1,6 +1,6 @@
 /* A window on a compressed file, read ahead: for block codecs whose decoders want a whole
  * block (or group of blocks) in memory at once, found by hopping from header to header
- * (lzo.c, lz4.c).  One window per worker or decoder; not thread-safe.
+ * (lzo/, lz4/).  One window per worker or decoder; not thread-safe.
  */
 #ifndef TARSEEK_INWIN_H
 #define TARSEEK_INWIN_H

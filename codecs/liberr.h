@@ -1,7 +1,7 @@
 /* The compression libraries' return codes as -errno: the one place each is mapped, for every
- * codec and encoder that uses the library (gzip.c, inflater.c, enc_gzip.c and sevenzip_graph.c
- * use zlib; xz.c, lzma1.c, lzip.c, enc_xz.c and sevenzip_graph.c liblzma; bzip2.c and
- * sevenzip_graph.c libbz2; zstd_frame.c and enc_zstd.c libzstd; lzo.c liblzo).
+ * codec and encoder that uses the library (gzip/, enc_gzip.c and sevenzip_graph.c use zlib;
+ * xz.c, lzma1.c, lzip.c, enc_xz.c and sevenzip_graph.c liblzma; bzip2/ and sevenzip_graph.c
+ * libbz2; zstd_frame.c and enc_zstd.c libzstd; lzo/ liblzo).
  *
  * 0 for success and for the end of a stream; -ENOMEM when the library ran out of memory
  * (or a memory limit); -EIO for data that is not right (corrupt, truncated, not this format,

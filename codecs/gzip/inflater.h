@@ -1,6 +1,6 @@
 /* Raw deflate inflaters behind one interface: zlib's, and Intel ISA-L's where it is built in.
  *
- * gzip.c (the .gz scan and decoders, and the zip "deflate" entries) inflates through this
+ * gzip/ (the .gz scan and decoders, and the zip "deflate" entries) inflates through this
  * interface only, so the engine is chosen in one place.  ISA-L's isal_inflate is 1.5 to 2.7
  * times as fast as zlib's inflate on real files; zlib stays as the fallback: a build without
  * ISA-L (meson -Disal=disabled, or an architecture Debian has no libisal for), and the
