@@ -257,6 +257,39 @@ static inline uint32_t lzw_load32(const uint8_t *p)
 	return v;
 }
 
+/* Takes up to len bytes of the pending string into buf; returns their count. */
+static size_t lzw_pend_take(struct lzw *z, uint8_t *buf, size_t len)
+{
+	size_t k = z->pend_len < len ? z->pend_len : len;
+
+	memcpy(buf, z->pend + z->pend_pos, k);
+	z->pend_pos += (uint32_t)k;
+	z->pend_len -= (uint32_t)k;
+	return k;
+}
+
+/* lzw_read's input ends before its next code, at bit bp (last: bp after the last code read
+ * from this buffer, UINT64_MAX if none): refills it.  true if it did, false at the end of the
+ * data or on an error (z->err set). */
+static bool lzw_more(struct lzw *z, uint64_t bp, uint64_t last)
+{
+	int err;
+
+	if (last != UINT64_MAX)
+		z->last_end = z->buf_off * 8 + last;
+	z->bp = bp;
+	if (z->eof) {
+		lzw_at_end(z);
+		return false;
+	}
+	err = lzw_refill(z);
+	if (err) {
+		lzw_fail(z, err);
+		return false;
+	}
+	return true;
+}
+
 /* Decodes into buf (len > 0).  > 0 bytes, 0 at the end, or -errno (sticky; bytes decoded
  * before an error are returned first). */
 static ssize_t lzw_read(struct lzw *z, uint8_t *buf, size_t len)
@@ -264,10 +297,7 @@ static ssize_t lzw_read(struct lzw *z, uint8_t *buf, size_t len)
 	size_t pos = 0;
 
 	if (z->pend_len) {
-		size_t k = z->pend_len < len ? z->pend_len : len;
-		memcpy(buf, z->pend + z->pend_pos, k);
-		z->pend_pos += (uint32_t)k;
-		z->pend_len -= (uint32_t)k;
+		size_t k = lzw_pend_take(z, buf, len);
 		z->out += k;
 		return (ssize_t)k;
 	}
@@ -303,19 +333,11 @@ static ssize_t lzw_read(struct lzw *z, uint8_t *buf, size_t len)
 			maxcode = nbits >= maxbits ? maxmax : mask;
 		}
 		if (bp + nbits > limit) {
-			if (last != UINT64_MAX)
-				z->last_end = z->buf_off * 8 + last;
+			bool more = lzw_more(z, bp, last);
+
 			last = UINT64_MAX;
-			z->bp = bp;
-			if (z->eof) {
-				lzw_at_end(z);
+			if (!more)
 				break;
-			}
-			int err = lzw_refill(z);
-			if (err) {
-				lzw_fail(z, err);
-				break;
-			}
 			bp = z->bp;
 			limit = (uint64_t)z->have * 8;
 			in = z->inbuf;
@@ -400,13 +422,8 @@ static ssize_t lzw_read(struct lzw *z, uint8_t *buf, size_t len)
 	z->fin = fin;
 	z->have_prev = have_prev;
 
-	if (pos == 0 && z->pend_len) {
-		size_t k = z->pend_len < len ? z->pend_len : len;
-		memcpy(buf, z->pend, k);
-		z->pend_pos = (uint32_t)k;
-		z->pend_len -= (uint32_t)k;
-		pos = k;
-	}
+	if (pos == 0 && z->pend_len) /* (pend_pos is 0: the string was just put there) */
+		pos = lzw_pend_take(z, buf, len);
 	z->out += pos;
 	if (pos)
 		return (ssize_t)pos;

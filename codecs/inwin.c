@@ -44,7 +44,7 @@ void inwin_free(struct inwin *w)
 	w->cap = w->len = 0;
 }
 
-int buf_reserve(uint8_t **buf, size_t *cap, size_t n)
+int inwin_buf_reserve(uint8_t **buf, size_t *cap, size_t n)
 {
 	uint8_t *b;
 

@@ -1,6 +1,6 @@
 /* A window on a compressed file, read ahead: for block codecs whose decoders want a whole
  * block (or group of blocks) in memory at once, found by hopping from header to header
- * (lzo.c, lz4.c).  One window per worker or decoder; not thread-safe.
+ * (lzo/, lz4/).  One window per worker or decoder; not thread-safe.
  */
 #ifndef TARSEEK_INWIN_H
 #define TARSEEK_INWIN_H
@@ -30,6 +30,6 @@ ssize_t inwin_get(struct inwin *w, uint64_t off, size_t want, size_t ahead, cons
 void inwin_free(struct inwin *w);
 
 /* Grows a buffer to at least n bytes.  0 or -ENOMEM. */
-int buf_reserve(uint8_t **buf, size_t *cap, size_t n);
+int inwin_buf_reserve(uint8_t **buf, size_t *cap, size_t n);
 
 #endif

@@ -5,6 +5,15 @@
 #include <errno.h>
 #include <zlib.h>
 
+#include "config.h"
+#if HAVE_ZSTD
+#include <zstd.h>
+#include <zstd_errors.h>
+#endif
+#if HAVE_LZO
+#include <lzo/lzoconf.h>
+#endif
+
 int liberr_zlib(int zret)
 {
 	switch (zret) {
@@ -58,3 +67,42 @@ int liberr_bz2(int bzret)
 		return -EINVAL;
 	}
 }
+
+#if HAVE_ZSTD
+int liberr_zstd(size_t zret)
+{
+	if (!ZSTD_isError(zret))
+		return 0;
+	switch (ZSTD_getErrorCode(zret)) {
+	case ZSTD_error_memory_allocation:
+		return -ENOMEM;
+	case ZSTD_error_parameter_unsupported:
+	case ZSTD_error_parameter_combination_unsupported:
+	case ZSTD_error_parameter_outOfBound:
+	case ZSTD_error_stage_wrong:
+	case ZSTD_error_init_missing:
+	case ZSTD_error_dstBuffer_null:
+		return -EINVAL; /* misuse, not bad data */
+	default: /* corruption, checksum, window too large, truncated, ...: the file is not right */
+		return -EIO;
+	}
+}
+#endif
+
+#if HAVE_LZO
+int liberr_lzo(int lzoret)
+{
+	switch (lzoret) {
+	case LZO_E_OK:
+		return 0;
+	case LZO_E_OUT_OF_MEMORY:
+		return -ENOMEM;
+	case LZO_E_INVALID_ARGUMENT:
+	case LZO_E_INVALID_ALIGNMENT:
+	case LZO_E_INTERNAL_ERROR:
+		return -EINVAL;
+	default: /* INPUT_OVERRUN, OUTPUT_OVERRUN, LOOKBEHIND_OVERRUN, INPUT_NOT_CONSUMED, ...: */
+		return -EIO; /* the data is not right */
+	}
+}
+#endif

@@ -520,9 +520,7 @@ static int lzip_scan_new(struct src *in, const struct codec_opts *opts,
 		return -ENOMEM;
 	s->in = in;
 	s->sink = *sink;
-	threads = opts && opts->threads ? opts->threads : 1;
-	if (threads > LZIP_MAX_THREADS)
-		threads = LZIP_MAX_THREADS;
+	threads = pl_threads(opts, LZIP_MAX_THREADS);
 	err = lzip_list(in, &s->m, &s->nm);
 	if (err == -ENOENT) {
 		TFS_DEBUG("lzip: no clean member list from the trailers; decoding member by member");
@@ -543,15 +541,8 @@ static int lzip_scan_new(struct src *in, const struct codec_opts *opts,
 			goto fail;
 	}
 	depth = s->nworkers + 1;
-	struct pl_params prm = {
-	    .ops = &lzip_pl_ops,
-	    .ctx = s,
-	    .sink = &s->sink,
-	    .name = "lzip",
-	    .workers = s->nworkers,
-	    .depth = depth,
-	    .job_cap = pl_job_cap(LZIP_BUDGET, depth, LZIP_JOB_CAP_MIN, LZIP_JOB_CAP_MAX)};
-	err = pl_new(&prm, &s->pl);
+	err = pl_start(&lzip_pl_ops, s, &s->sink, "lzip", s->nworkers, depth,
+		       pl_job_cap(LZIP_BUDGET, depth, LZIP_JOB_CAP_MIN, LZIP_JOB_CAP_MAX), &s->pl);
 	if (err)
 		goto fail;
 	*out = s;

@@ -9,7 +9,7 @@
  * Locks: one mutex (lock) guards the ring, the chunk lists, head/next/ended/stop and the free
  * list.  work_cond wakes workers (a slot, the turn, queue space, stop); data_cond wakes the
  * consumer (bytes, a finished job, the end).  next() and run() are called without the lock,
- * and so is the sink.
+ * and so is the sink.  The workers are pool jobs (common/pool.h), joined by pl_free.
  */
 #include "codecs/pipeline.h"
 
@@ -20,8 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "common/log.h"
+#include "common/pool.h"
 
 #define PL_KEEP_MAX (4 * PL_CHUNK) /* larger chunks are freed, not kept for reuse */
 
@@ -48,7 +52,7 @@ struct pl_slot {
 struct pl_worker {
 	struct pipeline *p;
 	unsigned index;
-	pthread_t thread;
+	struct pool_job *job;
 };
 
 struct pipeline {
@@ -302,7 +306,7 @@ void pl_free(struct pipeline *p)
 		return;
 	stop_workers(p);
 	for (unsigned i = 0; i < p->started; i++)
-		pthread_join(p->workers[i].thread, NULL);
+		pool_join(p->workers[i].job);
 	for (size_t i = 0; p->ring && i < p->prm.depth; i++) {
 		struct pl_chunk *c = p->ring[i].first;
 
@@ -327,6 +331,15 @@ void pl_free(struct pipeline *p)
 	free(p);
 }
 
+int pl_nice(void)
+{
+	int nice;
+
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+	return errno || nice < 0 ? 0 : nice;
+}
+
 size_t pl_job_cap(size_t budget, size_t depth, size_t min, size_t max)
 {
 	size_t cap = budget / depth / PL_CHUNK * PL_CHUNK;
@@ -337,7 +350,8 @@ size_t pl_job_cap(size_t budget, size_t depth, size_t min, size_t max)
 int pl_new(const struct pl_params *prm, struct pipeline **out)
 {
 	struct pipeline *p;
-	int err;
+	char name[16];
+	int err, nice;
 
 	*out = NULL;
 	if (!prm->ops || !prm->ops->next || !prm->ops->run || prm->workers < 1 || prm->depth < 2 ||
@@ -361,18 +375,16 @@ int pl_new(const struct pl_params *prm, struct pipeline **out)
 	}
 	for (size_t i = 0; i < prm->depth; i++)
 		p->ring[i].job.own = p->own ? p->own + i * p->ops.job_size : NULL;
+	snprintf(name, sizeof(name), "tarseek-%.7s", prm->name);
+	nice = pl_nice();
 	for (unsigned i = 0; i < prm->workers; i++) {
-		char name[16];
-
 		p->workers[i] = (struct pl_worker){.p = p, .index = i};
-		err = -pthread_create(&p->workers[i].thread, NULL, worker_main, &p->workers[i]);
+		err = pool_start(worker_main, &p->workers[i], name, nice, &p->workers[i].job);
 		if (err) {
 			if (err == -EAGAIN)
 				err = -ENOMEM;
 			goto fail;
 		}
-		snprintf(name, sizeof(name), "tarseek-%.7s", prm->name);
-		pthread_setname_np(p->workers[i].thread, name);
 		p->started++;
 	}
 	*out = p;
@@ -380,6 +392,27 @@ int pl_new(const struct pl_params *prm, struct pipeline **out)
 fail:
 	pl_free(p);
 	return err;
+}
+
+int pl_start(const struct pl_ops *ops, void *ctx, const struct codec_sink *sink, const char *name,
+	     unsigned workers, size_t depth, size_t job_cap, struct pipeline **out)
+{
+	struct pl_params prm = {.ops = ops,
+				.ctx = ctx,
+				.sink = sink,
+				.name = name,
+				.workers = workers,
+				.depth = depth,
+				.job_cap = job_cap};
+
+	return pl_new(&prm, out);
+}
+
+unsigned pl_threads(const struct codec_opts *opts, unsigned max)
+{
+	unsigned threads = opts && opts->threads ? opts->threads : 1;
+
+	return threads < max ? threads : max;
 }
 
 /* The default first(): job->ck to the sink, after checking where it starts. */

@@ -35,7 +35,11 @@
  *
  * Cancellation: pl_free (or an error on the consumer's side) stops the workers: a worker
  * waiting for a turn, a slot or queue space wakes up, pl_buf returns NULL (run() then returns
- * -ECANCELED), and pl_free joins every thread before it returns.
+ * -ECANCELED), and pl_free joins every worker before it returns.
+ *
+ * Workers are jobs of the process's pool (common/pool.h), started by pl_new and joined by
+ * pl_free, at the niceness of the thread that starts the scan (pl_nice): a scan started by
+ * background work (a prefetch's whole decode) decodes in the background too.
  *
  * Threads: pl_read, pl_verified and pl_free from the consumer's thread only (the one calling
  * the codec's scan_read); the sink is called from that thread, as codec.h demands.
@@ -93,6 +97,19 @@ size_t pl_job_cap(size_t budget, size_t depth, size_t min, size_t max);
 
 /* Starts the workers.  0 or -errno (-ENOMEM); *out = NULL on error. */
 int pl_new(const struct pl_params *p, struct pipeline **out);
+
+/* What every block codec's scan_new does around pl_new, in one call: its pipeline with the
+ * codec's ops over ctx, the sink (for the default first()), workers workers, depth jobs in
+ * flight and job_cap bytes per job.  0 or -errno as pl_new; *out = NULL on error. */
+int pl_start(const struct pl_ops *ops, void *ctx, const struct codec_sink *sink, const char *name,
+	     unsigned workers, size_t depth, size_t job_cap, struct pipeline **out);
+
+/* The workers a scan's options ask for: opts->threads, 1 when unset (or no opts), at most max. */
+unsigned pl_threads(const struct codec_opts *opts, unsigned max);
+
+/* The calling thread's niceness (0 if it cannot be read): what a scan passes to pool_start for
+ * its workers, so that they run at its priority as threads it made would. */
+int pl_nice(void);
 
 /* The next decoded bytes in job order (len > 0): > 0, 0 at the end, or -errno (logged; every
  * later call returns it too).  Returns what is ready rather than wait once it has some. */

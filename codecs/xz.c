@@ -845,9 +845,7 @@ static int xz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 	s->in = in;
 	s->sink = *sink;
 	s->wk.level = TFS_LOG_ERR;
-	threads = opts && opts->threads ? opts->threads : 1;
-	if (threads > XZ_MAX_THREADS)
-		threads = XZ_MAX_THREADS;
+	threads = pl_threads(opts, XZ_MAX_THREADS);
 
 	err = xz_open_index(s);
 	if (err)
@@ -884,14 +882,7 @@ static int xz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 	}
 	depth = s->nworkers + 1;
 	job_cap = pl_job_cap(XZ_BUDGET, depth, XZ_JOB_CAP_MIN, XZ_JOB_CAP_MAX);
-	struct pl_params prm = {.ops = &xz_pl_ops,
-				.ctx = s,
-				.sink = &s->sink,
-				.name = "xz",
-				.workers = s->nworkers,
-				.depth = depth,
-				.job_cap = job_cap};
-	err = pl_new(&prm, &s->pl);
+	err = pl_start(&xz_pl_ops, s, &s->sink, "xz", s->nworkers, depth, job_cap, &s->pl);
 	if (err)
 		goto fail;
 	*out = s;

@@ -7,7 +7,8 @@
  *                 container, convert_tar.h plans a tar of its members (the boundaries, the
  *                 size) and makes its bytes as they are read;
  *   the blocks    cut by next_end(), filled on the indexing thread, compressed by the workers
- *                 (a ring of njobs jobs, at most njobs ahead of the one being delivered);
+ *                 (jobs of the pool, common/pool.h; a ring of njobs jobs, at most njobs
+ *                 ahead of the one being delivered);
  *   the builder   idx_build_base reads the decoded stream through a codec whose scan is ours
  *                 (cv_codec: the real codec's entry with scan_* replaced): before handing out a
  *                 block's first byte, the scan writes the block and passes the encoder's
@@ -31,7 +32,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/size.h"
+#include "common/pool.h"
 #include "index/archive.h"
 #include "net/net.h"
 #include "index/build.h"
@@ -280,7 +281,7 @@ struct cv {
 	bool filled_all;			    /* the last job is filled */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	pthread_t *workers;
+	struct pool_job **workers; /* jobs of the pool */
 	unsigned nworkers;
 	bool stop;
 
@@ -295,8 +296,7 @@ struct cv {
 	struct codec codec; /* the output's codec with our scan */
 
 	const char *name;
-	bool show;
-	double t0, last;
+	double t0, last; /* when the writing started, when progress was last told */
 };
 
 static void *worker(void *arg)
@@ -424,24 +424,22 @@ static int write_piece(struct cv *c, int (*fn)(struct enc *, uint8_t **, size_t 
 	return err;
 }
 
-static void progress(struct cv *c, bool force)
+/* Tells the caller how far the writing is (cv_opts.progress): at most once a second, unless
+ * force or end. */
+static void progress(struct cv *c, bool force, bool end)
 {
 	double t = mono_now();
-	char pos[32], size[32], out[32];
 
-	if (!c->show || (!force && t - c->last < 1.0))
+	if (!c->o->progress || (!force && !end && t - c->last < 1.0))
 		return;
 	c->last = t;
-	double el = t - c->t0, rate = el > 0 ? c->delivered / el : 0;
-	double left = rate > 0 ? (c->s->usize - c->delivered) / rate : 0;
-	format_size(pos, sizeof(pos), (double)c->delivered);
-	format_size(size, sizeof(size), (double)c->s->usize);
-	format_size(out, sizeof(out), (double)c->out_pos);
-	fprintf(stderr,
-		"\r\033[Kconverting to %s: %s / %s (%.0f%%), %.1f MB/s, %.0f s left, %s written",
-		c->name, pos, size, c->s->usize ? 100.0 * c->delivered / c->s->usize : 100.0,
-		rate / 1e6, left, out);
-	fflush(stderr);
+	struct cv_progress p = {.output = c->name,
+				.done = c->delivered,
+				.total = c->s->usize,
+				.written = c->out_pos,
+				.seconds = t - c->t0,
+				.end = end};
+	c->o->progress(c->o->progress_opaque, &p);
 }
 
 /* The next block, compressed, written and its checkpoint passed on. */
@@ -463,7 +461,7 @@ static int next_block(struct cv *c)
 			if (err)
 				return err;
 			c->finished = true;
-			progress(c, true);
+			progress(c, true, false);
 		}
 		return 0;
 	}
@@ -494,7 +492,7 @@ static int next_block(struct cv *c)
 	c->blocks++;
 	c->cur = j;
 	c->cur_pos = 0;
-	progress(c, false);
+	progress(c, false, false);
 	return 1;
 }
 
@@ -575,7 +573,7 @@ static void cv_stop(struct cv *c)
 		pthread_cond_broadcast(&c->cond);
 		pthread_mutex_unlock(&c->lock);
 		for (unsigned i = 0; i < c->nworkers; i++)
-			pthread_join(c->workers[i], NULL);
+			pool_join(c->workers[i]);
 		free(c->workers);
 		c->workers = NULL;
 	}
@@ -617,9 +615,11 @@ static int cv_start(struct cv *c, unsigned threads)
 		if (!c->jobs[i].in || !c->jobs[i].b.out)
 			return -ENOMEM;
 	}
-	for (; c->nworkers < threads; c->nworkers++)
-		if (pthread_create(&c->workers[c->nworkers], NULL, worker, c))
-			return -EAGAIN;
+	for (; c->nworkers < threads; c->nworkers++) {
+		err = pool_start(worker, c, "tarseek-enc", 0, &c->workers[c->nworkers]);
+		if (err)
+			return err;
+	}
 	return 0;
 }
 
@@ -666,7 +666,7 @@ static int copy_plain(struct cv *c)
 			err = write_all(c, buf, want);
 		c->read_pos += want;
 		c->delivered = c->read_pos;
-		progress(c, false);
+		progress(c, false, false);
 	}
 	free(buf);
 	return err;
@@ -799,11 +799,9 @@ int cv_convert(const char *source, const char *output, const struct cv_opts *o, 
 	err = nm.idx ? make_tmp(output, &nm.out_tmp, &c.fd) : -ENOMEM;
 	if (err)
 		goto out;
-	c.show = o->progress && isatty(STDERR_FILENO);
 	c.t0 = c.last = mono_now();
 	err = write_output(&c, output, &nm, st);
-	if (c.show)
-		fprintf(stderr, "\r\033[K");
+	progress(&c, true, true);
 	st->seconds = mono_now() - c.t0;
 	if (!err && o->verify) {
 		double t = mono_now();

@@ -38,12 +38,26 @@
 
 struct net_env;
 
+/* How far a conversion has come: what a progress line shows (the caller draws it). */
+struct cv_progress {
+	const char *output; /* the output's name */
+	uint64_t done;	    /* decoded bytes written so far */
+	uint64_t total;	    /* decoded bytes in all */
+	uint64_t written;   /* bytes of output written so far */
+	double seconds;	    /* since the writing started */
+	bool end;	    /* the last call: the writing ended (done or failed); erase the line */
+};
+
 struct cv_opts {
 	const struct encoder *enc; /* NULL: a plain .tar */
 	struct enc_opts enc_opts;
 	uint64_t block_size;	/* decoded bytes per block (0: the form's default) */
 	unsigned threads;	/* compressing threads (>= 1) */
-	bool progress;		/* a progress line on stderr if it is a terminal */
+	/* Called on cv_convert's thread about once a second while the output is written, once
+	 * more when its last byte is (done = total), and once with end set when the writing ends,
+	 * whatever the outcome.  NULL: none.  cv_convert writes nothing to the terminal itself. */
+	void (*progress)(void *opaque, const struct cv_progress *p);
+	void *progress_opaque;
 	bool verify;		/* re-read the output through its index and compare */
 	bool force;		/* replace an existing output */
 	const char *index_file; /* where the output's index goes; NULL: OUTPUT.index.sqlite */

@@ -15,6 +15,7 @@
 
 #include "common/byteio.h"
 #include "common/log.h"
+#include "codecs/liberr.h"
 #include "convert/encoder.h"
 #include "codecs/zstd/zstd_int.h"
 
@@ -67,17 +68,17 @@ static int ez_compress(const struct enc *e, struct enc_block *b)
 
 	if (!cc)
 		return -ENOMEM;
-	if (ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, e->level)) ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1)) ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 1))) {
-		ZSTD_freeCCtx(cc);
-		return -EIO;
-	}
-	n = ZSTD_compress2(cc, b->out, b->out_cap, b->in, b->len);
+	n = ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, e->level);
+	if (!ZSTD_isError(n))
+		n = ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+	if (!ZSTD_isError(n))
+		n = ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 1);
+	if (!ZSTD_isError(n))
+		n = ZSTD_compress2(cc, b->out, b->out_cap, b->in, b->len);
 	ZSTD_freeCCtx(cc);
 	if (ZSTD_isError(n)) {
 		tfs_log(TFS_LOG_ERR, "zstd: cannot compress a block: %s", ZSTD_getErrorName(n));
-		return ZSTD_getErrorCode(n) == ZSTD_error_memory_allocation ? -ENOMEM : -EIO;
+		return liberr_zstd(n);
 	}
 	b->out_len = n;
 	return 0;

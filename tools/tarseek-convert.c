@@ -1,6 +1,9 @@
 /* tarseek-convert: rewrites an archive (a tar in any codec, a single compressed file, a zip, a
  * 7z or one of libarchive's formats) into a seekable form with its index (index/convert.h).
  *
+ * The front end: the command line, the progress line (drawn here from what cv_convert reports:
+ * the engine writes nothing to the terminal) and the summary.
+ *
  * Exit status: 0 converted (or, with --check, the output matches the source), 1 failed
  * (nothing written under OUTPUT's name), 2 usage error.
  */
@@ -13,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/pool.h"
 #include "common/size.h"
 #include "net/net.h"
 #include "cache/cache.h"
@@ -88,48 +92,56 @@ static bool other_form(const char *path)
 	return false;
 }
 
-int main(int argc, char **argv)
+static const struct option longopts[] = {
+    {"block-size", required_argument, NULL, 'b'},
+    {"level", required_argument, NULL, 'l'},
+    {"gzip-members", no_argument, NULL, OPT_GZIP_MEMBERS},
+    {"threads", required_argument, NULL, 'j'},
+    {"verify", no_argument, NULL, OPT_VERIFY},
+    {"check", no_argument, NULL, OPT_CHECK},
+    {"force", no_argument, NULL, 'f'},
+    {"index-file", required_argument, NULL, OPT_INDEX_FILE},
+    {"source-index", required_argument, NULL, OPT_SOURCE_INDEX},
+    {"index-folder", required_argument, NULL, OPT_INDEX_FOLDER},
+    {"s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT},
+    {"remote-timeout", required_argument, NULL, OPT_REMOTE_TIMEOUT},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+/* What the command line asks for. */
+struct args {
+	struct cv_opts o;
+	struct net_env ne;
+	bool check, quiet;
+	const char *source, *output;
+};
+
+/* Parses the command line into a.  -1 to go on, else the exit status: 0 after --help or
+ * --version, 2 for a usage error (said on stderr). */
+static int parse_args(int argc, char **argv, struct args *a)
 {
-	static const struct option longopts[] = {
-		{"block-size", required_argument, NULL, 'b'},
-		{"level", required_argument, NULL, 'l'},
-		{"gzip-members", no_argument, NULL, OPT_GZIP_MEMBERS},
-		{"threads", required_argument, NULL, 'j'},
-		{"verify", no_argument, NULL, OPT_VERIFY},
-		{"check", no_argument, NULL, OPT_CHECK},
-		{"force", no_argument, NULL, 'f'},
-		{"index-file", required_argument, NULL, OPT_INDEX_FILE},
-		{"source-index", required_argument, NULL, OPT_SOURCE_INDEX},
-		{"index-folder", required_argument, NULL, OPT_INDEX_FOLDER},
-		{"s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT},
-		{"remote-timeout", required_argument, NULL, OPT_REMOTE_TIMEOUT},
-		{"quiet", no_argument, NULL, 'q'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
-	};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	struct cv_opts o = {.enc_opts = {.level = ENC_LEVEL_DEFAULT},
-			    .threads = ncpu > 0 ? (unsigned)ncpu : 1,
-			    .progress = true,
-			    .source = {.build = {.gzip_spacing = IDX_SPACING_DEFAULT,
-						 .spacing_any = true, .progress = true}}};
-	struct net_env ne = {0};
-	bool check = false;
 	char *end;
 	int c;
 
-	tfs_log_set_prog("tarseek-convert");
+	*a = (struct args){.o = {.enc_opts = {.level = ENC_LEVEL_DEFAULT},
+				 .threads = ncpu > 0 ? (unsigned)ncpu : 1,
+				 .source = {.build = {.gzip_spacing = IDX_SPACING_DEFAULT,
+						      .spacing_any = true,
+						      .progress = true}}}};
 	while ((c = getopt_long(argc, argv, "b:l:j:fqhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
-			if (!parse_size(optarg, &o.block_size) || !o.block_size) {
+			if (!parse_size(optarg, &a->o.block_size) || !a->o.block_size) {
 				fprintf(stderr, "tarseek-convert: bad --block-size '%s'\n", optarg);
 				return 2;
 			}
 			break;
 		case 'l':
-			o.enc_opts.level = (int)strtol(optarg, &end, 10);
+			a->o.enc_opts.level = (int)strtol(optarg, &end, 10);
 			if (!*optarg || *end) {
 				fprintf(stderr, "tarseek-convert: bad --level '%s'\n", optarg);
 				return 2;
@@ -142,33 +154,33 @@ int main(int argc, char **argv)
 					optarg);
 				return 2;
 			}
-			o.threads = (unsigned)v;
-			o.source.build.threads = (unsigned)v;
+			a->o.threads = (unsigned)v;
+			a->o.source.build.threads = (unsigned)v;
 			break;
 		}
 		case OPT_GZIP_MEMBERS:
-			o.enc_opts.members = true;
+			a->o.enc_opts.members = true;
 			break;
 		case OPT_VERIFY:
-			o.verify = true;
+			a->o.verify = true;
 			break;
 		case OPT_CHECK:
-			check = true;
+			a->check = true;
 			break;
 		case 'f':
-			o.force = true;
+			a->o.force = true;
 			break;
 		case OPT_INDEX_FILE:
-			o.index_file = optarg;
+			a->o.index_file = optarg;
 			break;
 		case OPT_SOURCE_INDEX:
-			o.source.index_file = optarg;
+			a->o.source.index_file = optarg;
 			break;
 		case OPT_INDEX_FOLDER:
-			o.source.index_folder = optarg;
+			a->o.source.index_folder = optarg;
 			break;
 		case OPT_S3_ENDPOINT:
-			ne.http.s3_endpoint = optarg;
+			a->ne.http.s3_endpoint = optarg;
 			break;
 		case OPT_REMOTE_TIMEOUT: {
 			long v = strtol(optarg, &end, 10);
@@ -177,12 +189,12 @@ int main(int argc, char **argv)
 					"number of seconds from 1 to 86400\n", optarg);
 				return 2;
 			}
-			ne.http.timeout_ms = (unsigned)v * 1000u;
+			a->ne.http.timeout_ms = (unsigned)v * 1000u;
 			break;
 		}
 		case 'q':
-			o.progress = false;
-			o.source.build.progress = false;
+			a->quiet = true;
+			a->o.source.build.progress = false;
 			tfs_log_level = TFS_LOG_WARNING;
 			break;
 		case 'h':
@@ -200,64 +212,123 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tarseek-convert: give SOURCE and OUTPUT (--help tells more)\n");
 		return 2;
 	}
-	const char *source = argv[optind], *output = argv[optind + 1], *shown = source;
-	char *shown_url = NULL;
-	if (http_is_url(source)) { /* read through a page cache of its own, like a mount's */
-		if (http_global_init() < 0 || !(ne.pages = cache_new(64u << 20))) {
-			fprintf(stderr, "tarseek-convert: cannot initialise libcurl\n");
-			return 1;
-		}
-		o.net = &ne;
-		shown_url = http_shown(source);
-		shown = shown_url ? shown_url : "URL"; /* never a password or a signature */
+	a->source = argv[optind];
+	a->output = argv[optind + 1];
+	return -1;
+}
+
+/* The progress line (cv_opts.progress), redrawn in place on stderr, a terminal; erased at the
+ * end. */
+static void draw_progress(void *opaque, const struct cv_progress *p)
+{
+	char pos[32], size[32], out[32];
+
+	(void)opaque;
+	if (p->end) {
+		fprintf(stderr, "\r\033[K");
+		return;
 	}
-	o.enc = enc_for_path(output);
-	if (!o.enc && other_form(output)) {
+	double rate = p->seconds > 0 ? p->done / p->seconds : 0;
+	double left = rate > 0 ? (p->total - p->done) / rate : 0;
+	format_size(pos, sizeof(pos), (double)p->done);
+	format_size(size, sizeof(size), (double)p->total);
+	format_size(out, sizeof(out), (double)p->written);
+	fprintf(stderr,
+		"\r\033[Kconverting to %s: %s / %s (%.0f%%), %.1f MB/s, %.0f s left, %s written",
+		p->output, pos, size, p->total ? 100.0 * p->done / p->total : 100.0, rate / 1e6,
+		left, out);
+	fflush(stderr);
+}
+
+/* The line a finished conversion ends with (not with --quiet). */
+static void print_summary(const struct args *a, const char *shown, const struct cv_stats *st)
+{
+	char in[32], us[32], out[32];
+
+	format_size(in, sizeof(in), (double)st->source_size);
+	format_size(us, sizeof(us), (double)st->usize);
+	format_size(out, sizeof(out), (double)st->output_size);
+	fprintf(stderr,
+		"%s (%s, %s decoded) -> %s (%s, %.1f%% of the tar): %llu blocks, %llu members, "
+		"%.1f s%s",
+		shown, in, us, a->output, out,
+		st->usize ? 100.0 * st->output_size / st->usize : 0.0,
+		(unsigned long long)st->blocks, (unsigned long long)st->members, st->seconds,
+		st->built_source_index ? " (the source's index built first)" : "");
+	if (a->o.verify)
+		fprintf(stderr, "; verified in %.1f s", st->verify_seconds);
+	fprintf(stderr, "\n");
+}
+
+/* Checks what the output's form allows.  0, or 2 (said on stderr). */
+static int check_form(struct args *a)
+{
+	a->o.enc = enc_for_path(a->output);
+	if (!a->o.enc && other_form(a->output)) {
 		fprintf(stderr, "tarseek-convert: cannot write the form %s names (it writes %s)\n",
-			output, enc_list());
+			a->output, enc_list());
 		return 2;
 	}
-	if (o.enc_opts.members && (!o.enc || strcmp(o.enc->codec, "gzip"))) {
+	if (a->o.enc_opts.members && (!a->o.enc || strcmp(a->o.enc->codec, "gzip"))) {
 		fprintf(stderr, "tarseek-convert: --gzip-members is for .tar.gz outputs\n");
 		return 2;
 	}
-	if (check) {
-		int err = cv_check(source, output, &o);
-		if (!err && o.progress)
-			fprintf(stderr, "%s matches %s\n", output, shown);
-		cache_free(ne.pages);
-		free(shown_url);
-		return err ? 1 : 0;
-	}
+	return 0;
+}
 
+/* Converts (interruptible: the signals ask cv_convert to stop and clean up).  0 or 1. */
+static int convert(struct args *a, const char *shown)
+{
 	struct sigaction sa = {.sa_handler = on_signal};
+	struct cv_stats st;
+
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-
-	struct cv_stats st;
-	int err = cv_convert(source, output, &o, &st);
-	cache_free(ne.pages);
-	if (err) {
-		free(shown_url);
+	if (!a->quiet && isatty(STDERR_FILENO))
+		a->o.progress = draw_progress;
+	if (cv_convert(a->source, a->output, &a->o, &st))
 		return 1;
-	}
-	if (o.progress) {
-		char in[32], us[32], out[32];
-		format_size(in, sizeof(in), (double)st.source_size);
-		format_size(us, sizeof(us), (double)st.usize);
-		format_size(out, sizeof(out), (double)st.output_size);
-		fprintf(stderr,
-			"%s (%s, %s decoded) -> %s (%s, %.1f%% of the tar): %llu blocks, %llu members, "
-			"%.1f s%s",
-			shown, in, us, output, out, st.usize ? 100.0 * st.output_size / st.usize : 0.0,
-			(unsigned long long)st.blocks, (unsigned long long)st.members, st.seconds,
-			st.built_source_index ? " (the source's index built first)" : "");
-		if (o.verify)
-			fprintf(stderr, "; verified in %.1f s", st.verify_seconds);
-		fprintf(stderr, "\n");
-	}
-	free(shown_url);
+	if (!a->quiet)
+		print_summary(a, shown, &st);
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a;
+	const char *shown;
+	char *shown_url = NULL;
+	int ret;
+
+	tfs_log_set_prog("tarseek-convert");
+	ret = parse_args(argc, argv, &a);
+	if (ret >= 0)
+		return ret;
+	shown = a.source;
+	if (http_is_url(a.source)) { /* read through a page cache of its own, like a mount's */
+		if (http_global_init() < 0 || !(a.ne.pages = cache_new(64u << 20))) {
+			fprintf(stderr, "tarseek-convert: cannot initialise libcurl\n");
+			return 1;
+		}
+		a.o.net = &a.ne;
+		shown_url = http_shown(a.source);
+		shown = shown_url ? shown_url : "URL"; /* never a password or a signature */
+	}
+	ret = check_form(&a);
+	if (ret)
+		goto out;
+	if (a.check) {
+		ret = cv_check(a.source, a.output, &a.o) ? 1 : 0;
+		if (!ret && !a.quiet)
+			fprintf(stderr, "%s matches %s\n", a.output, shown);
+	} else {
+		ret = convert(&a, shown);
+	}
+out:
+	cache_free(a.ne.pages);
+	free(shown_url);
+	pool_shutdown();
+	return ret;
 }

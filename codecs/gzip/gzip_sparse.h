@@ -1,4 +1,4 @@
-/* Sparse checkpoint windows for deflate (gzip.c's scan).
+/* Sparse checkpoint windows for deflate (gzip_scan.c's scan).
  *
  * A checkpoint stores the 32 KiB of output before it, because the blocks after it may copy
  * from there.  Most of those bytes are never copied: only the matches of the next 32 KiB of

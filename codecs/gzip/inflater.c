@@ -174,7 +174,7 @@ static int zlib_run(struct inflater *f, struct infl_io *io, enum infl_mode mode)
 		return INFL_MORE;
 	if (ret != Z_OK) {
 		f->msg = zs->msg ? zs->msg : zError(ret);
-		return liberr_zlib(ret) ? liberr_zlib(ret) : -EIO;
+		return liberr_zlib(ret); /* never 0: Z_OK and Z_STREAM_END are handled above */
 	}
 	/* at a boundary (0x80) that is not after the last block (0x40) */
 	if (mode == INFL_TO_BLOCK && (zs->data_type & 0xc0) == 0x80) {
@@ -199,10 +199,8 @@ int infl_unpack(struct inflater *f, const void *src, size_t slen, uint8_t *dst, 
 	if (f->kind == INFL_ISAL)
 		return isal_infl_unpack(f->isal, src, slen, dst, dlen);
 	r = uncompress(dst, &n, src, (uLong)slen);
-	if (r == Z_MEM_ERROR)
-		return -ENOMEM;
-	if (r != Z_OK)
-		return -EIO;
+	if (r != Z_OK) /* uncompress() reports a stream that does not fit dst as Z_BUF_ERROR */
+		return liberr_zlib(r);
 	*dlen = n;
 	return 0;
 }

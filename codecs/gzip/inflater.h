@@ -1,6 +1,6 @@
 /* Raw deflate inflaters behind one interface: zlib's, and Intel ISA-L's where it is built in.
  *
- * gzip.c (the .gz scan and decoders, and the zip "deflate" entries) inflates through this
+ * gzip/ (the .gz scan and decoders, and the zip "deflate" entries) inflates through this
  * interface only, so the engine is chosen in one place.  ISA-L's isal_inflate is 1.5 to 2.7
  * times as fast as zlib's inflate on real files; zlib stays as the fallback: a build without
  * ISA-L (meson -Disal=disabled, or an architecture Debian has no libisal for), and the
@@ -104,7 +104,7 @@ int infl_restart(struct inflater *f);
 int infl_resume(struct inflater *f, unsigned bits, unsigned value, const uint8_t *win, size_t wlen);
 int infl_run(struct inflater *f, struct infl_io *io, enum infl_mode mode);
 /* src[0..slen) into dst; *dlen: its room, then the bytes out.  0, -EIO if src is not one
- * whole zlib stream or does not fit, -ENOMEM. */
+ * whole zlib stream or does not fit, -ENOMEM (-EINVAL: misuse, see liberr.h). */
 int infl_unpack(struct inflater *f, const void *src, size_t slen, uint8_t *dst, size_t *dlen);
 size_t infl_window(struct inflater *f, uint8_t *win);
 const char *infl_msg(const struct inflater *f);

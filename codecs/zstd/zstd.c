@@ -309,9 +309,7 @@ static int zs_scan_new(struct src *in, const struct codec_opts *opts, const stru
 		return -ENOMEM;
 	s->in = in;
 	s->sink = *sink;
-	threads = opts && opts->threads ? opts->threads : 1;
-	if (threads > ZS_MAX_THREADS)
-		threads = ZS_MAX_THREADS;
+	threads = pl_threads(opts, ZS_MAX_THREADS);
 	err = zs_table_read(in, &s->tab);
 	if (err)
 		goto fail;
@@ -341,13 +339,7 @@ static int zs_scan_new(struct src *in, const struct codec_opts *opts, const stru
 	}
 	depth = s->nworkers + 1;
 	job_cap = pl_job_cap(ZS_BUDGET, depth, ZS_JOB_CAP_MIN, ZS_JOB_CAP_MAX);
-	struct pl_params prm = {.ops = &zs_pl_ops,
-				.ctx = s,
-				.name = "zstd",
-				.workers = s->nworkers,
-				.depth = depth,
-				.job_cap = job_cap};
-	err = pl_new(&prm, &s->pl);
+	err = pl_start(&zs_pl_ops, s, NULL, "zstd", s->nworkers, depth, job_cap, &s->pl);
 	if (err)
 		goto fail;
 	TFS_DEBUG("zstd: %s, %u workers", s->tab ? "seek table" : "walking frame headers",

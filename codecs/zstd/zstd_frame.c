@@ -12,6 +12,7 @@
 
 #include "common/byteio.h"
 #include "common/log.h"
+#include "codecs/liberr.h"
 #include "codecs/trailing.h"
 
 /* ---- Frame headers ------------------------------------------------------------------------- */
@@ -391,7 +392,7 @@ int zs_fr_init(struct zs_fr *fr, struct src *in, size_t inbuf_size, const char *
 	if (!ZSTD_isError(wb.error) && wb.upperBound < wlog)
 		wlog = wb.upperBound;
 	ret = ZSTD_DCtx_setParameter(fr->dctx, ZSTD_d_windowLogMax, wlog);
-	return zs_errno(ret);
+	return liberr_zstd(ret);
 }
 
 void zs_fr_fini(struct zs_fr *fr)
@@ -479,7 +480,7 @@ int zs_fr_start(struct zs_fr *fr, const struct zs_fdesc *fd)
 		XXH64_reset(&fr->xxh, 0);
 	ret = ZSTD_DCtx_reset(fr->dctx, ZSTD_reset_session_only);
 	if (ZSTD_isError(ret))
-		return zs_fr_fail(fr, zs_errno(ret), "%s", ZSTD_getErrorName(ret));
+		return zs_fr_fail(fr, liberr_zstd(ret), "%s", ZSTD_getErrorName(ret));
 	incur_seek(&fr->in, fd->coff, fd->end);
 	return 0;
 }
@@ -564,7 +565,7 @@ ssize_t zs_fr_read(struct zs_fr *fr, uint8_t *out, size_t len)
 			XXH64_update(&fr->xxh, ahead ? &scratch : out + pos, got);
 		fr->out += got;
 		if (ZSTD_isError(ret)) {
-			zs_fr_fail(fr, zs_errno(ret),
+			zs_fr_fail(fr, liberr_zstd(ret),
 				   "%s, near compressed offset %" PRIu64 ", after %" PRIu64
 				   " decoded bytes",
 				   ZSTD_getErrorName(ret), incur_pos(&fr->in), fr->out);

@@ -15,7 +15,6 @@
 #define XXH_STATIC_LINKING_ONLY /* XXH64_state_t by value, inside the frame decoder */
 #include <xxhash.h>
 #include <zstd.h>
-#include <zstd_errors.h>
 
 #include "common/byteio.h"
 #include "codecs/incur.h"
@@ -52,26 +51,6 @@
 
 _Static_assert(PL_CHUNK <= ZS_JOB_CAP_MIN, "a job must be able to queue one chunk");
 _Static_assert(ZS_JOB_CAP_MIN <= ZS_JOB_CAP_MAX, "job queue bounds");
-
-/* The one place libzstd's error codes become -errno. */
-static inline int zs_errno(size_t ret)
-{
-	if (!ZSTD_isError(ret))
-		return 0;
-	switch (ZSTD_getErrorCode(ret)) {
-	case ZSTD_error_memory_allocation:
-		return -ENOMEM;
-	case ZSTD_error_parameter_unsupported:
-	case ZSTD_error_parameter_combination_unsupported:
-	case ZSTD_error_parameter_outOfBound:
-	case ZSTD_error_stage_wrong:
-	case ZSTD_error_init_missing:
-	case ZSTD_error_dstBuffer_null:
-		return -EINVAL; /* misuse, not bad data */
-	default: /* corruption, checksum, window too large, truncated, ...: the file is not right */
-		return -EIO;
-	}
-}
 
 /* ---- Frame headers (zstd_frame.c) ---- */
 
