@@ -14,6 +14,7 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#include "codecs/liberr.h"
 #include "codecs/zstd/zstd_int.h"
 #include "common/byteio.h"
 #include "common/log.h"
@@ -117,9 +118,9 @@ int zsk_frame(struct zsk_cctx *c, int level, const void *in, size_t len, void *o
 	}
 	if (c->level != level || level == 0) {
 		ZSTD_CCtx_reset(c->cc, ZSTD_reset_parameters);
-		if ((err = zs_errno(ZSTD_CCtx_setParameter(c->cc, ZSTD_c_compressionLevel, level))) ||
-		    (err = zs_errno(ZSTD_CCtx_setParameter(c->cc, ZSTD_c_checksumFlag, 1))) ||
-		    (err = zs_errno(ZSTD_CCtx_setParameter(c->cc, ZSTD_c_contentSizeFlag, 1)))) {
+		if ((err = liberr_zstd(ZSTD_CCtx_setParameter(c->cc, ZSTD_c_compressionLevel, level))) ||
+		    (err = liberr_zstd(ZSTD_CCtx_setParameter(c->cc, ZSTD_c_checksumFlag, 1))) ||
+		    (err = liberr_zstd(ZSTD_CCtx_setParameter(c->cc, ZSTD_c_contentSizeFlag, 1)))) {
 			tfs_log(TFS_LOG_ERR, "zstd: cannot set level %d", level);
 			return err;
 		}
@@ -129,7 +130,7 @@ int zsk_frame(struct zsk_cctx *c, int level, const void *in, size_t len, void *o
 	if (ZSTD_isError(n)) {
 		tfs_log(TFS_LOG_ERR, "zstd: cannot compress a frame: %s", ZSTD_getErrorName(n));
 		c->level = 0; /* set again next time */
-		return zs_errno(n);
+		return liberr_zstd(n);
 	}
 	*out_len = n;
 	return 0;
