@@ -76,30 +76,6 @@ struct cache *cache_new(uint64_t budget)
 	return c;
 }
 
-struct cache_buf *cache_buf_new(size_t len)
-{
-	unsigned cls;
-	struct cache_buf *b = cmem_alloc(sizeof(*b) + len, &cls);
-
-	if (!b)
-		return NULL;
-	atomic_init(&b->refs, 1);
-	b->mem_class = cls;
-	b->len = len;
-	return b;
-}
-
-void cache_buf_ref(struct cache_buf *b)
-{
-	atomic_fetch_add(&b->refs, 1);
-}
-
-void cache_buf_put(struct cache_buf *b)
-{
-	if (b && atomic_fetch_sub(&b->refs, 1) == 1)
-		cmem_free(b, b->mem_class);
-}
-
 uint64_t cache_new_stream_id(struct cache *c)
 {
 	pthread_mutex_lock(&c->lock);

@@ -102,6 +102,7 @@ void cache_abandon(struct cache *c, const struct cache_key *k);
 /* Drops every published entry of a stream (when an archive is closed). */
 void cache_drop_stream(struct cache *c, uint64_t stream);
 
+/* The buffers (made in cache_mem.c, below the table and the disk tier that both use them). */
 struct cache_buf *cache_buf_new(size_t len); /* NULL if out of memory */
 void cache_buf_ref(struct cache_buf *b);
 void cache_buf_put(struct cache_buf *b); /* NULL does nothing */

@@ -16,7 +16,7 @@
 
 struct cdisk;
 
-/* ---- cache_mem.c: the memory of cache_buf ---- */
+/* ---- cache_mem.c: the memory of cache_buf (and cache_buf_new/ref/put, cache.h) ---- */
 
 #define CM_MAX ((size_t)2 << 20) /* larger requests are malloc's */
 #define CM_BIG 0xFFFFu		 /* the class of those */

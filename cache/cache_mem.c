@@ -1,5 +1,7 @@
 /* Memory for decoded segments (cache_buf): mapped in transparent huge pages, and kept for
- * the next segment when a buffer is freed (see cache_int.h).
+ * the next segment when a buffer is freed (see cache_int.h); and the buffers themselves
+ * (cache_buf_new/ref/put, see cache.h), which the table (cache.c) and the disk tier
+ * (cache_disk.c) both make and drop: here, below both, so that neither calls the other back.
  *
  * Why: a cold read of a compressed archive decodes into fresh memory, and fresh memory is
  * paid at its first touch, one page fault per 4 KiB.  On the 2-core VMs this project is
@@ -43,6 +45,7 @@
  * second at most).  Under AddressSanitizer, free blocks are poisoned so that a use after free
  * is still reported.
  */
+#include "cache/cache.h"
 #include "cache/cache_int.h"
 
 #include <errno.h>
@@ -326,4 +329,30 @@ void cmem_get_stats(struct cmem_stats *out)
 	pthread_mutex_lock(&cm.lock);
 	*out = cm.st;
 	pthread_mutex_unlock(&cm.lock);
+}
+
+/* ---- the buffers ---------------------------------------------------------------------------- */
+
+struct cache_buf *cache_buf_new(size_t len)
+{
+	unsigned cls;
+	struct cache_buf *b = cmem_alloc(sizeof(*b) + len, &cls);
+
+	if (!b)
+		return NULL;
+	atomic_init(&b->refs, 1);
+	b->mem_class = cls;
+	b->len = len;
+	return b;
+}
+
+void cache_buf_ref(struct cache_buf *b)
+{
+	atomic_fetch_add(&b->refs, 1);
+}
+
+void cache_buf_put(struct cache_buf *b)
+{
+	if (b && atomic_fetch_sub(&b->refs, 1) == 1)
+		cmem_free(b, b->mem_class);
 }
