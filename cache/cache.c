@@ -370,6 +370,20 @@ uint64_t cache_room(struct cache *c)
 	return room;
 }
 
+void cache_park(struct cache *c)
+{
+	struct cdisk *d;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	d = c->disk;
+	pthread_mutex_unlock(&c->lock);
+	if (d)
+		cdisk_park(d);
+	cmem_park();
+}
+
 void cache_free(struct cache *c)
 {
 	if (!c)

@@ -8,6 +8,10 @@
  * the page cache, and no reader waits behind a write.  A miss looks in the queue too.  Reads happen outside the lock
  * and check the slot's CRC, so a read racing with a write that reused its bytes is a miss,
  * never wrong data.
+ *
+ * The writer is a pool job (common/pool.h) that the disk tier owns: started by the first write
+ * queued, joined by cdisk_free, or by cdisk_park once it has written what is queued (before a
+ * fork: the next write starts it again, in the child).
  */
 #include "cache/cache_int.h"
 
@@ -26,6 +30,7 @@
 #include "common/htable.h"
 #include "common/list.h"
 #include "common/log.h"
+#include "common/pool.h"
 
 struct dslot {
 	struct cache_key key;
@@ -51,14 +56,14 @@ struct cdisk {
 	struct list_node fifo; /* every slot, in write order */
 	uint64_t hits, writes;
 	/* the writer thread and its queue */
-	pthread_t writer;
-	pthread_cond_t wwork, wspace; /* queued work or stop; room in the queue */
+	struct pool_job *writer;      /* NULL: not running (started by the next write) */
+	pthread_cond_t wwork, wspace; /* queued work, stop or park; room in the queue */
 	struct list_node queue;	      /* struct wjob, oldest first */
 	struct wjob *inflight; /* the job the writer is writing (out of the queue) */
 	bool inflight_dropped; /* its stream was dropped meanwhile: neither served nor mapped */
 	uint64_t wbytes;
 	pthread_mutex_t *lock; /* the cache's */
-	bool started; /* the writer exists (made on the first write, so after a fork) */
+	bool parking; /* cdisk_park: the writer ends once the queue is empty */
 	bool stop;    /* cache_free, or no writer could be made: nothing more is queued */
 };
 
@@ -159,10 +164,10 @@ static void *disk_writer(void *arg)
 
 	pthread_mutex_lock(d->lock);
 	for (;;) {
-		while (list_empty(&d->queue) && !d->stop)
+		while (list_empty(&d->queue) && !d->stop && !d->parking)
 			pthread_cond_wait(&d->wwork, d->lock);
 		if (list_empty(&d->queue))
-			break; /* stop, and nothing left */
+			break; /* stop or park, and nothing left */
 		struct wjob *j = list_entry(list_first(&d->queue), struct wjob, node);
 		list_del(&j->node);
 		d->inflight = j;
@@ -194,15 +199,14 @@ void cdisk_queue(struct cdisk *d, const struct cache_key *k, struct cache_buf *b
 
 	if (b->len == 0 || b->len > d->size / 4 || d->stop)
 		return;
-	if (!d->started) {
-		int err = pthread_create(&d->writer, NULL, disk_writer, d);
+	if (!d->writer) {
+		int err = pool_start(disk_writer, d, "tarseek-disk", 0, &d->writer);
 		if (err) {
 			tfs_log(TFS_LOG_WARNING, "disk cache: no writer thread: %s; going on without",
-				strerror(err));
+				strerror(-err));
 			d->stop = true;
 			return;
 		}
-		d->started = true;
 	}
 	while (d->wbytes && d->wbytes + b->len > WQ_MAX && !d->stop)
 		pthread_cond_wait(&d->wspace, d->lock);
@@ -351,6 +355,26 @@ nomem:
 	return -ENOMEM;
 }
 
+void cdisk_park(struct cdisk *d)
+{
+	struct pool_job *j;
+
+	pthread_mutex_lock(d->lock);
+	j = d->parking ? NULL : d->writer;
+	if (j) {
+		d->parking = true;
+		pthread_cond_broadcast(&d->wwork);
+	}
+	pthread_mutex_unlock(d->lock);
+	if (!j)
+		return;
+	pool_join(j); /* it writes what is queued first */
+	pthread_mutex_lock(d->lock);
+	d->writer = NULL;
+	d->parking = false;
+	pthread_mutex_unlock(d->lock);
+}
+
 void cdisk_free(struct cdisk *d)
 {
 	if (!d)
@@ -362,8 +386,7 @@ void cdisk_free(struct cdisk *d)
 	pthread_cond_broadcast(&d->wwork);
 	pthread_cond_broadcast(&d->wspace);
 	pthread_mutex_unlock(d->lock);
-	if (d->started)
-		pthread_join(d->writer, NULL);
+	pool_join(d->writer);
 	pthread_cond_destroy(&d->wwork);
 	pthread_cond_destroy(&d->wspace);
 	while (doldest(d))

@@ -1,8 +1,8 @@
 /* What the chunk cache (cache.c), its buffers' memory (cache_mem.c) and its disk tier
  * (cache_disk.c) share.  Private to them.
  *
- * The disk tier works under the cache's one lock: every cdisk_* function but cdisk_new and
- * cdisk_free is called with it held (cdisk_read releases it while it reads, and holds it
+ * The disk tier works under the cache's one lock: every cdisk_* function but cdisk_new,
+ * cdisk_park and cdisk_free is called with it held (cdisk_read releases it while it reads, and holds it
  * again when it returns; cdisk_queue may wait on it for room in the writer's queue).
  */
 #ifndef TARSEEK_CACHE_INT_H
@@ -29,8 +29,13 @@ void *cmem_alloc(size_t size, unsigned *cls);
 void cmem_free(void *p, unsigned cls);
 
 /* A cache's budget of bytes comes (bytes > 0) or goes (< 0): memory is faulted in ahead only
- * while the pool is below the sum.  Thread-safe. */
+ * while the pool is below the sum, by a thread that starts with the first new memory carved
+ * while the sum is positive and is stopped and joined when it comes back to 0.  Thread-safe. */
 void cmem_expect(int64_t bytes);
+
+/* Stops the fault-ahead thread, if any, and joins it; the next new memory starts it again
+ * (cache_park).  Thread-safe. */
+void cmem_park(void);
 
 /* Bytes a block of class cls occupies (0 for CM_BIG: malloc's). */
 size_t cmem_size(unsigned cls);
@@ -54,6 +59,10 @@ int cdisk_new(const char *dir, uint64_t size, pthread_mutex_t *lock, struct cdis
 
 /* Stops the writer (what is queued is dropped), joins it, frees everything (lock not held). */
 void cdisk_free(struct cdisk *d);
+
+/* Lets the writer write what is queued, then joins it (lock not held); the next cdisk_queue
+ * starts it again.  A write queued meanwhile waits for that one.  One caller at a time. */
+void cdisk_park(struct cdisk *d);
 
 /* Queues b to be written (referenced until then); waits while the queue is full. */
 void cdisk_queue(struct cdisk *d, const struct cache_key *k, struct cache_buf *b);
