@@ -234,9 +234,10 @@ static int make_net_env(const struct options *o, struct arch_env *env)
 	}
 	net_env.http = (struct http_opts){.s3_endpoint = o->s3_endpoint,
 					  .timeout_ms = o->remote_timeout * 1000u};
-	net_env.plan = (struct rmt_opts){.background = true}; /* decode while the span arrives */
+	/* decode while the span arrives */
+	net_env.plan = (struct rmt_opts){.background = rmt_fetch_new(RMT_FETCHERS)};
 	net_env.pages = cache_new(o->remote_cache_size);
-	if (!net_env.pages) {
+	if (!net_env.pages || !net_env.plan.background) {
 		fprintf(stderr, "tarseek: out of memory\n");
 		return -1;
 	}
@@ -368,9 +369,21 @@ static int detach(bool foreground, const char *mnt, int *ready)
 	return 0;
 }
 
+/* The daemon is about to fork (detach): the pool's threads stay in the parent (common/pool.h),
+ * so every job that might run now -- decoding ahead, background fetches, the caches' disk
+ * writers and fault-ahead thread, all possibly started while the sources were opened -- ends
+ * here and is joined by its owner; each starts again in the child when next needed. */
+static void park_threads(const struct arch_env *env)
+{
+	workers_park(env->workers); /* it publishes into the cache: first */
+	rmt_fetch_park(net_env.plan.background);
+	cache_park(env->cache);
+	cache_park(net_env.pages);
+}
+
 /* Mounts, detaches unless -f, and serves until unmounted or signalled.  The exit status. */
 static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
-		 struct prefetch *pf)
+		 struct prefetch *pf, const struct arch_env *env)
 {
 	struct fuse_session *se = fuse_session_new(args, &tfs_ops, sizeof(tfs_ops), t);
 	struct fuse_loop_config *loop = NULL;
@@ -389,6 +402,8 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 			"installed?)\n", o->mountpoint);
 		goto out_signals;
 	}
+	if (!o->foreground)
+		park_threads(env);
 	if (detach(o->foreground, o->mountpoint, &t->ready_fd) != 0)
 		goto out_unmount;
 	sig_main_thread = pthread_self(); /* the thread that runs the loop, after the fork */
@@ -512,7 +527,7 @@ int main(int argc, char **argv)
 	if (fuse_args_for(&o, argv[0], &args) < 0)
 		goto nomem;
 	t.pf = pf;
-	ret = serve(&o, &args, &t, pf);
+	ret = serve(&o, &args, &t, pf, &env);
 out:
 	fuse_opt_free_args(&args);
 	pf_free(pf); /* before the readers it decodes for */
@@ -522,6 +537,7 @@ out:
 	dp_free(t.dp);
 	un_free(t.un);
 	workers_free(env.workers);
+	rmt_fetch_free(net_env.plan.background); /* after the remote sources */
 	cache_free(env.cache);
 	cache_free(net_env.pages); /* after the remote sources */
 	free(mnt_abs);
