@@ -25,6 +25,7 @@
 
 #include "codecs/codec.h"
 #include "common/log.h"
+#include "common/pool.h"
 #include "common/size.h"
 #include "net/net.h"
 #include "cache/cache.h"
@@ -542,6 +543,7 @@ out:
 	cache_free(net_env.pages); /* after the remote sources */
 	free(mnt_abs);
 	opt_free(&o);
+	pool_shutdown(); /* every job was joined by its owner above: the idle threads go */
 	return ret;
 nomem:
 	fprintf(stderr, "tarseek: out of memory\n");
