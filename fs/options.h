@@ -18,8 +18,8 @@
  *     whatever was asked.
  * Anything else is an error naming the option.
  *
- * opt_parse prints its own messages ("tarseek: ..."); it returns 0, or -1 for a usage error.
- * --help and --version print and exit(0).
+ * opt_parse logs why it refuses (tfs_log, at error level; getopt's own messages aside); it
+ * returns 0, or -1 for a usage error.  --help and --version print to stdout and exit(0).
  */
 #ifndef TARSEEK_OPTIONS_H
 #define TARSEEK_OPTIONS_H
