@@ -240,12 +240,12 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 		o->no_union = true;
 		return 0;
 	case O_RECURSIVE:
-		o->recursion = MAX_RECURSION;
+		o->recursion = OPT_MAX_RECURSION;
 		return 0;
 	case O_DEPTH:
-		if (!parse_uint(val, 10, MAX_RECURSION, &v)) {
+		if (!parse_uint(val, 10, OPT_MAX_RECURSION, &v)) {
 			tfs_log(TFS_LOG_ERR, "%s: '%s' is not a number from 0 to %d", how, val,
-				MAX_RECURSION);
+				OPT_MAX_RECURSION);
 			return -1;
 		}
 		o->recursion = (unsigned)v;
@@ -520,11 +520,11 @@ int opt_parse(int argc, char **argv, struct options *o)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int c, idx;
 
-	o->cache_size = (uint64_t)DEFAULT_CACHE_MIB << 20;
-	o->disk_cache_size = (uint64_t)DEFAULT_DISK_CACHE_GIB << 30;
-	o->remote_timeout = DEFAULT_REMOTE_TIMEOUT;
-	o->remote_cache_size = (uint64_t)DEFAULT_REMOTE_CACHE_MIB << 20;
-	o->remote_disk_size = (uint64_t)DEFAULT_REMOTE_DISK_MIB << 20;
+	o->cache_size = (uint64_t)OPT_DEFAULT_CACHE_MIB << 20;
+	o->disk_cache_size = (uint64_t)OPT_DEFAULT_DISK_CACHE_GIB << 30;
+	o->remote_timeout = OPT_DEFAULT_REMOTE_TIMEOUT;
+	o->remote_cache_size = (uint64_t)OPT_DEFAULT_REMOTE_CACHE_MIB << 20;
+	o->remote_disk_size = (uint64_t)OPT_DEFAULT_REMOTE_DISK_MIB << 20;
 	o->gzip_spacing = IDX_SPACING_DEFAULT;
 	o->threads = ncpu > 0 ? (unsigned)ncpu : 1;
 	for (size_t i = 0; i < NSPECS; i++) {

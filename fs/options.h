@@ -28,12 +28,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define DEFAULT_CACHE_MIB 256
-#define DEFAULT_DISK_CACHE_GIB 4
-#define MAX_RECURSION 32
-#define DEFAULT_REMOTE_TIMEOUT 30 /* seconds */
-#define DEFAULT_REMOTE_CACHE_MIB 128
-#define DEFAULT_REMOTE_DISK_MIB 1024
+#define OPT_DEFAULT_CACHE_MIB 256
+#define OPT_DEFAULT_DISK_CACHE_GIB 4
+#define OPT_MAX_RECURSION 32
+#define OPT_DEFAULT_REMOTE_TIMEOUT 30 /* seconds */
+#define OPT_DEFAULT_REMOTE_CACHE_MIB 128
+#define OPT_DEFAULT_REMOTE_DISK_MIB 1024
 
 struct options {
 	bool foreground, debug, single_thread, quiet, recreate, no_union, strip_ext, ignore_zeros;

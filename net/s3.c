@@ -108,7 +108,7 @@ static char *encode_key(const char *key)
 	return out;
 }
 
-void secret_free(char *s)
+void s3_secret_free(char *s)
 {
 	if (!s)
 		return;
@@ -124,9 +124,9 @@ void s3_target_free(struct s3_target *t)
 		return;
 	free(t->url);
 	free(t->region);
-	secret_free(t->access_key);
-	secret_free(t->secret_key);
-	secret_free(t->session_token);
+	s3_secret_free(t->access_key);
+	s3_secret_free(t->secret_key);
+	s3_secret_free(t->session_token);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -207,9 +207,9 @@ int s3_resolve(const char *s3url, const char *endpoint, struct s3_target *t, cha
 		t->session_token = ini_get(path, profile, "aws_session_token");
 		free(path);
 		if (!t->access_key || !t->secret_key) {
-			secret_free(t->access_key);
-			secret_free(t->secret_key);
-			secret_free(t->session_token);
+			s3_secret_free(t->access_key);
+			s3_secret_free(t->secret_key);
+			s3_secret_free(t->session_token);
 			t->access_key = t->secret_key = t->session_token = NULL;
 		}
 	}
