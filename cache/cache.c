@@ -16,7 +16,9 @@
  * small files of lz4 -B4 decoded 117 MB, all of it written to the disk tier, and none of it
  * was evicted: the write was 23 % of the daemon's time).
  *
- * Locks: cache.lock only; no other lock is taken while holding it.
+ * Locks: cache.lock (the disk tier's too); under it, cache_mem.c's lock when a buffer's last
+ * reference goes, and the thread pool's when the disk writer starts (cache_int.h says which
+ * and when).
  */
 #include "cache/cache.h"
 #include "cache/cache_int.h"

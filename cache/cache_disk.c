@@ -36,7 +36,7 @@ struct dslot {
 	struct cache_key key;
 	uint64_t off;
 	uint32_t len, crc;
-	bool dead;		  /* out of the map (failed its CRC, or superseded); still in the FIFO */
+	bool dead; /* out of the map (failed its CRC, or superseded); still in the FIFO */
 	struct htable_node hnode; /* in the map while not dead */
 	struct list_node fifo;	  /* in cdisk.fifo, oldest first */
 };

@@ -2,8 +2,26 @@
  * (cache_disk.c) share.  Private to them.
  *
  * The disk tier works under the cache's one lock: every cdisk_* function but cdisk_new,
- * cdisk_park and cdisk_free is called with it held (cdisk_read releases it while it reads, and holds it
- * again when it returns; cdisk_queue may wait on it for room in the writer's queue).
+ * cdisk_park and cdisk_free is called with it held (cdisk_get releases it while it reads,
+ * and holds it again when it returns; cdisk_queue may wait on it for room in the writer's
+ * queue).
+ */
+/* Locks of cache/, and the order in which one may be taken while another is held:
+ *
+ *   cache.c lock (one per cache) guards its table, LRU list, byte count, statistics and disk
+ *     pointer, and the whole of its disk tier (cache_disk.c: the map, the ring FIFO, the write
+ *     queue, the writer's state).  cdisk_get lets it go while it reads the file, the writer
+ *     while it writes, cdisk_queue while it waits for room in the queue.  Under it:
+ *       -> cache_mem.c lock, when a buffer's last reference is dropped (cache_buf_put ->
+ *          cmem_free: evictions, abandon, drop_stream, a written or dropped queue entry, a
+ *          disk read that failed its CRC);
+ *       -> the pool's lock (common/pool.c, a leaf), when the disk writer starts (cdisk_queue).
+ *     Callers enter with no lock of theirs held, but for archive.c's streams_lock
+ *     (cache_new_stream_id, as a stream's reader is made).
+ *   cache_mem.c lock (the process's one) guards the free lists, the bump region and the one
+ *     mapped ahead, the statistics and the fault-ahead thread's state.  Under it:
+ *       -> the pool's lock, when the fault-ahead thread starts (carve).
+ * Nothing else is taken under either, and no file I/O is done under cache.c's lock.
  */
 #ifndef TARSEEK_CACHE_INT_H
 #define TARSEEK_CACHE_INT_H

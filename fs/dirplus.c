@@ -5,6 +5,9 @@
  * under one mutex; a listing takes it twice per request, a few times per folder, and a folder
  * costs one small allocation the first time it is listed bare.  Once every attribute is given
  * the table is emptied and stays empty.
+ *
+ * Lock: dirplus.lock guards the table; nothing is taken under it (the invalidations are sent
+ * after it is let go).  It is taken under warmup.c's se_lock (dp_before_walk).
  */
 #include "fs/tfs.h" /* FUSE_USE_VERSION, fuse_lowlevel.h */
 #include "fs/dirplus.h"

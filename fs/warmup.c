@@ -14,6 +14,10 @@
  * walk starts it as it ends, and warmup_stop joins the walk, then the pages phase if there is
  * one.  The two never run at once, so the walk's state (the mount table's poll, the files
  * noted) passes from one to the other without a lock.
+ *
+ * Lock: se_lock guards p.se (the session, NULL once it goes) and is held while a page is
+ * stored or a bare listing dropped through it; under it, dirplus.c's lock (dp_before_walk),
+ * nothing else.
  */
 #include "fs/warmup.h"
 

@@ -4,9 +4,11 @@
  * page cache by the source that queued it) and up to `max` threads -- jobs of the process's
  * pool (common/pool.h), started as fetches are queued -- that take them in order.  A source
  * counts its fetches queued or running and waits for them when it is closed; the struct's
- * owner joins the threads (rmt_fetch_park, rmt_fetch_free).  No page cache lock is held
- * while the fetch lock is, nor the other way round: the fetch lock guards the queue and the
- * counts only, and a fetch runs without it.
+ * owner joins the threads (rmt_fetch_park, rmt_fetch_free).
+ *
+ * Lock: the fetch lock guards the queue, the threads' state and every source's count of
+ * fetches; a fetch runs without it.  Only the pool's lock is taken under it (starting a
+ * thread), and no page cache lock is held while it is, nor the other way round.
  */
 #include "net/remote.h"
 

@@ -12,8 +12,8 @@
  * past a chunk end (block codecs return 0 there) is replaced by one at the next checkpoint.
  *
  * Locks: pool_lock guards the pool, the stats and the background jobs of this reader; it is
- * never held while decoding, while calling into the cache or into the worker pool (whose own
- * lock is taken alone).
+ * never held while decoding, while freeing a decoder, while calling into the cache or into
+ * the worker pool (workers.c): nothing is taken under it.
  */
 #include "seek/reader.h"
 
