@@ -268,8 +268,7 @@ static int store_file(struct warmup *w, uint64_t ino, uint64_t *budget)
 	if (un_getattr(w->p.un, ino, &a) != 0 || !S_ISREG(a.mode) || a.size == 0 ||
 	    a.size > WARMUP_FILE_MAX || a.size > *budget || !in_archive(w, ino))
 		return 1;
-	err = th_file(w->p.handles, ino, &f, &ref);
-	if (err)
+	if (th_file(w->p.handles, ino, &f, &ref) != 0)
 		return 1;
 	/* from memory, without splice: libfuse keeps a splice pipe per thread, freed when the
 	 * thread ends -- which for this one comes after the session (and its key) is gone */
@@ -277,24 +276,24 @@ static int store_file(struct warmup *w, uint64_t ino, uint64_t *budget)
 	char *buf = malloc((size_t)a.size);
 	ssize_t n = buf ? un_read(f, buf, (size_t)a.size, 0) : -ENOMEM;
 	if (n != (ssize_t)a.size) { /* damaged, say: its reads will say so */
-		free(buf);
-		th_put(w->p.handles, ref);
-		return 1;
+		err = 1;
+		goto out;
 	}
 	bv.buf[0].mem = buf;
 	pthread_mutex_lock(&w->se_lock);
 	err = w->p.se ? fuse_lowlevel_notify_store(w->p.se, ino, 0, &bv, FUSE_BUF_NO_SPLICE)
 		      : -ENOTCONN;
 	pthread_mutex_unlock(&w->se_lock);
+	if (err == -ENOENT) {
+		err = 1; /* the kernel no longer knows that inode */
+	} else if (!err) {
+		*budget -= a.size;
+		atomic_fetch_add(&w->stored, a.size);
+	}
+out:
 	free(buf);
 	th_put(w->p.handles, ref);
-	if (err == -ENOENT)
-		return 1; /* the kernel no longer knows that inode */
-	if (err)
-		return err;
-	*budget -= a.size;
-	atomic_fetch_add(&w->stored, a.size);
-	return 0;
+	return err;
 }
 
 /* Waits for the prefetch to end (the pages come from what it decoded).  False if stopped, or
@@ -328,13 +327,11 @@ static bool warmup_walk(struct warmup *w)
 	 * the thread that starts the warm-up goes on to serve the requests */
 	int rootfd = private_view(w->mountpoint);
 
-	if (rootfd < 0) {
+	if (rootfd < 0)
 		tfs_log(TFS_LOG_DEBUG, "no warm-up: no private view of %s", w->mountpoint);
-		atomic_store(&w->view, -1);
-		return false;
-	}
-	if (fstat(rootfd, &st) < 0) {
-		close(rootfd);
+	if (rootfd < 0 || fstat(rootfd, &st) < 0) {
+		if (rootfd >= 0)
+			close(rootfd);
 		atomic_store(&w->view, -1);
 		return false;
 	}

@@ -522,8 +522,7 @@ int http_download_beside(struct http_obj *h, const char *suffix, const char *pat
 	r.file = fopen(path, "wb");
 	if (!r.file) {
 		err = -errno;
-		free(url);
-		return err;
+		goto out;
 	}
 	snprintf(what, sizeof(what), "fetching its %s", suffix);
 	err = perform(h, url, &r, 0, NULL, what);
@@ -531,6 +530,7 @@ int http_download_beside(struct http_obj *h, const char *suffix, const char *pat
 		err = -EIO;
 	if (err)
 		unlink(path);
+out:
 	free(url);
 	return err;
 }

@@ -146,7 +146,7 @@ int s3_resolve(const char *s3url, const char *endpoint, struct s3_target *t, cha
 	const char *profile = env("AWS_PROFILE") ? env("AWS_PROFILE") : "default";
 	const char *b, *slash;
 	char *key = NULL, *bucket = NULL;
-	int n;
+	int n, ret = 0;
 
 	memset(t, 0, sizeof(*t));
 	if (strncmp(s3url, "s3://", 5) != 0) {
@@ -181,10 +181,8 @@ int s3_resolve(const char *s3url, const char *endpoint, struct s3_target *t, cha
 			el--;
 		if (strncmp(endpoint, "http://", 7) != 0 && strncmp(endpoint, "https://", 8) != 0) {
 			snprintf(err, errlen, "the S3 endpoint must be an http:// or https:// URL");
-			free(bucket);
-			free(key);
-			s3_target_free(t);
-			return -EINVAL;
+			ret = -EINVAL;
+			goto fail;
 		}
 		n = asprintf(&t->url, "%.*s/%s/%s", (int)el, endpoint, bucket, key);
 	} else {
@@ -213,15 +211,16 @@ int s3_resolve(const char *s3url, const char *endpoint, struct s3_target *t, cha
 			t->access_key = t->secret_key = t->session_token = NULL;
 		}
 	}
-	free(bucket);
-	free(key);
 	if (!t->region)
 		goto nomem;
-	return 0;
+	goto out;
 nomem:
+	snprintf(err, errlen, "out of memory");
+	ret = -ENOMEM;
+fail:
+	s3_target_free(t);
+out:
 	free(bucket);
 	free(key);
-	s3_target_free(t);
-	snprintf(err, errlen, "out of memory");
-	return -ENOMEM;
+	return ret;
 }
