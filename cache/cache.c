@@ -31,9 +31,9 @@
 #include "common/list.h"
 
 struct entry {
+	struct htable_node hnode; /* in cache.table (first: a lookup reads it, then the key) */
 	struct cache_key key;
-	struct cache_buf *buf;	 /* NULL while reserved */
-	struct htable_node hnode; /* in cache.table */
+	struct cache_buf *buf; /* NULL while reserved */
 	/* in cache.lru while published (head = most recent), self-linked while reserved; on an
 	 * evicted list (spill) once off the table */
 	struct list_node lru;
