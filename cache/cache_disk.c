@@ -33,12 +33,12 @@
 #include "common/pool.h"
 
 struct dslot {
+	struct htable_node hnode; /* in the map while not dead (first, then the key: a lookup) */
 	struct cache_key key;
 	uint64_t off;
 	uint32_t len, crc;
 	bool dead; /* out of the map (failed its CRC, or superseded); still in the FIFO */
-	struct htable_node hnode; /* in the map while not dead */
-	struct list_node fifo;	  /* in cdisk.fifo, oldest first */
+	struct list_node fifo; /* in cdisk.fifo, oldest first */
 };
 
 struct wjob { /* a buffer waiting for the writer */

@@ -17,13 +17,14 @@
 #include "common/list.h"
 
 struct th_ref {
+	struct htable_node hnode; /* in th.table while not dead (first: a lookup reads it, then
+				     the key) */
 	uint64_t ino;
 	bool dir;
 	bool dead; /* out of the table: closed when the last use ends */
 	unsigned refs;
-	void *obj;		  /* struct un_file * or struct un_dir * */
-	struct htable_node hnode; /* in th.table while not dead */
-	struct list_node lru;	  /* in th.lru while not dead, head = most recent */
+	void *obj;	      /* struct un_file * or struct un_dir * */
+	struct list_node lru; /* in th.lru while not dead, head = most recent */
 };
 
 struct th {
