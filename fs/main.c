@@ -211,7 +211,8 @@ static int check_paths(struct options *o, char **mnt_abs)
 }
 
 /* Remote sources: the cache of fetched pages they share (its disk tier is added once the
- * daemon has forked: its writer thread must be the child's). */
+ * daemon has forked), and the threads that fetch for them in the background (plan.background,
+ * parked before the fork with the rest: park_threads). */
 static struct net_env net_env;
 
 static const char *disk_dir(const struct options *o)
@@ -316,10 +317,6 @@ static int fuse_args_for(struct options *o, const char *argv0, struct fuse_args 
 	return 0;
 }
 
-/* Detaches from the terminal unless foreground: forks, and the parent waits until the child
- * says the mount is ready (tfs_init writes a byte to *ready, see tfs.h) or ends without
- * saying so; it exits 0 or 1 accordingly, so that mount(8) and systemd learn whether the
- * mount came up.  The child goes on (0).  -1 if it cannot fork. */
 /* How long the user's requests hold the warm-up up: WARMUP_QUIET_MS, or
  * TARSEEK_WARMUP_QUIET_MS (the tests make it long, to watch the walk wait). */
 static unsigned warmup_quiet_ms(void)
@@ -331,6 +328,11 @@ static unsigned warmup_quiet_ms(void)
 	return v && *v && (*end || ms > 600000) ? WARMUP_QUIET_MS : (unsigned)ms;
 }
 
+/* Detaches from the terminal unless foreground: forks, and the parent waits until the child
+ * says the mount is ready (tfs_init writes a byte to *ready, see tfs.h) or ends without
+ * saying so; it exits 0 or 1 accordingly, so that mount(8) and systemd learn whether the
+ * mount came up.  The child goes on (0).  -1 if it cannot fork.  No pool job may be running
+ * (park_threads). */
 static int detach(bool foreground, const char *mnt, int *ready)
 {
 	int fds[2];
