@@ -1,8 +1,9 @@
 /* The chunk cache (see cache.h for the protocol).
  *
- * A chained hash table of entries keyed by (stream, segment), and a doubly linked LRU list
- * of the published ones (reserved entries are not on the list and cannot be evicted).  The
- * table grows by doubling when it holds more entries than buckets.  One mutex guards it all;
+ * A hash table of entries keyed by (stream, segment) (common/htable.h: hash_pair of the two,
+ * grown by doubling when it holds more entries than buckets), and an LRU list of the published
+ * ones (common/list.h; reserved entries are not on the list and cannot be evicted).  An entry
+ * embeds its table and list nodes: a lookup allocates nothing.  One mutex guards it all;
  * reservations are waited for on one condition variable, broadcast on publish and abandon --
  * waits are rare (two readers wanting the same segment at the same moment) and short.
  *
@@ -15,7 +16,9 @@
  * small files of lz4 -B4 decoded 117 MB, all of it written to the disk tier, and none of it
  * was evicted: the write was 23 % of the daemon's time).
  *
- * Locks: cache.lock only; no other lock is taken while holding it.
+ * Locks: cache.lock (the disk tier's too); under it, cache_mem.c's lock when a buffer's last
+ * reference goes, and the thread pool's when the disk writer starts (cache_int.h says which
+ * and when).
  */
 #include "cache/cache.h"
 #include "cache/cache_int.h"
@@ -24,21 +27,24 @@
 #include <stdlib.h>
 
 #include "common/hash.h"
+#include "common/htable.h"
+#include "common/list.h"
 
 struct entry {
+	struct htable_node hnode; /* in cache.table (first: a lookup reads it, then the key) */
 	struct cache_key key;
 	struct cache_buf *buf; /* NULL while reserved */
-	struct entry *hnext;   /* hash chain */
-	struct entry *prev, *next; /* LRU list (published only); head = most recent */
+	/* in cache.lru while published (head = most recent), self-linked while reserved; on an
+	 * evicted list (spill) once off the table */
+	struct list_node lru;
 };
 
 struct cache {
 	pthread_mutex_t lock;
 	pthread_cond_t filled; /* a reservation ended (publish or abandon) */
 	/* protected by lock: */
-	struct entry **table;
-	size_t nbuckets, nentries;
-	struct entry *lru_head, *lru_tail;
+	struct htable table; /* every entry, reserved or published */
+	struct list_node lru;
 	uint64_t bytes, budget;
 	uint64_t next_stream;
 	uint64_t hits, misses, evictions;
@@ -51,9 +57,9 @@ static uint64_t charge(const struct cache_buf *b)
 	return b->len + sizeof(*b) + sizeof(struct entry);
 }
 
-static size_t bucket(const struct cache *c, const struct cache_key *k)
+static uint64_t key_hash(const struct cache_key *k)
 {
-	return (size_t)(hash_pair(k->stream, k->seg) & (c->nbuckets - 1));
+	return hash_pair(k->stream, k->seg);
 }
 
 struct cache *cache_new(uint64_t budget)
@@ -62,42 +68,17 @@ struct cache *cache_new(uint64_t budget)
 
 	if (!c)
 		return NULL;
-	c->nbuckets = 256;
-	c->table = calloc(c->nbuckets, sizeof(*c->table));
-	if (!c->table) {
+	if (htable_init(&c->table, 256) < 0) {
 		free(c);
 		return NULL;
 	}
+	list_init(&c->lru);
 	c->budget = budget;
 	cmem_expect((int64_t)budget); /* the pool may fault that much in ahead */
 	c->next_stream = 1;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->filled, NULL);
 	return c;
-}
-
-struct cache_buf *cache_buf_new(size_t len)
-{
-	unsigned cls;
-	struct cache_buf *b = cmem_alloc(sizeof(*b) + len, &cls);
-
-	if (!b)
-		return NULL;
-	atomic_init(&b->refs, 1);
-	b->mem_class = cls;
-	b->len = len;
-	return b;
-}
-
-void cache_buf_ref(struct cache_buf *b)
-{
-	atomic_fetch_add(&b->refs, 1);
-}
-
-void cache_buf_put(struct cache_buf *b)
-{
-	if (b && atomic_fetch_sub(&b->refs, 1) == 1)
-		cmem_free(b, b->mem_class);
 }
 
 uint64_t cache_new_stream_id(struct cache *c)
@@ -108,94 +89,39 @@ uint64_t cache_new_stream_id(struct cache *c)
 	return id;
 }
 
-static struct entry *find(struct cache *c, const struct cache_key *k, struct entry ***link)
+/* k's entry, reserved or published, or NULL (lock held). */
+static struct entry *find(struct cache *c, const struct cache_key *k)
 {
-	struct entry **p = &c->table[bucket(c, k)];
-
-	for (; *p; p = &(*p)->hnext)
-		if ((*p)->key.stream == k->stream && (*p)->key.seg == k->seg)
-			break;
-	if (link)
-		*link = p;
-	return *p;
-}
-
-static void lru_unlink(struct cache *c, struct entry *e)
-{
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		c->lru_head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		c->lru_tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void lru_push(struct cache *c, struct entry *e)
-{
-	e->prev = NULL;
-	e->next = c->lru_head;
-	if (c->lru_head)
-		c->lru_head->prev = e;
-	c->lru_head = e;
-	if (!c->lru_tail)
-		c->lru_tail = e;
-}
-
-static void grow(struct cache *c)
-{
-	size_t n = c->nbuckets * 2;
-	struct entry **t = calloc(n, sizeof(*t));
-
-	if (!t)
-		return; /* longer chains, still correct */
-	for (size_t i = 0; i < c->nbuckets; i++) {
-		struct entry *e = c->table[i], *next;
-		for (; e; e = next) {
-			next = e->hnext;
-			c->nbuckets = n; /* bucket() uses it */
-			size_t b = bucket(c, &e->key);
-			c->nbuckets = n / 2;
-			e->hnext = t[b];
-			t[b] = e;
-		}
+	for (struct htable_node *n = htable_first(&c->table, key_hash(k)); n; n = htable_next(n)) {
+		struct entry *e = htable_entry(n, struct entry, hnode);
+		if (e->key.stream == k->stream && e->key.seg == k->seg)
+			return e;
 	}
-	free(c->table);
-	c->table = t;
-	c->nbuckets = n;
+	return NULL;
 }
 
 /* Adds a reserved entry for k (caller checked it is absent).  NULL if out of memory. */
 static struct entry *reserve(struct cache *c, const struct cache_key *k)
 {
 	struct entry *e = calloc(1, sizeof(*e));
-	size_t b;
 
 	if (!e)
 		return NULL;
-	if (c->nentries >= c->nbuckets)
-		grow(c);
 	e->key = *k;
-	b = bucket(c, k);
-	e->hnext = c->table[b];
-	c->table[b] = e;
-	c->nentries++;
+	list_init(&e->lru);
+	if (htable_add(&c->table, &e->hnode, key_hash(k)) < 0) { /* the table has buckets */
+		free(e);
+		return NULL;
+	}
 	return e;
 }
 
 /* Takes e off the table and the LRU list (lock held); its buffer, if any, stays with it. */
 static void unlink_entry(struct cache *c, struct entry *e)
 {
-	struct entry **link;
-
-	find(c, &e->key, &link);
-	*link = e->hnext;
-	e->hnext = NULL;
-	c->nentries--;
+	htable_del(&c->table, &e->hnode);
 	if (e->buf) {
-		lru_unlink(c, e);
+		list_del(&e->lru);
 		c->bytes -= charge(e->buf);
 	}
 }
@@ -207,27 +133,34 @@ static void remove_entry(struct cache *c, struct entry *e)
 	free(e);
 }
 
-/* Entries evicted by one publish, chained by hnext: spill() hands their buffers to the disk
- * tier, if there is one, and frees them. */
+/* Entries evicted by one publish, on a list of their own (by their lru nodes, the last evicted
+ * first):
+ * spill() hands their buffers to the disk tier, if there is one, and frees them. */
 struct evicted {
-	struct entry *head;
+	struct list_node head;
 };
+
+static void evicted_init(struct evicted *ev)
+{
+	list_init(&ev->head);
+}
 
 /* Takes e off the table and the list onto ev, its buffer with it, for spill() (lock held). */
 static void evict(struct cache *c, struct entry *e, struct evicted *ev)
 {
 	unlink_entry(c, e);
-	e->hnext = ev->head;
-	ev->head = e;
+	list_add_head(&ev->head, &e->lru);
 }
 
 /* Hands what was evicted to the disk tier, unless it holds those segments already, and frees
  * the entries (lock held; may wait for room in the writer's queue, letting go of it). */
 static void spill(struct cache *c, struct evicted *ev)
 {
-	while (ev->head) {
-		struct entry *e = ev->head;
-		ev->head = e->hnext;
+	struct list_node *n;
+
+	while ((n = list_first(&ev->head))) {
+		struct entry *e = list_entry(n, struct entry, lru);
+		list_del(n);
 		if (e->buf && c->disk && !cdisk_has(c->disk, &e->key))
 			cdisk_queue(c->disk, &e->key, e->buf);
 		cache_buf_put(e->buf);
@@ -262,10 +195,11 @@ static struct cache_buf *miss_locked(struct cache *c, const struct cache_key *k)
 {
 	struct entry *e = reserve(c, k);
 	struct cache_buf *b = e && c->disk ? cdisk_get(c->disk, k) : NULL;
-	struct evicted ev = {NULL};
+	struct evicted ev;
 
+	evicted_init(&ev);
 	if (b) {
-		e = find(c, k, NULL); /* the lock may have been let go meanwhile */
+		e = find(c, k); /* the lock may have been let go meanwhile */
 		if (e && !e->buf)
 			publish_locked(c, e, b, &ev);
 		c->hits++;
@@ -282,12 +216,11 @@ int cache_get(struct cache *c, const struct cache_key *k, struct cache_buf **out
 	*out = NULL;
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
-		e = find(c, k, NULL);
+		e = find(c, k);
 		if (!e)
 			break;
 		if (e->buf) {
-			lru_unlink(c, e);
-			lru_push(c, e);
+			list_move_head(&c->lru, &e->lru);
 			cache_buf_ref(e->buf);
 			*out = e->buf;
 			c->hits++;
@@ -312,7 +245,7 @@ bool cache_try_reserve(struct cache *c, const struct cache_key *k)
 	bool ok = false;
 
 	pthread_mutex_lock(&c->lock);
-	if (!find(c, k, NULL))
+	if (!find(c, k))
 		ok = reserve(c, k) != NULL;
 	pthread_mutex_unlock(&c->lock);
 	return ok;
@@ -324,7 +257,7 @@ int cache_claim(struct cache *c, const struct cache_key *k)
 	struct entry *e;
 
 	pthread_mutex_lock(&c->lock);
-	e = find(c, k, NULL);
+	e = find(c, k);
 	if (e) {
 		int held = e->buf ? 0 : 2;
 		pthread_mutex_unlock(&c->lock);
@@ -342,7 +275,7 @@ int cache_claim(struct cache *c, const struct cache_key *k)
 bool cache_known(struct cache *c, const struct cache_key *k)
 {
 	pthread_mutex_lock(&c->lock);
-	bool ok = find(c, k, NULL) != NULL;
+	bool ok = find(c, k) != NULL;
 	pthread_mutex_unlock(&c->lock);
 	return ok;
 }
@@ -350,7 +283,7 @@ bool cache_known(struct cache *c, const struct cache_key *k)
 bool cache_contains(struct cache *c, const struct cache_key *k)
 {
 	pthread_mutex_lock(&c->lock);
-	struct entry *e = find(c, k, NULL);
+	struct entry *e = find(c, k);
 	bool ok = e && e->buf;
 	pthread_mutex_unlock(&c->lock);
 	return ok;
@@ -370,19 +303,20 @@ static void publish_locked(struct cache *c, struct entry *e, struct cache_buf *b
 	}
 	e->buf = b;
 	c->bytes += charge(b);
-	lru_push(c, e);
-	while (c->bytes > c->budget && c->lru_tail != e) {
-		evict(c, c->lru_tail, ev);
+	list_add_head(&c->lru, &e->lru);
+	while (c->bytes > c->budget && list_last(&c->lru) != &e->lru) {
+		evict(c, list_entry(list_last(&c->lru), struct entry, lru), ev);
 		c->evictions++;
 	}
 }
 
 void cache_publish(struct cache *c, const struct cache_key *k, struct cache_buf *b)
 {
-	struct evicted ev = {NULL};
+	struct evicted ev;
 
+	evicted_init(&ev);
 	pthread_mutex_lock(&c->lock);
-	struct entry *e = find(c, k, NULL);
+	struct entry *e = find(c, k);
 	if (e && !e->buf)
 		publish_locked(c, e, b, &ev);
 	pthread_cond_broadcast(&c->filled);
@@ -393,7 +327,7 @@ void cache_publish(struct cache *c, const struct cache_key *k, struct cache_buf 
 void cache_abandon(struct cache *c, const struct cache_key *k)
 {
 	pthread_mutex_lock(&c->lock);
-	struct entry *e = find(c, k, NULL);
+	struct entry *e = find(c, k);
 	if (e && !e->buf)
 		remove_entry(c, e);
 	pthread_cond_broadcast(&c->filled);
@@ -402,9 +336,11 @@ void cache_abandon(struct cache *c, const struct cache_key *k)
 
 void cache_drop_stream(struct cache *c, uint64_t stream)
 {
+	struct list_node *n, *tmp;
+
 	pthread_mutex_lock(&c->lock);
-	for (struct entry *e = c->lru_head, *next; e; e = next) {
-		next = e->next;
+	list_for_each_safe(n, tmp, &c->lru) {
+		struct entry *e = list_entry(n, struct entry, lru);
 		if (e->key.stream == stream)
 			remove_entry(c, e);
 	}
@@ -420,7 +356,7 @@ void cache_get_stats(struct cache *c, struct cache_stats *out)
 	out->misses = c->misses;
 	out->evictions = c->evictions;
 	out->bytes = c->bytes;
-	out->entries = c->nentries;
+	out->entries = c->table.count;
 	out->budget = c->budget;
 	out->disk_hits = out->disk_writes = out->disk_bytes = out->disk_size = 0;
 	if (c->disk)
@@ -436,20 +372,31 @@ uint64_t cache_room(struct cache *c)
 	return room;
 }
 
+void cache_park(struct cache *c)
+{
+	struct cdisk *d;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	d = c->disk;
+	pthread_mutex_unlock(&c->lock);
+	if (d)
+		cdisk_park(d);
+	cmem_park();
+}
+
 void cache_free(struct cache *c)
 {
 	if (!c)
 		return;
 	cdisk_free(c->disk); /* the writer first: it uses the lock and the buffers */
-	for (size_t i = 0; i < c->nbuckets; i++) {
-		struct entry *e = c->table[i], *next;
-		for (; e; e = next) {
-			next = e->hnext;
-			cache_buf_put(e->buf);
-			free(e);
-		}
+	for (struct htable_node *n; (n = htable_pop(&c->table));) {
+		struct entry *e = htable_entry(n, struct entry, hnode);
+		cache_buf_put(e->buf);
+		free(e);
 	}
-	free(c->table);
+	htable_fini(&c->table);
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->filled);
 	cmem_expect(-(int64_t)c->budget);

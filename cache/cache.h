@@ -71,9 +71,16 @@ void cache_free(struct cache *c); /* NULL does nothing; no reservation may be pe
 
 /* Adds the disk tier: up to size bytes in an unlinked file created in dir.  May be called
  * once, also while the cache is in use (what RAM holds then is written to disk too); its
- * writer thread starts with the first write, so a process that forks adds it in the child.
+ * writer thread starts with the first write (see cache_park for a process that forks).
  * 0 or -errno (the cache then works without it). */
 int cache_set_disk(struct cache *c, const char *dir, uint64_t size);
+
+/* Ends the cache's background threads -- its disk tier's writer, once it has written what is
+ * queued, and the thread that faults buffer memory in ahead (cache_mem.c, shared by every
+ * cache) -- and joins them; they start again when next needed.  For a process about to fork
+ * (common/pool.h: no job may run across a fork), called while nothing else uses the cache.
+ * NULL does nothing. */
+void cache_park(struct cache *c);
 
 uint64_t cache_new_stream_id(struct cache *c);
 
@@ -102,6 +109,7 @@ void cache_abandon(struct cache *c, const struct cache_key *k);
 /* Drops every published entry of a stream (when an archive is closed). */
 void cache_drop_stream(struct cache *c, uint64_t stream);
 
+/* The buffers (made in cache_mem.c, below the table and the disk tier that both use them). */
 struct cache_buf *cache_buf_new(size_t len); /* NULL if out of memory */
 void cache_buf_ref(struct cache_buf *b);
 void cache_buf_put(struct cache_buf *b); /* NULL does nothing */

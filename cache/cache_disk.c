@@ -8,6 +8,10 @@
  * the page cache, and no reader waits behind a write.  A miss looks in the queue too.  Reads happen outside the lock
  * and check the slot's CRC, so a read racing with a write that reused its bytes is a miss,
  * never wrong data.
+ *
+ * The writer is a pool job (common/pool.h) that the disk tier owns: started by the first write
+ * queued, joined by cdisk_free, or by cdisk_park once it has written what is queued (before a
+ * fork: the next write starts it again, in the child).
  */
 #include "cache/cache_int.h"
 
@@ -23,21 +27,24 @@
 
 #include "common/crc32.h"
 #include "common/hash.h"
+#include "common/htable.h"
+#include "common/list.h"
 #include "common/log.h"
+#include "common/pool.h"
 
 struct dslot {
+	struct htable_node hnode; /* in the map while not dead (first, then the key: a lookup) */
 	struct cache_key key;
 	uint64_t off;
 	uint32_t len, crc;
-	bool dead;	     /* out of the map (failed its CRC, or superseded); still in the FIFO */
-	struct dslot *hnext; /* map chain */
-	struct dslot *qnext; /* FIFO, oldest first */
+	bool dead; /* out of the map (failed its CRC, or superseded); still in the FIFO */
+	struct list_node fifo; /* in cdisk.fifo, oldest first */
 };
 
 struct wjob { /* a buffer waiting for the writer */
 	struct cache_key key;
 	struct cache_buf *buf; /* referenced */
-	struct wjob *next;
+	struct list_node node; /* in cdisk.queue */
 };
 
 #define WQ_MAX (16u << 20) /* bytes queued for the writer */
@@ -45,80 +52,67 @@ struct wjob { /* a buffer waiting for the writer */
 struct cdisk {
 	int fd;
 	uint64_t size, head, used;
-	struct dslot **table;
-	size_t nbuckets, n;
-	struct dslot *qhead, *qtail;
+	struct htable map;     /* the slots that hold a segment, by key */
+	struct list_node fifo; /* every slot, in write order */
 	uint64_t hits, writes;
 	/* the writer thread and its queue */
-	pthread_t writer;
-	pthread_cond_t wwork, wspace; /* queued work or stop; room in the queue */
-	struct wjob *whead, *wtail;
+	struct pool_job *writer;      /* NULL: not running (started by the next write) */
+	pthread_cond_t wwork, wspace; /* queued work, stop or park; room in the queue */
+	struct list_node queue;	      /* struct wjob, oldest first */
 	struct wjob *inflight; /* the job the writer is writing (out of the queue) */
 	bool inflight_dropped; /* its stream was dropped meanwhile: neither served nor mapped */
 	uint64_t wbytes;
 	pthread_mutex_t *lock; /* the cache's */
-	bool started; /* the writer exists (made on the first write, so after a fork) */
+	bool parking; /* cdisk_park: the writer ends once the queue is empty */
 	bool stop;    /* cache_free, or no writer could be made: nothing more is queued */
 };
 
-static size_t dbucket(const struct cdisk *d, const struct cache_key *k)
+static uint64_t dhash(const struct cache_key *k)
 {
-	return (size_t)(hash_pair(k->stream, k->seg) & (d->nbuckets - 1));
+	return hash_pair(k->stream, k->seg);
+}
+
+static bool same_key(const struct cache_key *a, const struct cache_key *b)
+{
+	return a->stream == b->stream && a->seg == b->seg;
 }
 
 static struct dslot *dfind(struct cdisk *d, const struct cache_key *k)
 {
-	for (struct dslot *s = d->table[dbucket(d, k)]; s; s = s->hnext)
-		if (s->key.stream == k->stream && s->key.seg == k->seg)
+	for (struct htable_node *n = htable_first(&d->map, dhash(k)); n; n = htable_next(n)) {
+		struct dslot *s = htable_entry(n, struct dslot, hnode);
+		if (same_key(&s->key, k))
 			return s;
+	}
 	return NULL;
 }
 
 /* Takes a slot out of the map (it stays in the FIFO until its bytes are reused). */
 static void dunmap(struct cdisk *d, struct dslot *s)
 {
-	struct dslot **p = &d->table[dbucket(d, &s->key)];
-
 	if (s->dead)
 		return;
-	while (*p && *p != s)
-		p = &(*p)->hnext;
-	if (*p)
-		*p = s->hnext;
+	htable_del(&d->map, &s->hnode);
 	s->dead = true;
-	d->n--;
+}
+
+/* The oldest slot, or NULL. */
+static struct dslot *doldest(struct cdisk *d)
+{
+	struct list_node *n = list_first(&d->fifo);
+
+	return n ? list_entry(n, struct dslot, fifo) : NULL;
 }
 
 /* Frees the oldest slot. */
 static void dpop(struct cdisk *d)
 {
-	struct dslot *s = d->qhead;
+	struct dslot *s = doldest(d);
 
-	d->qhead = s->qnext;
-	if (!d->qhead)
-		d->qtail = NULL;
+	list_del(&s->fifo);
 	dunmap(d, s);
 	d->used -= s->len;
 	free(s);
-}
-
-static void dmap_grow(struct cdisk *d)
-{
-	size_t n = d->nbuckets * 2;
-	struct dslot **t = calloc(n, sizeof(*t));
-
-	if (!t)
-		return;
-	for (size_t i = 0; i < d->nbuckets; i++)
-		for (struct dslot *s = d->table[i], *next; s; s = next) {
-			next = s->hnext;
-			size_t b = (size_t)(hash_pair(s->key.stream, s->key.seg) & (n - 1));
-			s->hnext = t[b];
-			t[b] = s;
-		}
-	free(d->table);
-	d->table = t;
-	d->nbuckets = n;
 }
 
 /* Claims the ring bytes for a copy of b (lock held): the oldest slots it overlaps go.  The
@@ -130,11 +124,11 @@ static struct dslot *dclaim(struct cdisk *d, const struct cache_key *k, const st
 	if (b->len == 0 || b->len > d->size / 4)
 		return NULL;
 	if (d->head + b->len > d->size) { /* wrap: what is left past the head goes */
-		while (d->qhead && d->qhead->off >= d->head)
+		while ((s = doldest(d)) && s->off >= d->head)
 			dpop(d);
 		d->head = 0;
 	}
-	while (d->qhead && d->qhead->off >= d->head && d->qhead->off < d->head + b->len)
+	while ((s = doldest(d)) && s->off >= d->head && s->off < d->head + b->len)
 		dpop(d);
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -145,11 +139,7 @@ static struct dslot *dclaim(struct cdisk *d, const struct cache_key *k, const st
 	s->dead = true;
 	d->head += b->len;
 	d->used += b->len;
-	if (d->qtail)
-		d->qtail->qnext = s;
-	else
-		d->qhead = s;
-	d->qtail = s;
+	list_add_tail(&d->fifo, &s->fifo);
 	return s;
 }
 
@@ -160,13 +150,9 @@ static void dcommit(struct cdisk *d, struct dslot *s)
 
 	if (old)
 		dunmap(d, old);
-	if (d->n >= d->nbuckets)
-		dmap_grow(d);
-	size_t bk = dbucket(d, &s->key);
+	if (htable_add(&d->map, &s->hnode, dhash(&s->key)) < 0)
+		return; /* cannot happen: the map has its buckets from cdisk_new */
 	s->dead = false;
-	s->hnext = d->table[bk];
-	d->table[bk] = s;
-	d->n++;
 	d->writes++;
 }
 
@@ -178,14 +164,12 @@ static void *disk_writer(void *arg)
 
 	pthread_mutex_lock(d->lock);
 	for (;;) {
-		while (!d->whead && !d->stop)
+		while (list_empty(&d->queue) && !d->stop && !d->parking)
 			pthread_cond_wait(&d->wwork, d->lock);
-		if (!d->whead)
-			break; /* stop, and nothing left */
-		struct wjob *j = d->whead;
-		d->whead = j->next;
-		if (!d->whead)
-			d->wtail = NULL;
+		if (list_empty(&d->queue))
+			break; /* stop or park, and nothing left */
+		struct wjob *j = list_entry(list_first(&d->queue), struct wjob, node);
+		list_del(&j->node);
 		d->inflight = j;
 		d->inflight_dropped = false;
 		struct dslot *slot = dclaim(d, &j->key, j->buf);
@@ -215,15 +199,14 @@ void cdisk_queue(struct cdisk *d, const struct cache_key *k, struct cache_buf *b
 
 	if (b->len == 0 || b->len > d->size / 4 || d->stop)
 		return;
-	if (!d->started) {
-		int err = pthread_create(&d->writer, NULL, disk_writer, d);
+	if (!d->writer) {
+		int err = pool_start(disk_writer, d, "tarseek-disk", 0, &d->writer);
 		if (err) {
 			tfs_log(TFS_LOG_WARNING, "disk cache: no writer thread: %s; going on without",
-				strerror(err));
+				strerror(-err));
 			d->stop = true;
 			return;
 		}
-		d->started = true;
 	}
 	while (d->wbytes && d->wbytes + b->len > WQ_MAX && !d->stop)
 		pthread_cond_wait(&d->wspace, d->lock);
@@ -233,12 +216,7 @@ void cdisk_queue(struct cdisk *d, const struct cache_key *k, struct cache_buf *b
 	cache_buf_ref(b);
 	j->key = *k;
 	j->buf = b;
-	j->next = NULL;
-	if (d->wtail)
-		d->wtail->next = j;
-	else
-		d->whead = j;
-	d->wtail = j;
+	list_add_tail(&d->queue, &j->node);
 	d->wbytes += b->len;
 	pthread_cond_signal(&d->wwork);
 }
@@ -247,12 +225,16 @@ void cdisk_queue(struct cdisk *d, const struct cache_key *k, struct cache_buf *b
 static struct wjob *dqueued(struct cdisk *d, const struct cache_key *k)
 {
 	struct wjob *j = d->inflight_dropped ? NULL : d->inflight;
+	struct list_node *n;
 
-	if (!j || j->key.stream != k->stream || j->key.seg != k->seg)
-		for (j = d->whead; j; j = j->next)
-			if (j->key.stream == k->stream && j->key.seg == k->seg)
-				break;
-	return j;
+	if (j && same_key(&j->key, k))
+		return j;
+	for (n = d->queue.next; n != &d->queue; n = n->next) {
+		j = list_entry(n, struct wjob, node);
+		if (same_key(&j->key, k))
+			return j;
+	}
+	return NULL;
 }
 
 bool cdisk_has(struct cdisk *d, const struct cache_key *k)
@@ -292,27 +274,32 @@ struct cache_buf *cdisk_get(struct cdisk *d, const struct cache_key *k)
 	return NULL;
 }
 
+/* Drops a queued write (lock held). */
+static void wjob_drop(struct cdisk *d, struct wjob *j)
+{
+	list_del(&j->node);
+	d->wbytes -= j->buf->len;
+	cache_buf_put(j->buf);
+	free(j);
+}
+
 void cdisk_drop_stream(struct cdisk *d, uint64_t stream)
 {
+	struct list_node *n, *tmp;
+
 	/* stream ids are never reused, but keep the map small */
 	if (d->inflight && d->inflight->key.stream == stream)
 		d->inflight_dropped = true;
-	for (struct dslot *s = d->qhead; s; s = s->qnext)
+	list_for_each_safe(n, tmp, &d->fifo) {
+		struct dslot *s = list_entry(n, struct dslot, fifo);
 		if (s->key.stream == stream)
 			dunmap(d, s);
-	for (struct wjob **p = &d->whead, *j; (j = *p);) {
-		if (j->key.stream != stream) {
-			d->wtail = j;
-			p = &j->next;
-			continue;
-		}
-		*p = j->next;
-		d->wbytes -= j->buf->len;
-		cache_buf_put(j->buf);
-		free(j);
 	}
-	if (!d->whead)
-		d->wtail = NULL;
+	list_for_each_safe(n, tmp, &d->queue) {
+		struct wjob *j = list_entry(n, struct wjob, node);
+		if (j->key.stream == stream)
+			wjob_drop(d, j);
+	}
 	pthread_cond_broadcast(&d->wspace);
 }
 
@@ -348,17 +335,12 @@ int cdisk_new(const char *dir, uint64_t size, pthread_mutex_t *lock, struct cdis
 			return -errno;
 	}
 	d = calloc(1, sizeof(*d));
-	if (d) {
-		d->nbuckets = 1024;
-		d->table = calloc(d->nbuckets, sizeof(*d->table));
-	}
-	if (!d || !d->table) {
-		if (d)
-			free(d->table);
-		free(d);
-		close(fd);
-		return -ENOMEM;
-	}
+	if (!d)
+		goto nomem;
+	if (htable_init(&d->map, 1024) < 0)
+		goto nomem_d;
+	list_init(&d->fifo);
+	list_init(&d->queue);
 	d->fd = fd;
 	d->size = size;
 	d->lock = lock;
@@ -366,6 +348,31 @@ int cdisk_new(const char *dir, uint64_t size, pthread_mutex_t *lock, struct cdis
 	pthread_cond_init(&d->wspace, NULL);
 	*out = d;
 	return 0;
+nomem_d:
+	free(d);
+nomem:
+	close(fd);
+	return -ENOMEM;
+}
+
+void cdisk_park(struct cdisk *d)
+{
+	struct pool_job *j;
+
+	pthread_mutex_lock(d->lock);
+	j = d->parking ? NULL : d->writer;
+	if (j) {
+		d->parking = true;
+		pthread_cond_broadcast(&d->wwork);
+	}
+	pthread_mutex_unlock(d->lock);
+	if (!j)
+		return;
+	pool_join(j); /* it writes what is queued first */
+	pthread_mutex_lock(d->lock);
+	d->writer = NULL;
+	d->parking = false;
+	pthread_mutex_unlock(d->lock);
 }
 
 void cdisk_free(struct cdisk *d)
@@ -374,23 +381,17 @@ void cdisk_free(struct cdisk *d)
 		return;
 	pthread_mutex_lock(d->lock); /* the writer first: it uses the lock and the buffers */
 	d->stop = true;
-	for (struct wjob *j = d->whead, *next; j; j = next) { /* not written */
-		next = j->next;
-		d->wbytes -= j->buf->len;
-		cache_buf_put(j->buf);
-		free(j);
-	}
-	d->whead = d->wtail = NULL;
+	while (!list_empty(&d->queue)) /* not written */
+		wjob_drop(d, list_entry(list_first(&d->queue), struct wjob, node));
 	pthread_cond_broadcast(&d->wwork);
 	pthread_cond_broadcast(&d->wspace);
 	pthread_mutex_unlock(d->lock);
-	if (d->started)
-		pthread_join(d->writer, NULL);
+	pool_join(d->writer);
 	pthread_cond_destroy(&d->wwork);
 	pthread_cond_destroy(&d->wspace);
-	while (d->qhead)
+	while (doldest(d))
 		dpop(d);
 	close(d->fd);
-	free(d->table);
+	htable_fini(&d->map);
 	free(d);
 }

@@ -1,9 +1,27 @@
 /* What the chunk cache (cache.c), its buffers' memory (cache_mem.c) and its disk tier
  * (cache_disk.c) share.  Private to them.
  *
- * The disk tier works under the cache's one lock: every cdisk_* function but cdisk_new and
- * cdisk_free is called with it held (cdisk_read releases it while it reads, and holds it
- * again when it returns; cdisk_queue may wait on it for room in the writer's queue).
+ * The disk tier works under the cache's one lock: every cdisk_* function but cdisk_new,
+ * cdisk_park and cdisk_free is called with it held (cdisk_get releases it while it reads,
+ * and holds it again when it returns; cdisk_queue may wait on it for room in the writer's
+ * queue).
+ */
+/* Locks of cache/, and the order in which one may be taken while another is held:
+ *
+ *   cache.c lock (one per cache) guards its table, LRU list, byte count, statistics and disk
+ *     pointer, and the whole of its disk tier (cache_disk.c: the map, the ring FIFO, the write
+ *     queue, the writer's state).  cdisk_get lets it go while it reads the file, the writer
+ *     while it writes, cdisk_queue while it waits for room in the queue.  Under it:
+ *       -> cache_mem.c lock, when a buffer's last reference is dropped (cache_buf_put ->
+ *          cmem_free: evictions, abandon, drop_stream, a written or dropped queue entry, a
+ *          disk read that failed its CRC);
+ *       -> the pool's lock (common/pool.c, a leaf), when the disk writer starts (cdisk_queue).
+ *     Callers enter with no lock of theirs held, but for archive.c's streams_lock
+ *     (cache_new_stream_id, as a stream's reader is made).
+ *   cache_mem.c lock (the process's one) guards the free lists, the bump region and the one
+ *     mapped ahead, the statistics and the fault-ahead thread's state.  Under it:
+ *       -> the pool's lock, when the fault-ahead thread starts (carve).
+ * Nothing else is taken under either, and no file I/O is done under cache.c's lock.
  */
 #ifndef TARSEEK_CACHE_INT_H
 #define TARSEEK_CACHE_INT_H
@@ -16,7 +34,7 @@
 
 struct cdisk;
 
-/* ---- cache_mem.c: the memory of cache_buf ---- */
+/* ---- cache_mem.c: the memory of cache_buf (and cache_buf_new/ref/put, cache.h) ---- */
 
 #define CM_MAX ((size_t)2 << 20) /* larger requests are malloc's */
 #define CM_BIG 0xFFFFu		 /* the class of those */
@@ -29,8 +47,13 @@ void *cmem_alloc(size_t size, unsigned *cls);
 void cmem_free(void *p, unsigned cls);
 
 /* A cache's budget of bytes comes (bytes > 0) or goes (< 0): memory is faulted in ahead only
- * while the pool is below the sum.  Thread-safe. */
+ * while the pool is below the sum, by a thread that starts with the first new memory carved
+ * while the sum is positive and is stopped and joined when it comes back to 0.  Thread-safe. */
 void cmem_expect(int64_t bytes);
+
+/* Stops the fault-ahead thread, if any, and joins it; the next new memory starts it again
+ * (cache_park).  Thread-safe. */
+void cmem_park(void);
 
 /* Bytes a block of class cls occupies (0 for CM_BIG: malloc's). */
 size_t cmem_size(unsigned cls);
@@ -54,6 +77,10 @@ int cdisk_new(const char *dir, uint64_t size, pthread_mutex_t *lock, struct cdis
 
 /* Stops the writer (what is queued is dropped), joins it, frees everything (lock not held). */
 void cdisk_free(struct cdisk *d);
+
+/* Lets the writer write what is queued, then joins it (lock not held); the next cdisk_queue
+ * starts it again.  A write queued meanwhile waits for that one.  One caller at a time. */
+void cdisk_park(struct cdisk *d);
 
 /* Queues b to be written (referenced until then); waits while the queue is full. */
 void cdisk_queue(struct cdisk *d, const struct cache_key *k, struct cache_buf *b);

@@ -1,5 +1,7 @@
 /* Memory for decoded segments (cache_buf): mapped in transparent huge pages, and kept for
- * the next segment when a buffer is freed (see cache_int.h).
+ * the next segment when a buffer is freed (see cache_int.h); and the buffers themselves
+ * (cache_buf_new/ref/put, see cache.h), which the table (cache.c) and the disk tier
+ * (cache_disk.c) both make and drop: here, below both, so that neither calls the other back.
  *
  * Why: a cold read of a compressed archive decodes into fresh memory, and fresh memory is
  * paid at its first touch, one page fault per 4 KiB.  On the 2-core VMs this project is
@@ -39,10 +41,17 @@
  * cache at its budget recycles its blocks and has nothing populated for it.  Kernels without
  * MADV_POPULATE_WRITE (before 5.14) have no thread: the first EINVAL stops it.
  *
- * One mutex guards the lists and the bump pointer (a lock per segment decoded: thousands a
- * second at most).  Under AddressSanitizer, free blocks are poisoned so that a use after free
+ * The thread is a pool job (common/pool.h) owned by the caches together: started with the
+ * first new memory carved while some cache expects to grow (cmem_expect > 0), stopped and
+ * joined when the last cache withdraws its budget (cache_free), or by cmem_park before a fork
+ * (cache_park); the next carve starts it again.
+ *
+ * One mutex guards the lists, the bump pointer and the thread's state (a lock per segment
+ * decoded: thousands a second at most); the pool's lock is taken under it (pool_start in
+ * carve), nothing else.  Under AddressSanitizer, free blocks are poisoned so that a use after free
  * is still reported.
  */
+#include "cache/cache.h"
 #include "cache/cache_int.h"
 
 #include <errno.h>
@@ -50,6 +59,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+
+#include "common/pool.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define CM_ASAN 1
@@ -90,7 +101,8 @@ struct cm_block {
 
 static struct {
 	pthread_mutex_t lock;
-	pthread_cond_t wake; /* the bump pointer came near the populated end */
+	pthread_cond_t wake;	/* the bump pointer came near the populated end, or stop */
+	pthread_cond_t stopped; /* ahead_stopping went back to false */
 	/* protected by lock: */
 	struct cm_block *hot[CM_NCLASS];  /* free, resident */
 	struct cm_block *cold[CM_NCLASS]; /* free, handed back to the kernel */
@@ -99,9 +111,13 @@ static struct {
 	uint8_t *spare;			  /* the next region, mapped ahead (or NULL) */
 	uint8_t *spare_filled;		  /* and populated up to here */
 	uint64_t expect;		  /* the caches' budgets (cmem_expect) */
-	bool ahead_tried;		  /* the ahead thread was started (it may have ended) */
+	struct pool_job *ahead;		  /* the ahead thread, to join (it may have ended) */
+	bool ahead_stopping;		  /* ahead_stop is joining it: it ends, none starts */
+	bool ahead_off; /* the kernel lacks the call, or no thread could be had: none again */
 	struct cmem_stats st;
-} cm = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+} cm = {.lock = PTHREAD_MUTEX_INITIALIZER,
+	.wake = PTHREAD_COND_INITIALIZER,
+	.stopped = PTHREAD_COND_INITIALIZER};
 
 static size_t class_size(unsigned cls)
 {
@@ -165,22 +181,18 @@ static bool ahead_wanted(size_t margin)
 	       cm.st.carved + ahead < cm.expect;
 }
 
-void cmem_expect(int64_t bytes)
-{
-	pthread_mutex_lock(&cm.lock);
-	cm.expect = bytes < 0 && (uint64_t)-bytes > cm.expect ? 0 : cm.expect + (uint64_t)bytes;
-	pthread_mutex_unlock(&cm.lock);
-}
-
 /* The ahead thread: populates CM_HUGE at a time, lock released, until CM_AHEAD bytes past
- * the bump pointer are there (the spare region's count when the current one is done). */
+ * the bump pointer are there (the spare region's count when the current one is done); ends
+ * when stopped, or for good when the kernel lacks the call or no region can be mapped. */
 static void *ahead_main(void *arg)
 {
 	(void)arg;
 	pthread_mutex_lock(&cm.lock);
 	for (;;) {
-		while (!ahead_wanted(0))
+		while (!cm.ahead_stopping && !ahead_wanted(0))
 			pthread_cond_wait(&cm.wake, &cm.lock);
+		if (cm.ahead_stopping)
+			break;
 		uint8_t *from;
 		if (cm.filled < cm.cur)
 			cm.filled = cm.cur;
@@ -191,8 +203,10 @@ static void *ahead_main(void *arg)
 				pthread_mutex_unlock(&cm.lock);
 				uint8_t *a = map_region();
 				pthread_mutex_lock(&cm.lock);
-				if (!a)
+				if (!a) {
+					cm.ahead_off = true;
 					break;
+				}
 				cm.spare = cm.spare_filled = a; /* counted in mapped once in use */
 			}
 			from = cm.spare_filled;
@@ -200,8 +214,10 @@ static void *ahead_main(void *arg)
 		pthread_mutex_unlock(&cm.lock);
 		int r = madvise(from, CM_HUGE, MADV_POPULATE_WRITE);
 		pthread_mutex_lock(&cm.lock);
-		if (r < 0 && errno == EINVAL)
+		if (r < 0 && errno == EINVAL) {
+			cm.ahead_off = true;
 			break; /* no such call in this kernel */
+		}
 		cm.st.prefaulted += CM_HUGE;
 		/* the spare may have become the bump region meanwhile: where `from` is now */
 		if (cm.spare && cm.spare_filled == from)
@@ -209,8 +225,59 @@ static void *ahead_main(void *arg)
 		else if (cm.filled == from)
 			cm.filled = from + CM_HUGE;
 	}
-	pthread_mutex_unlock(&cm.lock); /* its wake-ups go unheard from now on */
+	pthread_mutex_unlock(&cm.lock); /* its wake-ups go unheard until it is started again */
 	return NULL;
+}
+
+/* Starts the ahead thread if it is wanted and not there (lock held).  If it cannot start,
+ * memory is faulted in on use. */
+static void ahead_start(void)
+{
+	if (cm.ahead || cm.ahead_off || !cm.expect)
+		return;
+	if (pool_start(ahead_main, NULL, "tarseek-fault", 0, &cm.ahead) < 0)
+		cm.ahead_off = true;
+}
+
+/* Stops the ahead thread, if any, and joins it (lock not held). */
+static void ahead_stop(void)
+{
+	struct pool_job *j;
+
+	pthread_mutex_lock(&cm.lock);
+	while (cm.ahead_stopping)
+		pthread_cond_wait(&cm.stopped, &cm.lock);
+	j = cm.ahead;
+	if (j) {
+		cm.ahead_stopping = true;
+		pthread_cond_broadcast(&cm.wake);
+	}
+	pthread_mutex_unlock(&cm.lock);
+	if (!j)
+		return;
+	pool_join(j);
+	pthread_mutex_lock(&cm.lock);
+	cm.ahead = NULL;
+	cm.ahead_stopping = false;
+	pthread_cond_broadcast(&cm.stopped);
+	pthread_mutex_unlock(&cm.lock);
+}
+
+void cmem_expect(int64_t bytes)
+{
+	bool none;
+
+	pthread_mutex_lock(&cm.lock);
+	cm.expect = bytes < 0 && (uint64_t)-bytes > cm.expect ? 0 : cm.expect + (uint64_t)bytes;
+	none = cm.expect == 0;
+	pthread_mutex_unlock(&cm.lock);
+	if (none) /* the last cache is gone: its thread with it */
+		ahead_stop();
+}
+
+void cmem_park(void)
+{
+	ahead_stop();
 }
 
 /* New memory of class cls from the bump region (lock held), or NULL. */
@@ -238,15 +305,7 @@ static void *carve(unsigned cls)
 	void *r = cm.cur;
 	cm.cur += n;
 	cm.st.carved += n;
-	if (!cm.ahead_tried) { /* once: if it cannot start, memory is faulted in on use */
-		pthread_t th;
-		pthread_attr_t at;
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		(void)pthread_create(&th, &at, ahead_main, NULL);
-		pthread_attr_destroy(&at);
-		cm.ahead_tried = true;
-	}
+	ahead_start();
 	if (ahead_wanted(CM_AHEAD / 2))
 		pthread_cond_signal(&cm.wake); /* nobody listens if the thread has ended */
 	return r;
@@ -326,4 +385,30 @@ void cmem_get_stats(struct cmem_stats *out)
 	pthread_mutex_lock(&cm.lock);
 	*out = cm.st;
 	pthread_mutex_unlock(&cm.lock);
+}
+
+/* ---- the buffers ---------------------------------------------------------------------------- */
+
+struct cache_buf *cache_buf_new(size_t len)
+{
+	unsigned cls;
+	struct cache_buf *b = cmem_alloc(sizeof(*b) + len, &cls);
+
+	if (!b)
+		return NULL;
+	atomic_init(&b->refs, 1);
+	b->mem_class = cls;
+	b->len = len;
+	return b;
+}
+
+void cache_buf_ref(struct cache_buf *b)
+{
+	atomic_fetch_add(&b->refs, 1);
+}
+
+void cache_buf_put(struct cache_buf *b)
+{
+	if (b && atomic_fetch_sub(&b->refs, 1) == 1)
+		cmem_free(b, b->mem_class);
 }

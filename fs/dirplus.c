@@ -1,9 +1,13 @@
 /* Which entries of a listing carry their attributes (see dirplus.h).
  *
- * The folders listed bare are a table of inode numbers with the number of entries each was
- * given bare since its listing last started over (open addressing, linear probing, 0 is never
- * an inode), under one mutex; a listing takes it twice per request, a few times per folder.
- * Once every attribute is given the table is emptied and stays empty.
+ * The folders listed bare are a table (common/htable.h, by hash_u64 of the inode) of records
+ * holding the number of entries each was given bare since its listing last started over,
+ * under one mutex; a listing takes it twice per request, a few times per folder, and a folder
+ * costs one small allocation the first time it is listed bare.  Once every attribute is given
+ * the table is emptied and stays empty.
+ *
+ * Lock: dirplus.lock guards the table; nothing is taken under it (the invalidations are sent
+ * after it is let go).  It is taken under warmup.c's se_lock (dp_before_walk).
  */
 #include "fs/tfs.h" /* FUSE_USE_VERSION, fuse_lowlevel.h */
 #include "fs/dirplus.h"
@@ -15,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
+#include "common/htable.h"
 #include "common/log.h"
 
 struct dirplus {
@@ -22,13 +28,13 @@ struct dirplus {
 	_Atomic unsigned lookups; /* of non-folders, while not all */
 	_Atomic pid_t walker;
 	pthread_mutex_t lock;
-	struct bare *set; /* folders listed bare */
-	size_t cap, n;	  /* cap a power of two, or 0 */
+	struct htable set; /* folders listed bare (struct bare), lock */
 };
 
 struct bare {
-	uint64_t ino; /* 0: a free slot */
-	uint32_t n;   /* entries given bare since the listing last started over */
+	struct htable_node node;
+	uint64_t ino;
+	uint32_t n; /* entries given bare since the listing last started over */
 };
 
 struct dirplus *dp_new(void)
@@ -40,8 +46,16 @@ struct dirplus *dp_new(void)
 	atomic_init(&dp->all, false);
 	atomic_init(&dp->lookups, 0);
 	atomic_init(&dp->walker, 0);
-	pthread_mutex_init(&dp->lock, NULL);
+	pthread_mutex_init(&dp->lock, NULL); /* a zeroed table is an empty one */
 	return dp;
+}
+
+/* Frees every record of t and its buckets. */
+static void set_clear(struct htable *t)
+{
+	for (struct htable_node *n; (n = htable_pop(t));)
+		free(htable_entry(n, struct bare, node));
+	htable_fini(t);
 }
 
 void dp_free(struct dirplus *dp)
@@ -49,7 +63,7 @@ void dp_free(struct dirplus *dp)
 	if (!dp)
 		return;
 	pthread_mutex_destroy(&dp->lock);
-	free(dp->set);
+	set_clear(&dp->set);
 	free(dp);
 }
 
@@ -63,43 +77,34 @@ bool dp_all_attrs(struct dirplus *dp)
 	return atomic_load(&dp->all);
 }
 
-static size_t slot(const struct dirplus *dp, uint64_t ino)
-{
-	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 20) & (dp->cap - 1);
-}
-
-/* ino's slot (lock held, table not empty): where it is, or the free slot it would go in. */
+/* ino's record, or NULL (lock held). */
 static struct bare *find(const struct dirplus *dp, uint64_t ino)
 {
-	size_t k = slot(dp, ino);
-
-	while (dp->set[k].ino && dp->set[k].ino != ino)
-		k = (k + 1) & (dp->cap - 1);
-	return &dp->set[k];
+	for (struct htable_node *n = htable_first(&dp->set, hash_u64(ino)); n;
+	     n = htable_next(n)) {
+		struct bare *b = htable_entry(n, struct bare, node);
+		if (b->ino == ino)
+			return b;
+	}
+	return NULL;
 }
 
-/* ino's entry, made if need be (lock held).  NULL if there is no memory (then it is not
+/* ino's record, made if need be (lock held).  NULL if there is no memory (then it is not
  * remembered: its listing stays bare until the kernel forgets it -- LOOKUPs, not wrong
  * answers). */
 static struct bare *set_add(struct dirplus *dp, uint64_t ino)
 {
-	if ((dp->n + 1) * 2 > dp->cap) {
-		size_t cap = dp->cap ? dp->cap * 2 : 256, ocap = dp->cap;
-		struct bare *old = dp->set, *set = calloc(cap, sizeof(*set));
-		if (!set)
-			return NULL;
-		dp->set = set;
-		dp->cap = cap;
-		for (size_t i = 0; i < ocap; i++)
-			if (old[i].ino)
-				*find(dp, old[i].ino) = old[i];
-		free(old);
-	}
 	struct bare *b = find(dp, ino);
-	if (!b->ino) {
-		b->ino = ino;
-		b->n = 0;
-		dp->n++;
+
+	if (b)
+		return b;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->ino = ino;
+	if (htable_add(&dp->set, &b->node, hash_u64(ino)) < 0) {
+		free(b);
+		return NULL;
 	}
 	return b;
 }
@@ -107,20 +112,12 @@ static struct bare *set_add(struct dirplus *dp, uint64_t ino)
 /* Removes ino (lock held): true if it was there. */
 static bool set_take(struct dirplus *dp, uint64_t ino)
 {
-	if (!dp->n)
-		return false;
 	struct bare *b = find(dp, ino);
-	if (!b->ino)
+
+	if (!b)
 		return false;
-	b->ino = 0;
-	dp->n--;
-	/* the entries after it in its run go in again, so that no probe stops short of them */
-	for (size_t j = ((size_t)(b - dp->set) + 1) & (dp->cap - 1); dp->set[j].ino;
-	     j = (j + 1) & (dp->cap - 1)) {
-		struct bare v = dp->set[j];
-		dp->set[j].ino = 0;
-		*find(dp, v.ino) = v;
-	}
+	htable_del(&dp->set, &b->node);
+	free(b);
 	return true;
 }
 
@@ -132,8 +129,8 @@ unsigned dp_bare_room(struct dirplus *dp, pid_t requester, uint64_t dir, bool fr
 	    (requester && requester == atomic_load_explicit(&dp->walker, memory_order_relaxed)))
 		return 0;
 	pthread_mutex_lock(&dp->lock);
-	struct bare *b = dp->n ? find(dp, dir) : NULL;
-	if (b && b->ino) {
+	struct bare *b = find(dp, dir);
+	if (b) {
 		if (from_start)
 			b->n = 0;
 		room = b->n < DP_BARE_MAX ? DP_BARE_MAX - b->n : 0;
@@ -169,15 +166,13 @@ void dp_looked_up(struct dirplus *dp, struct fuse_session *se, bool folder)
 		return;
 	pthread_mutex_lock(&dp->lock);
 	atomic_store(&dp->all, true);
-	struct bare *set = dp->set;
-	size_t cap = dp->cap;
-	dp->set = NULL;
-	dp->cap = dp->n = 0;
+	struct htable set = dp->set; /* taken whole: dp's is empty from now on */
+	memset(&dp->set, 0, sizeof(dp->set));
 	pthread_mutex_unlock(&dp->lock);
-	for (size_t i = 0; i < cap; i++)
-		if (set[i].ino)
-			invalidate(se, set[i].ino);
-	free(set);
+	size_t pos = 0;
+	for (struct htable_node *n = NULL; (n = htable_walk(&set, &pos, n));)
+		invalidate(se, htable_entry(n, struct bare, node)->ino);
+	set_clear(&set);
 }
 
 bool dp_before_walk(struct dirplus *dp, struct fuse_session *se, uint64_t dir)

@@ -1,9 +1,10 @@
 /* Open files and directories by inode (see handles.h).
  *
- * A chained hash table of handles keyed by (inode, kind), and an LRU list of all of them,
- * most recent first.  A handle in use (refs > 0) is never closed: one that is replaced (a
- * fresh listing) or evicted while in use is taken out of the table and the list, marked
- * dead, and closed by the th_put that drops its last use.
+ * A hash table of handles keyed by (inode, kind) (common/htable.h, hash_pair of the two) and an
+ * LRU list of all of them, most recent first (common/list.h), both through nodes embedded in
+ * the handle: a lookup allocates nothing.  A handle in use (refs > 0) is never closed: one
+ * that is replaced (a fresh listing) or evicted while in use is taken out of the table and the
+ * list, marked dead, and closed by the th_put that drops its last use.
  */
 #include "fs/handles.h"
 
@@ -12,86 +13,66 @@
 #include <stdlib.h>
 
 #include "common/hash.h"
+#include "common/htable.h"
+#include "common/list.h"
 
 struct th_ref {
+	struct htable_node hnode; /* in th.table while not dead (first: a lookup reads it, then
+				     the key) */
 	uint64_t ino;
 	bool dir;
 	bool dead; /* out of the table: closed when the last use ends */
 	unsigned refs;
-	void *obj; /* struct un_file * or struct un_dir * */
-	struct th_ref *hnext;
-	struct th_ref *prev, *next; /* LRU, head = most recent */
+	void *obj;	      /* struct un_file * or struct un_dir * */
+	struct list_node lru; /* in th.lru while not dead, head = most recent */
 };
-
-#define TH_BUCKETS 4096
 
 struct th {
 	struct un *un;
 	size_t max;
 	pthread_mutex_t lock;
 	/* protected by lock: */
-	struct th_ref *table[TH_BUCKETS];
-	struct th_ref *head, *tail;
-	size_t n;
+	struct htable table; /* the live handles */
+	struct list_node lru;
 };
 
-static size_t th_bucket(uint64_t ino, bool dir)
+static uint64_t th_hash(uint64_t ino, bool dir)
 {
-	return (size_t)(hash_pair(ino, dir) & (TH_BUCKETS - 1));
+	return hash_pair(ino, dir);
+}
+
+/* Closes what un_open (dir false) or un_opendir made. */
+static void close_obj(bool dir, void *obj)
+{
+	if (dir)
+		un_closedir(obj);
+	else
+		un_close(obj);
 }
 
 static void th_close(struct th_ref *r)
 {
-	if (r->dir)
-		un_closedir(r->obj);
-	else
-		un_close(r->obj);
+	close_obj(r->dir, r->obj);
 	free(r);
-}
-
-static void lru_unlink(struct th *h, struct th_ref *r)
-{
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		h->head = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	else
-		h->tail = r->prev;
-	r->prev = r->next = NULL;
-}
-
-static void lru_push(struct th *h, struct th_ref *r)
-{
-	r->prev = NULL;
-	r->next = h->head;
-	if (h->head)
-		h->head->prev = r;
-	h->head = r;
-	if (!h->tail)
-		h->tail = r;
 }
 
 /* Takes r out of the table and the list (lock held).  Returns r if it can be closed now. */
 static struct th_ref *th_remove(struct th *h, struct th_ref *r)
 {
-	struct th_ref **p = &h->table[th_bucket(r->ino, r->dir)];
-
-	while (*p != r)
-		p = &(*p)->hnext;
-	*p = r->hnext;
-	lru_unlink(h, r);
-	h->n--;
+	htable_del(&h->table, &r->hnode);
+	list_del(&r->lru);
 	r->dead = true;
 	return r->refs ? NULL : r;
 }
 
 static struct th_ref *th_find(struct th *h, uint64_t ino, bool dir)
 {
-	for (struct th_ref *r = h->table[th_bucket(ino, dir)]; r; r = r->hnext)
+	for (struct htable_node *n = htable_first(&h->table, th_hash(ino, dir)); n;
+	     n = htable_next(n)) {
+		struct th_ref *r = htable_entry(n, struct th_ref, hnode);
 		if (r->ino == ino && r->dir == dir)
 			return r;
+	}
 	return NULL;
 }
 
@@ -103,6 +84,11 @@ struct th *th_new(struct un *u, size_t max)
 		return NULL;
 	h->un = u;
 	h->max = max ? max : 1;
+	if (htable_init(&h->table, h->max) < 0) {
+		free(h);
+		return NULL;
+	}
+	list_init(&h->lru);
 	pthread_mutex_init(&h->lock, NULL);
 	return h;
 }
@@ -121,8 +107,7 @@ static int th_get(struct th *h, uint64_t ino, bool dir, bool fresh, void **obj,
 	r = th_find(h, ino, dir);
 	if (r && !fresh) {
 		r->refs++;
-		lru_unlink(h, r);
-		lru_push(h, r);
+		list_move_head(&h->lru, &r->lru);
 		pthread_mutex_unlock(&h->lock);
 		*obj = r->obj;
 		*ref = r;
@@ -136,10 +121,7 @@ static int th_get(struct th *h, uint64_t ino, bool dir, bool fresh, void **obj,
 		return err;
 	struct th_ref *nr = calloc(1, sizeof(*nr));
 	if (!nr) {
-		if (dir)
-			un_closedir(made);
-		else
-			un_close(made);
+		close_obj(dir, made);
 		return -ENOMEM;
 	}
 	nr->ino = ino;
@@ -153,22 +135,21 @@ static int th_get(struct th *h, uint64_t ino, bool dir, bool fresh, void **obj,
 	r = th_find(h, ino, dir);
 	if (r && !fresh) { /* another thread made one meanwhile: use it, close ours */
 		r->refs++;
-		lru_unlink(h, r);
-		lru_push(h, r);
+		list_move_head(&h->lru, &r->lru);
 		stale = nr;
 		nr = r;
+	} else if (htable_add(&h->table, &nr->hnode, th_hash(ino, dir)) < 0) {
+		stale = nr; /* cannot happen: the table has its buckets from th_new */
+		nr = NULL;
 	} else {
 		if (r)
 			drop[ndrop++] = th_remove(h, r);
-		size_t b = th_bucket(ino, dir);
-		nr->hnext = h->table[b];
-		h->table[b] = nr;
-		lru_push(h, nr);
-		h->n++;
+		list_add_head(&h->lru, &nr->lru);
 		/* past max: the least recently used idle handles go (a few per call) */
-		for (struct th_ref *old = h->tail, *prev; old && h->n > h->max && ndrop < 8;
-		     old = prev) {
-			prev = old->prev;
+		for (struct list_node *n = h->lru.prev, *prev;
+		     n != &h->lru && h->table.count > h->max && ndrop < 8; n = prev) {
+			struct th_ref *old = list_entry(n, struct th_ref, lru);
+			prev = n->prev;
 			if (!old->refs)
 				drop[ndrop++] = th_remove(h, old);
 		}
@@ -179,6 +160,8 @@ static int th_get(struct th *h, uint64_t ino, bool dir, bool fresh, void **obj,
 	for (size_t i = 0; i < ndrop; i++)
 		if (drop[i])
 			th_close(drop[i]);
+	if (!nr)
+		return -ENOMEM;
 	*obj = nr->obj;
 	*ref = nr;
 	return 0;
@@ -219,11 +202,12 @@ void th_free(struct th *h)
 {
 	if (!h)
 		return;
-	while (h->head) {
-		struct th_ref *r = h->head;
+	while (!list_empty(&h->lru)) {
+		struct th_ref *r = list_entry(list_first(&h->lru), struct th_ref, lru);
 		th_remove(h, r);
 		th_close(r);
 	}
+	htable_fini(&h->table);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }

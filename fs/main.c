@@ -25,6 +25,7 @@
 
 #include "codecs/codec.h"
 #include "common/log.h"
+#include "common/pool.h"
 #include "common/size.h"
 #include "net/net.h"
 #include "cache/cache.h"
@@ -112,7 +113,7 @@ static int add_source(struct un *un, const char *path, const struct arch_opts *a
 		err = dirtree_open(path, hide, ao->idx.build.recursion > 0, &d);
 		free(hide);
 		if (err) {
-			fprintf(stderr, "tarseek: folder %s: %s\n", path, strerror(-err));
+			tfs_log(TFS_LOG_ERR, "folder %s: %s", path, strerror(-err));
 			return err;
 		}
 		return un_add(un, &tree_dir_ops, d, name);
@@ -178,12 +179,12 @@ static int check_paths(struct options *o, char **mnt_abs)
 		if (http_is_url(o->sources[i]))
 			continue; /* checked when opened */
 		if (stat(o->sources[i], &st) < 0) {
-			fprintf(stderr, "tarseek: archive %s: %s\n", o->sources[i], strerror(errno));
+			tfs_log(TFS_LOG_ERR, "archive %s: %s", o->sources[i], strerror(errno));
 			return -1;
 		}
 		if (S_ISDIR(st.st_mode) && o->nsources == 1 && !o->no_union) {
-			fprintf(stderr, "tarseek: %s is a directory, not an archive (a folder can join "
-				"archives in a union mount)\n", o->sources[i]);
+			tfs_log(TFS_LOG_ERR, "%s is a directory, not an archive (a folder can join "
+				"archives in a union mount)", o->sources[i]);
 			return -1;
 		}
 	}
@@ -195,14 +196,14 @@ static int check_paths(struct options *o, char **mnt_abs)
 	 * changed to / (detach does, in the foreground too) */
 	*mnt_abs = realpath(o->mountpoint, NULL);
 	if (!*mnt_abs) {
-		fprintf(stderr, "tarseek: %s: %s\n", o->mountpoint, strerror(errno));
+		tfs_log(TFS_LOG_ERR, "%s: %s", o->mountpoint, strerror(errno));
 		return -1;
 	}
 	o->mountpoint = *mnt_abs;
 	for (int i = 0; i < o->nsources; i++) {
 		if (!http_is_url(o->sources[i]) && mp_inside(o->sources[i], o->mountpoint)) {
-			fprintf(stderr, "tarseek: %s is inside the mount point %s: the mount would hide "
-				"it (and read itself)\n", o->sources[i], o->mountpoint);
+			tfs_log(TFS_LOG_ERR, "%s is inside the mount point %s: the mount would "
+				"hide it (and read itself)", o->sources[i], o->mountpoint);
 			return -1;
 		}
 	}
@@ -210,7 +211,8 @@ static int check_paths(struct options *o, char **mnt_abs)
 }
 
 /* Remote sources: the cache of fetched pages they share (its disk tier is added once the
- * daemon has forked: its writer thread must be the child's). */
+ * daemon has forked), and the threads that fetch for them in the background (plan.background,
+ * parked before the fork with the rest: park_threads). */
 static struct net_env net_env;
 
 static const char *disk_dir(const struct options *o)
@@ -229,15 +231,16 @@ static int make_net_env(const struct options *o, struct arch_env *env)
 	if (!any)
 		return 0;
 	if (http_global_init() < 0) {
-		fprintf(stderr, "tarseek: cannot initialise libcurl\n");
+		tfs_log(TFS_LOG_ERR, "cannot initialise libcurl");
 		return -1;
 	}
 	net_env.http = (struct http_opts){.s3_endpoint = o->s3_endpoint,
 					  .timeout_ms = o->remote_timeout * 1000u};
-	net_env.plan = (struct rmt_opts){.background = true}; /* decode while the span arrives */
+	/* decode while the span arrives */
+	net_env.plan = (struct rmt_opts){.background = rmt_fetch_new(RMT_FETCHERS)};
 	net_env.pages = cache_new(o->remote_cache_size);
-	if (!net_env.pages) {
-		fprintf(stderr, "tarseek: out of memory\n");
+	if (!net_env.pages || !net_env.plan.background) {
+		tfs_log(TFS_LOG_ERR, "out of memory");
 		return -1;
 	}
 	env->net = &net_env;
@@ -265,14 +268,14 @@ static int make_env(const struct options *o, struct arch_env *env)
 	env->cache = cache_new(o->cache_size);
 	env->workers = workers_new(ncpu < 1 ? 1 : ncpu > AHEAD_THREADS ? AHEAD_THREADS : (unsigned)ncpu);
 	if (!env->cache || !env->workers) {
-		fprintf(stderr, "tarseek: out of memory\n");
+		tfs_log(TFS_LOG_ERR, "out of memory");
 		return -1;
 	}
 	if (o->disk_cache_size) {
 		const char *dir = disk_dir(o);
 		err = cache_set_disk(env->cache, dir, o->disk_cache_size);
 		if (err && o->disk_cache_dir) {
-			fprintf(stderr, "tarseek: --disk-cache-dir %s: %s\n", dir, strerror(-err));
+			tfs_log(TFS_LOG_ERR, "--disk-cache-dir %s: %s", dir, strerror(-err));
 			return -1;
 		}
 		if (err)
@@ -314,10 +317,6 @@ static int fuse_args_for(struct options *o, const char *argv0, struct fuse_args 
 	return 0;
 }
 
-/* Detaches from the terminal unless foreground: forks, and the parent waits until the child
- * says the mount is ready (tfs_init writes a byte to *ready, see tfs.h) or ends without
- * saying so; it exits 0 or 1 accordingly, so that mount(8) and systemd learn whether the
- * mount came up.  The child goes on (0).  -1 if it cannot fork. */
 /* How long the user's requests hold the warm-up up: WARMUP_QUIET_MS, or
  * TARSEEK_WARMUP_QUIET_MS (the tests make it long, to watch the walk wait). */
 static unsigned warmup_quiet_ms(void)
@@ -329,6 +328,11 @@ static unsigned warmup_quiet_ms(void)
 	return v && *v && (*end || ms > 600000) ? WARMUP_QUIET_MS : (unsigned)ms;
 }
 
+/* Detaches from the terminal unless foreground: forks, and the parent waits until the child
+ * says the mount is ready (tfs_init writes a byte to *ready, see tfs.h) or ends without
+ * saying so; it exits 0 or 1 accordingly, so that mount(8) and systemd learn whether the
+ * mount came up.  The child goes on (0).  -1 if it cannot fork.  No pool job may be running
+ * (park_threads). */
 static int detach(bool foreground, const char *mnt, int *ready)
 {
 	int fds[2];
@@ -356,8 +360,8 @@ static int detach(bool foreground, const char *mnt, int *ready)
 		struct stat st;
 		if (n == 1 && c == 'y' && (mp_is_fd(mnt) || stat(mnt, &st) == 0))
 			_exit(0);
-		fprintf(stderr, "tarseek: the daemon ended before the mount was ready (see the "
-			"system log)\n");
+		tfs_log(TFS_LOG_ERR, "the daemon ended before the mount was ready (see the "
+			"system log)");
 		_exit(1);
 	}
 	close(fds[0]);
@@ -368,9 +372,21 @@ static int detach(bool foreground, const char *mnt, int *ready)
 	return 0;
 }
 
+/* The daemon is about to fork (detach): the pool's threads stay in the parent (common/pool.h),
+ * so every job that might run now -- decoding ahead, background fetches, the caches' disk
+ * writers and fault-ahead thread, all possibly started while the sources were opened -- ends
+ * here and is joined by its owner; each starts again in the child when next needed. */
+static void park_threads(const struct arch_env *env)
+{
+	workers_park(env->workers); /* it publishes into the cache: first */
+	rmt_fetch_park(net_env.plan.background);
+	cache_park(env->cache);
+	cache_park(net_env.pages);
+}
+
 /* Mounts, detaches unless -f, and serves until unmounted or signalled.  The exit status. */
 static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
-		 struct prefetch *pf)
+		 struct prefetch *pf, const struct arch_env *env)
 {
 	struct fuse_session *se = fuse_session_new(args, &tfs_ops, sizeof(tfs_ops), t);
 	struct fuse_loop_config *loop = NULL;
@@ -378,17 +394,19 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 	int ret = 1;
 
 	if (!se) {
-		fprintf(stderr, "tarseek: cannot start FUSE (bad -o option?)\n");
+		tfs_log(TFS_LOG_ERR, "cannot start FUSE (bad -o option?)");
 		return 1;
 	}
 	t->se = se; /* the handlers run only while it exists */
 	if (set_exit_signals(se, true) != 0)
 		goto out_session;
 	if (fuse_session_mount(se, o->mountpoint) != 0) {
-		fprintf(stderr, "tarseek: cannot mount on %s (is /dev/fuse usable? is fusermount3 "
-			"installed?)\n", o->mountpoint);
+		tfs_log(TFS_LOG_ERR, "cannot mount on %s (is /dev/fuse usable? is fusermount3 "
+			"installed?)", o->mountpoint);
 		goto out_signals;
 	}
+	if (!o->foreground)
+		park_threads(env);
 	if (detach(o->foreground, o->mountpoint, &t->ready_fd) != 0)
 		goto out_unmount;
 	sig_main_thread = pthread_self(); /* the thread that runs the loop, after the fork */
@@ -455,17 +473,16 @@ int main(int argc, char **argv)
 	 * keeps RSS down too but made the md5 workload 2.5x slower. */
 	mallopt(M_ARENA_MAX, 1);
 	if (opt_parse(argc, argv, &o) < 0) {
-		fprintf(stderr, "Try 'tarseek --help'.\n");
-		opt_free(&o);
-		return 2;
+		tfs_log(TFS_LOG_INFO, "Try 'tarseek --help'.");
+		ret = 2;
+		goto out;
 	}
 	if (o.unmount) { /* tarseek -u MOUNTPOINT... */
-		int status = 0;
+		ret = 0;
 		for (int i = 0; i < o.nsources; i++)
 			if (mp_unmount(o.sources[i]) < 0)
-				status = 1;
-		opt_free(&o);
-		return status;
+				ret = 1;
+		goto out;
 	}
 	if (o.debug)
 		tfs_log_level = TFS_LOG_DEBUG;
@@ -512,7 +529,7 @@ int main(int argc, char **argv)
 	if (fuse_args_for(&o, argv[0], &args) < 0)
 		goto nomem;
 	t.pf = pf;
-	ret = serve(&o, &args, &t, pf);
+	ret = serve(&o, &args, &t, pf, &env);
 out:
 	fuse_opt_free_args(&args);
 	pf_free(pf); /* before the readers it decodes for */
@@ -522,12 +539,14 @@ out:
 	dp_free(t.dp);
 	un_free(t.un);
 	workers_free(env.workers);
+	rmt_fetch_free(net_env.plan.background); /* after the remote sources */
 	cache_free(env.cache);
 	cache_free(net_env.pages); /* after the remote sources */
 	free(mnt_abs);
 	opt_free(&o);
+	pool_shutdown(); /* every job was joined by its owner above: the idle threads go */
 	return ret;
 nomem:
-	fprintf(stderr, "tarseek: out of memory\n");
+	tfs_log(TFS_LOG_ERR, "out of memory");
 	goto out;
 }

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/log.h"
+
 extern char **environ;
 
 bool mp_is_fd(const char *mnt)
@@ -91,18 +93,18 @@ int mp_check(const char *mnt)
 		return 0;
 	if (stat(mnt, &st) < 0) {
 		if (errno == ENOTCONN)
-			fprintf(stderr, "tarseek: mount point %s is a dead FUSE mount: unmount it first "
-				"(fusermount3 -u %s)\n", mnt, mnt);
+			tfs_log(TFS_LOG_ERR, "mount point %s is a dead FUSE mount: unmount it "
+				"first (fusermount3 -u %s)", mnt, mnt);
 		else
-			fprintf(stderr, "tarseek: mount point %s: %s\n", mnt, strerror(errno));
+			tfs_log(TFS_LOG_ERR, "mount point %s: %s", mnt, strerror(errno));
 		return -1;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "tarseek: mount point %s is not a directory\n", mnt);
+		tfs_log(TFS_LOG_ERR, "mount point %s is not a directory", mnt);
 		return -1;
 	}
 	if (mounted_type(mnt, type, sizeof(type)) && strcmp(type, "autofs") != 0) {
-		fprintf(stderr, "tarseek: mount point %s is busy: something is already mounted there\n",
+		tfs_log(TFS_LOG_ERR, "mount point %s is busy: something is already mounted there",
 			mnt);
 		return -1;
 	}
@@ -129,7 +131,7 @@ int mp_unmount(const char *mnt)
 	ssize_t n;
 
 	if (!mounted_type(mnt, type, sizeof(type)) || strcmp(type, "fuse.tarseek") != 0) {
-		fprintf(stderr, "tarseek: %s is not a tarseek mount\n", mnt);
+		tfs_log(TFS_LOG_ERR, "%s is not a tarseek mount", mnt);
 		return -1;
 	}
 	n = getxattr(mnt, "user.tarseek.pid", pidbuf, sizeof(pidbuf) - 1);
@@ -138,7 +140,7 @@ int mp_unmount(const char *mnt)
 		pid = strtol(pidbuf, NULL, 10);
 	}
 	if (geteuid() == 0 ? umount2(mnt, 0) != 0 : run_fusermount(mnt) != 0) {
-		fprintf(stderr, "tarseek: cannot unmount %s: %s\n", mnt,
+		tfs_log(TFS_LOG_ERR, "cannot unmount %s: %s", mnt,
 			geteuid() == 0 ? strerror(errno) : "fusermount3 failed");
 		return -1;
 	}
@@ -149,8 +151,8 @@ int mp_unmount(const char *mnt)
 		nanosleep(&tick, NULL);
 	}
 	if (pid > 0) {
-		fprintf(stderr, "tarseek: %s is unmounted, but its daemon (pid %ld) has not ended "
-			"after a minute\n", mnt, pid);
+		tfs_log(TFS_LOG_ERR, "%s is unmounted, but its daemon (pid %ld) has not ended "
+			"after a minute", mnt, pid);
 		return -1;
 	}
 	return 0;

@@ -17,14 +17,14 @@
 /* True for /dev/fd/N. */
 bool mp_is_fd(const char *mnt);
 
-/* 0 if mnt can be mounted on, else -1 (said why on stderr). */
+/* 0 if mnt can be mounted on, else -1 (logged why). */
 int mp_check(const char *mnt);
 
 /* True if path lies at or below mnt. */
 bool mp_inside(const char *path, const char *mnt);
 
 /* Unmounts the tarseek mount at mnt and waits (at most a minute) for its daemon to end.  0, or
- * -1 (said why on stderr). */
+ * -1 (logged why). */
 int mp_unmount(const char *mnt);
 
 #endif

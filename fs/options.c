@@ -14,6 +14,7 @@
 #include "codecs/gzip/inflater.h"
 #include "index/build.h"
 #include "containers/container.h"
+#include "common/log.h"
 #include "common/size.h"
 #include "config.h"
 #define FUSE_USE_VERSION 312
@@ -239,12 +240,12 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 		o->no_union = true;
 		return 0;
 	case O_RECURSIVE:
-		o->recursion = MAX_RECURSION;
+		o->recursion = OPT_MAX_RECURSION;
 		return 0;
 	case O_DEPTH:
-		if (!parse_uint(val, 10, MAX_RECURSION, &v)) {
-			fprintf(stderr, "tarseek: %s: '%s' is not a number from 0 to %d\n", how, val,
-				MAX_RECURSION);
+		if (!parse_uint(val, 10, OPT_MAX_RECURSION, &v)) {
+			tfs_log(TFS_LOG_ERR, "%s: '%s' is not a number from 0 to %d", how, val,
+				OPT_MAX_RECURSION);
 			return -1;
 		}
 		o->recursion = (unsigned)v;
@@ -267,24 +268,24 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 	case O_GZIP_SPACING:
 		if (!parse_size(val, &o->gzip_spacing) || o->gzip_spacing < 64 * 1024 ||
 		    o->gzip_spacing > (1ull << 40)) {
-			fprintf(stderr, "tarseek: %s: '%s' is not a size between 64K and 1T (a bare "
-				"number means MiB)\n", how, val);
+			tfs_log(TFS_LOG_ERR, "%s: '%s' is not a size between 64K and 1T (a bare "
+				"number means MiB)", how, val);
 			return -1;
 		}
 		o->gzip_spacing_set = true;
 		return 0;
 	case O_CACHE_SIZE:
 		if (!parse_size(val, &o->cache_size) || o->cache_size < (4u << 20)) {
-			fprintf(stderr, "tarseek: %s: '%s' is not a size of at least 4M (e.g. 512M, "
-				"2G)\n", how, val);
+			tfs_log(TFS_LOG_ERR, "%s: '%s' is not a size of at least 4M (e.g. 512M, "
+				"2G)", how, val);
 			return -1;
 		}
 		return 0;
 	case O_DISK_CACHE_SIZE:
 		if (!parse_size(val, &o->disk_cache_size) ||
 		    (o->disk_cache_size && o->disk_cache_size < (16u << 20))) {
-			fprintf(stderr, "tarseek: %s: '%s' is not 0 or a size of at least 16M (e.g. "
-				"2G)\n", how, val);
+			tfs_log(TFS_LOG_ERR, "%s: '%s' is not 0 or a size of at least 16M (e.g. "
+				"2G)", how, val);
 			return -1;
 		}
 		return 0;
@@ -293,14 +294,14 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 		return 0;
 	case O_THREADS:
 		if (!parse_uint(val, 10, 256, &v) || v < 1) {
-			fprintf(stderr, "tarseek: %s: '%s' is not a number from 1 to 256\n", how, val);
+			tfs_log(TFS_LOG_ERR, "%s: '%s' is not a number from 1 to 256", how, val);
 			return -1;
 		}
 		o->threads = (unsigned)v;
 		return 0;
 	case O_PREFETCH_SIZE:
 		if (!parse_size(val, &o->prefetch_size)) {
-			fprintf(stderr, "tarseek: %s: '%s' is not a size\n", how, val);
+			tfs_log(TFS_LOG_ERR, "%s: '%s' is not a size", how, val);
 			return -1;
 		}
 		o->no_prefetch = o->prefetch_size == 0;
@@ -310,7 +311,7 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 		return 0;
 	case O_S3_ENDPOINT:
 		if (strncmp(val, "http://", 7) != 0 && strncmp(val, "https://", 8) != 0) {
-			fprintf(stderr, "tarseek: %s: '%s' is not an http:// or https:// URL\n", how,
+			tfs_log(TFS_LOG_ERR, "%s: '%s' is not an http:// or https:// URL", how,
 				val);
 			return -1;
 		}
@@ -318,22 +319,22 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 		return 0;
 	case O_REMOTE_TIMEOUT:
 		if (!parse_uint(val, 10, 86400, &v) || v < 1) {
-			fprintf(stderr, "tarseek: %s: '%s' is not a number of seconds from 1 to "
-				"86400\n", how, val);
+			tfs_log(TFS_LOG_ERR, "%s: '%s' is not a number of seconds from 1 to "
+				"86400", how, val);
 			return -1;
 		}
 		o->remote_timeout = (unsigned)v;
 		return 0;
 	case O_REMOTE_CACHE:
 		if (!parse_size(val, &o->remote_cache_size) || o->remote_cache_size < (4u << 20)) {
-			fprintf(stderr, "tarseek: %s: '%s' is not a size of at least 4M\n", how, val);
+			tfs_log(TFS_LOG_ERR, "%s: '%s' is not a size of at least 4M", how, val);
 			return -1;
 		}
 		return 0;
 	case O_REMOTE_DISK:
 		if (!parse_size(val, &o->remote_disk_size) ||
 		    (o->remote_disk_size && o->remote_disk_size < (16u << 20))) {
-			fprintf(stderr, "tarseek: %s: '%s' is not 0 or a size of at least 16M\n", how,
+			tfs_log(TFS_LOG_ERR, "%s: '%s' is not 0 or a size of at least 16M", how,
 				val);
 			return -1;
 		}
@@ -413,7 +414,7 @@ static int owner_option(struct options *o, const char *name, const char *val)
 			struct passwd *pw = uid ? getpwnam(val) : NULL;
 			struct group *gr = uid ? NULL : getgrnam(val);
 			if (!pw && !gr) {
-				fprintf(stderr, "tarseek: -o %s=%s: no such %s\n", name, val,
+				tfs_log(TFS_LOG_ERR, "-o %s=%s: no such %s", name, val,
 					uid ? "user" : "group");
 				return -1;
 			}
@@ -429,7 +430,7 @@ static int owner_option(struct options *o, const char *name, const char *val)
 		return 0;
 	}
 	if (!parse_uint(val, 8, 07777, &v)) {
-		fprintf(stderr, "tarseek: -o %s=%s: not an octal mode mask\n", name, val);
+		tfs_log(TFS_LOG_ERR, "-o %s=%s: not an octal mode mask", name, val);
 		return -1;
 	}
 	if (!strcmp(name, "umask") || !strcmp(name, "dmask"))
@@ -458,7 +459,7 @@ static int mount_option(struct options *o, char *item)
 	snprintf(how, sizeof(how), "-o %s", item);
 	if ((s = spec_named(item, len))) {
 		if (!s->arg != !val) {
-			fprintf(stderr, "tarseek: %s %s\n", how, s->arg ? "wants a value (NAME=VALUE)"
+			tfs_log(TFS_LOG_ERR, "%s %s", how, s->arg ? "wants a value (NAME=VALUE)"
 									: "takes no value");
 			return -1;
 		}
@@ -471,7 +472,7 @@ static int mount_option(struct options *o, char *item)
 	if (val && len == 8 && !strncmp(item, "max_read", 8)) {
 		unsigned long v;
 		if (!parse_uint(val, 10, UINT32_MAX, &v) || v < 4096) {
-			fprintf(stderr, "tarseek: -o max_read=%s: not a size of at least 4096\n", val);
+			tfs_log(TFS_LOG_ERR, "-o max_read=%s: not a size of at least 4096", val);
 			return -1;
 		}
 		o->max_read = (unsigned)v;
@@ -481,7 +482,7 @@ static int mount_option(struct options *o, char *item)
 	if (IN(ignored, item, len) || (len > 2 && !strncmp(item, "x-", 2)) ||
 	    (len == 7 && !strncmp(item, "comment", 7)))
 		return 0;
-	fprintf(stderr, "tarseek: unknown mount option '%s' (see tarseek --help)\n", item);
+	tfs_log(TFS_LOG_ERR, "unknown mount option '%s' (see tarseek --help)", item);
 	return -1;
 }
 
@@ -519,11 +520,11 @@ int opt_parse(int argc, char **argv, struct options *o)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int c, idx;
 
-	o->cache_size = (uint64_t)DEFAULT_CACHE_MIB << 20;
-	o->disk_cache_size = (uint64_t)DEFAULT_DISK_CACHE_GIB << 30;
-	o->remote_timeout = DEFAULT_REMOTE_TIMEOUT;
-	o->remote_cache_size = (uint64_t)DEFAULT_REMOTE_CACHE_MIB << 20;
-	o->remote_disk_size = (uint64_t)DEFAULT_REMOTE_DISK_MIB << 20;
+	o->cache_size = (uint64_t)OPT_DEFAULT_CACHE_MIB << 20;
+	o->disk_cache_size = (uint64_t)OPT_DEFAULT_DISK_CACHE_GIB << 30;
+	o->remote_timeout = OPT_DEFAULT_REMOTE_TIMEOUT;
+	o->remote_cache_size = (uint64_t)OPT_DEFAULT_REMOTE_CACHE_MIB << 20;
+	o->remote_disk_size = (uint64_t)OPT_DEFAULT_REMOTE_DISK_MIB << 20;
 	o->gzip_spacing = IDX_SPACING_DEFAULT;
 	o->threads = ncpu > 0 ? (unsigned)ncpu : 1;
 	for (size_t i = 0; i < NSPECS; i++) {
@@ -560,7 +561,7 @@ int opt_parse(int argc, char **argv, struct options *o)
 	}
 	if (o->unmount) {
 		if (argc - optind < 1) {
-			fprintf(stderr, "tarseek: -u: which mount point?\n");
+			tfs_log(TFS_LOG_ERR, "-u: which mount point?");
 			return -1;
 		}
 		o->sources = argv + optind;
@@ -568,7 +569,7 @@ int opt_parse(int argc, char **argv, struct options *o)
 		return 0;
 	}
 	if (argc - optind < 2) {
-		fprintf(stderr, "tarseek: %s\n", argc - optind == 0 ? "no archive and mount point given"
+		tfs_log(TFS_LOG_ERR, "%s", argc - optind == 0 ? "no archive and mount point given"
 								    : "no mount point given");
 		return -1;
 	}

@@ -18,8 +18,8 @@
  *     whatever was asked.
  * Anything else is an error naming the option.
  *
- * opt_parse prints its own messages ("tarseek: ..."); it returns 0, or -1 for a usage error.
- * --help and --version print and exit(0).
+ * opt_parse logs why it refuses (tfs_log, at error level; getopt's own messages aside); it
+ * returns 0, or -1 for a usage error.  --help and --version print to stdout and exit(0).
  */
 #ifndef TARSEEK_OPTIONS_H
 #define TARSEEK_OPTIONS_H
@@ -28,12 +28,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define DEFAULT_CACHE_MIB 256
-#define DEFAULT_DISK_CACHE_GIB 4
-#define MAX_RECURSION 32
-#define DEFAULT_REMOTE_TIMEOUT 30 /* seconds */
-#define DEFAULT_REMOTE_CACHE_MIB 128
-#define DEFAULT_REMOTE_DISK_MIB 1024
+#define OPT_DEFAULT_CACHE_MIB 256
+#define OPT_DEFAULT_DISK_CACHE_GIB 4
+#define OPT_MAX_RECURSION 32
+#define OPT_DEFAULT_REMOTE_TIMEOUT 30 /* seconds */
+#define OPT_DEFAULT_REMOTE_CACHE_MIB 128
+#define OPT_DEFAULT_REMOTE_DISK_MIB 1024
 
 struct options {
 	bool foreground, debug, single_thread, quiet, recreate, no_union, strip_ext, ignore_zeros;

@@ -6,8 +6,18 @@
  * The walk is depth first, with an explicit stack of open folder descriptors (no recursion,
  * so a deep archive cannot exhaust the thread's stack; past WARMUP_DEPTH folders the deeper
  * ones are left to be looked up on demand).  It notes the regular files it meets (their inode
- * numbers, which getdents reports as the daemon gave them) for the pages phase, which runs at
- * the prefetch's lower priority.
+ * numbers, which getdents reports as the daemon gave them) for the pages phase.
+ *
+ * Two jobs of the process's pool (common/pool.h), which the struct warmup owns: the walk, at
+ * the requests' priority (its listings are what a user's walk would ask for), and then, when
+ * pages are to be stored, the pages phase, at the prefetch's lower priority (PF_NICE): the
+ * walk starts it as it ends, and warmup_stop joins the walk, then the pages phase if there is
+ * one.  The two never run at once, so the walk's state (the mount table's poll, the files
+ * noted) passes from one to the other without a lock.
+ *
+ * Lock: se_lock guards p.se (the session, NULL once it goes) and is held while a page is
+ * stored or a bare listing dropped through it; under it, dirplus.c's lock (dp_before_walk),
+ * nothing else.
  */
 #include "fs/warmup.h"
 
@@ -21,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -29,6 +38,7 @@
 
 #include "common/log.h"
 #include "common/mountinfo.h"
+#include "common/pool.h"
 #include "fs/dirplus.h"
 #include "fs/handles.h"
 #include "seek/prefetch.h"
@@ -41,7 +51,8 @@ struct warmup {
 	struct warmup_params p;
 	char *mountpoint;
 	dev_t dev; /* the file system's */
-	pthread_t thread;
+	struct pool_job *walk_job;  /* the walk (joined by warmup_stop) */
+	struct pool_job *pages_job; /* the pages phase, started by the walk as it ends, or NULL */
 	atomic_bool stop, entries_done, pages_done, no_pages;
 	_Atomic int view; /* 0 being made, 1 made, -1 none (no warm-up) */
 	int mounts_fd; /* /proc/self/mountinfo, polled for changes of the mount table (or -1) */
@@ -49,7 +60,7 @@ struct warmup {
 	uint64_t polled_ns; /* when mounts_fd was last polled (still_mounted) */
 	_Atomic uint64_t stored;
 	pthread_mutex_t se_lock; /* held while storing pages; p.se is NULL once the session goes */
-	_Atomic pid_t tid;	       /* the walking thread's (0 until it runs) */
+	_Atomic pid_t tid;	       /* the walking thread's (0 until it runs; kept after) */
 	_Atomic uint64_t user_ns;      /* CLOCK_MONOTONIC of the user's last request (0: none) */
 	bool walking;		       /* the dirplus walker while it lists (see give_way) */
 	uint64_t *files; /* inode numbers of the regular files met, in order */
@@ -257,8 +268,7 @@ static int store_file(struct warmup *w, uint64_t ino, uint64_t *budget)
 	if (un_getattr(w->p.un, ino, &a) != 0 || !S_ISREG(a.mode) || a.size == 0 ||
 	    a.size > WARMUP_FILE_MAX || a.size > *budget || !in_archive(w, ino))
 		return 1;
-	err = th_file(w->p.handles, ino, &f, &ref);
-	if (err)
+	if (th_file(w->p.handles, ino, &f, &ref) != 0)
 		return 1;
 	/* from memory, without splice: libfuse keeps a splice pipe per thread, freed when the
 	 * thread ends -- which for this one comes after the session (and its key) is gone */
@@ -266,24 +276,24 @@ static int store_file(struct warmup *w, uint64_t ino, uint64_t *budget)
 	char *buf = malloc((size_t)a.size);
 	ssize_t n = buf ? un_read(f, buf, (size_t)a.size, 0) : -ENOMEM;
 	if (n != (ssize_t)a.size) { /* damaged, say: its reads will say so */
-		free(buf);
-		th_put(w->p.handles, ref);
-		return 1;
+		err = 1;
+		goto out;
 	}
 	bv.buf[0].mem = buf;
 	pthread_mutex_lock(&w->se_lock);
 	err = w->p.se ? fuse_lowlevel_notify_store(w->p.se, ino, 0, &bv, FUSE_BUF_NO_SPLICE)
 		      : -ENOTCONN;
 	pthread_mutex_unlock(&w->se_lock);
+	if (err == -ENOENT) {
+		err = 1; /* the kernel no longer knows that inode */
+	} else if (!err) {
+		*budget -= a.size;
+		atomic_fetch_add(&w->stored, a.size);
+	}
+out:
 	free(buf);
 	th_put(w->p.handles, ref);
-	if (err == -ENOENT)
-		return 1; /* the kernel no longer knows that inode */
-	if (err)
-		return err;
-	*budget -= a.size;
-	atomic_fetch_add(&w->stored, a.size);
-	return 0;
+	return err;
 }
 
 /* Waits for the prefetch to end (the pages come from what it decoded).  False if stopped, or
@@ -307,24 +317,8 @@ static bool wait_prefetch(struct warmup *w)
 	}
 }
 
-static void warmup_run(struct warmup *w);
-
-static void *warmup_main(void *arg)
-{
-	struct warmup *w = arg;
-
-	atomic_store(&w->tid, (pid_t)syscall(SYS_gettid));
-	w->walking = true;
-	if (w->p.dp) /* before any listing: the view's root is listed on our behalf too */
-		dp_set_walker(w->p.dp, atomic_load(&w->tid));
-	warmup_run(w);
-	w->walking = false;
-	if (w->p.dp) /* the thread id may go to another thread of the machine now */
-		dp_set_walker(w->p.dp, 0);
-	return NULL;
-}
-
-static void warmup_run(struct warmup *w)
+/* The private view and the walk.  True if the pages phase is to follow. */
+static bool warmup_walk(struct warmup *w)
 {
 	struct stat st;
 	/* opened before the view is made, so that an unmount from then on shows in a poll */
@@ -333,15 +327,13 @@ static void warmup_run(struct warmup *w)
 	 * the thread that starts the warm-up goes on to serve the requests */
 	int rootfd = private_view(w->mountpoint);
 
-	if (rootfd < 0) {
+	if (rootfd < 0)
 		tfs_log(TFS_LOG_DEBUG, "no warm-up: no private view of %s", w->mountpoint);
+	if (rootfd < 0 || fstat(rootfd, &st) < 0) {
+		if (rootfd >= 0)
+			close(rootfd);
 		atomic_store(&w->view, -1);
-		return;
-	}
-	if (fstat(rootfd, &st) < 0) {
-		close(rootfd);
-		atomic_store(&w->view, -1);
-		return;
+		return false;
 	}
 	w->dev = st.st_dev;
 	before_listing(w, rootfd);
@@ -351,26 +343,57 @@ static void warmup_run(struct warmup *w)
 	if (w->p.dp) /* no more listings of ours */
 		dp_set_walker(w->p.dp, 0);
 	if (!whole)
-		return;
+		return false;
 	atomic_store(&w->entries_done, true);
-	if (!w->p.budget || !wait_prefetch(w)) {
+	if (!w->p.budget) {
 		atomic_store(&w->no_pages, true);
-		return;
+		return false;
 	}
-	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PF_NICE);
+	return true;
+}
+
+/* The second job, at nice PF_NICE: once the prefetch is done, the files' pages. */
+static void *pages_main(void *arg)
+{
+	struct warmup *w = arg;
 	uint64_t budget = w->p.budget;
+
+	if (!wait_prefetch(w)) {
+		atomic_store(&w->no_pages, true);
+		return NULL;
+	}
 	for (size_t i = 0; i < w->nfiles && budget; i++) {
 		if (!still_mounted(w) || !give_way(w))
-			return;
+			return NULL;
 		int err = store_file(w, w->files[i], &budget);
 		if (err < 0) {
 			tfs_log(TFS_LOG_DEBUG, "warm-up: storing pages failed: %s", strerror(-err));
-			return;
+			return NULL;
 		}
 	}
 	atomic_store(&w->pages_done, true);
 	tfs_log(TFS_LOG_DEBUG, "warm-up done: %zu files, %llu bytes in the page cache", w->nfiles,
 		(unsigned long long)atomic_load(&w->stored));
+	return NULL;
+}
+
+/* The first job: the walk, then the pages phase started on its own job if it is to follow. */
+static void *walk_main(void *arg)
+{
+	struct warmup *w = arg;
+
+	atomic_store(&w->tid, (pid_t)syscall(SYS_gettid));
+	w->walking = true;
+	if (w->p.dp) /* before any listing: the view's root is listed on our behalf too */
+		dp_set_walker(w->p.dp, atomic_load(&w->tid));
+	bool pages = warmup_walk(w);
+	w->walking = false;
+	if (w->p.dp) /* the thread id may go to another thread of the machine now */
+		dp_set_walker(w->p.dp, 0);
+	if (pages && (atomic_load(&w->stop) ||
+		      pool_start(pages_main, w, "tarseek-pages", PF_NICE, &w->pages_job) < 0))
+		atomic_store(&w->no_pages, true);
+	return NULL;
 }
 
 struct warmup *warmup_start(const struct warmup_params *p)
@@ -396,7 +419,8 @@ struct warmup *warmup_start(const struct warmup_params *p)
 	atomic_init(&w->tid, 0);
 	atomic_init(&w->user_ns, 0);
 	pthread_mutex_init(&w->se_lock, NULL);
-	if (pthread_create(&w->thread, NULL, warmup_main, w) != 0) {
+	if (pool_start(walk_main, w, "tarseek-walk", 0, &w->walk_job) < 0) {
+		pthread_mutex_destroy(&w->se_lock);
 		free(w->mountpoint);
 		free(w);
 		return NULL;
@@ -427,7 +451,8 @@ void warmup_stop(struct warmup *w)
 	if (!w)
 		return;
 	atomic_store(&w->stop, true);
-	pthread_join(w->thread, NULL);
+	pool_join(w->walk_job); /* then pages_job is set, or never will be */
+	pool_join(w->pages_job);
 	if (w->mounts_fd >= 0)
 		close(w->mounts_fd);
 	pthread_mutex_destroy(&w->se_lock);

@@ -41,7 +41,8 @@
  * warmup_start after the mount is up (it makes the view on its own thread: that asks the
  * file system for its root); warmup_end_session before the session is destroyed (no page is
  * stored through it afterwards); warmup_stop after the session is closed (a listing then
- * fails at once instead of waiting for a reply nobody sends), which joins the thread.
+ * fails at once instead of waiting for a reply nobody sends), which joins its jobs (the walk,
+ * at the requests' priority, then the pages, at the prefetch's: jobs of common/pool.h).
  */
 #ifndef TARSEEK_WARMUP_H
 #define TARSEEK_WARMUP_H
@@ -90,7 +91,7 @@ void warmup_note_request(struct warmup *w, pid_t requester);
 /* Stops it using the session (it stops soon after).  NULL does nothing. */
 void warmup_end_session(struct warmup *w);
 
-/* Stops it (where it is) and joins its thread.  NULL does nothing. */
+/* Stops it (where it is) and joins its jobs.  NULL does nothing. */
 void warmup_stop(struct warmup *w);
 
 #endif

@@ -522,8 +522,7 @@ int http_download_beside(struct http_obj *h, const char *suffix, const char *pat
 	r.file = fopen(path, "wb");
 	if (!r.file) {
 		err = -errno;
-		free(url);
-		return err;
+		goto out;
 	}
 	snprintf(what, sizeof(what), "fetching its %s", suffix);
 	err = perform(h, url, &r, 0, NULL, what);
@@ -531,6 +530,7 @@ int http_download_beside(struct http_obj *h, const char *suffix, const char *pat
 		err = -EIO;
 	if (err)
 		unlink(path);
+out:
 	free(url);
 	return err;
 }
@@ -677,10 +677,10 @@ void http_close(struct http_obj *h)
 	for (unsigned i = 0; i < h->nidle; i++)
 		curl_easy_cleanup(h->idle[i]);
 	curl_slist_free_all(h->hdrs); /* the session token: freed, not wiped (libcurl's copy) */
-	secret_free(h->userpwd);
+	s3_secret_free(h->userpwd);
 	free(h->sigv4);
 	s3_target_free(&h->s3);
-	secret_free(h->url);
+	s3_secret_free(h->url);
 	free(h->name);
 	pthread_mutex_destroy(&h->lock);
 	free(h);

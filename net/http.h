@@ -18,7 +18,8 @@
  * s3:// URLs are signed with AWS Signature Version 4 (s3.h says where the credentials come
  * from); a presigned https:// URL is plain HTTP.
  *
- * Thread-safe: any number of threads may call http_get on one object at once.
+ * Thread-safe: any number of threads may call http_get on one object at once.  Lock: the
+ * object's own, around its idle easy handles only (taken alone; no request runs under it).
  */
 #ifndef TARSEEK_HTTP_H
 #define TARSEEK_HTTP_H

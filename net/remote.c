@@ -1,4 +1,15 @@
-/* A source over ranged requests, with a page cache and request planning (see remote.h). */
+/* A source over ranged requests, with a page cache and request planning (see remote.h).
+ *
+ * Background fetches: a struct rmt_fetch holds a queue of page runs (each reserved in the
+ * page cache by the source that queued it) and up to `max` threads -- jobs of the process's
+ * pool (common/pool.h), started as fetches are queued -- that take them in order.  A source
+ * counts its fetches queued or running and waits for them when it is closed; the struct's
+ * owner joins the threads (rmt_fetch_park, rmt_fetch_free).
+ *
+ * Lock: the fetch lock guards the queue, the threads' state and every source's count of
+ * fetches; a fetch runs without it.  Only the pool's lock is taken under it (starting a
+ * thread), and no page cache lock is held while it is, nor the other way round.
+ */
 #include "net/remote.h"
 
 #include <errno.h>
@@ -9,13 +20,14 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "common/list.h"
+#include "common/pool.h"
 
 #define DEFAULT_PAGE ((size_t)64 << 10)
 #define DEFAULT_MAX_REQUEST ((uint64_t)16 << 20)
 #define DEFAULT_SEQ_FIRST ((uint64_t)1 << 20)
 #define DEFAULT_ADVISE_MAX ((uint64_t)64 << 20)
 #define SEQ_STREAMS 8
-#define FETCHERS 4 /* background fetching threads of the process */
 
 struct rmt {
 	struct rmt_xfer x;
@@ -30,54 +42,28 @@ struct rmt {
 	atomic_uint next_slot;
 	atomic_uint_fast64_t seq_run; /* pages */
 	atomic_uint_fast64_t requests, bytes, advised, page_hits;
-	bool background;
-	unsigned jobs; /* background fetches queued or running (pool.lock) */
+	struct rmt_fetch *fetch; /* background fetches run there (borrowed), or NULL: none */
+	unsigned jobs;		 /* background fetches queued or running (fetch->lock) */
 };
 
-/* ---- background fetches ------------------------------------------------------------------ */
+/* ---- background fetches: the threads that run them (struct rmt_fetch) ------------------- */
 
-struct job {
+/* A background fetch of the pages [a, b], reserved by it. */
+struct fjob {
 	struct rmt *r;
-	uint64_t a, b; /* pages, reserved by the job */
-	struct job *next;
+	uint64_t a, b;
+	struct list_node node; /* in rmt_fetch.queue */
 };
 
-static struct {
+struct rmt_fetch {
 	pthread_mutex_t lock;
-	pthread_cond_t work, idle;
-	struct job *head, *tail;
-	unsigned threads, busy;
-} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER,
-	  .idle = PTHREAD_COND_INITIALIZER};
-
-static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
-
-/* fork: wait until no fetch is running (a child must not inherit pages reserved by a thread
- * it does not have), keep the lock across; the child starts with no thread */
-static void pool_prepare(void)
-{
-	pthread_mutex_lock(&pool.lock);
-	while (pool.head || pool.busy)
-		pthread_cond_wait(&pool.idle, &pool.lock);
-}
-
-static void pool_parent(void)
-{
-	pthread_mutex_unlock(&pool.lock);
-}
-
-static void pool_child(void)
-{
-	pthread_mutex_init(&pool.lock, NULL);
-	pthread_cond_init(&pool.work, NULL);
-	pthread_cond_init(&pool.idle, NULL);
-	pool.threads = 0;
-}
-
-static void pool_init(void)
-{
-	pthread_atfork(pool_prepare, pool_parent, pool_child);
-}
+	pthread_cond_t work, idle; /* queued work or stop; a fetch ended */
+	/* lock (and every source's jobs count): */
+	struct list_node queue; /* oldest first */
+	unsigned max, started;
+	bool stop;		/* park or free: the threads end once the queue is empty */
+	struct pool_job **jobs; /* started of them */
+};
 
 static size_t page_len(const struct rmt *r, uint64_t p);
 
@@ -119,67 +105,100 @@ static int fill(void *op, const void *data, size_t n)
 
 static int fetch_piece(struct rmt *r, uint64_t p, uint64_t q);
 
-static void run_job(struct job *j)
+static void *fetch_main(void *arg)
 {
-	/* on error the pages that did not arrive are given back: their readers fetch them,
-	 * and say why they fail */
-	(void)fetch_piece(j->r, j->a, j->b);
-}
+	struct rmt_fetch *f = arg;
 
-static void *pool_main(void *arg)
-{
-	pthread_mutex_lock(&pool.lock);
+	pthread_mutex_lock(&f->lock);
 	for (;;) {
-		while (!pool.head)
-			pthread_cond_wait(&pool.work, &pool.lock);
-		struct job *j = pool.head;
-		pool.head = j->next;
-		if (!pool.head)
-			pool.tail = NULL;
-		pool.busy++;
-		pthread_mutex_unlock(&pool.lock);
-		run_job(j);
-		pthread_mutex_lock(&pool.lock);
-		pool.busy--;
+		while (list_empty(&f->queue) && !f->stop)
+			pthread_cond_wait(&f->work, &f->lock);
+		if (list_empty(&f->queue))
+			break;
+		struct fjob *j = list_entry(list_first(&f->queue), struct fjob, node);
+		list_del(&j->node);
+		pthread_mutex_unlock(&f->lock);
+		/* on error the pages that did not arrive are given back: their readers fetch
+		 * them, and say why they fail */
+		(void)fetch_piece(j->r, j->a, j->b);
+		pthread_mutex_lock(&f->lock);
 		j->r->jobs--;
 		free(j);
-		pthread_cond_broadcast(&pool.idle); /* sources closing, forks */
+		pthread_cond_broadcast(&f->idle); /* sources closing */
 	}
-	return arg;
+	pthread_mutex_unlock(&f->lock);
+	return NULL;
+}
+
+struct rmt_fetch *rmt_fetch_new(unsigned n)
+{
+	struct rmt_fetch *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->max = n ? n : 1;
+	f->jobs = calloc(f->max, sizeof(*f->jobs));
+	if (!f->jobs) {
+		free(f);
+		return NULL;
+	}
+	list_init(&f->queue);
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->work, NULL);
+	pthread_cond_init(&f->idle, NULL);
+	return f;
+}
+
+void rmt_fetch_park(struct rmt_fetch *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->lock);
+	f->stop = true;
+	pthread_cond_broadcast(&f->work);
+	pthread_mutex_unlock(&f->lock);
+	for (unsigned i = 0; i < f->started; i++) /* they fetch what is queued first */
+		pool_join(f->jobs[i]);
+	pthread_mutex_lock(&f->lock);
+	f->started = 0;
+	f->stop = false;
+	pthread_mutex_unlock(&f->lock);
+}
+
+void rmt_fetch_free(struct rmt_fetch *f)
+{
+	if (!f)
+		return;
+	rmt_fetch_park(f);
+	pthread_cond_destroy(&f->idle);
+	pthread_cond_destroy(&f->work);
+	pthread_mutex_destroy(&f->lock);
+	free(f->jobs);
+	free(f);
 }
 
 /* Queues a background fetch of the reserved pages [a, b]; false if it cannot (the caller
  * fetches them itself). */
 static bool queue_job(struct rmt *r, uint64_t a, uint64_t b)
 {
-	struct job *j = malloc(sizeof(*j));
-	bool ok = true;
+	struct rmt_fetch *f = r->fetch;
+	struct fjob *j = malloc(sizeof(*j));
+	bool ok;
 
 	if (!j)
 		return false;
-	*j = (struct job){.r = r, .a = a, .b = b};
-	pthread_once(&pool_once, pool_init);
-	pthread_mutex_lock(&pool.lock);
-	if (pool.threads < FETCHERS) {
-		pthread_t t;
-		pthread_attr_t at;
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &at, pool_main, NULL) == 0)
-			pool.threads++;
-		pthread_attr_destroy(&at);
-		ok = pool.threads > 0;
-	}
+	*j = (struct fjob){.r = r, .a = a, .b = b};
+	pthread_mutex_lock(&f->lock);
+	if (f->started < f->max && !f->stop &&
+	    pool_start(fetch_main, f, "tarseek-fetch", 0, &f->jobs[f->started]) == 0)
+		f->started++;
+	ok = f->started > 0 && !f->stop;
 	if (ok) {
-		if (pool.tail)
-			pool.tail->next = j;
-		else
-			pool.head = j;
-		pool.tail = j;
+		list_add_tail(&f->queue, &j->node);
 		r->jobs++;
-		pthread_cond_signal(&pool.work);
+		pthread_cond_signal(&f->work);
 	}
-	pthread_mutex_unlock(&pool.lock);
+	pthread_mutex_unlock(&f->lock);
 	if (!ok)
 		free(j);
 	return ok;
@@ -187,10 +206,14 @@ static bool queue_job(struct rmt *r, uint64_t a, uint64_t b)
 
 static void wait_jobs(struct rmt *r)
 {
-	pthread_mutex_lock(&pool.lock);
+	struct rmt_fetch *f = r->fetch;
+
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->lock);
 	while (r->jobs)
-		pthread_cond_wait(&pool.idle, &pool.lock);
-	pthread_mutex_unlock(&pool.lock);
+		pthread_cond_wait(&f->idle, &f->lock);
+	pthread_mutex_unlock(&f->lock);
 }
 
 /* ---- planning ---------------------------------------------------------------------------- */
@@ -273,7 +296,7 @@ static int fetch_some(struct rmt *r, uint64_t a, uint64_t b, bool bg)
 {
 	uint64_t per = r->max_request / r->page ? r->max_request / r->page : 1;
 
-	if (!bg || !r->background || !r->x.stream)
+	if (!bg || !r->fetch || !r->x.stream)
 		return fetch_run(r, a, b);
 	for (uint64_t p = a; p <= b; p += per) {
 		uint64_t q = b - p + 1 > per ? p + per - 1 : b;
@@ -431,7 +454,7 @@ struct src *rmt_src_new(const struct rmt_xfer *x, uint64_t size, struct cache *c
 	r->max_request = o && o->max_request ? o->max_request : DEFAULT_MAX_REQUEST;
 	r->seq_first = o && o->seq_first ? o->seq_first : DEFAULT_SEQ_FIRST;
 	r->advise_max = o && o->advise_max ? o->advise_max : DEFAULT_ADVISE_MAX;
-	r->background = o && o->background;
+	r->fetch = o ? o->background : NULL;
 	/* a request must not evict its own first pages before they are read */
 	struct cache_stats cs;
 	cache_get_stats(cache, &cs);

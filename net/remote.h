@@ -19,9 +19,10 @@
  * transport's error.
  *
  * The transport is an interface, so that unit tests plan against a fake one.
- * The fetching threads are shared by every remote source of the process, started with the
- * first background fetch; a fork waits until they are idle, and the child starts its own.
- * src_free waits for the source's background fetches to end.
+ * The fetching threads belong to a struct rmt_fetch that the program makes and hands to its
+ * sources (rmt_opts.background): the mount makes one for all its remote sources, frees it
+ * after them, and parks it before it forks.  src_free waits for the source's background
+ * fetches to end.
  * Thread-safe.  The cache (cache.h, keyed by one stream id per source) may be shared by
  * several remote sources; its disk tier, if set, keeps fetched pages on local disk.
  */
@@ -35,6 +36,9 @@
 #include "common/source.h"
 
 struct cache;
+struct rmt_fetch;
+
+#define RMT_FETCHERS 4 /* background fetches at once, for a mount */
 
 struct rmt_xfer {
 	/* Reads exactly len bytes at off into buf: 0 or -errno.  Called from any thread. */
@@ -52,7 +56,9 @@ struct rmt_opts {
 	uint64_t max_request; /* largest single request (0: 16 MiB) */
 	uint64_t seq_first;   /* first sequential run (0: 1 MiB) */
 	uint64_t advise_max;  /* most bytes one advice fetches (0: 64 MiB) */
-	bool background;      /* advice fetches in the background (the transport's stream) */
+	/* advice fetches run in the background on these threads, when the transport streams;
+	 * NULL: in the caller */
+	struct rmt_fetch *background;
 };
 
 struct rmt_stats {
@@ -61,6 +67,20 @@ struct rmt_stats {
 	uint64_t advised;    /* src_advise calls that fetched something */
 	uint64_t page_hits;  /* pages found in the cache */
 };
+
+/* Threads for background fetches: at most n at once (n >= 1; started as fetches come), the
+ * rest queued in order.  Borrowed by the sources given it, which it must outlive.  NULL if out
+ * of memory.  Thread-safe; its lock guards its queue only (a fetch runs without it). */
+struct rmt_fetch *rmt_fetch_new(unsigned n);
+
+/* Lets the threads fetch what is queued, then joins them; the next background fetch starts
+ * them again.  For a process about to fork (common/pool.h: no job may run across a fork).
+ * NULL does nothing. */
+void rmt_fetch_park(struct rmt_fetch *f);
+
+/* Joins the threads (what is queued is fetched first) and frees f; no source may use it any
+ * more.  NULL does nothing. */
+void rmt_fetch_free(struct rmt_fetch *f);
 
 /* A source of size bytes over x (whose close is called by src_free, also when this fails).
  * cache is borrowed and must outlive the source.  NULL if out of memory. */

@@ -108,7 +108,7 @@ static char *encode_key(const char *key)
 	return out;
 }
 
-void secret_free(char *s)
+void s3_secret_free(char *s)
 {
 	if (!s)
 		return;
@@ -124,9 +124,9 @@ void s3_target_free(struct s3_target *t)
 		return;
 	free(t->url);
 	free(t->region);
-	secret_free(t->access_key);
-	secret_free(t->secret_key);
-	secret_free(t->session_token);
+	s3_secret_free(t->access_key);
+	s3_secret_free(t->secret_key);
+	s3_secret_free(t->session_token);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -146,7 +146,7 @@ int s3_resolve(const char *s3url, const char *endpoint, struct s3_target *t, cha
 	const char *profile = env("AWS_PROFILE") ? env("AWS_PROFILE") : "default";
 	const char *b, *slash;
 	char *key = NULL, *bucket = NULL;
-	int n;
+	int n, ret = 0;
 
 	memset(t, 0, sizeof(*t));
 	if (strncmp(s3url, "s3://", 5) != 0) {
@@ -181,10 +181,8 @@ int s3_resolve(const char *s3url, const char *endpoint, struct s3_target *t, cha
 			el--;
 		if (strncmp(endpoint, "http://", 7) != 0 && strncmp(endpoint, "https://", 8) != 0) {
 			snprintf(err, errlen, "the S3 endpoint must be an http:// or https:// URL");
-			free(bucket);
-			free(key);
-			s3_target_free(t);
-			return -EINVAL;
+			ret = -EINVAL;
+			goto fail;
 		}
 		n = asprintf(&t->url, "%.*s/%s/%s", (int)el, endpoint, bucket, key);
 	} else {
@@ -207,21 +205,22 @@ int s3_resolve(const char *s3url, const char *endpoint, struct s3_target *t, cha
 		t->session_token = ini_get(path, profile, "aws_session_token");
 		free(path);
 		if (!t->access_key || !t->secret_key) {
-			secret_free(t->access_key);
-			secret_free(t->secret_key);
-			secret_free(t->session_token);
+			s3_secret_free(t->access_key);
+			s3_secret_free(t->secret_key);
+			s3_secret_free(t->session_token);
 			t->access_key = t->secret_key = t->session_token = NULL;
 		}
 	}
-	free(bucket);
-	free(key);
 	if (!t->region)
 		goto nomem;
-	return 0;
+	goto out;
 nomem:
+	snprintf(err, errlen, "out of memory");
+	ret = -ENOMEM;
+fail:
+	s3_target_free(t);
+out:
 	free(bucket);
 	free(key);
-	s3_target_free(t);
-	snprintf(err, errlen, "out of memory");
-	return -ENOMEM;
+	return ret;
 }

@@ -35,6 +35,6 @@ int s3_resolve(const char *s3url, const char *endpoint, struct s3_target *t, cha
 void s3_target_free(struct s3_target *t);
 
 /* Zeroes a secret string, then frees it (NULL does nothing). */
-void secret_free(char *s);
+void s3_secret_free(char *s);
 
 #endif

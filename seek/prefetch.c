@@ -2,8 +2,9 @@
  *
  * The items are kept as a list of readers with their chunk counts; a shared cursor (reader,
  * chunk) hands out the next item under the lock, so the threads take chunks in archive order
- * and no two take the same one.  A thread lowers its own priority first (setpriority on its
- * thread id: Linux's per-thread nice), so decoding ahead yields to the requests being served.
+ * and no two take the same one.  The threads are jobs of the process's pool (common/pool.h)
+ * run at nice PF_NICE, so decoding ahead yields to the requests being served; pf_free joins
+ * them.
  */
 #include "seek/prefetch.h"
 
@@ -12,11 +13,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/pool.h"
 
 struct pf_item {
 	struct creader *r; /* or NULL: a file read into the page cache */
@@ -28,7 +28,7 @@ struct pf_item {
 struct prefetch {
 	unsigned nthreads;
 	uint64_t budget;
-	pthread_t *threads;
+	struct pool_job **threads; /* started of them, joined by pf_free */
 	unsigned started;
 	atomic_bool stop;
 
@@ -59,9 +59,9 @@ struct prefetch *pf_new(unsigned threads, uint64_t budget)
 	return pf;
 }
 
-bool pf_add(struct prefetch *pf, struct creader *r)
+/* Queues it if its size fits what is left of the budget (before pf_start): true if queued. */
+static bool pf_push(struct prefetch *pf, const struct pf_item *it, uint64_t size)
 {
-	uint64_t size = creader_size(r);
 	bool ok = false;
 
 	pthread_mutex_lock(&pf->lock);
@@ -75,10 +75,9 @@ bool pf_add(struct prefetch *pf, struct creader *r)
 			}
 		}
 		if (pf->nitems < pf->cap) {
-			pf->items[pf->nitems++] =
-			    (struct pf_item){.r = r, .fd = -1, .nchunks = creader_nchunks(r)};
+			pf->items[pf->nitems++] = *it;
 			pf->st.queued_bytes += size;
-			pf->st.chunks += creader_nchunks(r);
+			pf->st.chunks += it->nchunks;
 			ok = true;
 		}
 	}
@@ -86,31 +85,19 @@ bool pf_add(struct prefetch *pf, struct creader *r)
 	return ok;
 }
 
+bool pf_add(struct prefetch *pf, struct creader *r)
+{
+	struct pf_item it = {.r = r, .fd = -1, .nchunks = creader_nchunks(r)};
+
+	return pf_push(pf, &it, creader_size(r));
+}
+
 bool pf_add_file(struct prefetch *pf, int fd, uint64_t size)
 {
-	bool ok = false;
+	struct pf_item it = {.r = NULL, .fd = fd, .size = size,
+			     .nchunks = (size_t)((size + PF_FILE_STEP - 1) / PF_FILE_STEP)};
 
-	pthread_mutex_lock(&pf->lock);
-	if (!pf->started && size && size <= pf->budget - pf->st.queued_bytes) {
-		if (pf->nitems == pf->cap) {
-			size_t cap = pf->cap ? pf->cap * 2 : 8;
-			struct pf_item *n = realloc(pf->items, cap * sizeof(*n));
-			if (n) {
-				pf->items = n;
-				pf->cap = cap;
-			}
-		}
-		if (pf->nitems < pf->cap) {
-			size_t n = (size_t)((size + PF_FILE_STEP - 1) / PF_FILE_STEP);
-			pf->items[pf->nitems++] =
-			    (struct pf_item){.r = NULL, .fd = fd, .size = size, .nchunks = n};
-			pf->st.queued_bytes += size;
-			pf->st.chunks += n;
-			ok = true;
-		}
-	}
-	pthread_mutex_unlock(&pf->lock);
-	return ok;
+	return size && pf_push(pf, &it, size);
 }
 
 void pf_note_skipped(struct prefetch *pf)
@@ -167,7 +154,6 @@ static void *pf_thread(void *arg)
 	struct pf_item it;
 	size_t chunk;
 
-	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PF_NICE); /* best effort */
 	while (pf_take(pf, &it, &chunk)) {
 		int err = it.r ? creader_fill_chunk(it.r, chunk, &pf->stop) : pf_read_file(&it, chunk);
 		pthread_mutex_lock(&pf->lock);
@@ -201,7 +187,8 @@ int pf_start(struct prefetch *pf)
 	pf->running = pf->nthreads;
 	pthread_mutex_unlock(&pf->lock);
 	for (; pf->started < pf->nthreads; pf->started++) {
-		err = pthread_create(&pf->threads[pf->started], NULL, pf_thread, pf);
+		err = pool_start(pf_thread, pf, "tarseek-prefetch", PF_NICE,
+				 &pf->threads[pf->started]);
 		if (err)
 			break;
 	}
@@ -210,9 +197,9 @@ int pf_start(struct prefetch *pf)
 		pf->running -= pf->nthreads - pf->started;
 		pthread_mutex_unlock(&pf->lock);
 		tfs_log(TFS_LOG_WARNING, "prefetch: %u of %u threads: %s", pf->started,
-			pf->nthreads, strerror(err));
+			pf->nthreads, strerror(-err));
 	}
-	return pf->started ? 0 : -err;
+	return pf->started ? 0 : err;
 }
 
 void pf_get_stats(struct prefetch *pf, struct pf_stats *out)
@@ -229,7 +216,7 @@ void pf_free(struct prefetch *pf)
 		return;
 	atomic_store(&pf->stop, true);
 	for (unsigned i = 0; i < pf->started; i++)
-		pthread_join(pf->threads[i], NULL);
+		pool_join(pf->threads[i]);
 	if (pf->started && !pf->st.finished)
 		tfs_log(TFS_LOG_INFO, "prefetch stopped: %llu of %llu chunks decoded",
 			(unsigned long long)pf->st.chunks_done, (unsigned long long)pf->st.chunks);

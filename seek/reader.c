@@ -12,8 +12,8 @@
  * past a chunk end (block codecs return 0 there) is replaced by one at the next checkpoint.
  *
  * Locks: pool_lock guards the pool, the stats and the background jobs of this reader; it is
- * never held while decoding, while calling into the cache or into the worker pool (whose own
- * lock is taken alone).
+ * never held while decoding, while freeing a decoder, while calling into the cache or into
+ * the worker pool (workers.c): nothing is taken under it.
  */
 #include "seek/reader.h"
 
@@ -26,6 +26,7 @@
 #include <zlib.h>
 
 #include "common/crc32.h"
+#include "common/list.h"
 #include "common/log.h"
 #include "seek/segment.h"
 #include "seek/workers.h"
@@ -69,7 +70,7 @@ struct creader {
 	pthread_cond_t dec_cond; /* a decoder was returned or freed */
 	/* protected by pool_lock: */
 	unsigned bg_jobs;	 /* background jobs queued or running */
-	struct bg_job *bg_list;	 /* those jobs (acquire() may wait for one's decoder) */
+	struct list_node bg_list; /* those jobs (acquire() may wait for one's decoder) */
 	unsigned live, live_max; /* decoders that exist (idle or decoding), and the limit */
 	bool live_max_known;	 /* live_max was set from a decoder's memory */
 	struct rd_live *pool;
@@ -140,6 +141,7 @@ int creader_new(const struct creader_params *p, struct creader **out)
 		r->params_len = p->params_len;
 	}
 	r->stream = cache_new_stream_id(r->cache);
+	list_init(&r->bg_list);
 	pthread_mutex_init(&r->pool_lock, NULL);
 	pthread_cond_init(&r->bg_done, NULL);
 	pthread_cond_init(&r->dec_cond, NULL);
@@ -472,8 +474,19 @@ struct bg_job {
 	uint64_t first_seg; /* global number of the segment at l.pos */
 	size_t nsegs;
 	bool *mine; /* per segment from l.pos: reserved by the job */
-	struct bg_job *rnext; /* in r->bg_list */
+	struct list_node node; /* in r->bg_list */
 };
+
+/* job is no longer queued or running: off r's list, and whoever waits for it told. */
+static void bg_forget(struct creader *r, struct bg_job *job)
+{
+	pthread_mutex_lock(&r->pool_lock);
+	r->bg_jobs--;
+	list_del(&job->node);
+	pthread_cond_broadcast(&r->bg_done);
+	pthread_cond_broadcast(&r->dec_cond); /* acquire() may be waiting for this job */
+	pthread_mutex_unlock(&r->pool_lock);
+}
 
 static void bg_run(void *arg)
 {
@@ -508,16 +521,7 @@ static void bg_run(void *arg)
 		dec_release(r, job->l.dec);
 	else
 		pool_put(r, &job->l);
-	pthread_mutex_lock(&r->pool_lock);
-	r->bg_jobs--;
-	for (struct bg_job **p = &r->bg_list; *p; p = &(*p)->rnext)
-		if (*p == job) {
-			*p = job->rnext;
-			break;
-		}
-	pthread_cond_broadcast(&r->bg_done);
-	pthread_cond_broadcast(&r->dec_cond); /* acquire() may be waiting for this job */
-	pthread_mutex_unlock(&r->pool_lock);
+	bg_forget(r, job);
 	free(job->mine);
 	free(job);
 }
@@ -569,21 +573,12 @@ static bool bg_submit(struct creader *r, struct rd_live *l, uint64_t ahead_to)
 	job->end = end;
 	pthread_mutex_lock(&r->pool_lock);
 	r->bg_jobs++;
-	job->rnext = r->bg_list;
-	r->bg_list = job;
+	list_add_head(&r->bg_list, &job->node);
 	pthread_mutex_unlock(&r->pool_lock);
 	if (workers_try_run(r->workers, bg_run, job))
 		return true;
 	/* every thread busy: decoding ahead must never pile up */
-	pthread_mutex_lock(&r->pool_lock);
-	r->bg_jobs--;
-	for (struct bg_job **p = &r->bg_list; *p; p = &(*p)->rnext)
-		if (*p == job) {
-			*p = job->rnext;
-			break;
-		}
-	pthread_cond_broadcast(&r->dec_cond);
-	pthread_mutex_unlock(&r->pool_lock);
+	bg_forget(r, job);
 	for (size_t i = 0; i < job->nsegs; i++) {
 		struct cache_key key = {r->stream, job->first_seg + i};
 		if (job->mine[i])
@@ -598,9 +593,11 @@ static bool bg_submit(struct creader *r, struct rd_live *l, uint64_t ahead_to)
  * target: its decoder comes back to the pool on the way to target.  Under pool_lock. */
 static bool bg_will_pass(struct creader *r, size_t i, uint64_t target)
 {
-	for (struct bg_job *j = r->bg_list; j; j = j->rnext)
+	for (struct list_node *n = r->bg_list.next; n != &r->bg_list; n = n->next) {
+		struct bg_job *j = list_entry(n, struct bg_job, node);
 		if (j->start >= r->ck[i].uoff && j->end <= target)
 			return true;
+	}
 	return false;
 }
 

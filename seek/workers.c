@@ -1,46 +1,54 @@
-/* A pool of background threads (see workers.h). */
+/* A pool of background threads (see workers.h).
+ *
+ * Its threads are jobs of the process's pool (common/pool.h), started one by one as tasks
+ * come (up to `want`), each taking tasks off one queue until told to stop; workers_park and
+ * workers_free tell them and join them.  A task is accepted only while fewer are queued than
+ * there are threads, so none waits behind more than one other.
+ */
 #include "seek/workers.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "common/list.h"
+#include "common/pool.h"
+
 struct task {
 	void (*fn)(void *arg);
 	void *arg;
-	struct task *next;
+	struct list_node node; /* in workers.queue */
 };
 
 struct workers {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond; /* a task was queued, or stop */
 	/* lock: */
-	struct task *head, *tail;
+	struct list_node queue; /* tasks not yet taken, oldest first */
 	unsigned queued, started, want;
-	bool stop;
-	pthread_t *threads;
+	bool stop;		 /* the threads end once the queue is empty */
+	struct pool_job **jobs; /* started of them */
 };
 
 static void *worker_main(void *arg)
 {
 	struct workers *w = arg;
 
+	pthread_mutex_lock(&w->lock);
 	for (;;) {
-		pthread_mutex_lock(&w->lock);
-		while (!w->head && !w->stop)
+		while (list_empty(&w->queue) && !w->stop)
 			pthread_cond_wait(&w->cond, &w->lock);
-		if (!w->head) {
-			pthread_mutex_unlock(&w->lock);
-			return NULL;
-		}
-		struct task *t = w->head;
-		w->head = t->next;
-		if (!w->head)
-			w->tail = NULL;
+		if (list_empty(&w->queue))
+			break;
+		struct task *t = list_entry(list_first(&w->queue), struct task, node);
+		list_del(&t->node);
 		w->queued--;
 		pthread_mutex_unlock(&w->lock);
 		t->fn(t->arg);
 		free(t);
+		pthread_mutex_lock(&w->lock);
 	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
 }
 
 struct workers *workers_new(unsigned n)
@@ -50,11 +58,12 @@ struct workers *workers_new(unsigned n)
 	if (!w)
 		return NULL;
 	w->want = n ? n : 1;
-	w->threads = calloc(w->want, sizeof(*w->threads));
-	if (!w->threads) {
+	w->jobs = calloc(w->want, sizeof(*w->jobs));
+	if (!w->jobs) {
 		free(w);
 		return NULL;
 	}
+	list_init(&w->queue);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
 	return w;
@@ -67,19 +76,14 @@ bool workers_try_run(struct workers *w, void (*fn)(void *arg), void *arg)
 
 	if (!t)
 		return false;
-	*t = (struct task){fn, arg, NULL};
+	t->fn = fn;
+	t->arg = arg;
 	pthread_mutex_lock(&w->lock);
 	while (!w->stop && w->started < w->want &&
-	       pthread_create(&w->threads[w->started], NULL, worker_main, w) == 0) {
-		pthread_setname_np(w->threads[w->started], "tarseek-ahead");
+	       pool_start(worker_main, w, "tarseek-ahead", 0, &w->jobs[w->started]) == 0)
 		w->started++;
-	}
 	if (!w->stop && w->started && w->queued < w->started) {
-		if (w->tail)
-			w->tail->next = t;
-		else
-			w->head = t;
-		w->tail = t;
+		list_add_tail(&w->queue, &t->node);
 		w->queued++;
 		pthread_cond_signal(&w->cond);
 		ok = true;
@@ -90,17 +94,34 @@ bool workers_try_run(struct workers *w, void (*fn)(void *arg), void *arg)
 	return ok;
 }
 
-void workers_free(struct workers *w)
+/* Tells the threads to end once the queue is empty, and joins them (lock not held). */
+static void stop_and_join(struct workers *w)
 {
-	if (!w)
-		return;
 	pthread_mutex_lock(&w->lock);
 	w->stop = true;
 	pthread_cond_broadcast(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 	for (unsigned i = 0; i < w->started; i++)
-		pthread_join(w->threads[i], NULL);
-	free(w->threads);
+		pool_join(w->jobs[i]);
+}
+
+void workers_park(struct workers *w)
+{
+	if (!w)
+		return;
+	stop_and_join(w);
+	pthread_mutex_lock(&w->lock);
+	w->started = 0;
+	w->stop = false;
+	pthread_mutex_unlock(&w->lock);
+}
+
+void workers_free(struct workers *w)
+{
+	if (!w)
+		return;
+	stop_and_join(w);
+	free(w->jobs);
 	pthread_cond_destroy(&w->cond);
 	pthread_mutex_destroy(&w->lock);
 	free(w);

@@ -27,6 +27,7 @@
 
 #include "cache/cache.h"
 #include "cache/cache_int.h"
+#include "common/pool.h"
 #include "testutil.h"
 
 /* ---- the disk tier's I/O, held or failed at will ---- */
@@ -1045,6 +1046,36 @@ static void test_disk_queue(void)
 	cache_free(c);
 }
 
+/* cache_park (before a fork, common/pool.h): the writer writes what is queued and is joined,
+ * the fault-ahead thread too -- no job of the cache runs -- and the next eviction starts a
+ * writer again. */
+static void test_disk_park(void)
+{
+	const size_t L = 10000;
+	struct cache *c = cache_new(charge_of(L)); /* memory for one */
+	struct cache_buf *b[4];
+	unsigned threads, idle;
+
+	CHECK_EQ(cache_set_disk(c, disk_dir(), 1u << 20), 0);
+	io_gate(&io.hold_writes, true);
+	for (uint64_t i = 0; i < 3; i++) /* 0 and 1 evicted: one being written, one queued */
+		b[i] = publish(c, &(struct cache_key){1, i}, L, true);
+	TU_WAIT(atomic_load(&io.writes_held) == 1);
+	io_gate(&io.hold_writes, false);
+	cache_park(c);
+	CHECK_EQ(disk_writes(c), 2);
+	pool_counts(&threads, &idle, NULL);
+	CHECK_EQ(threads, idle);
+	b[3] = publish(c, &(struct cache_key){1, 3}, L, true); /* evicts 2 */
+	TU_WAIT(disk_writes(c) == 3);
+	for (int i = 0; i < 4; i++)
+		cache_buf_put(b[i]);
+	EXPECT_HIT(c, &(struct cache_key){1, 1}, L);
+	cache_free(c);
+	pool_counts(&threads, &idle, NULL);
+	CHECK_EQ(threads, idle); /* the last cache freed: no fault-ahead thread either */
+}
+
 /* At most 16 MiB wait for the writer: a publish past that waits for room (its segment is
  * served meanwhile), and goes on when the writer moves. */
 struct filler {
@@ -1309,6 +1340,7 @@ int main(void)
 	test_disk_read_race();
 	test_disk_write_error();
 	test_disk_queue();
+	test_disk_park();
 	test_disk_backpressure();
 	test_disk_ring();
 	test_disk_beyond_ram();

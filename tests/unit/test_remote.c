@@ -307,7 +307,8 @@ static void test_background(void)
 {
 	struct cache *c = cache_new(256 * MIB);
 	struct fake f;
-	struct rmt_opts o = {.background = true};
+	struct rmt_fetch *fetch = rmt_fetch_new(RMT_FETCHERS);
+	struct rmt_opts o = {.background = fetch};
 	struct src *s = make(&f, c, &o);
 
 	src_advise(s, 6 * MIB, 2 * MIB);
@@ -326,6 +327,7 @@ static void test_background(void)
 	/* freed while fetching: waits (ASan would see a use after free) */
 	src_advise(s, 30 * MIB, 4 * MIB);
 	src_free(s);
+	rmt_fetch_free(fetch);
 	cache_free(c);
 }
 
