@@ -89,25 +89,6 @@ void htable_del(struct htable *t, struct htable_node *n)
 	}
 }
 
-struct htable_node *htable_first(const struct htable *t, uint64_t h)
-{
-	if (!t->buckets)
-		return NULL;
-	struct htable_node *n = t->buckets[h & t->mask];
-	while (n && n->hash != h)
-		n = n->next;
-	return n;
-}
-
-struct htable_node *htable_next(const struct htable_node *n)
-{
-	uint64_t h = n->hash;
-
-	for (n = n->next; n && n->hash != h; n = n->next)
-		;
-	return (struct htable_node *)n;
-}
-
 struct htable_node *htable_pop(struct htable *t)
 {
 	if (!t->count)

@@ -45,9 +45,27 @@ int htable_add(struct htable *t, struct htable_node *n, uint64_t h);
 /* Removes n, which must be in t. */
 void htable_del(struct htable *t, struct htable_node *n);
 
-/* The first node with hash h, or NULL; htable_next: the next one with the same hash. */
-struct htable_node *htable_first(const struct htable *t, uint64_t h);
-struct htable_node *htable_next(const struct htable_node *n);
+/* The first node with hash h, or NULL; htable_next: the next one with the same hash.
+ * Inline: they are the lookups of the cache's and the tree's hot paths. */
+static inline struct htable_node *htable_first(const struct htable *t, uint64_t h)
+{
+	struct htable_node *n;
+
+	if (!t->buckets)
+		return NULL;
+	for (n = t->buckets[h & t->mask]; n && n->hash != h; n = n->next)
+		;
+	return n;
+}
+
+static inline struct htable_node *htable_next(const struct htable_node *n)
+{
+	struct htable_node *m;
+
+	for (m = n->next; m && m->hash != n->hash; m = m->next)
+		;
+	return m;
+}
 
 /* Removes and returns some node, or NULL when empty (to tear a table down). */
 struct htable_node *htable_pop(struct htable *t);

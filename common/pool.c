@@ -30,7 +30,7 @@ struct pool_job {
 
 struct slot {
 	pthread_t thread;
-	int nice;
+	int nice; /* P.lock (set once by the thread itself if it cannot have the one asked) */
 	pthread_cond_t wake;
 	/* P.lock: */
 	struct pool_job *job; /* running or about to: NULL while idle */
@@ -52,8 +52,19 @@ static void *slot_main(void *arg)
 {
 	struct slot *s = arg;
 
-	if (s->nice > 0) /* best effort: a thread runs its jobs at the niceness it was made for */
-		(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), s->nice);
+	/* a thread runs its jobs at the niceness it was made for; it inherits its maker's, which
+	 * an unprivileged process cannot lower: then it says what it has, and takes those jobs */
+	id_t tid = (id_t)syscall(SYS_gettid);
+	int have;
+	errno = 0;
+	have = getpriority(PRIO_PROCESS, tid);
+	if (errno)
+		have = 0;
+	if (have != s->nice && setpriority(PRIO_PROCESS, tid, s->nice) < 0) {
+		pthread_mutex_lock(&P.lock);
+		s->nice = have;
+		pthread_mutex_unlock(&P.lock);
+	}
 	pthread_mutex_lock(&P.lock);
 	for (;;) {
 		while (!s->job && !s->quit)

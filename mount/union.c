@@ -30,17 +30,23 @@
  *       nothing but SQLite's own locks and the logger under it.
  *   common/pool.c lock: a leaf (pool.h); no job runs under it.
  *
- * cache/, seek/, net/, fs/ (cache.c, cache_mem.c, cache_disk.c, reader.c, workers.c,
- * prefetch.c, remote.c, http.c, handles.c, dirplus.c, warmup.c) and the codecs' scans:
- *   >>> TO BE REPLACED by the block of the engineer who owns those modules (issue 34: the
- *   >>> cache_mem, remote, http, dirplus and warmup locks are missing, and cache.c's "no lock
- *   >>> under the cache lock" is not true).  Until then, the old block's lines, unchecked:
- *   taken alone: cache.c lock (its disk writer runs outside it), reader.c pool_lock (never
- *   held while decoding or calling the cache or the workers), workers.c lock, prefetch.c lock
- *   (never held while decoding), fs/handles.c lock (never held while opening or closing);
- *   while indexing: pipeline.c lock, gzip.c and bzip2.c scan locks (one scan's own, with no
+ * cache/, seek/, net/, fs/ and the codecs' scans:
+ *   cache.c lock -> cache_mem.c lock: a buffer's last reference dropped (eviction, abandon,
+ *       drop_stream, the disk writer's queue); -> pool.c lock: starting the disk tier's
+ *       writer.  Callers may hold archive streams_lock (above).
+ *   cache_mem.c lock -> pool.c lock: starting the fault-ahead thread.
+ *   workers.c lock -> pool.c lock: starting a decode-ahead thread.
+ *   remote.c fetch lock -> pool.c lock: starting a fetching thread.
+ *   warmup.c se_lock -> dirplus.c lock: dropping a bare listing before the walk lists the
+ *       folder.
+ *   shadow_write.c emit_lock -> its lock (the ring): one emitter at a time, the jobs
+ *       compress without either.
+ *   Leaves (nothing is taken under them): dirplus.c lock (invalidations are sent after
+ *   it), reader.c pool_lock (never held while decoding, freeing a decoder, or calling the
+ *   cache or the workers), prefetch.c lock (never held while decoding), http.c lock (an
+ *   object's idle connections), fs/handles.c lock (never held while opening or closing);
+ *   while indexing: pipeline.c lock, gzip and bzip2 scan locks (one scan's own, with no
  *   other lock held).
- *   <<< end of the lines to be replaced.
  *
  * No lock is held while a FUSE request waits for a decode (but for the nested zip case
  * above): readers wait on the cache's reservations (cache.h) and on the reader's decoder

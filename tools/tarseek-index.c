@@ -14,6 +14,7 @@
 
 #include "codecs/codec.h"
 #include "common/log.h"
+#include "common/pool.h"
 #include "common/size.h"
 #include "net/net.h"
 #include "cache/cache.h"
@@ -244,10 +245,13 @@ int main(int argc, char **argv)
 	}
 	for (int i = optind; i < argc; i++) {
 		ret = index_one(argv[i], &o, &ne);
-		if (ret < 0)
-			return 1;
+		if (ret < 0) {
+			failed = 1;
+			break;
+		}
 		failed |= ret;
 	}
 	cache_free(ne.pages);
+	pool_shutdown(); /* every job was joined by its owner: the idle threads go */
 	return failed;
 }
