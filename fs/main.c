@@ -265,6 +265,7 @@ static int make_env(const struct options *o, struct arch_env *env)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int err;
 
+	env->shadow = o->shadow; /* read where there is one (never: not even then) */
 	env->cache = cache_new(o->cache_size);
 	env->workers = workers_new(ncpu < 1 ? 1 : ncpu > AHEAD_THREADS ? AHEAD_THREADS : (unsigned)ncpu);
 	if (!env->cache || !env->workers) {
@@ -507,7 +508,8 @@ int main(int argc, char **argv)
 			.build = {.gzip_spacing = o.gzip_spacing,
 				  .spacing_any = !o.gzip_spacing_set, .threads = o.threads,
 				  .progress = !o.quiet, .recursion = o.recursion,
-				  .strip_ext = o.strip_ext, .ignore_zeros = o.ignore_zeros}},
+				  .strip_ext = o.strip_ext, .ignore_zeros = o.ignore_zeros,
+				  .shadow = o.shadow, .shadow_max = o.shadow_max}},
 		.env = env,
 	};
 	if (un_new(o.no_union, &t.un) < 0 || !(t.handles = th_new(t.un, TFS_HANDLES)) ||

@@ -40,6 +40,8 @@ enum opt_id {
 	O_THREADS,
 	O_PREFETCH_SIZE,
 	O_NO_PREFETCH,
+	O_SHADOW,
+	O_SHADOW_MAX,
 	O_S3_ENDPOINT,
 	O_REMOTE_TIMEOUT,
 	O_REMOTE_CACHE,
@@ -110,6 +112,16 @@ static const struct spec specs[] = {
      "at most SIZE together (default: the --cache-size)",
      true},
     {O_NO_PREFETCH, "no-prefetch", 0, NULL, "decode only what is read", true},
+    {O_SHADOW, "shadow", 0, "auto|always|never",
+     "keep what the first mount decodes beside the index\n"
+     "(INDEX.shadow.zst), so later mounts read it instead\n"
+     "of decoding again; auto (default): the streams slow\n"
+     "to seek in (xz, bzip2, lzip, .Z, lz4, lzo, 7z, ...)",
+     true},
+    {O_SHADOW_MAX, "shadow-max", 0, "SIZE",
+     "the most a shadow may take (default: no more than\n"
+     "half the free space where it goes)",
+     true},
     {O_S3_ENDPOINT, "s3-endpoint", 0, "URL",
      "an S3-compatible store for s3:// sources (path-style;\n"
      "default $AWS_ENDPOINT_URL, else AWS)",
@@ -308,6 +320,18 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 		return 0;
 	case O_NO_PREFETCH:
 		o->no_prefetch = true;
+		return 0;
+	case O_SHADOW:
+		if (shadow_mode_parse(val, &o->shadow) < 0) {
+			tfs_log(TFS_LOG_ERR, "%s: '%s' is not auto, always or never", how, val);
+			return -1;
+		}
+		return 0;
+	case O_SHADOW_MAX:
+		if (!parse_size(val, &o->shadow_max) || o->shadow_max < (1u << 20)) {
+			tfs_log(TFS_LOG_ERR, "%s: '%s' is not a size of at least 1M", how, val);
+			return -1;
+		}
 		return 0;
 	case O_S3_ENDPOINT:
 		if (strncmp(val, "http://", 7) != 0 && strncmp(val, "https://", 8) != 0) {
@@ -521,6 +545,7 @@ int opt_parse(int argc, char **argv, struct options *o)
 	int c, idx;
 
 	o->cache_size = (uint64_t)OPT_DEFAULT_CACHE_MIB << 20;
+	o->shadow = shadow_default();
 	o->disk_cache_size = (uint64_t)OPT_DEFAULT_DISK_CACHE_GIB << 30;
 	o->remote_timeout = OPT_DEFAULT_REMOTE_TIMEOUT;
 	o->remote_cache_size = (uint64_t)OPT_DEFAULT_REMOTE_CACHE_MIB << 20;

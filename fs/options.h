@@ -28,6 +28,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "shadow/shadow.h"
+
 #define OPT_DEFAULT_CACHE_MIB 256
 #define OPT_DEFAULT_DISK_CACHE_GIB 4
 #define OPT_MAX_RECURSION 32
@@ -45,6 +47,8 @@ struct options {
 	const char *index_file, *index_folder;
 	uint64_t cache_size, gzip_spacing, disk_cache_size;
 	uint64_t prefetch_size; /* 0: the memory cache's size */
+	enum shadow_mode shadow; /* --shadow (default auto) */
+	uint64_t shadow_max;	 /* --shadow-max, 0: half the free space */
 	const char *disk_cache_dir;
 	unsigned threads;
 	const char *s3_endpoint;	     /* or NULL */

@@ -40,6 +40,9 @@ struct arch_env {
 	struct cache *cache;
 	struct workers *workers;
 	const struct net_env *net; /* remote archives (net.h), or NULL: none */
+	/* whether reads use the shadow beside an index (shadow/shadow.h): SHADOW_NEVER (0):
+	 * not even when there is one */
+	enum shadow_mode shadow;
 };
 
 struct arch_info {

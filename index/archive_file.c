@@ -162,8 +162,7 @@ static ssize_t read_stored(struct arch_file *f, void *buf, size_t len, uint64_t 
 		uint64_t to = 0; /* end of what to decode ahead, in the member's stored data */
 		if (rel && rel == was)
 			to = f->stored - rel - len < SEQ_AHEAD ? f->stored : rel + len + SEQ_AHEAD;
-		n = creader_read_ahead(f->st->reader, buf, len, f->data_off + rel,
-				       to ? f->data_off + to : 0);
+		n = arch_stream_read(f->st, buf, len, f->data_off + rel, to ? f->data_off + to : 0);
 	}
 	else
 		n = 0; /* a stream that decodes to nothing */

@@ -50,6 +50,10 @@ struct astream {
 	size_t params_len;
 	struct src *in;		/* the window [coff, coff + clen) of the archive file */
 	struct creader *reader; /* NULL for a stream that decodes to nothing */
+	bool shadowed;		/* reader reads the shadow (shadow/), not the archive */
+	/* made (under streams_lock) when a read through the shadow failed: the archive's
+	 * reader, which every read takes from then on */
+	_Atomic(struct creader *) fallback;
 	/* streams_lock: */
 	struct htable_node hnode; /* in a->streams, by hash_u64(id) */
 	unsigned refs;		  /* open files (and the prefetch) using it */
@@ -69,6 +73,10 @@ struct arch {
 
 	pthread_mutex_t streams_lock;
 	struct htable streams; /* the streams read so far (open), by id; streams_lock */
+	/* the shadow beside the index (streams.c), opened at the first stream that can use
+	 * it; streams_lock */
+	struct shadow *shadow;
+	enum { ARCH_SH_UNTRIED, ARCH_SH_OPEN, ARCH_SH_NONE } shadow_state;
 	struct list_node idle; /* those no file uses, most recent first; streams_lock */
 
 	pthread_mutex_t conns_lock;
@@ -97,8 +105,14 @@ int arch_stream_get(struct arch *a, uint64_t id, struct astream **out);
  * ones beyond the streams kept open are freed.  NULL does nothing. */
 void arch_stream_put(struct arch *a, struct astream *st);
 
-/* Frees every stream (arch_close: no reference may be left). */
+/* Frees every stream (arch_close: no reference may be left), and the shadow. */
 void arch_streams_free(struct arch *a);
+
+/* Reads st's decoded bytes [off, off + len), as creader_read_ahead; a read through the
+ * shadow that fails is made again from the archive (the stream then reads the archive only,
+ * the shadow is used for no other stream: said once). */
+ssize_t arch_stream_read(struct astream *st, void *buf, size_t len, uint64_t off,
+			 uint64_t ahead_to);
 
 /* A connection from the pool (or a new one): 0 and *out, or -errno (-ENOMEM, -EIO when the
  * index cannot be opened: logged).  arch_conn_put gives it back. */

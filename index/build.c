@@ -324,8 +324,8 @@ static int build_stream_end(struct builder *b, const struct idx_input *in, struc
 	struct db_stream ds = {.id = IDX_STREAM, .codec = b->codec->name, .coff = 0,
 			       .clen = st->archive_size, .usize = st->usize,
 			       .crcs = fast ? IDX_CRCS_CODEC
-				     : stream_seg_shift(b->codec) == SEG_SHIFT_FINE ? IDX_CRCS_SEGMENTS_FINE
-										     : IDX_CRCS_SEGMENTS};
+				     : b->sink.seg_shift == SEG_SHIFT_FINE ? IDX_CRCS_SEGMENTS_FINE
+									   : IDX_CRCS_SEGMENTS};
 	return db_insert_stream(b->db, &b->ins_stream, &ds);
 }
 
@@ -347,6 +347,7 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 		   struct idx_build_stats *stats)
 {
 	struct builder b = {.next_id = IDX_ROOT + 1};
+	struct bld_shadow sh;
 	struct idx_build_stats st = {0};
 	struct cstream *cs = NULL;
 	struct tar_stats ts = {0};
@@ -365,6 +366,8 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 	b.gid = (uint32_t)in->gid;
 	b.mtime = in->mtime;
 	b.mtime_nsec = in->mtime_nsec;
+	bld_shadow_init(&sh, in, o);
+	b.shadow = &sh;
 
 	hn = src_pread(in->src, head, sizeof(head), 0);
 	if (hn < 0) {
@@ -382,6 +385,8 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 		b.sink.checkpoint = on_ckpt;
 		b.sink.opaque = &b;
 		b.sink.seg_shift = stream_seg_shift(b.codec);
+		if (bld_shadow_wants(&sh, b.codec, in->src)) /* 64 KiB segments then */
+			b.sh_stream = bld_shadow_tap(&sh, IDX_STREAM, &b.sink);
 		err = cstream_new(b.codec, in->src, &co, &b.sink, &cs);
 		if (err) {
 			tfs_log(TFS_LOG_ERR, "%s: cannot start %s decoding: %s", in->name,
@@ -401,10 +406,14 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 		err = build_stream_end(&b, in, cs, fast, err, &st, &ts);
 	else if (!b.codec && !err && !st.container)
 		st.usize = st.archive_size;
+	/* the shadow holds a stream decoded whole and undamaged */
+	bld_shadow_end(b.sh_stream, !err && !fast && !st.damaged, st.usize);
+	b.sh_stream = NULL;
 	if (err)
 		goto out;
 	st.checkpoints = b.nckpt;
-	err = build_meta(&b, &st, fast);
+	err = bld_shadow_finish(&sh, b.db, in->src, &st);
+	err = err ? err : build_meta(&b, &st, fast);
 	err = err ? err : db_exec(b.db, "COMMIT");
 	if (b.show)
 		fprintf(stderr, "\r\033[K");
@@ -423,6 +432,8 @@ out:
 		unlink(tmp);
 	pm_free(b.map);
 	cstream_free(cs);
+	bld_shadow_end(b.sh_stream, false, 0);
+	bld_shadow_free(&sh);
 	return err;
 }
 

@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "shadow/shadow.h"
+
 /* Checkpoint spacing when none is asked for (--gzip-spacing): zip and 7z entries, libarchive's
  * streams, stored data take IDX_SPACING_DEFAULT; a gzip stream takes a denser one, because its
  * checkpoints have sparse windows (codecs/gzip_sparse.c) of a few KiB each, and a cold read
@@ -35,6 +37,12 @@ struct idx_build_opts {
 	unsigned recursion;    /* levels of archives inside archives to index (0: none) */
 	bool strip_ext;	       /* a nested archive's folder loses its extension (a.tar.gz -> a) */
 	bool ignore_zeros;     /* read past the end-of-archive marker (tar --ignore-zeros) */
+	/* The shadow (shadow/shadow.h), written beside the index while the streams are decoded:
+	 * which streams get one (0, SHADOW_NEVER: none; the daemon and tarseek-index default to
+	 * SHADOW_AUTO, the slow ones) and the most it may take (0: half the free space of its
+	 * file system, no more). */
+	enum shadow_mode shadow;
+	uint64_t shadow_max;
 };
 
 /* The spacing of the checkpoints of a stream of codec codec_name (NULL: none). */
@@ -62,6 +70,9 @@ struct idx_input {
 	 * length is the size of the src given to idx_build_finish, the written file.  NULL: the
 	 * codec is probed from src and src is the archive. */
 	const struct codec *codec;
+	/* Where this build's shadow goes (shadow_path() of the index's final path), or NULL:
+	 * none (a nested archive, a conversion, a tool that wants none). */
+	const char *shadow_path;
 };
 
 struct idx_build_stats {
@@ -73,6 +84,8 @@ struct idx_build_stats {
 	bool single_file;      /* a compressed file that is not a tar */
 	const char *container; /* "zip", "7z" (container.h), or NULL: tar */
 	bool damaged;	       /* damage found: the index holds what was readable */
+	uint64_t shadow_bytes; /* the shadow written (0: none) */
+	uint64_t shadow_decoded; /* the decoded bytes it holds */
 };
 
 /* Writes the members, the streams and the checkpoints of in into a new index at tmp (an

@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "common/pool.h"
 #include "index/db.h"
+#include "seek/segment.h"
 #include "containers/zip.h"
 
 #define WHOLE_SPACINGS 4	   /* whole mode up to this many checkpoint spacings */
@@ -357,12 +358,18 @@ static int job_run(struct job *j)
 				.params = s->params, .params_len = s->params_len};
 	struct cstream_sink sink = {.checkpoint = job_ckpt, .opaque = j};
 	struct cstream *cs = NULL;
+	struct shadow_stream *sh = NULL;
 	struct src *win = NULL;
 	uint64_t usize = 0, read = 0, trusted;
 	int err = stream_window(S, s, &win), derr = 0;
 
-	if (!err)
+	if (!err) {
+		bld_lock(b);
+		if (bld_shadow_wants(b->shadow, s->codec, win)) /* 64 KiB segments then */
+			sh = bld_shadow_tap(b->shadow, s->id, &sink);
+		bld_unlock(b);
 		err = cstream_new(s->codec, win, &co, &sink, &cs);
+	}
 	if (!err) {
 		derr = job_read(j, cs, &read);
 		if (!derr || derr == -EIO)
@@ -382,6 +389,8 @@ static int job_run(struct job *j)
 		err = 0;
 		usize = trusted = 0;
 	}
+	/* the shadow holds the stream if it decoded whole and undamaged */
+	bld_shadow_end(sh, !err && !derr, usize);
 	bld_lock(b);
 	S->decoded += usize;
 	for (size_t i = 0; !err && i < s->nm; i++) /* what lies past the damage */
@@ -396,7 +405,9 @@ static int job_run(struct job *j)
 	if (!err) {
 		struct db_stream ds = {.id = s->id, .codec = s->codec->name, .coff = s->coff,
 				       .clen = s->clen, .usize = usize,
-				       .crcs = IDX_CRCS_SEGMENTS,
+				       .crcs = sink.seg_shift == SEG_SHIFT_FINE
+						   ? IDX_CRCS_SEGMENTS_FINE
+						   : IDX_CRCS_SEGMENTS,
 				       .flags = s->zip_local ? IDX_S_ZIPLOCAL : 0,
 				       .params = s->params, .params_len = s->params_len};
 		err = db_insert_stream(b->db, &b->ins_stream, &ds);

@@ -24,6 +24,18 @@
 struct pathmap;
 struct bld_streams;
 
+/* The shadow of a build (build_shadow.c): made at the first stream that wants one. */
+struct bld_shadow {
+	const char *path;   /* where it goes, or NULL: none */
+	const char *name;   /* the archive, for messages */
+	enum shadow_mode mode;
+	uint64_t max;
+	unsigned threads;
+	struct shadow_writer *w;
+	uint64_t id;
+	bool failed;	    /* it could not be made: no stream gets one */
+};
+
 struct builder {
 	sqlite3 *db;
 	const struct codec *codec; /* NULL for a plain tar */
@@ -37,6 +49,8 @@ struct builder {
 	uint64_t last_id; /* the row the last member became, 0 if it made none */
 	pthread_mutex_t db_lock; /* while build_cont.c decodes streams on several threads */
 	struct cstream_sink sink; /* checkpoints -> on_ckpt */
+	struct bld_shadow *shadow;
+	struct shadow_stream *sh_stream; /* the tar or single file's stream in the shadow */
 
 	/* progress */
 	struct src *file; /* the archive file */
@@ -69,6 +83,32 @@ struct row {
 	int unreadable; /* -errno, 0 if readable */
 	const char *why;
 };
+
+/* ---- build_shadow.c ---- */
+
+void bld_shadow_init(struct bld_shadow *s, const struct idx_input *in,
+		     const struct idx_build_opts *o);
+
+/* Whether a stream of codec c whose compressed bytes are in (to look for a zstd seek table)
+ * gets a shadow; the writer is made at the first that does.  Not thread-safe (build_cont.c
+ * asks under db_lock, before its jobs start). */
+bool bld_shadow_wants(struct bld_shadow *s, const struct codec *c, struct src *in);
+
+/* The shadow's handle for stream id, and the sink's tap on it (cstream_sink.tap_*).  NULL
+ * when there is no writer (any more). */
+struct shadow_stream *bld_shadow_tap(struct bld_shadow *s, uint64_t id, struct cstream_sink *sink);
+
+/* Ends stream h (NULL: none): kept with its decoded size usize, or dropped (damaged, or not
+ * decoded after all: indexed from its blocks). */
+void bld_shadow_end(struct shadow_stream *h, bool keep, uint64_t usize);
+
+/* Ends the writer: the map, the rename into place, its id recorded in the index (db, inside
+ * the build's transaction).  A shadow that cannot be made is no error: a message, none.
+ * Sets stats' shadow figures.  0 or -errno of the index itself. */
+int bld_shadow_finish(struct bld_shadow *s, sqlite3 *db, struct src *archive,
+		      struct idx_build_stats *st);
+
+void bld_shadow_free(struct bld_shadow *s); /* the writer, if not finished: removed */
 
 /* ---- build_rows.c ---- */
 

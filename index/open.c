@@ -152,7 +152,10 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 		.mtime = sb.st_mtim.tv_sec,
 		.mtime_nsec = (uint32_t)sb.st_mtim.tv_nsec,
 	};
+	char *shadow = o->shadow != SHADOW_NEVER ? shadow_path(index_path) : NULL;
+	in.shadow_path = shadow;
 	err = idx_build_from(&in, index_path, o, stats);
+	free(shadow);
 	src_free(file);
 	return err;
 }
@@ -277,7 +280,11 @@ static int build_target(const struct target *t, const char *index, const struct 
 		.etag = http_etag(t->obj),
 		.last_modified = http_last_modified(t->obj),
 	};
-	return idx_build_from(&in, index, &o->build, stats);
+	char *shadow = o->build.shadow != SHADOW_NEVER ? shadow_path(index) : NULL;
+	in.shadow_path = shadow; /* in the cache folder, beside the index */
+	int err = idx_build_from(&in, index, &o->build, stats);
+	free(shadow);
+	return err;
 }
 
 /* Uses path if valid (0), else builds it when allowed.  -EAGAIN: not usable, try the next

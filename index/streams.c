@@ -24,6 +24,7 @@
 #include "common/size.h"
 #include "containers/zip.h"
 #include "index/db.h"
+#include "shadow/shadow.h"
 #include "seek/prefetch.h"
 #include "seek/segment.h"
 
@@ -87,8 +88,52 @@ static int stream_ranges(struct astream *st, struct conn *c, struct creader_rang
 	return r < 0 ? r : 0;
 }
 
-/* The checkpoints of st (and their segment CRCs) into a new reader.  0 or -errno (logged). */
-static int stream_reader(struct astream *st, struct conn *c)
+/* The archive's shadow (shadow/shadow.h), opened at the first stream that can use it
+ * (streams_lock held): NULL when there is none or it cannot be used, which is said once. */
+static struct shadow *arch_shadow(struct arch *a, struct conn *c)
+{
+#if HAVE_SHADOW
+	char *id = NULL, *fp = NULL, *path = NULL;
+	int err;
+
+	if (a->shadow_state != ARCH_SH_UNTRIED)
+		return a->shadow_state == ARCH_SH_OPEN ? a->shadow : NULL;
+	a->shadow_state = ARCH_SH_NONE;
+	if (a->env.shadow == SHADOW_NEVER || !(id = db_meta_get(c->db, "shadow_id")))
+		return NULL;
+	fp = db_meta_get(c->db, "fingerprint");
+	path = shadow_path(a->index_shown);
+	if (!fp || !path) {
+		err = -ENOMEM;
+	} else {
+		err = shadow_open(path, strtoull(id, NULL, 16), fp, &a->shadow);
+		if (!err)
+			a->shadow_state = ARCH_SH_OPEN;
+	}
+	if (err == -ENOENT)
+		tfs_log(TFS_LOG_INFO, "%s: its shadow %s is gone: reads decode the archive", a->path,
+			path);
+	else if (err)
+		tfs_log(TFS_LOG_WARNING, "%s: its shadow %s is not used (%s): reads decode the "
+			"archive", a->path, path ? path : "",
+			err == -ESTALE ? "it belongs to another index or archive"
+			: err == -EIO  ? "damaged or cut short"
+				       : strerror(-err));
+	free(id);
+	free(fp);
+	free(path);
+	return a->shadow;
+#else
+	(void)a, (void)c;
+	return NULL;
+#endif
+}
+
+/* The checkpoints of st (and their segment CRCs) into a new reader *out: over the shadow
+ * when use_shadow and the shadow holds the stream (st->shadowed then set), else over the
+ * archive.  0 or -errno (logged). */
+static int stream_reader(struct astream *st, struct conn *c, bool use_shadow,
+			 struct creader **out)
 {
 	static const uint32_t no_segments[1];
 	struct arch *a = st->a;
@@ -182,7 +227,35 @@ static int stream_reader(struct astream *st, struct conn *c)
 		p.params = st->params;
 		p.params_len = st->params_len;
 	}
-	err = creader_new(&p, &st->reader);
+#if HAVE_SHADOW
+	struct shadow *sh = shift && use_shadow ? arch_shadow(a, c) : NULL;
+	struct codec_ckpt *sck = NULL;
+	size_t sn = 0;
+	if (sh && shadow_stream_ckpts(sh, st->id, st->usize, shift, &sck, &sn) == 0) {
+		/* the same segments, their CRCs from the index: decoded from the shadow's frames */
+		p.codec = &codec_zstd;
+		p.in = shadow_src(sh);
+		p.ckpts = sck;
+		p.nckpts = sn;
+		p.load_aux = NULL;
+		free(ck);
+		ck = sck;
+		st->shadowed = true;
+	}
+#else
+	(void)use_shadow;
+#endif
+	err = creader_new(&p, out);
+	if (err == -EINVAL && st->shadowed) { /* the shadow's frames do not fit the index */
+		tfs_log(TFS_LOG_WARNING, "%s: its shadow does not fit its index (stream %llu): "
+			"reads decode the archive", a->path, (unsigned long long)st->id);
+		st->shadowed = false;
+		sqlite3_reset(q);
+		free(ck);
+		free(crcs);
+		free(ranges);
+		return stream_reader(st, c, false, out);
+	}
 	if (err == -EINVAL)
 		tfs_log(TFS_LOG_ERR, "%s: index damaged (inconsistent checkpoints in stream %llu)",
 			a->index_shown, (unsigned long long)st->id);
@@ -200,6 +273,7 @@ static void stream_free(struct astream *st)
 {
 	if (!st)
 		return;
+	creader_free(atomic_load(&st->fallback));
 	creader_free(st->reader);
 	src_free(st->in);
 	free(st->params);
@@ -275,7 +349,7 @@ static int stream_make(struct arch *a, uint64_t id, struct astream **out)
 	}
 	if (!err) {
 		st->in = src_window(a->file, start, st->clen);
-		err = st->in ? stream_reader(st, c) : -ENOMEM;
+		err = st->in ? stream_reader(st, c, true, &st->reader) : -ENOMEM;
 	}
 	arch_conn_put(a, c);
 	if (err) {
@@ -364,6 +438,10 @@ void arch_streams_free(struct arch *a)
 	while ((n = htable_pop(&a->streams)))
 		stream_free(htable_entry(n, struct astream, hnode));
 	htable_fini(&a->streams);
+#if HAVE_SHADOW
+	shadow_close(a->shadow);
+	a->shadow = NULL;
+#endif
 }
 
 int arch_prefetch(struct arch *a, struct prefetch *pf)
@@ -447,4 +525,42 @@ void arch_get_reader_stats(struct arch *a, struct creader_stats *out)
 		out->ahead_waits += s.ahead_waits;
 	}
 	pthread_mutex_unlock(&a->streams_lock);
+}
+
+/* A read through the shadow failed (damaged, cut short or replaced since it was opened): the
+ * stream's reader over the archive, made once (streams_lock). */
+static struct creader *stream_fallback(struct astream *st)
+{
+	struct arch *a = st->a;
+	struct creader *r = NULL;
+	struct conn *c;
+
+	pthread_mutex_lock(&a->streams_lock);
+	r = atomic_load(&st->fallback);
+	if (!r && arch_conn_get(a, &c) == 0) {
+		if (stream_reader(st, c, false, &r) == 0) {
+			if (a->shadow_state == ARCH_SH_OPEN) /* no other stream starts on it */
+				tfs_log(TFS_LOG_WARNING, "%s: a read of its shadow failed: reads "
+					"decode the archive instead", a->path);
+			a->shadow_state = ARCH_SH_NONE; /* closed with the streams */
+			atomic_store(&st->fallback, r);
+		}
+		arch_conn_put(a, c);
+	}
+	pthread_mutex_unlock(&a->streams_lock);
+	return r;
+}
+
+ssize_t arch_stream_read(struct astream *st, void *buf, size_t len, uint64_t off,
+			 uint64_t ahead_to)
+{
+	struct creader *r = atomic_load(&st->fallback);
+	ssize_t n;
+
+	if (r)
+		return creader_read_ahead(r, buf, len, off, ahead_to);
+	n = creader_read_ahead(st->reader, buf, len, off, ahead_to);
+	if (n == -EIO && st->shadowed && (r = stream_fallback(st)))
+		n = creader_read_ahead(r, buf, len, off, ahead_to);
+	return n;
 }

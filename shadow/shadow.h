@@ -59,10 +59,15 @@ char *shadow_path(const char *index_path);
 /* ---- When (shadow_policy.c) ---- */
 
 enum shadow_mode {
-	SHADOW_AUTO,   /* where a random read is costly (the default) */
+	SHADOW_NEVER,  /* 0: what a zeroed options struct asks (tests, tools that want none) */
+	SHADOW_AUTO,   /* where a random read is costly (the daemon's and tarseek-index's default) */
 	SHADOW_ALWAYS, /* every decoded stream */
-	SHADOW_NEVER,
 };
+
+/* The mode when no --shadow is given: SHADOW_AUTO, or what $TARSEEK_SHADOW says (the test
+ * suite runs with never, so that its tests read the archives; tests/mount/test_shadow.py
+ * asks for the shadow itself). */
+enum shadow_mode shadow_default(void);
 
 /* "auto", "always", "never" -> 0 and *out, or -EINVAL. */
 int shadow_mode_parse(const char *s, enum shadow_mode *out);
@@ -90,7 +95,6 @@ struct shadow_writer;
 
 struct shadow_wopts {
 	uint64_t id;		 /* the index's shadow id */
-	const char *fingerprint; /* the index's stamp of the archive */
 	int level;		 /* zstd level; 0: SHADOW_LEVEL */
 	size_t frame;		 /* decoded bytes a frame aims at; 0: SHADOW_FRAME */
 	unsigned threads;	 /* compressing jobs (0: none, every frame stored) */
@@ -129,9 +133,10 @@ struct shadow_wstats {
 };
 void shadow_writer_stats(const struct shadow_writer *w, struct shadow_wstats *out);
 
-/* Writes the map and the seek table, syncs and renames the file into place.  0, or -errno when
- * there is no shadow (the temporary file is removed; an earlier error was logged then). */
-int shadow_writer_finish(struct shadow_writer *w);
+/* Writes the map (with fingerprint, the index's stamp of the archive) and the seek table, and
+ * renames the file into place.  0, or -errno when there is no shadow (the temporary file is
+ * removed by shadow_writer_free; the cause was logged). */
+int shadow_writer_finish(struct shadow_writer *w, const char *fingerprint);
 
 /* Removes the temporary file and frees w (after finish: frees it only).  NULL does nothing. */
 void shadow_writer_free(struct shadow_writer *w);

@@ -25,6 +25,22 @@ static const char *const mode_names[] = {
     [SHADOW_NEVER] = "never",
 };
 
+char *shadow_path(const char *index_path)
+{
+	size_t n = strlen(index_path);
+	const char *sfx = ".sqlite";
+	size_t k = strlen(sfx);
+	char *p = malloc(n + 16);
+
+	if (!p)
+		return NULL;
+	if (n > k && strcmp(index_path + n - k, sfx) == 0)
+		n -= k;
+	memcpy(p, index_path, n);
+	strcpy(p + n, ".shadow.zst");
+	return p;
+}
+
 int shadow_mode_parse(const char *s, enum shadow_mode *out)
 {
 	for (size_t i = 0; i < sizeof(mode_names) / sizeof(*mode_names); i++) {
@@ -34,6 +50,14 @@ int shadow_mode_parse(const char *s, enum shadow_mode *out)
 		}
 	}
 	return -EINVAL;
+}
+
+enum shadow_mode shadow_default(void)
+{
+	const char *v = getenv("TARSEEK_SHADOW");
+	enum shadow_mode m;
+
+	return v && shadow_mode_parse(v, &m) == 0 ? m : SHADOW_AUTO;
 }
 
 const char *shadow_mode_name(enum shadow_mode m)

@@ -45,7 +45,7 @@
 #include "common/log.h"
 #include "common/pool.h"
 
-#define SW_NICE 5
+#define SW_NICE 0 /* as the decoder: a full ring stores frames, so the pass never waits long */
 #define SW_MAX_JOBS 16
 
 enum { SLOT_FREE, SLOT_QUEUED, SLOT_RUNNING, SLOT_DONE };
@@ -110,22 +110,6 @@ struct shadow_writer {
 	struct pool_job *jobs[SW_MAX_JOBS];
 	unsigned njobs;
 };
-
-char *shadow_path(const char *index_path)
-{
-	size_t n = strlen(index_path);
-	const char *sfx = ".sqlite";
-	size_t k = strlen(sfx);
-	char *p = malloc(n + 16);
-
-	if (!p)
-		return NULL;
-	if (n > k && strcmp(index_path + n - k, sfx) == 0)
-		n -= k;
-	memcpy(p, index_path, n);
-	strcpy(p + n, ".shadow.zst");
-	return p;
-}
 
 /* The first error: logged once, and everything after is ignored. */
 static void fail(struct shadow_writer *w, int err, const char *what)
@@ -305,9 +289,8 @@ int shadow_writer_new(const char *path, const struct shadow_wopts *o, struct sha
 	w->id = o->id;
 	w->path = strdup(path);
 	w->name = strdup(o->name ? o->name : path);
-	w->fp = strdup(o->fingerprint ? o->fingerprint : "");
 	w->tmp = malloc(strlen(path) + 32);
-	if (!w->path || !w->name || !w->fp || !w->tmp)
+	if (!w->path || !w->name || !w->tmp)
 		goto fail;
 	snprintf(w->tmp, strlen(path) + 32, "%s.tmp.%ld", path, (long)getpid());
 	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -529,7 +512,7 @@ static void stop_jobs(struct shadow_writer *w)
 	w->njobs = 0;
 }
 
-int shadow_writer_finish(struct shadow_writer *w)
+int shadow_writer_finish(struct shadow_writer *w, const char *fingerprint)
 {
 	uint8_t *map = NULL, *skip = NULL, *tab = NULL;
 	size_t maplen = 0, skiplen = 0, tablen = 0;
@@ -548,7 +531,8 @@ int shadow_writer_finish(struct shadow_writer *w)
 	stop_jobs(w);
 	if (w->failed)
 		goto out_fail;
-	err = map_bytes(w, &map, &maplen);
+	w->fp = strdup(fingerprint ? fingerprint : "");
+	err = w->fp ? map_bytes(w, &map, &maplen) : -ENOMEM;
 	if (!err)
 		err = zsk_skippable(SHADOW_MAP_NIBBLE, map, maplen, &skip, &skiplen);
 	if (!err)

@@ -86,7 +86,7 @@ static int write_shadow(const char *path, struct tstream *ts, size_t n, unsigned
 			size_t frame, uint64_t max_bytes, struct shadow_wstats *st, bool interleave)
 {
 	struct shadow_writer *w;
-	struct shadow_wopts o = {.id = 42, .fingerprint = "fp-1", .threads = threads,
+	struct shadow_wopts o = {.id = 42, .threads = threads,
 				 .frame = frame, .max_bytes = max_bytes, .name = "test"};
 	struct feed f[8] = {{0}};
 	int err = shadow_writer_new(path, &o, &w);
@@ -111,7 +111,7 @@ static int write_shadow(const char *path, struct tstream *ts, size_t n, unsigned
 	}
 	if (st)
 		shadow_writer_stats(w, st);
-	err = shadow_writer_finish(w);
+	err = shadow_writer_finish(w, "fp-1");
 	shadow_writer_free(w);
 	return err;
 }
