@@ -385,8 +385,13 @@ int arch_describe(struct arch *a, uint64_t ino, char *buf, size_t size)
 	const char *codec = r > 0 && sqlite3_column_type(c->describe, 8) == SQLITE_TEXT
 				? (const char *)sqlite3_column_text(c->describe, 8)
 				: a->codec_name;
-	n = snprintf(buf, size, "kind=archive\nformat=%s\nsource=%s\ncodec=%s\nindex=%s\n",
-		     a->format ? a->format : "tar", a->path, codec ? codec : "none", a->index_shown);
+	/* the shadow its reads use (opened at the first read of a stream it holds) */
+	pthread_mutex_lock(&a->streams_lock);
+	bool shadow = a->shadow_state == ARCH_SH_OPEN;
+	pthread_mutex_unlock(&a->streams_lock);
+	n = snprintf(buf, size, "kind=archive\nformat=%s\nsource=%s\ncodec=%s\nindex=%s\n"
+		     "shadow=%s\n", a->format ? a->format : "tar", a->path,
+		     codec ? codec : "none", a->index_shown, shadow ? "open" : "none");
 	if (n < 0 || (size_t)n >= size) {
 		sqlite3_reset(c->describe);
 		arch_conn_put(a, c);

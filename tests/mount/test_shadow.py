@@ -1,0 +1,299 @@
+"""The shadow (shadow/): what the first mount decodes, kept beside the index as seekable zstd.
+
+Archives made by the real tools in every codec the shadow serves; the first mount writes the
+shadow, the second reads through it and every byte is compared with GNU tar's extraction (and
+`zstd -d` of the shadow with the tar).  Then what must never give wrong bytes: a shadow
+missing, cut short, damaged in a frame, another index's, deleted or replaced under a running
+mount, a full disk while it is written, an index built without one, two first mounts at once.
+
+The suite runs with TARSEEK_SHADOW=never (tests/mount/meson.build); these tests ask for the
+shadow with --shadow.
+"""
+import os
+import shutil
+import subprocess
+import threading
+
+import pytest
+
+from conftest import (TARSEEK, compare_trees, gnu_extract, have, make_tree, require_codec,
+                      require_tool, run, semi_random)
+
+
+def text_data(n, seed):
+    import random
+    rng = random.Random(seed)
+    words = [("w%x" % rng.getrandbits(20)).encode() for _ in range(2000)]
+    out = bytearray()
+    i = 0
+    while len(out) < n:
+        out += b"%d " % i + b" ".join(rng.choices(words, k=12)) + b"\n"
+        i += 1
+    return bytes(out[:n])
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """A tree of about 3 MB (small files and a few large ones) and its plain tar."""
+    base = tmp_path_factory.mktemp("shadow-tree")
+    src = base / "src"
+    make_tree(src)
+    data = src / "data"
+    data.mkdir()
+    (data / "text.txt").write_bytes(text_data(1_500_000, 1))
+    (data / "semi.bin").write_bytes(semi_random(700_000, 2))
+    for i in range(60):
+        (data / f"f{i:02d}.txt").write_bytes(text_data(500 + i * 997, 10 + i))
+    tar = base / "tree.tar"
+    run("tar", "cf", tar, "-C", src, ".")
+    ref = base / "ref"
+    gnu_extract(tar, ref)
+    return tar, ref
+
+
+def make(tree, tmp_path, argv, suffix):
+    tar, _ = tree
+    out = tmp_path / ("tree" + suffix)
+    with open(tar, "rb") as i, open(out, "wb") as o:
+        r = subprocess.run(argv, stdin=i, stdout=o, stderr=subprocess.PIPE)
+    assert r.returncode == 0, (argv, r.stderr)
+    return out
+
+
+def shadow_of(index):
+    return str(index)[: -len(".sqlite")] + ".shadow.zst"
+
+
+def xattr(path, key):
+    return os.getxattr(path, "user.tarseek." + key).decode()
+
+
+# codec: (compressor argv (stdin -> stdout), suffix, codec name for require_codec)
+CODECS = {
+    "xz-single": (["xz", "-3", "-T1", "-c"], ".tar.xz", "xz"),
+    "xz-blocks": (["xz", "-1", "-T2", "--block-size=1MiB", "-c"], ".tar.xz", "xz"),
+    "bzip2": (["bzip2", "-1", "-c"], ".tar.bz2", "bzip2"),
+    "lzma": (["xz", "--format=lzma", "-3", "-c"], ".tar.lzma", "lzma"),
+    "lzip": (["lzip", "-3", "-c"], ".tar.lz", "lzip"),
+    "compress": (["compress", "-c"], ".tar.Z", "compress"),
+    "lz4": (["lz4", "-q", "-c"], ".tar.lz4", "lz4"),
+    "lzop": (["lzop", "-c"], ".tar.lzo", "lzo"),
+    "zstd-one-frame": (["zstd", "-q", "-3", "-c"], ".tar.zst", "zstd"),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(CODECS))
+def test_codec_reads_through_the_shadow(variant, tree, tmp_path, mount):
+    argv, suffix, codec = CODECS[variant]
+    require_tool(argv[0])
+    require_codec(codec)
+    archive = make(tree, tmp_path, argv, suffix)
+    index = tmp_path / "i.index.sqlite"
+    with mount(archive, "--index-file", index, "--shadow", "auto", "--no-prefetch") as m:
+        assert "no shadow" not in m.log(), m.log()
+    shadow = shadow_of(index)
+    assert os.path.getsize(shadow) > 0
+    assert not [f for f in os.listdir(tmp_path) if ".tmp." in f]  # nothing left half-made
+    # zstd -d writes the decoded tar out
+    if have("zstd"):
+        out = subprocess.run(["zstd", "-q", "-d", "-c", shadow], capture_output=True).stdout
+        assert out == open(tree[0], "rb").read()
+    with mount(archive, "--index-file", index, "--shadow", "auto", "--no-prefetch") as m:
+        assert "indexed" not in m.log()
+        compare_trees(m.path, tree[1])
+        assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "open"
+        assert "shadow" not in m.log(), m.log()
+
+
+def test_gzip_only_when_asked(tree, tmp_path, mount):
+    archive = make(tree, tmp_path, ["gzip", "-6", "-c"], ".tar.gz")
+    index = tmp_path / "g.index.sqlite"
+    with mount(archive, "--index-file", index, "--shadow", "auto", "--no-prefetch"):
+        pass
+    assert not os.path.exists(shadow_of(index))  # cheap already: none under auto
+    with mount(archive, "--index-file", index, "--shadow", "always", "--recreate-index",
+               "--no-prefetch"):
+        pass
+    assert os.path.exists(shadow_of(index))
+    with mount(archive, "--index-file", index, "--shadow", "always", "--no-prefetch") as m:
+        compare_trees(m.path, tree[1])
+        assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "open"
+    # never: not made, and not read where there is one
+    with mount(archive, "--index-file", index, "--shadow", "never", "--no-prefetch") as m:
+        compare_trees(m.path, tree[1])
+        assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "none"
+
+
+def test_plain_tar_has_none(tree, tmp_path, mount):
+    index = tmp_path / "p.index.sqlite"
+    with mount(tree[0], "--index-file", index, "--shadow", "always"):
+        pass
+    assert not os.path.exists(shadow_of(index))
+
+
+@pytest.fixture
+def shadowed(tree, tmp_path, mount):
+    """A single-block .tar.xz with its index and shadow made by a first mount."""
+    require_tool("xz")
+    archive = make(tree, tmp_path, ["xz", "-3", "-T1", "-c"], ".tar.xz")
+    index = tmp_path / "s.index.sqlite"
+    with mount(archive, "--index-file", index, "--shadow", "auto", "--no-prefetch"):
+        pass
+    assert os.path.exists(shadow_of(index))
+    return archive, index, shadow_of(index)
+
+
+def test_shadow_missing(shadowed, tree, mount):
+    archive, index, shadow = shadowed
+    os.unlink(shadow)
+    with mount(archive, "--index-file", index, "--shadow", "auto", "--no-prefetch") as m:
+        compare_trees(m.path, tree[1])
+        assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "none"
+        assert "is gone" in m.log()
+
+
+@pytest.mark.parametrize("cut", [1, 9, 5000, 100000])
+def test_shadow_cut_short(shadowed, tree, mount, cut):
+    archive, index, shadow = shadowed
+    size = os.path.getsize(shadow)
+    os.truncate(shadow, size - cut)
+    with mount(archive, "--index-file", index, "--shadow", "auto", "--no-prefetch") as m:
+        compare_trees(m.path, tree[1])
+        assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "none"
+        log = m.log()
+    assert len(log.splitlines()) == 1 and "damaged or cut short" in log, log
+
+
+def test_shadow_damaged_frame(shadowed, tree, mount):
+    """A flipped byte inside a frame: the read that meets it is made from the archive; every
+    byte is right, one error of the frame and one line saying the archive is read instead."""
+    archive, index, shadow = shadowed
+    with open(shadow, "r+b") as f:
+        f.seek(300)
+        b = f.read(1)
+        f.seek(300)
+        f.write(bytes([b[0] ^ 0x10]))
+    with mount(archive, "--index-file", index, "--shadow", "auto", "--no-prefetch",
+               allow_errors=True) as m:
+        compare_trees(m.path, tree[1])
+        log = m.log()
+    assert "reads decode the archive instead" in log, log
+
+
+def test_shadow_of_another_index(shadowed, tree, tmp_path, mount):
+    archive, index, shadow = shadowed
+    # a second index (and shadow) of the same archive; its shadow put in the first's place
+    index2 = tmp_path / "t.index.sqlite"
+    with mount(archive, "--index-file", index2, "--shadow", "auto", "--no-prefetch"):
+        pass
+    shutil.copyfile(shadow_of(index2), shadow)
+    with mount(archive, "--index-file", index, "--shadow", "auto", "--no-prefetch") as m:
+        compare_trees(m.path, tree[1])
+        assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "none"
+        log = m.log()
+    assert "belongs to another index or archive" in log, log
+
+
+def test_shadow_replaced_under_a_running_mount(shadowed, tree, tmp_path, mount):
+    """Deleted, then replaced by garbage while mounted: the mount keeps the file it opened and
+    every byte stays right (a small cache, so the second pass reads the shadow again)."""
+    archive, index, shadow = shadowed
+    with mount(archive, "--index-file", index, "--shadow", "auto", "--no-prefetch",
+               "--cache-size", "4M", "--disk-cache-size", "0") as m:
+        compare_trees(m.path, tree[1])
+        assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "open"
+        os.unlink(shadow)
+        with open(shadow, "wb") as f:
+            f.write(os.urandom(os.path.getsize(tree[0]) // 4))
+        compare_trees(m.path, tree[1])
+
+
+def test_old_index_without_shadow(tree, tmp_path, mount):
+    """An index built with --shadow never is used as it is by a mount that would make one."""
+    require_tool("xz")
+    archive = make(tree, tmp_path, ["xz", "-3", "-T1", "-c"], ".tar.xz")
+    index = tmp_path / "o.index.sqlite"
+    with mount(archive, "--index-file", index, "--shadow", "never", "--no-prefetch"):
+        pass
+    assert not os.path.exists(shadow_of(index))
+    with mount(archive, "--index-file", index, "--shadow", "auto", "--no-prefetch") as m:
+        assert "indexed" not in m.log()
+        compare_trees(m.path, tree[1])
+        assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "none"
+
+
+def test_shadow_too_large(tree, tmp_path, mount):
+    require_tool("xz")
+    archive = make(tree, tmp_path, ["xz", "-3", "-T1", "-c"], ".tar.xz")
+    index = tmp_path / "l.index.sqlite"
+    with mount(archive, "--index-file", index, "--shadow", "auto", "--shadow-max", "1M",
+               "--no-prefetch") as m:
+        compare_trees(m.path, tree[1])
+        assert "no shadow is kept" in m.log()
+    assert not os.path.exists(shadow_of(index))
+    assert not [f for f in os.listdir(tmp_path) if ".tmp." in f]
+
+
+def test_disk_full(tree, tmp_path, mount):
+    """The index's folder on a file system with room for the index but not the shadow: a
+    message, no shadow, the mount works."""
+    require_tool("xz")
+    archive = make(tree, tmp_path, ["xz", "-3", "-T1", "-c"], ".tar.xz")
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1200k", "tmpfs", small]).returncode:
+        pytest.skip("cannot mount a tmpfs")
+    try:
+        index = small / "f.index.sqlite"
+        with mount(archive, "--index-file", index, "--shadow", "auto", "--no-prefetch") as m:
+            compare_trees(m.path, tree[1])
+            assert "no shadow is kept" in m.log(), m.log()
+        assert not os.path.exists(shadow_of(index))
+        assert not [f for f in os.listdir(small) if ".tmp." in f]
+    finally:
+        subprocess.run(["umount", "-l", small])
+
+
+def test_two_first_mounts_at_once(tree, tmp_path):
+    """Two daemons build the same index and shadow at once: both mounts work, and what is left
+    is an index and a shadow that go together (a third mount reads through it)."""
+    require_tool("xz")
+    archive = make(tree, tmp_path, ["xz", "-3", "-T1", "-c"], ".tar.xz")
+    index = tmp_path / "c.index.sqlite"
+    mnts = [tmp_path / "a", tmp_path / "b"]
+    for mnt in mnts:
+        mnt.mkdir()
+    errs = []
+
+    def one(mnt):
+        r = subprocess.run([TARSEEK, "--index-file", str(index), "--shadow", "auto",
+                            "--no-prefetch", str(archive), str(mnt)], capture_output=True,
+                           text=True, timeout=120)
+        if r.returncode:
+            errs.append(r.stderr)
+
+    threads = [threading.Thread(target=one, args=(m,)) for m in mnts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert not errs, errs
+        for mnt in mnts:
+            compare_trees(str(mnt), tree[1])
+    finally:
+        for mnt in mnts:
+            subprocess.run(["fusermount3", "-u", "-z", str(mnt)])
+    assert not [f for f in os.listdir(tmp_path) if ".tmp." in f]
+    out = tmp_path / "third"
+    out.mkdir()
+    r = subprocess.run([TARSEEK, "--index-file", str(index), "--shadow", "auto", "--no-prefetch",
+                        str(archive), str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    try:
+        compare_trees(str(out), tree[1])
+        # the index that won the race goes with one of the two shadows: if it is the other
+        # one, the mount says so and reads the archive -- never other bytes
+        assert xattr(os.path.join(str(out), "data", "text.txt"), "shadow") in ("open", "none")
+    finally:
+        subprocess.run(["fusermount3", "-u", "-z", str(out)])
