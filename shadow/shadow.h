@@ -151,6 +151,10 @@ struct shadow;
  * it does about it. */
 int shadow_open(const char *path, uint64_t id, const char *fingerprint, struct shadow **out);
 
+/* The same over a source (owned by the result, freed on error too).  id 0 and fingerprint
+ * NULL accept any (real ids are never 0): for tools that look into a shadow, and the fuzzer. */
+int shadow_open_src(struct src *file, uint64_t id, const char *fingerprint, struct shadow **out);
+
 /* The shadow's frames of stream stream_id as checkpoints of codec_zstd over shadow_src (one
  * per frame: uoff, ulen, coff, flags = the frame's number), malloc'd.  usize and seg_shift are
  * the index's for the stream: a shadow that disagrees is -EIO.  -ENOENT if the shadow does not
@@ -161,8 +165,10 @@ int shadow_stream_ckpts(struct shadow *sh, uint64_t stream_id, uint64_t usize, u
 /* The shadow file as a source (owned by sh, thread-safe). */
 struct src *shadow_src(struct shadow *sh);
 
-/* Streams held, and the file's size. */
+/* Streams held, and the file's size; stream i's id, decoded size and segment shift. */
 size_t shadow_nstreams(const struct shadow *sh);
+void shadow_stream_info(const struct shadow *sh, size_t i, uint64_t *id, uint64_t *usize,
+			unsigned *seg_shift);
 uint64_t shadow_size(const struct shadow *sh);
 
 void shadow_close(struct shadow *sh); /* NULL does nothing */

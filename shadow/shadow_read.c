@@ -57,7 +57,7 @@ static int parse_map(struct shadow *sh, const uint8_t *p, size_t n, uint64_t id,
 	fpl = le32(p + 24);
 	if (28 + fpl + 4 + 4 > n)
 		return -EIO;
-	if (le64(p + 16) != id || fpl != strlen(fp) || memcmp(p + 28, fp, fpl) != 0)
+	if ((id && le64(p + 16) != id) || (fp && (fpl != strlen(fp) || memcmp(p + 28, fp, fpl))))
 		return -ESTALE;
 	ns = le32(p + 28 + fpl);
 	at = 28 + fpl + 4;
@@ -132,18 +132,18 @@ static int read_map(struct shadow *sh, uint64_t id, const char *fp)
 	return err;
 }
 
-int shadow_open(const char *path, uint64_t id, const char *fingerprint, struct shadow **out)
+int shadow_open_src(struct src *file, uint64_t id, const char *fingerprint, struct shadow **out)
 {
 	struct shadow *sh;
 	int err;
 
 	*out = NULL;
 	sh = calloc(1, sizeof(*sh));
-	if (!sh)
+	if (!sh) {
+		src_free(file);
 		return -ENOMEM;
-	err = src_open_file(path, &sh->file);
-	if (err)
-		goto fail;
+	}
+	sh->file = file;
 	err = zsk_table_read(sh->file, &sh->tab);
 	if (!err && !sh->tab)
 		err = -EIO; /* no valid seek table: cut short, or not a shadow */
@@ -159,16 +159,27 @@ int shadow_open(const char *path, uint64_t id, const char *fingerprint, struct s
 		sh->coff[i] = c;
 		c += sh->tab->csize[i];
 	}
-	err = read_map(sh, id, fingerprint ? fingerprint : "");
+	err = read_map(sh, id, fingerprint);
 	if (err)
 		goto fail;
 	*out = sh;
 	return 0;
 fail:
-	if (err != -ENOENT && err != -ENOMEM && err != -ESTALE && err != -EACCES)
+	if (err != -ENOMEM && err != -ESTALE)
 		err = -EIO;
 	shadow_close(sh);
 	return err;
+}
+
+int shadow_open(const char *path, uint64_t id, const char *fingerprint, struct shadow **out)
+{
+	struct src *file;
+	int err = src_open_file(path, &file);
+
+	*out = NULL;
+	if (err)
+		return err == -ENOENT || err == -ENOMEM || err == -EACCES ? err : -EIO;
+	return shadow_open_src(file, id, fingerprint ? fingerprint : "", out);
 }
 
 int shadow_stream_ckpts(struct shadow *sh, uint64_t stream_id, uint64_t usize, unsigned seg_shift,
@@ -213,6 +224,14 @@ struct src *shadow_src(struct shadow *sh)
 size_t shadow_nstreams(const struct shadow *sh)
 {
 	return sh->nstreams;
+}
+
+void shadow_stream_info(const struct shadow *sh, size_t i, uint64_t *id, uint64_t *usize,
+			unsigned *seg_shift)
+{
+	*id = sh->streams[i].id;
+	*usize = sh->streams[i].usize;
+	*seg_shift = sh->streams[i].shift;
 }
 
 uint64_t shadow_size(const struct shadow *sh)
