@@ -24,6 +24,7 @@
 #include "common/size.h"
 #include "containers/zip.h"
 #include "index/db.h"
+#include "index/shadow_make.h"
 #include "shadow/shadow.h"
 #include "seek/prefetch.h"
 #include "seek/segment.h"
@@ -93,33 +94,36 @@ static int stream_ranges(struct astream *st, struct conn *c, struct creader_rang
 static struct shadow *arch_shadow(struct arch *a, struct conn *c)
 {
 #if HAVE_SHADOW
-	char *id = NULL, *fp = NULL, *path = NULL;
+	char *made = NULL, *fp = NULL, *path = NULL;
+	uint64_t id;
 	int err;
 
 	if (a->shadow_state != ARCH_SH_UNTRIED)
 		return a->shadow_state == ARCH_SH_OPEN ? a->shadow : NULL;
 	a->shadow_state = ARCH_SH_NONE;
-	if (a->env.shadow == SHADOW_NEVER || !(id = db_meta_get(c->db, "shadow_id")))
+	if (a->env.shadow == SHADOW_NEVER)
 		return NULL;
+	made = db_meta_get(c->db, "shadow_id"); /* made with the index, or later (shadow_make.h) */
+	id = idx_shadow_id(c->db, a->index_shown);
 	fp = db_meta_get(c->db, "fingerprint");
 	path = shadow_path(a->index_shown);
-	if (!fp || !path) {
+	if (!fp || !path || !id) {
 		err = -ENOMEM;
 	} else {
-		err = shadow_open(path, strtoull(id, NULL, 16), fp, &a->shadow);
+		err = shadow_open(path, id, fp, &a->shadow);
 		if (!err)
 			a->shadow_state = ARCH_SH_OPEN;
 	}
-	if (err == -ENOENT)
+	if (err == -ENOENT && made)
 		tfs_log(TFS_LOG_INFO, "%s: its shadow %s is gone: reads decode the archive", a->path,
 			path);
-	else if (err)
+	else if (err && err != -ENOENT)
 		tfs_log(TFS_LOG_WARNING, "%s: its shadow %s is not used (%s): reads decode the "
 			"archive", a->path, path ? path : "",
 			err == -ESTALE ? "it belongs to another index or archive"
 			: err == -EIO  ? "damaged or cut short"
 				       : strerror(-err));
-	free(id);
+	free(made);
 	free(fp);
 	free(path);
 	return a->shadow;
