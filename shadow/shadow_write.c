@@ -47,11 +47,15 @@
 
 #define SW_NICE 0 /* as the decoder: a full ring stores frames, so the pass never waits long */
 #define SW_MAX_JOBS 16
+/* frames waiting for a job at most: about 32 MiB of them, so that a fast decoder's bursts are
+ * compressed as the jobs catch up rather than stored */
+#define SW_SLOTS 256
 
 enum { SLOT_FREE, SLOT_QUEUED, SLOT_RUNNING, SLOT_DONE };
 
 struct slot {
-	uint8_t *in, *out;
+	uint8_t *in, *out; /* made at the first frame the slot holds, grown for a larger one */
+	size_t cap;	   /* in's size (out's: zsk_bound(cap)) */
 	size_t len, out_len;
 	int state; /* lock */
 	int err;
@@ -237,6 +241,19 @@ static void emit_locked(struct shadow_writer *w, struct shadow_stream *ss, size_
 		flush_done(w);
 	}
 	s = &w->slots[w->tail];
+	if (s->cap < len) {
+		size_t cap = len > w->target ? len : w->target;
+		free(s->in);
+		free(s->out);
+		s->in = malloc(cap);
+		s->out = malloc(zsk_bound(cap));
+		s->cap = s->in && s->out ? cap : 0;
+		if (!s->cap) {
+			pthread_mutex_unlock(&w->lock);
+			fail(w, -ENOMEM, "a frame's buffer");
+			return;
+		}
+	}
 	memcpy(s->in, ss->cur, len);
 	s->len = len;
 	s->err = 0;
@@ -303,19 +320,13 @@ int shadow_writer_new(const char *path, const struct shadow_wopts *o, struct sha
 	unsigned threads = o->threads;
 	if (threads > SW_MAX_JOBS)
 		threads = SW_MAX_JOBS;
-	w->nslots = 2 * (size_t)threads + 2;
+	w->nslots = SW_SLOTS > 2 * (size_t)threads + 2 ? SW_SLOTS : 2 * (size_t)threads + 2;
 	w->slots = calloc(w->nslots, sizeof(*w->slots));
 	if (!w->slots)
 		goto fail;
 	/* a frame holds at most the target, a segment to reach a boundary and half a segment
 	 * after it: segments are at most 1 MiB (segment.h) */
 	w->cur_cap = w->target + ((size_t)2 << 20);
-	for (size_t i = 0; i < w->nslots; i++) {
-		w->slots[i].in = malloc(w->cur_cap);
-		w->slots[i].out = malloc(zsk_bound(w->cur_cap));
-		if (!w->slots[i].in || !w->slots[i].out)
-			goto fail;
-	}
 	for (unsigned i = 0; i < threads; i++) {
 		if (pool_start(job_main, w, "tarseek-shadow", SW_NICE, &w->jobs[w->njobs]) < 0)
 			break; /* fewer jobs; with none, every frame is stored */
