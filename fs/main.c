@@ -40,6 +40,7 @@
 #include "fs/tfs.h"
 #include "fs/warmup.h"
 #include "fs/dirplus.h"
+#include "tools/tprog.h"
 #if HAVE_LIBARCHIVE
 #include "codecs/libarchive/libarchive_src.h"
 #endif
@@ -506,7 +507,7 @@ int main(int argc, char **argv)
 			.mountpoint = o.mountpoint, .recreate = o.recreate,
 			.build = {.gzip_spacing = o.gzip_spacing,
 				  .spacing_any = !o.gzip_spacing_set, .threads = o.threads,
-				  .progress = !o.quiet, .recursion = o.recursion,
+				  .progress = o.quiet ? NULL : tprog_index, .recursion = o.recursion,
 				  .strip_ext = o.strip_ext, .ignore_zeros = o.ignore_zeros}},
 		.env = env,
 	};

@@ -359,8 +359,7 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 	b.file = in->src;
 	b.file_size = st.archive_size = src_size(in->src);
 	b.name = strrchr(in->name, '/') ? strrchr(in->name, '/') + 1 : in->name;
-	b.show = o->progress && isatty(STDERR_FILENO);
-	b.log_progress = o->progress && !b.show;
+	b.o = o;
 	b.uid = (uint32_t)in->uid;
 	b.gid = (uint32_t)in->gid;
 	b.mtime = in->mtime;
@@ -406,14 +405,11 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 	st.checkpoints = b.nckpt;
 	err = build_meta(&b, &st, fast);
 	err = err ? err : db_exec(b.db, "COMMIT");
-	if (b.show)
-		fprintf(stderr, "\r\033[K");
 	st.seconds = mono_now() - b.t0;
 	if (stats)
 		*stats = st;
 out:
-	if (b.show && err)
-		fprintf(stderr, "\n");
+	bld_progress_end(&b, err);
 	if (b.db) {
 		finalize_all(&b);
 		if (sqlite3_close(b.db) != SQLITE_OK && !err)

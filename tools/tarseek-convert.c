@@ -1,8 +1,8 @@
 /* tarseek-convert: rewrites an archive (a tar in any codec, a single compressed file, a zip, a
  * 7z or one of libarchive's formats) into a seekable form with its index (index/convert.h).
  *
- * The front end: the command line, the progress line (drawn here from what cv_convert reports:
- * the engine writes nothing to the terminal) and the summary.
+ * The front end: the command line, the progress lines (tools/tprog.h draws what cv_convert and
+ * the source's index build report: the engine writes nothing to the terminal) and the summary.
  *
  * Exit status: 0 converted (or, with --check, the output matches the source), 1 failed
  * (nothing written under OUTPUT's name), 2 usage error.
@@ -22,6 +22,7 @@
 #include "cache/cache.h"
 #include "config.h"
 #include "convert/convert.h"
+#include "tools/tprog.h"
 
 static void usage(FILE *f)
 {
@@ -131,7 +132,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 				 .threads = ncpu > 0 ? (unsigned)ncpu : 1,
 				 .source = {.build = {.gzip_spacing = IDX_SPACING_DEFAULT,
 						      .spacing_any = true,
-						      .progress = true}}}};
+						      .progress = tprog_index}}}};
 	while ((c = getopt_long(argc, argv, "b:l:j:fqhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
@@ -194,7 +195,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		}
 		case 'q':
 			a->quiet = true;
-			a->o.source.build.progress = false;
+			a->o.source.build.progress = NULL;
 			tfs_log_level = TFS_LOG_WARNING;
 			break;
 		case 'h':
@@ -215,29 +216,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 	a->source = argv[optind];
 	a->output = argv[optind + 1];
 	return -1;
-}
-
-/* The progress line (cv_opts.progress), redrawn in place on stderr, a terminal; erased at the
- * end. */
-static void draw_progress(void *opaque, const struct cv_progress *p)
-{
-	char pos[32], size[32], out[32];
-
-	(void)opaque;
-	if (p->end) {
-		fprintf(stderr, "\r\033[K");
-		return;
-	}
-	double rate = p->seconds > 0 ? p->done / p->seconds : 0;
-	double left = rate > 0 ? (p->total - p->done) / rate : 0;
-	format_size(pos, sizeof(pos), (double)p->done);
-	format_size(size, sizeof(size), (double)p->total);
-	format_size(out, sizeof(out), (double)p->written);
-	fprintf(stderr,
-		"\r\033[Kconverting to %s: %s / %s (%.0f%%), %.1f MB/s, %.0f s left, %s written",
-		p->output, pos, size, p->total ? 100.0 * p->done / p->total : 100.0, rate / 1e6,
-		left, out);
-	fflush(stderr);
 }
 
 /* The line a finished conversion ends with (not with --quiet). */
@@ -287,7 +265,7 @@ static int convert(struct args *a, const char *shown)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	if (!a->quiet && isatty(STDERR_FILENO))
-		a->o.progress = draw_progress;
+		a->o.progress = tprog_convert;
 	if (cv_convert(a->source, a->output, &a->o, &st))
 		return 1;
 	if (!a->quiet)
