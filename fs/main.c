@@ -2,8 +2,9 @@
  *
  * main() parses the options, checks the mount point, opens every source -- archives (finding
  * or building their indexes: this is where a first mount spends its time, with progress on
- * the terminal) and plain directories -- into one union (index/union.h), then mounts, detaches unless -f, and serves requests on several threads until
- * unmounted (fusermount3 -u) or signalled (SIGTERM, SIGINT, SIGHUP).  Cleanup runs in
+ * the terminal, drawn by tools/tprog.c) and plain directories -- into one union
+ * (mount/union.h), then mounts, detaches unless -f, and serves requests on several threads
+ * until unmounted (fusermount3 -u) or signalled (SIGTERM, SIGINT, SIGHUP).  Cleanup runs in
  * reverse order of acquisition.
  *
  * Exit status: 0 after a clean unmount, 1 on an error (archive missing or unreadable, not

@@ -2,7 +2,7 @@
  *
  * Plain tar: the tar parser reads only headers from the file (member data is skipped by
  * offset), so a 2 GB archive of 85k members costs 85k small preads.  Compressed: the codec's
- * scan decodes the whole file once through a forward-only stream (codecs/stream.c); the
+ * scan decodes the whole file once through a forward-only stream (seek/stream.c); the
  * parser reads it exactly as a plain tar while the stream records checkpoints and segment
  * CRCs.  A compressed file whose content is not a tar becomes a single-file archive.
  *

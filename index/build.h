@@ -20,7 +20,7 @@
 
 /* Checkpoint spacing when none is asked for (--gzip-spacing): zip and 7z entries, libarchive's
  * streams, stored data take IDX_SPACING_DEFAULT; a gzip stream takes a denser one, because its
- * checkpoints have sparse windows (codecs/gzip_sparse.c) of a few KiB each, and a cold read
+ * checkpoints have sparse windows (codecs/gzip/gzip_sparse.c) of a few KiB each, and a cold read
  * of a small file then decodes 128 KiB on average before its bytes. */
 #define IDX_SPACING_DEFAULT (4u << 20)
 #define IDX_GZIP_SPACING_DEFAULT (256u << 10)
@@ -72,7 +72,7 @@ struct idx_input {
 	bool quiet;	  /* the summary line only at debug level (nested archives) */
 	const char *etag; /* a remote object's ETag and Last-Modified, recorded; or NULL */
 	const char *last_modified;
-	/* A stream written while it is indexed (index/convert.c): the codec is taken as given,
+	/* A stream written while it is indexed (convert/convert.c): the codec is taken as given,
 	 * not probed, and its scan_new is the writer's (it finds its state through src, which
 	 * reads the archive being converted, for the progress line).  The stream's compressed
 	 * length is the size of the src given to idx_build_finish, the written file.  NULL: the

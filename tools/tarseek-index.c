@@ -1,7 +1,7 @@
 /* tarseek-index: builds or checks the indexes of archives without mounting them -- for cron
  * jobs, and for preparing an index to share beside an archive on a file server (an index is
  * valid on any machine for the same archive).  The index goes where tarseek would look for
- * it (see index/index.h), so a later mount with the same options reuses it.
+ * it (see index/open.h), so a later mount with the same options reuses it.
  *
  * Exit status: 0 if every archive has a valid index now, 1 if one could not be built (or,
  * with --check, is missing or stale), 2 on a usage error.
