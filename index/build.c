@@ -10,7 +10,7 @@
  * its path in an in-memory path map: missing parents created, a repeated path a new
  * version, a repeated directory updated in place, hard links resolved to the row holding
  * the data.  nlink is computed at the end.  Containers (zip, 7z, ...) are build_cont.c's;
- * the progress line is build_progress.c's.
+ * progress is told to the caller by build_progress.c (the front ends draw the line).
  *
  * Damage: whatever the parser and the codec could not verify is not indexed; the index
  * keeps the members whose data lies entirely in verified decoded data, and says so.
