@@ -3,15 +3,15 @@
  * data.tar.*), cab, lha, xar, warc, and rpm (its cpio payload).  The container "libarchive"
  * (container.h); tar, zip and 7z stay on tarseek's own parsers, which can seek inside entries.
  *
- * The parse reads the archive twice with libarchive (codecs/libarchive_src.h):
+ * The parse reads the archive twice with libarchive (codecs/libarchive/libarchive_src.h):
  *   1. every header, and what each entry's data is: where the format stores an entry's bytes
  *      as they are (cpio, ar, iso9660), its data blocks are read and, if libarchive handed
  *      them out in place -- straight from the read callback's buffer, in order, with no gap,
  *      `size` bytes in all -- the entry is read in place, like a tar member: stream 0 at that
  *      file offset, nothing decoded, ever.  Every other entry with data (a compressed or
  *      sparse one, every entry of rar, cab, lha, xar, warc, rpm) goes into one stream of
- *      codec "libarchive" (codecs/libarchive_stream.c): the entries' decoded bytes one after
- *      another, listed in the stream's params; the builder decodes it once while indexing
+ *      codec "libarchive" (codecs/libarchive/libarchive_stream.c): the entries' decoded bytes
+ *      one after another, listed in the stream's params; the builder decodes it once while indexing
  *      (segment CRCs, checkpoints at entry starts) and a read decodes the entries of one
  *      chunk.  Other formats' data is skipped here (libarchive seeks past it where it can).
  *   2. every header again, each reported as a member, with the place of its data from 1.

@@ -1,7 +1,7 @@
-/* One member of an archive, as every container reports it to the index builder: tar.h
- * (the parse loop), zip.h and sevenzip.h.  The types are named after tar's, which has them
- * all.  Nothing here says which container a member came from: the index, the union, versions
- * and -r treat them all alike.
+/* One member of an archive, as every container reports it to the index builder: tar/tar.h
+ * (the parse loop), zip.h, the 7z container (7z/sza_files.c) and libarchive.c.  The types are
+ * named after tar's, which has them all.  Nothing here says which container a member came
+ * from: the index, the union, versions and -r treat them all alike.
  */
 #ifndef TARSEEK_MEMBER_H
 #define TARSEEK_MEMBER_H

@@ -4,7 +4,7 @@
  * file, or a container (zip, 7z, and libarchive's rar, iso9660, cpio, ar, cab, lha, xar, warc,
  * rpm); a local file or an http://, https:// or s3:// URL (read through net.h, its index
  * found or built as a mount would; the output then gets mode 0644 and the object's
- * Last-Modified).  The output's form comes from its extension (codecs/encoder.h: .tar.zst,
+ * Last-Modified).  The output's form comes from its extension (encoder.h: .tar.zst,
  * .tar.xz, .tar.gz, .tar.lzo; .tar writes the decoded stream as it is).  A tar's decoded
  * stream is copied byte for byte: the tar inside is unchanged.  A container's members are
  * written as a new tar (convert_tar.h, tar_write.h: pax where ustar does not do): the tree a

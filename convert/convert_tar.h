@@ -8,7 +8,7 @@
  * bytes are then made as they are read, the members' data read through the source's index in
  * the reader's pieces: memory stays bounded by the tree's names, never a member's size.
  *
- * Private to index/convert*.c.  One thread at a time per handle.
+ * Private to convert/convert*.c.  One thread at a time per handle.
  */
 #ifndef TARSEEK_CONVERT_TAR_H
 #define TARSEEK_CONVERT_TAR_H

@@ -1,7 +1,7 @@
 /* Encoders: the compressed forms tarseek-convert writes, one file per form (enc_zstd.c,
  * enc_xz.c, enc_gzip.c), each exporting one const struct encoder.
  *
- * The caller (index/convert.c) cuts the decoded stream into blocks where it wants them (at
+ * The caller (convert.c) cuts the decoded stream into blocks where it wants them (at
  * tar member boundaries, within the limits of whole_blocks) and has each block compressed on any thread: compress() depends on
  * nothing but the block, its bytes and the 32 KiB before them, so blocks are compressed in
  * parallel.  The caller then writes head(), the blocks in order, and tail(), and, in that

@@ -2,8 +2,9 @@
  *
  * main() parses the options, checks the mount point, opens every source -- archives (finding
  * or building their indexes: this is where a first mount spends its time, with progress on
- * the terminal) and plain directories -- into one union (index/union.h), then mounts, detaches unless -f, and serves requests on several threads until
- * unmounted (fusermount3 -u) or signalled (SIGTERM, SIGINT, SIGHUP).  Cleanup runs in
+ * the terminal, drawn by tools/tprog.c) and plain directories -- into one union
+ * (mount/union.h), then mounts, detaches unless -f, and serves requests on several threads
+ * until unmounted (fusermount3 -u) or signalled (SIGTERM, SIGINT, SIGHUP).  Cleanup runs in
  * reverse order of acquisition.
  *
  * Exit status: 0 after a clean unmount, 1 on an error (archive missing or unreadable, not
@@ -40,6 +41,7 @@
 #include "fs/tfs.h"
 #include "fs/warmup.h"
 #include "fs/dirplus.h"
+#include "tools/tprog.h"
 #if HAVE_LIBARCHIVE
 #include "codecs/libarchive/libarchive_src.h"
 #endif
@@ -507,7 +509,7 @@ int main(int argc, char **argv)
 			.mountpoint = o.mountpoint, .recreate = o.recreate,
 			.build = {.gzip_spacing = o.gzip_spacing,
 				  .spacing_any = !o.gzip_spacing_set, .threads = o.threads,
-				  .progress = !o.quiet, .recursion = o.recursion,
+				  .progress = o.quiet ? NULL : tprog_index, .recursion = o.recursion,
 				  .strip_ext = o.strip_ext, .ignore_zeros = o.ignore_zeros,
 				  .shadow = o.shadow, .shadow_max = o.shadow_max}},
 		.env = env,

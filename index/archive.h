@@ -9,7 +9,7 @@
  * Thread-safe: every call may be made from any thread.  Each call takes a read-only SQLite
  * connection of its own from a pool, so lookups never wait for each other; reads of data stored
  * plainly in the archive are a pread, with no lock; reads of a compressed stream go through
- * codecs/reader.c and the shared chunk cache.
+ * seek/reader.c and the shared chunk cache.
  */
 #ifndef TARSEEK_ARCHIVE_H
 #define TARSEEK_ARCHIVE_H

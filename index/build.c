@@ -2,7 +2,7 @@
  *
  * Plain tar: the tar parser reads only headers from the file (member data is skipped by
  * offset), so a 2 GB archive of 85k members costs 85k small preads.  Compressed: the codec's
- * scan decodes the whole file once through a forward-only stream (codecs/stream.c); the
+ * scan decodes the whole file once through a forward-only stream (seek/stream.c); the
  * parser reads it exactly as a plain tar while the stream records checkpoints and segment
  * CRCs.  A compressed file whose content is not a tar becomes a single-file archive.
  *
@@ -10,7 +10,7 @@
  * its path in an in-memory path map: missing parents created, a repeated path a new
  * version, a repeated directory updated in place, hard links resolved to the row holding
  * the data.  nlink is computed at the end.  Containers (zip, 7z, ...) are build_cont.c's;
- * the progress line is build_progress.c's.
+ * progress is told to the caller by build_progress.c (the front ends draw the line).
  *
  * Damage: whatever the parser and the codec could not verify is not indexed; the index
  * keeps the members whose data lies entirely in verified decoded data, and says so.
@@ -360,8 +360,7 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 	b.file = in->src;
 	b.file_size = st.archive_size = src_size(in->src);
 	b.name = strrchr(in->name, '/') ? strrchr(in->name, '/') + 1 : in->name;
-	b.show = o->progress && isatty(STDERR_FILENO);
-	b.log_progress = o->progress && !b.show;
+	b.o = o;
 	b.uid = (uint32_t)in->uid;
 	b.gid = (uint32_t)in->gid;
 	b.mtime = in->mtime;
@@ -415,14 +414,11 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 	err = bld_shadow_finish(&sh, b.db, in->src, &st);
 	err = err ? err : build_meta(&b, &st, fast);
 	err = err ? err : db_exec(b.db, "COMMIT");
-	if (b.show)
-		fprintf(stderr, "\r\033[K");
 	st.seconds = mono_now() - b.t0;
 	if (stats)
 		*stats = st;
 out:
-	if (b.show && err)
-		fprintf(stderr, "\n");
+	bld_progress_end(&b, err);
 	if (b.db) {
 		finalize_all(&b);
 		if (sqlite3_close(b.db) != SQLITE_OK && !err)

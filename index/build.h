@@ -22,10 +22,21 @@
 
 /* Checkpoint spacing when none is asked for (--gzip-spacing): zip and 7z entries, libarchive's
  * streams, stored data take IDX_SPACING_DEFAULT; a gzip stream takes a denser one, because its
- * checkpoints have sparse windows (codecs/gzip_sparse.c) of a few KiB each, and a cold read
+ * checkpoints have sparse windows (codecs/gzip/gzip_sparse.c) of a few KiB each, and a cold read
  * of a small file then decodes 128 KiB on average before its bytes. */
 #define IDX_SPACING_DEFAULT (4u << 20)
 #define IDX_GZIP_SPACING_DEFAULT (256u << 10)
+
+/* How far a build has come: what a progress line shows (the caller draws it). */
+struct idx_progress {
+	const char *name; /* the archive's name, without its folders */
+	uint64_t done;	  /* bytes of the archive read so far (at most total) */
+	uint64_t total;	  /* bytes of the archive */
+	uint64_t members; /* members indexed so far */
+	double seconds;	  /* since the build started */
+	bool end;	  /* the last call: the build ended, err says how */
+	int err;	  /* with end: 0, or the build's -errno */
+};
 
 struct idx_build_opts {
 	uint64_t gzip_spacing; /* bytes of decompressed data between checkpoints */
@@ -33,7 +44,12 @@ struct idx_build_opts {
 				* IDX_GZIP_SPACING_DEFAULT, and an index built with another
 				* spacing is used as it is */
 	unsigned threads;      /* decoder threads (>= 1) */
-	bool progress;	       /* progress line on stderr, about once a second, if a terminal */
+	/* Called on idx_build_base's thread about once a second while the archive is read, and
+	 * once with end set as idx_build_base returns, whatever the outcome.  NULL: none (the
+	 * nested pass passes none).  The builder writes nothing to the terminal itself: the
+	 * front ends draw the line (tools/tprog.h). */
+	void (*progress)(void *opaque, const struct idx_progress *p);
+	void *progress_opaque;
 	unsigned recursion;    /* levels of archives inside archives to index (0: none) */
 	bool strip_ext;	       /* a nested archive's folder loses its extension (a.tar.gz -> a) */
 	bool ignore_zeros;     /* read past the end-of-archive marker (tar --ignore-zeros) */
@@ -64,7 +80,7 @@ struct idx_input {
 	bool quiet;	  /* the summary line only at debug level (nested archives) */
 	const char *etag; /* a remote object's ETag and Last-Modified, recorded; or NULL */
 	const char *last_modified;
-	/* A stream written while it is indexed (index/convert.c): the codec is taken as given,
+	/* A stream written while it is indexed (convert/convert.c): the codec is taken as given,
 	 * not probed, and its scan_new is the writer's (it finds its state through src, which
 	 * reads the archive being converted, for the progress line).  The stream's compressed
 	 * length is the size of the src given to idx_build_finish, the written file.  NULL: the

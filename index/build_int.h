@@ -1,7 +1,7 @@
 /* What the files of the index builder share: build.c (the pass, a tar, a single file),
  * build_cont.c (the streams of containers: zip, 7z, libarchive's), and the two leaves they
  * both call: build_rows.c (the row writer: members and checkpoints into the index) and
- * build_progress.c (the progress line).  Private to them.
+ * build_progress.c (progress, told to the caller).  Private to them.
  *
  * One thread writes to the database, except while build_cont.c decodes several streams at
  * once: then every statement runs under db_lock (bld_lock/bld_unlock), and nothing else is
@@ -56,8 +56,7 @@ struct builder {
 	struct src *file; /* the archive file */
 	uint64_t file_size;
 	const char *name;
-	bool show;	   /* the progress line on the terminal */
-	bool log_progress; /* no terminal: a log line every PROGRESS_LOG_SECONDS */
+	const struct idx_build_opts *o; /* o->progress: told how far the build is */
 	double t0, last;
 
 	/* root's defaults for implicit directories, and members that name no owner */
@@ -130,8 +129,11 @@ int bld_member(void *opaque, const struct arc_member *e);
 
 /* ---- build_progress.c ---- */
 
-/* The progress line (about once a second; force: now). */
+/* Tells b->o->progress how far the build is (about once a second; force: now). */
 void bld_progress(struct builder *b, bool force);
+
+/* Tells b->o->progress that the build ended with err (0 or -errno). */
+void bld_progress_end(struct builder *b, int err);
 
 /* A source reading inner (borrowed) that reports progress between steps of a long skip.
  * 0 and *out (the caller frees it), or -ENOMEM. */

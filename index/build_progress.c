@@ -1,52 +1,50 @@
-/* The progress of a build (see build_int.h): a line on the terminal about once a second
- * (position, rate, time left, members), or, with no terminal (a mount from fstab or
- * systemd), a line in the log every PROGRESS_LOG_SECONDS; and a source over the archive that
- * reports progress between steps of a long skip (the tar parser jumps over large members).
- * A leaf: the row writer (build_rows.c) and both passes (build.c, build_cont.c) call it.
+/* The progress of a build (see build_int.h): how far the archive has been read, told to the
+ * caller's callback (idx_build_opts.progress) about once a second and once more at the end --
+ * the front ends draw the line, or log it when there is no terminal; nothing here writes to
+ * the terminal -- and a source over the archive that reports progress between steps of a long
+ * skip (the tar parser jumps over large members).  A leaf: the row writer (build_rows.c) and
+ * both passes (build.c, build_cont.c) call it.
  */
 #include "index/build_int.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/clock.h"
-#include "common/log.h"
-#include "common/size.h"
 
 #define PROGRESS_STEP (16ull << 20)
-#define PROGRESS_LOG_SECONDS 10.0 /* without a terminal: a progress line this often */
+
+/* The figures at time t. */
+static struct idx_progress figures(const struct builder *b, double t)
+{
+	uint64_t at = src_high_water(b->file);
+
+	return (struct idx_progress){.name = b->name,
+				     .done = at > b->file_size ? b->file_size : at,
+				     .total = b->file_size,
+				     .members = b->members,
+				     .seconds = t - b->t0};
+}
 
 void bld_progress(struct builder *b, bool force)
 {
 	double t = mono_now();
-	char pos[32], size[32];
 
-	if (!b->show && b->log_progress && t - b->last >= PROGRESS_LOG_SECONDS) {
-		/* no terminal (a mount from fstab or systemd): a line in the log now and then,
-		 * so that a long first mount does not look like a hang */
-		uint64_t at = src_high_water(b->file);
-		b->last = t;
-		tfs_log(TFS_LOG_NOTICE, "indexing %s: %.0f%% after %.0f s", b->name,
-			b->file_size ? 100.0 * (at > b->file_size ? b->file_size : at) / b->file_size
-				     : 100.0, t - b->t0);
-		return;
-	}
-	if (!b->show || (!force && t - b->last < 1.0))
+	if (!b->o->progress || (!force && t - b->last < 1.0))
 		return;
 	b->last = t;
-	uint64_t at = src_high_water(b->file);
-	if (at > b->file_size)
-		at = b->file_size;
-	double el = t - b->t0, rate = el > 0 ? at / el : 0;
-	double left = rate > 0 ? (b->file_size - at) / rate : 0;
-	format_size(pos, sizeof(pos), (double)at);
-	format_size(size, sizeof(size), (double)b->file_size);
-	fprintf(stderr, "\r\033[Kindexing %s: %s / %s (%.0f%%), %.1f MB/s, %.0f s left, %" PRIu64 " members",
-		b->name, pos, size, b->file_size ? 100.0 * at / b->file_size : 100.0, rate / 1e6, left,
-		b->members);
-	fflush(stderr);
+	struct idx_progress p = figures(b, t);
+	b->o->progress(b->o->progress_opaque, &p);
+}
+
+void bld_progress_end(struct builder *b, int err)
+{
+	if (!b->o->progress)
+		return;
+	struct idx_progress p = figures(b, mono_now());
+	p.end = true;
+	p.err = err;
+	b->o->progress(b->o->progress_opaque, &p);
 }
 
 /* A source that forwards to another and reports progress between steps of a long skip. */

@@ -125,7 +125,7 @@ static int nest_one(struct arch *outer, const struct idx_input *in, const char *
 	};
 	struct idx_build_opts no = *o;
 	no.recursion--;
-	no.progress = false;
+	no.progress = NULL;
 	err = idx_build_image(&nin, ntmp, &no, &img->image, &img->len);
 	if (err == -ENOMEM) {
 		ret = err;

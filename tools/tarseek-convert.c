@@ -1,14 +1,14 @@
 /* tarseek-convert: rewrites an archive (a tar in any codec, a single compressed file, a zip, a
- * 7z or one of libarchive's formats) into a seekable form with its index (index/convert.h).
+ * 7z or one of libarchive's formats) into a seekable form with its index (convert/convert.h).
  *
- * The front end: the command line, the progress line (drawn here from what cv_convert reports:
- * the engine writes nothing to the terminal) and the summary.
+ * The front end: the command line (its options' table, tools/topt.h), the progress lines
+ * (tools/tprog.h draws what cv_convert and the source's index build report: the engine writes
+ * nothing to the terminal) and the summary.
  *
  * Exit status: 0 converted (or, with --check, the output matches the source), 1 failed
  * (nothing written under OUTPUT's name), 2 usage error.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,54 +22,82 @@
 #include "cache/cache.h"
 #include "config.h"
 #include "convert/convert.h"
+#include "tools/topt.h"
+#include "tools/tprog.h"
+
+enum {
+	OPT_GZIP_MEMBERS = 256,
+	OPT_VERIFY,
+	OPT_CHECK,
+	OPT_INDEX_FILE,
+	OPT_SOURCE_INDEX,
+	OPT_INDEX_FOLDER,
+	OPT_S3_ENDPOINT,
+	OPT_REMOTE_TIMEOUT,
+};
+
+/* The options, in --help's order (topt.h). */
+static const struct topt opts[] = {
+    {'b', "block-size", 'b', "SIZE",
+     "decoded bytes per block (default: zst 256K, xz 4M, gz 2M;\n"
+     "lzo: always 1M)",
+     0},
+    {'l', "level", 'l', "N",
+     "the compressor's level (default: zstd 3, xz 6, gzip 6,\n"
+     "lzop 3)",
+     0},
+    {OPT_GZIP_MEMBERS, "gzip-members", 0, NULL, ".tar.gz: one gzip member per block", 0},
+    {'j', "threads", 'j', "N", "compressing threads (default: all cores)", 0},
+    {OPT_VERIFY, "verify", 0, NULL,
+     "read OUTPUT back through its index and compare every\n"
+     "file with SOURCE before it gets its name (a zip's, a\n"
+     "7z's, ... files paired by path)",
+     0},
+    {OPT_CHECK, "check", 0, NULL, "only compare an existing OUTPUT with SOURCE", 0},
+    {'f', "force", 'f', NULL, "replace an existing OUTPUT", 0},
+    {OPT_INDEX_FILE, "index-file", 0, "PATH", "OUTPUT's index goes to PATH", 0},
+    {OPT_SOURCE_INDEX, "source-index", 0, "PATH",
+     "SOURCE's index (default: where tarseek looks for it;\n"
+     "built there if missing, as a mount would)",
+     0},
+    {OPT_INDEX_FOLDER, "index-folder", 0, "DIR", "look for (or build) SOURCE's index in DIR", 0},
+    {OPT_S3_ENDPOINT, "s3-endpoint", 0, "URL", "an S3-compatible store for s3:// SOURCEs", 0},
+    {OPT_REMOTE_TIMEOUT, "remote-timeout", 0, "S",
+     "a request fails after S seconds, retries included", 0},
+    {'q', "quiet", 'q', NULL, "no progress line, only errors", 0},
+    {'h', "help", 'h', NULL, NULL, TOPT_JOIN},
+    {'V', "version", 'V', NULL, NULL, 0},
+};
+
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: tarseek-convert [options] SOURCE OUTPUT\n"
-		"\n"
-		"Rewrites SOURCE (anything tarseek mounts: a tar, plain or compressed, a single\n"
-		"compressed file, a zip, 7z, rar, iso, cpio, ar, cab, lha, xar, warc or rpm\n"
-		"archive; a path or an http://, https:// or s3:// URL) into the seekable form\n"
-		"OUTPUT's extension names, with tarseek's index beside it (OUTPUT.index.sqlite),\n"
-		"so OUTPUT mounts at once and reads fast.  A tar inside is copied byte for byte;\n"
-		"the members of the others are written as a new tar (POSIX pax, the tree a mount\n"
-		"shows, in the order of their data).  Every other tool reads OUTPUT as usual.\n"
-		"  .tar.zst  zstd's seekable format: one frame per block and a seek table\n"
-		"  .tar.xz   one xz stream of independent blocks, sizes in every header\n"
-		"  .tar.gz   one gzip member cut at block boundaries (--gzip-members: a member\n"
-		"            per block, for other tools that seek in gzip files)\n"
-		"  .tar.lzo  lzop's 256K blocks, cut so that a checkpoint starts every block\n"
-		"  .tar      the plain tar\n"
-		"Blocks hold about --block-size decoded bytes and are cut where a member starts,\n"
-		"so a small file never spans two.  A single compressed file (vm.img.gz) converts\n"
-		"to one too (vm.img.zst).\n"
-		"\n"
-		"  -b, --block-size SIZE   decoded bytes per block (default: zst 256K, xz 4M, gz 2M;\n"
-		"                          lzo: always 1M)\n"
-		"  -l, --level N           the compressor's level (default: zstd 3, xz 6, gzip 6,\n"
-		"                          lzop 3)\n"
-		"      --gzip-members      .tar.gz: one gzip member per block\n"
-		"  -j, --threads N         compressing threads (default: all cores)\n"
-		"      --verify            read OUTPUT back through its index and compare every\n"
-		"                          file with SOURCE before it gets its name (a zip's, a\n"
-		"                          7z's, ... files paired by path)\n"
-		"      --check             only compare an existing OUTPUT with SOURCE\n"
-		"  -f, --force             replace an existing OUTPUT\n"
-		"      --index-file PATH   OUTPUT's index goes to PATH\n"
-		"      --source-index PATH SOURCE's index (default: where tarseek looks for it;\n"
-		"                          built there if missing, as a mount would)\n"
-		"      --index-folder DIR  look for (or build) SOURCE's index in DIR\n"
-		"      --s3-endpoint URL   an S3-compatible store for s3:// SOURCEs\n"
-		"      --remote-timeout S  a request fails after S seconds, retries included\n"
-		"  -q, --quiet             no progress line, only errors\n"
-		"  -h, --help; -V, --version\n"
-		"\n"
-		"Interrupting it (Ctrl-C, SIGTERM) removes what it has written.\n");
+	fputs("Usage: tarseek-convert [options] SOURCE OUTPUT\n"
+	      "\n"
+	      "Rewrites SOURCE (anything tarseek mounts: a tar, plain or compressed, a single\n"
+	      "compressed file, a zip, 7z, rar, iso, cpio, ar, cab, lha, xar, warc or rpm\n"
+	      "archive; a path or an http://, https:// or s3:// URL) into the seekable form\n"
+	      "OUTPUT's extension names, with tarseek's index beside it (OUTPUT.index.sqlite),\n"
+	      "so OUTPUT mounts at once and reads fast.  A tar inside is copied byte for byte;\n"
+	      "the members of the others are written as a new tar (POSIX pax, the tree a mount\n"
+	      "shows, in the order of their data).  Every other tool reads OUTPUT as usual.\n"
+	      "  .tar.zst  zstd's seekable format: one frame per block and a seek table\n"
+	      "  .tar.xz   one xz stream of independent blocks, sizes in every header\n"
+	      "  .tar.gz   one gzip member cut at block boundaries (--gzip-members: a member\n"
+	      "            per block, for other tools that seek in gzip files)\n"
+	      "  .tar.lzo  lzop's 256K blocks, cut so that a checkpoint starts every block\n"
+	      "  .tar      the plain tar\n"
+	      "Blocks hold about --block-size decoded bytes and are cut where a member starts,\n"
+	      "so a small file never spans two.  A single compressed file (vm.img.gz) converts\n"
+	      "to one too (vm.img.zst).\n"
+	      "\n",
+	      f);
+	topt_help(f, opts, NOPTS, 26);
+	fputs("\n"
+	      "Interrupting it (Ctrl-C, SIGTERM) removes what it has written.\n",
+	      f);
 }
-
-enum { OPT_GZIP_MEMBERS = 256, OPT_VERIFY, OPT_CHECK, OPT_INDEX_FILE, OPT_SOURCE_INDEX,
-       OPT_INDEX_FOLDER, OPT_S3_ENDPOINT, OPT_REMOTE_TIMEOUT };
 
 static void on_signal(int sig)
 {
@@ -92,25 +120,6 @@ static bool other_form(const char *path)
 	return false;
 }
 
-static const struct option longopts[] = {
-    {"block-size", required_argument, NULL, 'b'},
-    {"level", required_argument, NULL, 'l'},
-    {"gzip-members", no_argument, NULL, OPT_GZIP_MEMBERS},
-    {"threads", required_argument, NULL, 'j'},
-    {"verify", no_argument, NULL, OPT_VERIFY},
-    {"check", no_argument, NULL, OPT_CHECK},
-    {"force", no_argument, NULL, 'f'},
-    {"index-file", required_argument, NULL, OPT_INDEX_FILE},
-    {"source-index", required_argument, NULL, OPT_SOURCE_INDEX},
-    {"index-folder", required_argument, NULL, OPT_INDEX_FOLDER},
-    {"s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT},
-    {"remote-timeout", required_argument, NULL, OPT_REMOTE_TIMEOUT},
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0},
-};
-
 /* What the command line asks for. */
 struct args {
 	struct cv_opts o;
@@ -119,94 +128,103 @@ struct args {
 	const char *source, *output;
 };
 
+/* Applies option id (its argument arg) to a.  -1 to go on, else the exit status: 0 after
+ * --help or --version, 2 for a bad argument (said on stderr). */
+static int apply(int id, const char *arg, struct args *a)
+{
+	char *end;
+	long v;
+
+	switch (id) {
+	case 'b':
+		if (!parse_size(arg, &a->o.block_size) || !a->o.block_size) {
+			fprintf(stderr, "tarseek-convert: bad --block-size '%s'\n", arg);
+			return 2;
+		}
+		return -1;
+	case 'l':
+		a->o.enc_opts.level = (int)strtol(arg, &end, 10);
+		if (!*arg || *end) {
+			fprintf(stderr, "tarseek-convert: bad --level '%s'\n", arg);
+			return 2;
+		}
+		return -1;
+	case 'j':
+		if (topt_long(arg, 1, 256, &v)) {
+			fprintf(stderr, "tarseek-convert: bad --threads '%s' (1..256)\n", arg);
+			return 2;
+		}
+		a->o.threads = (unsigned)v;
+		a->o.source.build.threads = (unsigned)v;
+		return -1;
+	case OPT_GZIP_MEMBERS:
+		a->o.enc_opts.members = true;
+		return -1;
+	case OPT_VERIFY:
+		a->o.verify = true;
+		return -1;
+	case OPT_CHECK:
+		a->check = true;
+		return -1;
+	case 'f':
+		a->o.force = true;
+		return -1;
+	case OPT_INDEX_FILE:
+		a->o.index_file = arg;
+		return -1;
+	case OPT_SOURCE_INDEX:
+		a->o.source.index_file = arg;
+		return -1;
+	case OPT_INDEX_FOLDER:
+		a->o.source.index_folder = arg;
+		return -1;
+	case OPT_S3_ENDPOINT:
+		a->ne.http.s3_endpoint = arg;
+		return -1;
+	case OPT_REMOTE_TIMEOUT:
+		if (topt_long(arg, 1, 86400, &v)) {
+			fprintf(stderr, "tarseek-convert: --remote-timeout: '%s' is not a number of "
+				"seconds from 1 to 86400\n", arg);
+			return 2;
+		}
+		a->ne.http.timeout_ms = (unsigned)v * 1000u;
+		return -1;
+	case 'q':
+		a->quiet = true;
+		a->o.source.build.progress = NULL;
+		tfs_log_level = TFS_LOG_WARNING;
+		return -1;
+	case 'h':
+		usage(stdout);
+		return 0;
+	case 'V':
+		printf("tarseek-convert %s\n", TARSEEK_VERSION);
+		return 0;
+	}
+	usage(stderr); /* an unknown option, or one without its argument: getopt said which */
+	return 2;
+}
+
 /* Parses the command line into a.  -1 to go on, else the exit status: 0 after --help or
  * --version, 2 for a usage error (said on stderr). */
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	char *end;
-	int c;
+	struct topt_parser tp;
+	const char *arg;
+	int id, ret;
 
 	*a = (struct args){.o = {.enc_opts = {.level = ENC_LEVEL_DEFAULT},
 				 .threads = ncpu > 0 ? (unsigned)ncpu : 1,
 				 .source = {.build = {.gzip_spacing = IDX_SPACING_DEFAULT,
 						      .spacing_any = true,
-						      .progress = true}}}};
-	while ((c = getopt_long(argc, argv, "b:l:j:fqhV", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'b':
-			if (!parse_size(optarg, &a->o.block_size) || !a->o.block_size) {
-				fprintf(stderr, "tarseek-convert: bad --block-size '%s'\n", optarg);
-				return 2;
-			}
-			break;
-		case 'l':
-			a->o.enc_opts.level = (int)strtol(optarg, &end, 10);
-			if (!*optarg || *end) {
-				fprintf(stderr, "tarseek-convert: bad --level '%s'\n", optarg);
-				return 2;
-			}
-			break;
-		case 'j': {
-			long v = strtol(optarg, &end, 10);
-			if (!*optarg || *end || v < 1 || v > 256) {
-				fprintf(stderr, "tarseek-convert: bad --threads '%s' (1..256)\n",
-					optarg);
-				return 2;
-			}
-			a->o.threads = (unsigned)v;
-			a->o.source.build.threads = (unsigned)v;
-			break;
-		}
-		case OPT_GZIP_MEMBERS:
-			a->o.enc_opts.members = true;
-			break;
-		case OPT_VERIFY:
-			a->o.verify = true;
-			break;
-		case OPT_CHECK:
-			a->check = true;
-			break;
-		case 'f':
-			a->o.force = true;
-			break;
-		case OPT_INDEX_FILE:
-			a->o.index_file = optarg;
-			break;
-		case OPT_SOURCE_INDEX:
-			a->o.source.index_file = optarg;
-			break;
-		case OPT_INDEX_FOLDER:
-			a->o.source.index_folder = optarg;
-			break;
-		case OPT_S3_ENDPOINT:
-			a->ne.http.s3_endpoint = optarg;
-			break;
-		case OPT_REMOTE_TIMEOUT: {
-			long v = strtol(optarg, &end, 10);
-			if (!*optarg || *end || v < 1 || v > 86400) {
-				fprintf(stderr, "tarseek-convert: --remote-timeout: '%s' is not a "
-					"number of seconds from 1 to 86400\n", optarg);
-				return 2;
-			}
-			a->ne.http.timeout_ms = (unsigned)v * 1000u;
-			break;
-		}
-		case 'q':
-			a->quiet = true;
-			a->o.source.build.progress = false;
-			tfs_log_level = TFS_LOG_WARNING;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'V':
-			printf("tarseek-convert %s\n", TARSEEK_VERSION);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
+						      .progress = tprog_index}}}};
+	if (topt_init(&tp, opts, NOPTS, false))
+		return 2;
+	while ((id = topt_next(&tp, argc, argv, &arg)) != TOPT_END) {
+		ret = apply(id, arg, a);
+		if (ret >= 0)
+			return ret;
 	}
 	if (argc - optind != 2) {
 		fprintf(stderr, "tarseek-convert: give SOURCE and OUTPUT (--help tells more)\n");
@@ -215,29 +233,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 	a->source = argv[optind];
 	a->output = argv[optind + 1];
 	return -1;
-}
-
-/* The progress line (cv_opts.progress), redrawn in place on stderr, a terminal; erased at the
- * end. */
-static void draw_progress(void *opaque, const struct cv_progress *p)
-{
-	char pos[32], size[32], out[32];
-
-	(void)opaque;
-	if (p->end) {
-		fprintf(stderr, "\r\033[K");
-		return;
-	}
-	double rate = p->seconds > 0 ? p->done / p->seconds : 0;
-	double left = rate > 0 ? (p->total - p->done) / rate : 0;
-	format_size(pos, sizeof(pos), (double)p->done);
-	format_size(size, sizeof(size), (double)p->total);
-	format_size(out, sizeof(out), (double)p->written);
-	fprintf(stderr,
-		"\r\033[Kconverting to %s: %s / %s (%.0f%%), %.1f MB/s, %.0f s left, %s written",
-		p->output, pos, size, p->total ? 100.0 * p->done / p->total : 100.0, rate / 1e6,
-		left, out);
-	fflush(stderr);
 }
 
 /* The line a finished conversion ends with (not with --quiet). */
@@ -287,7 +282,7 @@ static int convert(struct args *a, const char *shown)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	if (!a->quiet && isatty(STDERR_FILENO))
-		a->o.progress = draw_progress;
+		a->o.progress = tprog_convert;
 	if (cv_convert(a->source, a->output, &a->o, &st))
 		return 1;
 	if (!a->quiet)

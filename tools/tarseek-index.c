@@ -1,7 +1,7 @@
 /* tarseek-index: builds or checks the indexes of archives without mounting them -- for cron
  * jobs, and for preparing an index to share beside an archive on a file server (an index is
  * valid on any machine for the same archive).  The index goes where tarseek would look for
- * it (see index/index.h), so a later mount with the same options reuses it.
+ * it (see index/open.h), so a later mount with the same options reuses it.
  *
  * Exit status: 0 if every archive has a valid index now, 1 if one could not be built (or,
  * with --check, is missing or stale), 2 on a usage error.
@@ -22,6 +22,7 @@
 #include "containers/container.h"
 #include "index/open.h"
 #include "tools/topt.h"
+#include "tools/tprog.h"
 #if HAVE_LIBARCHIVE
 #include "codecs/libarchive/libarchive_src.h"
 #endif
@@ -161,7 +162,7 @@ static int apply(int id, const char *arg, struct idx_opts *o, struct net_env *ne
 		return 0;
 	case 'q':
 		tfs_log_level = TFS_LOG_WARNING;
-		o->build.progress = false;
+		o->build.progress = NULL;
 		return 0;
 	case 'h':
 		usage(stdout);
@@ -211,7 +212,7 @@ static int index_one(char *archive, const struct idx_opts *o, struct net_env *ne
 int main(int argc, char **argv)
 {
 	struct idx_opts o = {.build = {.gzip_spacing = IDX_SPACING_DEFAULT, .spacing_any = true,
-				       .progress = true}};
+				       .progress = tprog_index}};
 	struct net_env ne = {0};
 	struct topt_parser tp;
 	long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -1,4 +1,4 @@
-/* The tools' options (tarseek-index, tarseek-bench; tarseek-convert to come): one table per
+/* The tools' options (tarseek-index, tarseek-convert, tarseek-bench): one table per
  * tool that drives getopt_long and the option list of --help, as fs/options.c's table does for
  * the daemon -- an option is added in one place and --help cannot forget it.
  *

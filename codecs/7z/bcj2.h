@@ -1,4 +1,4 @@
-/* BCJ2: 7-Zip's x86 branch converter with four inputs, decoder only (codecs/bcj2.c).
+/* BCJ2: 7-Zip's x86 branch converter with four inputs, decoder only (bcj2.c).
  *
  * The encoder splits x86 code into a main stream (the code with the targets of converted
  * CALL (E8), JMP (E9) and Jcc (0F 8x) instructions taken out), a call stream and a jump stream

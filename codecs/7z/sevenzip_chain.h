@@ -1,5 +1,5 @@
-/* The coder chain of one 7z folder, as the container (index/sevenzip.c) hands it to the codec
- * (codecs/sevenzip.c): the struct both sides fill and read, and the blob it travels in
+/* The coder chain of one 7z folder, as the container (containers/7z/sza_coders.c) hands it to
+ * the codec (sevenzip_folder.c): the struct both sides fill and read, and the blob it travels in
  * (cont_stream.params at scan_new, and every checkpoint's aux).
  *
  * A 7z folder is a small graph of coders.  Each coder has one output (7-Zip writes no other
@@ -33,7 +33,7 @@
  *             with SZC_F_SUBS (scan parameters only): u32 n, then per substream (a file's
  *             bytes, in order): u64 size, u32 crc, u8 has_crc.  The scan checks each CRC as
  *             the bytes pass; the aux blobs of checkpoints never carry the table.
- *             a checkpoint's aux: what the codec adds after the coder part (codecs/sevenzip.c
+ *             a checkpoint's aux: what the codec adds after the coder part (sevenzip_folder.c
  *             says what).
  *
  * szc_parse checks everything a decoder relies on: counts within bounds, every input fed
@@ -104,7 +104,7 @@ struct szc_folder {
 /* The name of a method for messages ("LZMA2", "BCJ2", "PPMd", "AES-256", ...) or NULL. */
 const char *szc_method_name(uint64_t method);
 
-/* True if codecs/sevenzip.c decodes this method. */
+/* True if the 7z folder codec (sevenzip_folder.c, sevenzip_graph.c) decodes this method. */
 bool szc_method_supported(uint64_t method);
 
 /* Checks f's graph (see szc_parse): 0, or -EINVAL with why (a static string) set. */

@@ -1,6 +1,6 @@
 /* 7z folder codec: decodes one folder of a 7z archive (a stream the container declared, see
- * index/container.h), from its packed bytes and the coder chain the container puts in
- * codec_opts.params (codecs/sevenzip_chain.h).  It recognises no file of its own: probe always
+ * containers/container.h), from its packed bytes and the coder chain the container puts in
+ * codec_opts.params (sevenzip_chain.h).  It recognises no file of its own: probe always
  * says no, and codec_probe never returns it.
  *
  * The decoding graph (a tree of coders, one node each) is sevenzip_graph.c's.

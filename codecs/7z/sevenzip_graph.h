@@ -1,4 +1,4 @@
-/* The decoding graph of a 7z folder: private to the 7z folder codec (sevenzip.c, which
+/* The decoding graph of a 7z folder: private to the 7z folder codec (sevenzip_folder.c, which
  * starts, reads and frees it; sevenzip_graph.c builds it and runs its nodes).
  *
  * A folder is a tree of coders (sevenzip_chain.h); decoding it pulls bytes from the tree's

@@ -1,5 +1,5 @@
 /* libarchive reading a source (source.h): for the formats tarseek reads through libarchive
- * (index/libarchive.c lists them, codecs/libarchive_stream.c decodes their entries).
+ * (containers/libarchive.c lists them, libarchive_stream.c decodes their entries).
  *
  * la_open makes a libarchive reader over the source with read, skip and seek callbacks, and
  * only the formats given (never tar, zip or 7z: tarseek's own parsers read those), plus the

@@ -1,5 +1,5 @@
 /* "libarchive": the decoded data of the entries of an archive that libarchive reads (rar,
- * cab, lha, xar, ...; see index/libarchive.c), one after the other, as one stream.  A codec of
+ * cab, lha, xar, ...; see containers/libarchive.c), one after the other, as one stream.  A codec of
  * container streams only (its probe never says yes).
  *
  * The container lists the entries whose bytes must be decoded, in archive order, as the

@@ -1,7 +1,7 @@
 /* The zstd codec's parts (zstd.c the codec, zstd_frame.c frame headers, finding frames and
  * decoding them, zstd_table.c the seekable format's seek table and where checkpoints go):
  * the constants, the structures they share and the functions one part calls in another.
- * Private to codecs/zstd*.c; the format and the design are described in zstd.c.
+ * Private to codecs/zstd/; the format and the design are described in zstd.c.
  */
 #ifndef TARSEEK_ZSTD_INT_H
 #define TARSEEK_ZSTD_INT_H

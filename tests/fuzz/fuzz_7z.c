@@ -1,5 +1,5 @@
-/* libFuzzer harness: the 7z container (index/sevenzip.c) and the 7z folder codec
- * (codecs/sevenzip.c) on arbitrary bytes.
+/* libFuzzer harness: the 7z container (containers/7z/) and the 7z folder codec (codecs/7z/)
+ * on arbitrary bytes.
  *
  *  1. cont_7z.probe and cont_7z.parse over the input in memory, with a sink that checks what
  *     container.h and member.h promise (NUL-terminated paths, streams declared before the

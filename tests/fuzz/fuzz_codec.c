@@ -2,7 +2,7 @@
  * on arbitrary bytes, through everything the index builder and the reader do with it.
  *
  *  1. probe the head;
- *  2. the indexing pass: the codec's scan through a cstream (codecs/stream.c), read the way the
+ *  2. the indexing pass: the codec's scan through a cstream (seek/stream.c), read the way the
  *     builder reads it (the head, then again from 0, forward in pieces of varying size), up to
  *     FZ_MAX_OUT decoded bytes (a stream that decodes to more is dropped: a compression bomb
  *     would make executions slow, not find bugs); then cstream_finish at the end, or

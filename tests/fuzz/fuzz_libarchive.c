@@ -1,5 +1,5 @@
-/* libFuzzer harness: the libarchive container (index/libarchive.c) and its stream codec
- * (codecs/libarchive_stream.c) on arbitrary bytes.
+/* libFuzzer harness: the libarchive container (containers/libarchive.c) and its stream codec
+ * (codecs/libarchive/libarchive_stream.c) on arbitrary bytes.
  *
  *  1. cont_libarchive.probe and .parse over the input in memory, with a sink that checks what
  *     container.h and member.h promise: at most one stream, of codec "libarchive", over the

@@ -1,4 +1,4 @@
-/* libFuzzer harness: the tar parser (index/tar.c) on arbitrary bytes.
+/* libFuzzer harness: the tar parser (containers/tar/) on arbitrary bytes.
  *
  * The input is parsed twice: from a source of known size (a plain .tar file) and from a
  * forward-only source of unknown size (what a decompressed stream looks like), which aborts

@@ -1,4 +1,4 @@
-/* libFuzzer harness: the zip container (index/zip.c) and the codecs of its streams on
+/* libFuzzer harness: the zip container (containers/zip.c) and the codecs of its streams on
  * arbitrary bytes.
  *
  *  1. cont_zip.probe and cont_zip.parse over the input in memory, with a sink that checks what

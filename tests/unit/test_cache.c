@@ -1,4 +1,4 @@
-/* Unit test of the chunk cache (codecs/cache.c) against the contract codecs/cache.h states:
+/* Unit test of the chunk cache (cache/cache.c) against the contract cache/cache.h states:
  * get -> reserve -> publish/abandon, getters of a reserved key waiting for it, references that
  * outlive eviction, the byte budget and LRU order, try_reserve / contains / room / drop_stream,
  * stream ids, the statistics, and the disk tier: its writer thread and queue, the ring of

@@ -1,4 +1,4 @@
-/* Unit tests of the encoders (codecs/enc_*.c), in memory.
+/* Unit tests of the encoders (convert/enc_*.c), in memory.
  *
  * For each form (zstd, xz, gzip as one member, gzip as a member per block) a stream of text-like
  * data and noise is cut into blocks of uneven sizes (one of 17 bytes, one empty), compressed,

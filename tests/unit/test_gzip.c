@@ -1,4 +1,4 @@
-/* Unit tests of the gzip codec (codecs/gzip.c), on data made by the real tools (gzip, pigz)
+/* Unit tests of the gzip codec (codecs/gzip/), on data made by the real tools (gzip, pigz)
  * and by zlib itself (header extras), all in memory.
  *
  * Every good stream is scanned whole with a small spacing (many checkpoints), compared with

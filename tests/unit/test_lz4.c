@@ -1,4 +1,4 @@
-/* Unit tests of the lz4 codec (codecs/lz4.c), on data made by the real lz4 in memory.
+/* Unit tests of the lz4 codec (codecs/lz4/), on data made by the real lz4 in memory.
  *
  * Every good file is scanned whole with 1, 2 and 3 threads (bytes and checkpoints must not
  * depend on it), compared with the original and with what `lz4 -dc` makes of it, its

@@ -1,4 +1,4 @@
-/* Unit tests of the lzop codec (codecs/lzo.c), on data made by the real lzop in memory.
+/* Unit tests of the lzop codec (codecs/lzo/), on data made by the real lzop in memory.
  *
  * Every good file is scanned whole with 1, 2 and 3 threads (bytes and checkpoints must not
  * depend on it), compared with the original, its checkpoints checked against the blocks a small

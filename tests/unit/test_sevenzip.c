@@ -1,4 +1,4 @@
-/* Unit tests of the 7z container (index/sevenzip.c) and the 7z folder codec (codecs/sevenzip.c,
+/* Unit tests of the 7z container (containers/7z/) and the 7z folder codec (codecs/7z/, with
  * bcj2.c), on archives made at test time by the real 7-Zip (7zz) from files written to a
  * temporary folder.
  *

@@ -1,4 +1,4 @@
-/* Unit test of the indexing pass (codecs/stream.c) against codecs/stream.h: the forward-only
+/* Unit test of the indexing pass (seek/stream.c) against seek/stream.h: the forward-only
  * source over a codec's scan (the first 512 KiB re-readable, -ESPIPE behind, skipped bytes
  * still decoded and checksummed, large refills), the checkpoints handed to the sink (idx 0, 1,
  * 2, ... in order, the codec's record with ulen set, its aux blob, the CRC32 of each segment

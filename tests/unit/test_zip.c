@@ -1,4 +1,4 @@
-/* The zip container (index/zip.c) against archives made by the real tools -- Info-ZIP zip
+/* The zip container (containers/zip.c) against archives made by the real tools -- Info-ZIP zip
  * (deflate at several levels, -Z bzip2, stored, -y symlinks, -X, -P, to a pipe, -A, a
  * prepended stub), Python's zipfile (stored, deflate, bzip2, LZMA, zip64 with 70,000 entries,
  * forced zip64 headers, comments, MS-DOS and unix attributes, extra fields it is handed) and

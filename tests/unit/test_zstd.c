@@ -1,4 +1,4 @@
-/* Unit tests of the zstd codec (codecs/zstd.c), on data made in memory by the zstd tools (zstd,
+/* Unit tests of the zstd codec (codecs/zstd/), on data made in memory by the zstd tools (zstd,
  * pzstd) and by libzstd itself: frames with and without content size and checksum, skippable
  * frames, and the seekable format (frames plus a seek table in a final skippable frame, written
  * here from its specification).
