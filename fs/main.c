@@ -39,6 +39,7 @@
 #include "fs/options.h"
 #include "seek/prefetch.h"
 #include "fs/tfs.h"
+#include "fs/shadow_later.h"
 #include "fs/warmup.h"
 #include "fs/dirplus.h"
 #include "tools/tprog.h"
@@ -102,7 +103,7 @@ static int open_found(void *opaque, const char *path, struct arch **out)
 }
 
 static int add_source(struct un *un, const char *path, const struct arch_opts *ao,
-		      struct prefetch *pf)
+		      struct prefetch *pf, struct shadow_later *later)
 {
 	char name[256];
 	struct stat st;
@@ -124,6 +125,8 @@ static int add_source(struct un *un, const char *path, const struct arch_opts *a
 	err = arch_open(path, ao, &a);
 	if (err)
 		return err;
+	if (!http_is_url(path) && !arch_get_info(a)->built) /* an index without a shadow gets */
+		sl_add(later, path, arch_get_info(a)->index);  /* one once mounted */
 	if (pf && http_is_url(path)) { /* a remote archive fetches only what is read */
 		pf_note_skipped(pf);
 	} else if (pf) {
@@ -420,6 +423,7 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 	add_net_disk(o);
 	if (pf && pf_start(pf) < 0)
 		tfs_log(TFS_LOG_WARNING, "no prefetch: cannot start its threads");
+	sl_start(t->later);
 	uint64_t entries, bytes;
 	un_totals(t->un, &entries, &bytes);
 	if (!o->no_prefetch && !o->recursion && entries <= WARMUP_MAX && !mp_is_fd(o->mountpoint)) {
@@ -525,10 +529,11 @@ int main(int argc, char **argv)
 		if (!pf)
 			goto nomem;
 	}
+	t.later = sl_new(o.shadow, o.shadow_max, o.threads);
 	if (o.recursion)
 		un_set_opener(t.un, open_found, &ao);
 	for (int i = 0; i < o.nsources; i++)
-		if (add_source(t.un, o.sources[i], &ao, pf))
+		if (add_source(t.un, o.sources[i], &ao, pf, t.later))
 			goto out; /* the reason was logged */
 	if (fuse_args_for(&o, argv[0], &args) < 0)
 		goto nomem;
@@ -536,6 +541,7 @@ int main(int argc, char **argv)
 	ret = serve(&o, &args, &t, pf, &env);
 out:
 	fuse_opt_free_args(&args);
+	sl_free(t.later); /* stopped between two reads of an archive, and joined */
 	pf_free(pf); /* before the readers it decodes for */
 	/* the handles and sources first: their readers end their decoding ahead before the
 	 * threads go */

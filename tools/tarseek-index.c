@@ -21,6 +21,7 @@
 #include "config.h"
 #include "containers/container.h"
 #include "index/open.h"
+#include "index/shadow_make.h"
 #include "tools/topt.h"
 #include "tools/tprog.h"
 #if HAVE_LIBARCHIVE
@@ -37,6 +38,8 @@ enum {
 	OPT_STRIP_EXT,
 	OPT_S3_ENDPOINT,
 	OPT_REMOTE_TIMEOUT,
+	OPT_SHADOW,
+	OPT_SHADOW_MAX,
 };
 
 /* The options, in --help's order (topt.h). */
@@ -55,6 +58,12 @@ static const struct topt opts[] = {
     {OPT_STRIP_EXT, "strip-extension", 0, NULL, "their folders lose the archive extension", 0},
     {'i', "ignore-zeros", 'i', NULL, "read past the end-of-archive marker (tar --ignore-zeros)", 0},
     {OPT_THREADS, "threads", 0, "N", "decoder threads (default: all cores)", 0},
+    {OPT_SHADOW, "shadow", 0, "MODE",
+     "auto (default), always, never: keep the decoded\n"
+     "streams beside the index, as tarseek does (an index\n"
+     "without its shadow gets one)",
+     0},
+    {OPT_SHADOW_MAX, "shadow-max", 0, "SIZE", "the most a shadow may take", 0},
     {OPT_S3_ENDPOINT, "s3-endpoint", 0, "URL", "an S3-compatible store for s3:// URLs", 0},
     {OPT_REMOTE_TIMEOUT, "remote-timeout", 0, "S",
      "a request fails after S seconds, retries included", 0},
@@ -160,6 +169,20 @@ static int apply(int id, const char *arg, struct idx_opts *o, struct net_env *ne
 		}
 		ne->http.timeout_ms = (unsigned)n * 1000u;
 		return 0;
+	case OPT_SHADOW:
+		if (shadow_mode_parse(arg, &o->build.shadow) < 0) {
+			fprintf(stderr, "tarseek-index: --shadow: '%s' is not auto, always or "
+				"never\n", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_SHADOW_MAX:
+		if (!parse_size(arg, &o->build.shadow_max) || o->build.shadow_max < (1u << 20)) {
+			fprintf(stderr, "tarseek-index: --shadow-max: '%s' is not a size of at "
+				"least 1M\n", arg);
+			return -EINVAL;
+		}
+		return 0;
 	case 'q':
 		tfs_log_level = TFS_LOG_WARNING;
 		o->build.progress = NULL;
@@ -173,6 +196,21 @@ static int apply(int id, const char *arg, struct idx_opts *o, struct net_env *ne
 		return 1;
 	}
 	return -EINVAL; /* not in the table */
+}
+
+/* An index that was there already gets the shadow the mode wants, when it lacks one (a
+ * message says so; none is no error). */
+static void make_shadow(const char *archive, const char *index, const struct idx_opts *o)
+{
+	struct idx_shadow_make_opts so = {.mode = o->build.shadow, .max = o->build.shadow_max,
+					  .threads = o->build.threads};
+	struct src *file;
+
+	if (so.mode == SHADOW_NEVER || src_open_file(archive, &file) < 0)
+		return;
+	if (idx_shadow_make(index, file, archive, &so) == 1)
+		printf("%s: shadow made beside the index\n", archive);
+	src_free(file);
 }
 
 /* The index of archive (a path or a URL) built, or checked: printed.  0, 1 if it has no valid
@@ -204,6 +242,8 @@ static int index_one(char *archive, const struct idx_opts *o, struct net_env *ne
 		return 1;
 	}
 	printf("%s: %s %s\n", archive, built ? "index built at" : "index valid at", path);
+	if (!shown && !o->check_only && !built)
+		make_shadow(archive, path, o);
 	free(path);
 	free(shown);
 	return 0;
@@ -212,7 +252,7 @@ static int index_one(char *archive, const struct idx_opts *o, struct net_env *ne
 int main(int argc, char **argv)
 {
 	struct idx_opts o = {.build = {.gzip_spacing = IDX_SPACING_DEFAULT, .spacing_any = true,
-				       .progress = tprog_index}};
+				       .progress = tprog_index, .shadow = shadow_default()}};
 	struct net_env ne = {0};
 	struct topt_parser tp;
 	long n = sysconf(_SC_NPROCESSORS_ONLN);

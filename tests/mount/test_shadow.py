@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -209,7 +210,9 @@ def test_shadow_replaced_under_a_running_mount(shadowed, tree, tmp_path, mount):
 
 
 def test_old_index_without_shadow(tree, tmp_path, mount):
-    """An index built with --shadow never is used as it is by a mount that would make one."""
+    """An index built without a shadow (an older tarseek, --shadow never) is used as it is;
+    a mount that wants a shadow makes one in the background once it is ready, and the next
+    mount reads through it."""
     require_tool("xz")
     archive = make(tree, tmp_path, ["xz", "-3", "-T1", "-c"], ".tar.xz")
     index = tmp_path / "o.index.sqlite"
@@ -220,6 +223,31 @@ def test_old_index_without_shadow(tree, tmp_path, mount):
         assert "indexed" not in m.log()
         compare_trees(m.path, tree[1])
         assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "none"
+        deadline = time.monotonic() + 60
+        while "shadow made" not in m.log():
+            assert time.monotonic() < deadline, m.log()
+            time.sleep(0.05)
+    assert os.path.exists(shadow_of(index))
+    with mount(archive, "--index-file", index, "--shadow", "auto", "--no-prefetch") as m:
+        compare_trees(m.path, tree[1])
+        assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "open"
+
+
+def test_tarseek_index_makes_the_shadow(tree, tmp_path, mount):
+    """tarseek-index makes shadows as the mount would: with the index, or for one without."""
+    require_tool("lzip")
+    archive = make(tree, tmp_path, ["lzip", "-3", "-c"], ".tar.lz")
+    tool = os.path.join(os.path.dirname(TARSEEK), "..", "tools", "tarseek-index")
+    index = tmp_path / "x.index.sqlite"
+    run(tool, "-q", "--shadow", "never", "--index-file", index, archive)
+    assert not os.path.exists(shadow_of(index))
+    out = subprocess.run([tool, "-q", "--index-file", str(index), str(archive)],
+                         capture_output=True, text=True, env=dict(os.environ,
+                                                                   TARSEEK_SHADOW="auto"))
+    assert out.returncode == 0 and "shadow made" in out.stdout, out
+    with mount(archive, "--index-file", index, "--shadow", "auto", "--no-prefetch") as m:
+        compare_trees(m.path, tree[1])
+        assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "open"
 
 
 def test_shadow_too_large(tree, tmp_path, mount):
