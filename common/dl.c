@@ -3,8 +3,11 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "common/log.h"
+#include "config.h"
 
 int dl_load(const char *soname, const char *what, const struct dl_sym *syms, size_t n)
 {
@@ -28,4 +31,27 @@ int dl_load(const char *soname, const char *what, const struct dl_sym *syms, siz
 		*syms[i].fn = f;
 	}
 	return 0; /* the handle stays open for the process's life */
+}
+
+bool dl_available(const char *soname)
+{
+	void *h = dlopen(soname, RTLD_LAZY | RTLD_LOCAL);
+
+	if (h)
+		dlclose(h);
+	return h != NULL;
+}
+
+const char *dl_optional(void)
+{
+	static char list[160];
+
+	snprintf(list, sizeof(list), "%s (remote archives) %s", DL_CURL,
+		 dl_available(DL_CURL) ? "found" : "missing");
+#if HAVE_LIBARCHIVE
+	size_t n = strlen(list);
+	snprintf(list + n, sizeof(list) - n, ", %s (rar, iso9660, cpio, ...) %s", DL_ARCHIVE,
+		 dl_available(DL_ARCHIVE) ? "found" : "missing");
+#endif
+	return list;
 }

@@ -13,6 +13,7 @@
 #ifndef TARSEEK_DL_H
 #define TARSEEK_DL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* One function to resolve: its name and where its address goes. */
@@ -26,6 +27,19 @@ struct dl_sym {
  * closed and every pointer left NULL.  what: what it is for, for the message ("remote
  * archives"). */
 int dl_load(const char *soname, const char *what, const struct dl_sym *syms, size_t n);
+
+/* The libraries loaded this way (net/curl_dl.h, codecs/libarchive/la_dl.h): libcurl4's (the
+ * OpenSSL flavour, whose headers the build uses: libcurl4-openssl-dev) and libarchive13's. */
+#define DL_CURL "libcurl.so.4"
+#define DL_ARCHIVE "libarchive.so.13"
+
+/* True if the library soname can be loaded here (it is loaded and closed again; nothing is
+ * logged).  For --version only. */
+bool dl_available(const char *soname);
+
+/* For --version: each optional library the build can use and whether it can be loaded here,
+ * "libcurl.so.4 (remote archives) found, ..." (a static string: call from one thread). */
+const char *dl_optional(void);
 
 /* A table entry for function f, whose pointer is sym_f. */
 #define DL_SYM(f) {#f, (void **)&sym_##f}

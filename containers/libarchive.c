@@ -21,14 +21,13 @@
  */
 #include "containers/container.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "codecs/libarchive/la_dl.h"
 #include "codecs/libarchive/libarchive_src.h"
 #include "common/byteio.h"
 #include "common/log.h"
@@ -116,7 +115,7 @@ static uint64_t lac_locate(struct la_src *l, uint64_t size, int *err)
 	int ret;
 
 	*err = 0;
-	while ((ret = archive_read_data_block(l->a, &p, &n, &off)) == ARCHIVE_OK) {
+	while ((ret = sym_archive_read_data_block(l->a, &p, &n, &off)) == ARCHIVE_OK) {
 		if (!n)
 			continue;
 		uint64_t at = la_where(l, p, n);
@@ -166,12 +165,12 @@ static int lac_add_rec(struct lac *c, uint32_t nr, uint64_t size)
 /* A regular file: AE_IFREG, or no type bits at all (ar's deterministic mode "644"). */
 static bool is_reg(struct archive_entry *e)
 {
-	return archive_entry_filetype(e) == AE_IFREG || archive_entry_filetype(e) == 0;
+	return sym_archive_entry_filetype(e) == AE_IFREG || sym_archive_entry_filetype(e) == 0;
 }
 
 static bool has_data(struct archive_entry *e)
 {
-	return is_reg(e) && archive_entry_size(e) > 0;
+	return is_reg(e) && sym_archive_entry_size(e) > 0;
 }
 
 /* Pass 1: the headers, and where each entry's data is. */
@@ -188,7 +187,7 @@ static int lac_pass1(struct lac *c)
 		la_close(&l);
 		return err;
 	}
-	while ((ret = archive_read_next_header(l.a, &e)) != ARCHIVE_EOF) {
+	while ((ret = sym_archive_read_next_header(l.a, &e)) != ARCHIVE_EOF) {
 		if (ret < ARCHIVE_WARN) {
 			if (l.io_err) {
 				err = l.io_err;
@@ -211,11 +210,11 @@ static int lac_pass1(struct lac *c)
 		x->file_off = x->soff = LAC_NONE;
 		x->unreadable = 0;
 		if (has_data(e)) {
-			uint64_t size = (uint64_t)archive_entry_size(e);
-			if (archive_entry_is_data_encrypted(e)) {
+			uint64_t size = (uint64_t)sym_archive_entry_size(e);
+			if (sym_archive_entry_is_data_encrypted(e)) {
 				x->unreadable = -EACCES;
 			} else {
-				if (in_place_format(archive_format(l.a)))
+				if (in_place_format(sym_archive_format(l.a)))
 					x->file_off = lac_locate(&l, size, &err);
 				if (err)
 					break;
@@ -227,7 +226,7 @@ static int lac_pass1(struct lac *c)
 				}
 			}
 		}
-		if (!err && archive_entry_hardlink(e) && has_data(e)) {
+		if (!err && sym_archive_entry_hardlink(e) && has_data(e)) {
 			if (c->nld == c->ld_cap) {
 				size_t cap = c->ld_cap ? c->ld_cap * 2 : 16;
 				struct lac_linkdata *p = realloc(c->ld, cap * sizeof(*p));
@@ -239,14 +238,14 @@ static int lac_pass1(struct lac *c)
 				c->ld_cap = cap;
 			}
 			struct lac_linkdata *d = &c->ld[c->nld];
-			d->target = strdup(archive_entry_hardlink(e));
+			d->target = strdup(sym_archive_entry_hardlink(e));
 			if (!d->target) {
 				err = -ENOMEM;
 				break;
 			}
 			d->file_off = x->file_off;
 			d->soff = x->soff;
-			d->size = (uint64_t)archive_entry_size(e);
+			d->size = (uint64_t)sym_archive_entry_size(e);
 			d->unreadable = x->unreadable;
 			c->nld++;
 		}
@@ -275,14 +274,14 @@ static int lac_pass2(struct lac *c, const struct cont_sink *sink, uint64_t sid,
 	if (!xa)
 		goto out;
 	err = 0;
-	while (k < c->n && (ret = archive_read_next_header(l.a, &e)) != ARCHIVE_EOF) {
+	while (k < c->n && (ret = sym_archive_read_next_header(l.a, &e)) != ARCHIVE_EOF) {
 		const struct lac_ent *x = &c->e[k++];
 		struct arc_member m = {0};
 		/* the name as stored (in the daemon's C locale libarchive gives names it would
 		 * have to convert, a xar's UTF-8 ones, only as UTF-8) */
-		const char *path = archive_entry_pathname(e);
+		const char *path = sym_archive_entry_pathname(e);
 		if (!path)
-			path = archive_entry_pathname_utf8(e);
+			path = sym_archive_entry_pathname_utf8(e);
 
 		if (ret < ARCHIVE_WARN) {
 			err = l.io_err ? l.io_err : -EIO;
@@ -295,7 +294,7 @@ static int lac_pass2(struct lac *c, const struct cont_sink *sink, uint64_t sid,
 				"left out", c->name, k - 1);
 			continue;
 		}
-		switch (archive_entry_filetype(e)) {
+		switch (sym_archive_entry_filetype(e)) {
 		case 0:
 		case AE_IFREG: m.type = MEMBER_REG; break;
 		case AE_IFDIR: m.type = MEMBER_DIR; break;
@@ -309,24 +308,24 @@ static int lac_pass2(struct lac *c, const struct cont_sink *sink, uint64_t sid,
 			continue;
 		}
 		m.link = (const uint8_t *)"";
-		if (archive_entry_hardlink(e)) {
+		if (sym_archive_entry_hardlink(e)) {
 			m.type = MEMBER_HARDLINK;
-			m.link = (const uint8_t *)archive_entry_hardlink(e);
+			m.link = (const uint8_t *)sym_archive_entry_hardlink(e);
 		} else if (m.type == MEMBER_SYMLINK) {
-			const char *t = archive_entry_symlink(e);
+			const char *t = sym_archive_entry_symlink(e);
 			if (!t)
-				t = archive_entry_symlink_utf8(e);
+				t = sym_archive_entry_symlink_utf8(e);
 			m.link = (const uint8_t *)(t ? t : "");
 		}
 		m.path = (const uint8_t *)path;
 		m.path_len = strlen(path);
 		m.link_len = strlen((const char *)m.link);
-		m.hdr_off = archive_read_header_position(l.a) > 0
-				? (uint64_t)archive_read_header_position(l.a)
+		m.hdr_off = sym_archive_read_header_position(l.a) > 0
+				? (uint64_t)sym_archive_read_header_position(l.a)
 				: 0;
 		struct lac_ent moved = *x;
 		const struct lac_linkdata *ld = NULL;
-		if (m.type == MEMBER_REG && c->nld && archive_entry_size(e) == 0) {
+		if (m.type == MEMBER_REG && c->nld && sym_archive_entry_size(e) == 0) {
 			struct lac_linkdata key = {.target = (char *)path};
 			ld = bsearch(&key, c->ld, c->nld, sizeof(*c->ld), ld_cmp);
 			if (ld) { /* the data comes with a later link to it */
@@ -337,8 +336,8 @@ static int lac_pass2(struct lac *c, const struct cont_sink *sink, uint64_t sid,
 			}
 		}
 		if (m.type == MEMBER_REG) {
-			m.size = ld ? ld->size
-				    : archive_entry_size(e) > 0 ? (uint64_t)archive_entry_size(e) : 0;
+			int64_t sz = sym_archive_entry_size(e);
+			m.size = ld ? ld->size : sz > 0 ? (uint64_t)sz : 0;
 			m.stored = m.size;
 			if (x->file_off != LAC_NONE) {
 				m.stream = 0;
@@ -352,23 +351,24 @@ static int lac_pass2(struct lac *c, const struct cont_sink *sink, uint64_t sid,
 				m.stored = 0;
 			}
 		}
-		m.mode = (uint32_t)archive_entry_perm(e) & 07777;
-		m.uid = archive_entry_uid(e) > 0 ? (uint64_t)archive_entry_uid(e) : 0;
-		m.gid = archive_entry_gid(e) > 0 ? (uint64_t)archive_entry_gid(e) : 0;
-		m.uname = archive_entry_uname(e) ? archive_entry_uname(e) : "";
-		m.gname = archive_entry_gname(e) ? archive_entry_gname(e) : "";
-		if (archive_entry_mtime_is_set(e)) {
-			m.mtime_sec = archive_entry_mtime(e);
-			m.mtime_nsec = (uint32_t)archive_entry_mtime_nsec(e);
+		m.mode = (uint32_t)sym_archive_entry_perm(e) & 07777;
+		m.uid = sym_archive_entry_uid(e) > 0 ? (uint64_t)sym_archive_entry_uid(e) : 0;
+		m.gid = sym_archive_entry_gid(e) > 0 ? (uint64_t)sym_archive_entry_gid(e) : 0;
+		m.uname = sym_archive_entry_uname(e) ? sym_archive_entry_uname(e) : "";
+		m.gname = sym_archive_entry_gname(e) ? sym_archive_entry_gname(e) : "";
+		if (sym_archive_entry_mtime_is_set(e)) {
+			m.mtime_sec = sym_archive_entry_mtime(e);
+			m.mtime_nsec = (uint32_t)sym_archive_entry_mtime_nsec(e);
 		}
-		m.dev_major = (uint32_t)archive_entry_rdevmajor(e);
-		m.dev_minor = (uint32_t)archive_entry_rdevminor(e);
+		m.dev_major = (uint32_t)sym_archive_entry_rdevmajor(e);
+		m.dev_minor = (uint32_t)sym_archive_entry_rdevminor(e);
 		size_t nx = 0;
 		const char *xn;
 		const void *xv;
 		size_t xl;
-		archive_entry_xattr_reset(e);
-		while (nx < LAC_XATTRS_MAX && archive_entry_xattr_next(e, &xn, &xv, &xl) == ARCHIVE_OK) {
+		sym_archive_entry_xattr_reset(e);
+		while (nx < LAC_XATTRS_MAX &&
+		       sym_archive_entry_xattr_next(e, &xn, &xv, &xl) == ARCHIVE_OK) {
 			bool dup = false;
 			for (size_t i = 0; i < nx && !dup; i++)
 				dup = !strcmp(xa[i].name, xn);

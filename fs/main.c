@@ -14,11 +14,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <syslog.h>
@@ -337,14 +339,15 @@ static unsigned warmup_quiet_ms(void)
 /* Detaches from the terminal unless foreground: forks, and the parent waits until the child
  * says the mount is ready (tfs_init writes a byte to *ready, see tfs.h) or ends without
  * saying so; it exits 0 or 1 accordingly, so that mount(8) and systemd learn whether the
- * mount came up.  The child goes on (0).  -1 if it cannot fork.  No pool job may be running
- * (park_threads). */
-static int detach(bool foreground, const char *mnt, int *ready)
+ * mount came up.  The child goes on (0), with *gone a second descriptor of the pipe's write
+ * end, which polls POLLERR once the parent has exited (-1 if foreground, or no descriptor is
+ * left).  -1 if it cannot fork.  No pool job may be running (park_threads). */
+static int detach(bool foreground, const char *mnt, int *ready, int *gone)
 {
 	int fds[2];
 	pid_t pid;
 
-	*ready = -1;
+	*ready = *gone = -1;
 	if (foreground)
 		return chdir("/") == 0 ? 0 : -1;
 	if (pipe2(fds, O_CLOEXEC) < 0)
@@ -375,6 +378,7 @@ static int detach(bool foreground, const char *mnt, int *ready)
 	if (chdir("/") < 0)
 		return -1;
 	*ready = fds[1];
+	*gone = fcntl(fds[1], F_DUPFD_CLOEXEC, 0);
 	return 0;
 }
 
@@ -390,13 +394,90 @@ static void park_threads(const struct arch_env *env)
 	cache_park(net_env.pages);
 }
 
+/* What the daemon does beside the requests once mounted: the prefetch and the warm-up.
+ *
+ * Detached, they wait until the command that started the daemon has exited.  Until then it is
+ * checking that the mount answers (detach: the INIT, then a stat of the mount point), and
+ * their first work -- the prefetch's readahead of a plain archive, the warm-up's bind mount
+ * and first listings -- stood in its way, on the cores and in the FUSE queue: a cold second
+ * mount of telemetry.tar waited 7 ms (median) for that stat, 1-3 ms with --no-prefetch.  The
+ * starting job (a job of common/pool.h, joined by bg_stop) polls the ready pipe's write end
+ * (detach's *gone), which reports POLLERR when the command's read end closes, and an eventfd
+ * that bg_stop writes when the session ends first.  In the foreground nobody waits: they
+ * start at once, as they did. */
+struct bg {
+	const struct options *o;
+	struct tfs *t;
+	struct prefetch *pf;
+	int gone_fd;	       /* detach's *gone, or -1 */
+	int stop_fd;	       /* eventfd: the session ended before the command exited */
+	struct pool_job *job;  /* the job that waits, or NULL */
+	struct warmup *warm;   /* what it started (read after bg_stop) */
+};
+
+static void bg_start_now(struct bg *b)
+{
+	const struct options *o = b->o;
+	struct tfs *t = b->t;
+	uint64_t entries, bytes;
+
+	if (b->pf && pf_start(b->pf) < 0)
+		tfs_log(TFS_LOG_WARNING, "no prefetch: cannot start its threads");
+	sl_start(t->later);
+	un_totals(t->un, &entries, &bytes);
+	if (!o->no_prefetch && !o->recursion && entries <= WARMUP_MAX && !mp_is_fd(o->mountpoint)) {
+		struct warmup_params wp = {.mountpoint = o->mountpoint, .se = t->se, .un = t->un,
+					   .handles = t->handles, .dp = t->dp, .pf = b->pf,
+					   .budget = b->pf ? pf_budget(b->pf) : 0,
+					   .quiet_ms = warmup_quiet_ms()};
+		t->warm = b->warm = warmup_start(&wp); /* best effort */
+	}
+}
+
+static void *bg_main(void *arg)
+{
+	struct bg *b = arg;
+	struct pollfd p[2] = {{.fd = b->gone_fd, .events = 0}, {.fd = b->stop_fd, .events = POLLIN}};
+
+	while (poll(p, 2, -1) < 0 && errno == EINTR)
+		;
+	if (!(p[1].revents & POLLIN))
+		bg_start_now(b);
+	return NULL;
+}
+
+static void bg_start(struct bg *b)
+{
+	if (b->gone_fd >= 0 && (b->stop_fd = eventfd(0, EFD_CLOEXEC)) >= 0 &&
+	    pool_start(bg_main, b, "tarseek-start", 0, &b->job) == 0)
+		return;
+	bg_start_now(b); /* foreground, or cannot wait */
+}
+
+/* Before the session goes: the waiting job ends (having started nothing, or everything). */
+static void bg_stop(struct bg *b)
+{
+	if (b->job) {
+		uint64_t one = 1;
+		ssize_t ignored = write(b->stop_fd, &one, sizeof(one));
+		(void)ignored;
+		pool_join(b->job);
+		b->job = NULL;
+	}
+	if (b->stop_fd >= 0)
+		close(b->stop_fd);
+	if (b->gone_fd >= 0)
+		close(b->gone_fd);
+	b->stop_fd = b->gone_fd = -1;
+}
+
 /* Mounts, detaches unless -f, and serves until unmounted or signalled.  The exit status. */
 static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 		 struct prefetch *pf, const struct arch_env *env)
 {
 	struct fuse_session *se = fuse_session_new(args, &tfs_ops, sizeof(tfs_ops), t);
 	struct fuse_loop_config *loop = NULL;
-	struct warmup *warm = NULL;
+	struct bg bg = {.o = o, .t = t, .pf = pf, .gone_fd = -1, .stop_fd = -1};
 	int ret = 1;
 
 	if (!se) {
@@ -413,7 +494,7 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 	}
 	if (!o->foreground)
 		park_threads(env);
-	if (detach(o->foreground, o->mountpoint, &t->ready_fd) != 0)
+	if (detach(o->foreground, o->mountpoint, &t->ready_fd, &bg.gone_fd) != 0)
 		goto out_unmount;
 	sig_main_thread = pthread_self(); /* the thread that runs the loop, after the fork */
 	if (!o->foreground) {
@@ -421,18 +502,7 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 		tfs_log_set_sink(syslog_sink, NULL);
 	}
 	add_net_disk(o);
-	if (pf && pf_start(pf) < 0)
-		tfs_log(TFS_LOG_WARNING, "no prefetch: cannot start its threads");
-	sl_start(t->later);
-	uint64_t entries, bytes;
-	un_totals(t->un, &entries, &bytes);
-	if (!o->no_prefetch && !o->recursion && entries <= WARMUP_MAX && !mp_is_fd(o->mountpoint)) {
-		struct warmup_params wp = {.mountpoint = o->mountpoint, .se = se, .un = t->un,
-					   .handles = t->handles, .dp = t->dp, .pf = pf,
-					   .budget = pf ? pf_budget(pf) : 0,
-					   .quiet_ms = warmup_quiet_ms()};
-		t->warm = warm = warmup_start(&wp); /* best effort */
-	}
+	bg_start(&bg);
 	if (o->single_thread) {
 		ret = fuse_session_loop(se);
 	} else {
@@ -446,14 +516,15 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 	/* the loop returns the signal that ended it: that is a clean unmount too */
 	ret = (ret == 0 || sig_caught || ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ? 0 : 1;
 out_unmount:
+	bg_stop(&bg); /* bg.warm is what it started */
 	fuse_session_unmount(se);
 out_signals:
 	set_exit_signals(se, false);
 out_session:
-	warmup_end_session(warm);
+	warmup_end_session(bg.warm);
 	fuse_session_destroy(se);
 	t->warm = NULL;
-	warmup_stop(warm); /* the connection is closed: a listing it waits for fails now */
+	warmup_stop(bg.warm); /* the connection is closed: a listing it waits for fails now */
 	fuse_loop_cfg_destroy(loop);
 	return ret;
 }

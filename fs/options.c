@@ -14,6 +14,7 @@
 #include "codecs/gzip/inflater.h"
 #include "index/build.h"
 #include "containers/container.h"
+#include "common/dl.h"
 #include "common/log.h"
 #include "common/size.h"
 #include "config.h"
@@ -374,10 +375,10 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 		exit(0);
 	case O_VERSION:
 		printf("tarseek %s\ncodecs: %s\ncontainers: %s\ninflate (gzip, zip): %s\n"
-		       "bzip2 blocks: %s\nFUSE library %d\n",
+		       "bzip2 blocks: %s\nFUSE library %d\nloaded when needed: %s\n",
 		       TARSEEK_VERSION, codec_list(), cont_list(), infl_kind_name(infl_default()),
 		       bzb_use_libbz2() ? "libbz2" : "tarseek's own decoder (libbz2 for randomised)",
-		       fuse_version());
+		       fuse_version(), dl_optional());
 		exit(0);
 	case O_OPTION:
 		break;

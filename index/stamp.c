@@ -10,6 +10,15 @@
 
 #define FP_SPAN (1u << 20)
 
+void idx_fingerprint_ahead(struct src *file)
+{
+	uint64_t n = src_size(file);
+
+	src_advise(file, 0, FP_SPAN);
+	if (n != SRC_SIZE_UNKNOWN && n > FP_SPAN)
+		src_advise(file, n - FP_SPAN, FP_SPAN);
+}
+
 int idx_fingerprint(struct src *file, char *out, size_t size)
 {
 	uint64_t n = src_size(file);

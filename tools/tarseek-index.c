@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "codecs/codec.h"
+#include "common/dl.h"
 #include "common/log.h"
 #include "common/pool.h"
 #include "common/size.h"
@@ -191,8 +192,8 @@ static int apply(int id, const char *arg, struct idx_opts *o, struct net_env *ne
 		usage(stdout);
 		return 1;
 	case 'V':
-		printf("tarseek-index %s\ncodecs: %s\ncontainers: %s\n", TARSEEK_VERSION,
-		       codec_list(), cont_list());
+		printf("tarseek-index %s\ncodecs: %s\ncontainers: %s\nloaded when needed: %s\n",
+		       TARSEEK_VERSION, codec_list(), cont_list(), dl_optional());
 		return 1;
 	}
 	return -EINVAL; /* not in the table */

@@ -1,12 +1,12 @@
 /* libarchive over a source: see libarchive_src.h. */
 #include "codecs/libarchive/libarchive_src.h"
 
-#include <archive.h>
 #include <errno.h>
 #include <locale.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "codecs/libarchive/la_dl.h"
 #include "common/log.h"
 
 static la_ssize_t la_read_cb(struct archive *a, void *opaque, const void **out)
@@ -16,7 +16,8 @@ static la_ssize_t la_read_cb(struct archive *a, void *opaque, const void **out)
 
 	if (n < 0) {
 		l->io_err = (int)n;
-		archive_set_error(a, EIO, "read error at offset %llu", (unsigned long long)l->pos);
+		sym_archive_set_error(a, EIO, "read error at offset %llu",
+				      (unsigned long long)l->pos);
 		return -1;
 	}
 	l->buf_off = l->pos;
@@ -54,24 +55,29 @@ static la_int64_t la_seek_cb(struct archive *a, void *opaque, la_int64_t off, in
 	return (la_int64_t)l->pos;
 }
 
-/* The formats: tarseek's own parsers read tar, zip and 7z. */
+/* The formats: tarseek's own parsers read tar, zip and 7z.  (Pointers to libarchive's
+ * functions' pointers: they are set when la_load runs.) */
 static const struct {
 	const char *name;
-	int (*support)(struct archive *);
+	int (**support)(struct archive *);
 } formats[] = {
-	{"rar", archive_read_support_format_rar},   {"rar5", archive_read_support_format_rar5},
-	{"iso9660", archive_read_support_format_iso9660},
-	{"cpio", archive_read_support_format_cpio}, {"ar", archive_read_support_format_ar},
-	{"cab", archive_read_support_format_cab},   {"lha", archive_read_support_format_lha},
-	{"xar", archive_read_support_format_xar},   {"warc", archive_read_support_format_warc},
+	{"rar", &sym_archive_read_support_format_rar},
+	{"rar5", &sym_archive_read_support_format_rar5},
+	{"iso9660", &sym_archive_read_support_format_iso9660},
+	{"cpio", &sym_archive_read_support_format_cpio},
+	{"ar", &sym_archive_read_support_format_ar},
+	{"cab", &sym_archive_read_support_format_cab},
+	{"lha", &sym_archive_read_support_format_lha},
+	{"xar", &sym_archive_read_support_format_xar},
+	{"warc", &sym_archive_read_support_format_warc},
 };
 
 /* rpm (a lead and headers before a compressed cpio), and what its payload is compressed
  * with; never a filter that runs an external program */
-static int (*const filters[])(struct archive *) = {
-	archive_read_support_filter_rpm,  archive_read_support_filter_gzip,
-	archive_read_support_filter_bzip2, archive_read_support_filter_xz,
-	archive_read_support_filter_lzma, archive_read_support_filter_zstd,
+static int (**const filters[])(struct archive *) = {
+	&sym_archive_read_support_filter_rpm,  &sym_archive_read_support_filter_gzip,
+	&sym_archive_read_support_filter_bzip2, &sym_archive_read_support_filter_xz,
+	&sym_archive_read_support_filter_lzma, &sym_archive_read_support_filter_zstd,
 };
 
 const char *la_formats(void)
@@ -98,21 +104,26 @@ void la_init(void)
 
 int la_open(struct la_src *l, struct src *in)
 {
+	int err;
+
 	memset(l, 0, sizeof(*l));
 	l->in = in;
+	err = la_load(); /* the first archive of libarchive's formats loads it */
+	if (err)
+		return err;
 	l->buf = malloc(LA_BUF);
-	l->a = archive_read_new();
+	l->a = sym_archive_read_new();
 	if (!l->buf || !l->a)
 		return -ENOMEM;
 	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
-		formats[i].support(l->a);
+		(*formats[i].support)(l->a);
 	for (size_t i = 0; i < sizeof(filters) / sizeof(filters[0]); i++)
-		filters[i](l->a);
-	archive_read_set_read_callback(l->a, la_read_cb);
-	archive_read_set_skip_callback(l->a, la_skip_cb);
-	archive_read_set_seek_callback(l->a, la_seek_cb);
-	archive_read_set_callback_data(l->a, l);
-	if (archive_read_open1(l->a) != ARCHIVE_OK) {
+		(*filters[i])(l->a);
+	sym_archive_read_set_read_callback(l->a, la_read_cb);
+	sym_archive_read_set_skip_callback(l->a, la_skip_cb);
+	sym_archive_read_set_seek_callback(l->a, la_seek_cb);
+	sym_archive_read_set_callback_data(l->a, l);
+	if (sym_archive_read_open1(l->a) != ARCHIVE_OK) {
 		if (l->io_err)
 			return l->io_err;
 		TFS_DEBUG("libarchive: %s", la_error(l));
@@ -124,7 +135,7 @@ int la_open(struct la_src *l, struct src *in)
 void la_close(struct la_src *l)
 {
 	if (l->a)
-		archive_read_free(l->a);
+		sym_archive_read_free(l->a);
 	free(l->buf);
 	memset(l, 0, sizeof(*l));
 }
@@ -140,7 +151,7 @@ uint64_t la_where(const struct la_src *l, const void *p, size_t len)
 
 const char *la_error(const struct la_src *l)
 {
-	const char *e = l->a ? archive_error_string(l->a) : NULL;
+	const char *e = l->a ? sym_archive_error_string(l->a) : NULL;
 
 	return e ? e : "unknown error";
 }

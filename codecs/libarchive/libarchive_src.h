@@ -34,11 +34,13 @@ struct la_src {
 /* Once at program start, before any thread: libarchive converts names between the format's
  * charset and the locale's, and in the C locale it cannot give non-ASCII UTF-8 names (a
  * xar's, a rar's unicode ones) at all; tarseek takes names as bytes, so LC_CTYPE becomes
- * C.UTF-8 (always there in Debian 12's glibc).  Nothing else in tarseek depends on it. */
+ * C.UTF-8 (always there in Debian 12's glibc).  Nothing else in tarseek depends on it.  It
+ * does not load libarchive (la_dl.h): la_open does, at the first archive that needs it. */
 void la_init(void);
 
-/* Opens a reader over in.  0, or -errno after logging why (-EINVAL: libarchive reads no
- * header of a format it was given; -ENOMEM).  la_close in any case. */
+/* Opens a reader over in, loading libarchive first if it is not yet (la_load).  0, or -errno
+ * after logging why (-EINVAL: libarchive reads no header of a format it was given; -ENOMEM;
+ * -ENOTSUP: libarchive cannot be loaded, said once by la_load).  la_close in any case. */
 int la_open(struct la_src *l, struct src *in);
 void la_close(struct la_src *l);
 

@@ -26,8 +26,6 @@
  */
 #include "codecs/codec.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <stdio.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -36,6 +34,7 @@
 
 #include "common/byteio.h"
 #include "common/log.h"
+#include "codecs/libarchive/la_dl.h"
 #include "codecs/libarchive/libarchive_src.h"
 
 #define LAS_REC 12
@@ -123,7 +122,7 @@ static int las_seek_entry(struct las *s)
 	struct archive_entry *e;
 
 	for (;;) {
-		int ret = archive_read_next_header(s->l.a, &e);
+		int ret = sym_archive_read_next_header(s->l.a, &e);
 		if (ret == ARCHIVE_EOF)
 			return (int)las_fail(s, -EIO, "not in the archive (has it changed?)");
 		if (ret < ARCHIVE_WARN) {
@@ -137,12 +136,12 @@ static int las_seek_entry(struct las *s)
 		if (s->headers > r->nr)
 			return (int)las_fail(s, -EIO, "not in the archive (has it changed?)");
 	}
-	if (archive_entry_size_is_set(e) && (uint64_t)archive_entry_size(e) != r->size)
+	if (sym_archive_entry_size_is_set(e) && (uint64_t)sym_archive_entry_size(e) != r->size)
 		return (int)las_fail(s, -EIO, "its size is not the one indexed (has it changed?)");
 	s->active = true;
 	s->epos = 0;
 	s->have_blk = s->eof = false;
-	s->sparse = archive_entry_sparse_count(e) > 0;
+	s->sparse = sym_archive_entry_sparse_count(e) > 0;
 	return 0;
 }
 
@@ -167,7 +166,7 @@ static ssize_t las_read(struct las *s, uint8_t *buf, size_t len)
 			const void *p;
 			size_t n;
 			la_int64_t off;
-			int ret = archive_read_data_block(s->l.a, &p, &n, &off);
+			int ret = sym_archive_read_data_block(s->l.a, &p, &n, &off);
 			if (ret == ARCHIVE_EOF) {
 				s->eof = true;
 				continue;

@@ -73,7 +73,7 @@ def test_meson_install_makes_the_whole_tree(tmp_path):
 # ---- debian/ ---------------------------------------------------------------------------------
 
 # what Debian package brings each library meson.build asks for (dependency() or find_library())
-DEV_PACKAGES = {"threads": None, "m": None, "sqlite3": "libsqlite3-dev", "zlib": "zlib1g-dev",
+DEV_PACKAGES = {"threads": None, "m": None, "dl": None, "sqlite3": "libsqlite3-dev", "zlib": "zlib1g-dev",
                 "liblzma": "liblzma-dev", "bz2": "libbz2-dev", "libzstd": "libzstd-dev",
                 "libxxhash": "libxxhash-dev", "lzo2": "liblzo2-dev", "fuse3": "libfuse3-dev",
                 "libcrypto": "libssl-dev", "libisal": "libisal-dev", "liblz4": "liblz4-dev",

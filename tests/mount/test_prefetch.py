@@ -401,3 +401,28 @@ def test_unmount_during_tree_walk(mount, tmp_path):
         wait_for("without a walk view", lambda: not views(), timeout=5)
     assert m.proc.returncode == 0
     assert took < 5, took
+
+
+def test_detached_daemon_prefetches_and_warms_after_the_command(bundle, tmp_path):
+    """Detached (no -f), the prefetch and the warm-up wait until the command that mounted has
+    exited (fs/main.c, struct bg), then run as in the foreground: the plain archive read
+    ahead, the tree listed, the files' pages stored, so that reading them costs no request."""
+    from conftest import TARSEEK, is_mounted
+    tar, contents = bundle
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    r = subprocess.run([TARSEEK, "--index-folder", tmp_path / "idx", tar, mnt],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and is_mounted(mnt), r
+    try:
+        wait_for("warm", lambda: prefetch_state(mnt)["pages"] == "done")
+        st = prefetch_state(mnt)
+        assert st["data"] == "done" and st["tree"] == "done", st
+        first = sorted(contents)[0]
+        assert read(os.path.join(mnt, first)) == contents[first]
+        before = requests(mnt)  # after the first open (ENOSYS: no opens from then on)
+        for rel, data in contents.items():
+            assert read(os.path.join(mnt, rel)) == data, rel
+        assert delta(before, requests(mnt)) == {}
+    finally:
+        subprocess.run(["fusermount3", "-u", "-z", mnt], check=False)
