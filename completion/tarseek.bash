@@ -11,7 +11,7 @@
 _tarseek_options='-f --foreground -d --debug -s --single-thread --no-union -r --recursive
     --recursion-depth --strip-extension -i --ignore-zeros -o --index-file --index-folder
     --recreate-index --gzip-spacing --cache-size --disk-cache-size --disk-cache-dir --threads
-    --prefetch-size --no-prefetch --s3-endpoint --remote-timeout --remote-cache-size
+    --prefetch-size --no-prefetch --shadow --shadow-max --s3-endpoint --remote-timeout --remote-cache-size
     --remote-disk-cache -u --unmount -q --quiet -h --help -V --version'
 
 # -o: tarseek's own (every long option with a mount form, '-' written '_'), the owner and
@@ -19,7 +19,7 @@ _tarseek_options='-f --foreground -d --debug -s --single-thread --no-union -r --
 # (defaults, noauto, nofail, x-*, ...) are left out: they do nothing here.
 _tarseek_mount_options='foreground debug single_thread no_union recursive recursion_depth=
     strip_extension ignore_zeros index_file= index_folder= recreate_index gzip_spacing=
-    cache_size= disk_cache_size= disk_cache_dir= threads= prefetch_size= no_prefetch
+    cache_size= disk_cache_size= disk_cache_dir= threads= prefetch_size= no_prefetch shadow= shadow_max=
     s3_endpoint= remote_timeout= remote_cache_size= remote_disk_cache= quiet
     uid= gid= umask= dmask= fmask=
     allow_other allow_root default_permissions auto_unmount max_read= fsname= subtype= blkdev
@@ -27,7 +27,8 @@ _tarseek_mount_options='foreground debug single_thread no_union recursive recurs
 
 _tarseek_index_options='-c --check --index-file --index-folder --recreate-index
     --gzip-spacing -r --recursive --recursion-depth --strip-extension -i --ignore-zeros
-    --threads --s3-endpoint --remote-timeout -q --quiet -h --help -V --version'
+    --threads --shadow --shadow-max --s3-endpoint --remote-timeout -q --quiet -h --help
+    -V --version'
 
 _tarseek_bench_options='-d --dir --mount-cmd --name -l --list -0 --null --unquote -s --sample
     -r --runs --cold --warm --seed -b --baseline --exec --workload --pattern --mount-runs

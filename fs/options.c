@@ -113,11 +113,11 @@ static const struct spec specs[] = {
      "at most SIZE together (default: the --cache-size)",
      true},
     {O_NO_PREFETCH, "no-prefetch", 0, NULL, "decode only what is read", true},
-    {O_SHADOW, "shadow", 0, "auto|always|never",
-     "keep what the first mount decodes beside the index\n"
-     "(INDEX.shadow.zst), so later mounts read it instead\n"
-     "of decoding again; auto (default): the streams slow\n"
-     "to seek in (xz, bzip2, lzip, .Z, lz4, lzo, 7z, ...)",
+    {O_SHADOW, "shadow", 0, "MODE",
+     "auto (default), always or never: keep what the first\n"
+     "mount decodes beside the index (INDEX.shadow.zst), so\n"
+     "later mounts read it instead of decoding again; auto:\n"
+     "the streams slow to seek in (xz, bzip2, .Z, 7z, ...)",
      true},
     {O_SHADOW_MAX, "shadow-max", 0, "SIZE",
      "the most a shadow may take (default: no more than\n"

@@ -130,7 +130,7 @@ def test_help_parser():
 # ---- tarseek(1): MOUNT OPTIONS ---------------------------------------------------------------
 
 # a value for each metavariable of the page, one the daemon accepts
-SAMPLES = {"N": "1", "PATH": "/tmp/x.index.sqlite", "DIR": "/tmp", "MIB": "4", "SIZE": "64M",
+SAMPLES = {"N": "1", "MODE": "auto", "PATH": "/tmp/x.index.sqlite", "DIR": "/tmp", "MIB": "4", "SIZE": "64M",
            "USER": "root", "GROUP": "root", "MASK": "022", "BYTES": "131072", "NAME": "x",
            "TEXT": "x", "URL": "http://127.0.0.1:9000", "SECONDS": "30"}
 
