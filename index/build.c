@@ -217,7 +217,7 @@ static int build_members(struct builder *b, const struct idx_input *in,
 	const struct container *ct;
 	uint8_t head[512];
 	ssize_t hn;
-	int err = bld_progress_src(b, data, &prog);
+	int err = bld_progress_src(b, data, !cs, &prog); /* an archive file: read ahead */
 
 	if (err)
 		return err;

@@ -135,9 +135,10 @@ void bld_progress(struct builder *b, bool force);
 /* Tells b->o->progress that the build ended with err (0 or -errno). */
 void bld_progress_end(struct builder *b, int err);
 
-/* A source reading inner (borrowed) that reports progress between steps of a long skip.
- * 0 and *out (the caller frees it), or -ENOMEM. */
-int bld_progress_src(struct builder *b, struct src *inner, struct src **out);
+/* A source reading inner (borrowed) that reports progress between steps of a long skip;
+ * with window, small reads are served from a window of inner read ahead (an archive file;
+ * not a decoding stream, which buffers).  0 and *out (the caller frees it), or -ENOMEM. */
+int bld_progress_src(struct builder *b, struct src *inner, bool window, struct src **out);
 
 /* ---- build_cont.c ---- */
 

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/clock.h"
 
@@ -47,26 +48,48 @@ void bld_progress_end(struct builder *b, int err)
 	b->o->progress(b->o->progress_opaque, &p);
 }
 
-/* A source that forwards to another and reports progress between steps of a long skip. */
+/* A source that forwards to another and reports progress between steps of a long skip.
+ * Over an archive file (not a decoding stream, which buffers already) small reads are served
+ * from a window read ahead: a tar of small members costs a read(2) per 256 KiB, not one per
+ * 512-byte header (a million of them took 2.7 s of a 1M-member first mount). */
+#define PROG_WINDOW ((size_t)256 << 10)
+
 struct prog_src {
 	struct src *inner;
 	struct builder *b;
 	uint64_t pos;
+	uint8_t *win; /* [woff, woff + wlen) of inner, or NULL: no window */
+	uint64_t woff;
+	size_t wlen;
 };
 
 static ssize_t prog_pread(void *opaque, void *buf, size_t len, uint64_t off)
 {
 	struct prog_src *p = opaque;
 	uint8_t one;
+	ssize_t n;
 
 	while (off > p->pos + PROGRESS_STEP) {
 		p->pos += PROGRESS_STEP;
-		ssize_t n = src_pread(p->inner, &one, 1, p->pos);
+		n = src_pread(p->inner, &one, 1, p->pos);
 		if (n <= 0)
 			return n;
 		bld_progress(p->b, false);
 	}
-	ssize_t n = src_pread(p->inner, buf, len, off);
+	if (p->win && len <= PROG_WINDOW / 2) {
+		if (off < p->woff || off + len > p->woff + p->wlen) { /* not all in the window */
+			n = src_pread(p->inner, p->win, PROG_WINDOW, off);
+			if (n < 0)
+				return n;
+			p->woff = off;
+			p->wlen = (size_t)n;
+		}
+		size_t at = (size_t)(off - p->woff), have = p->wlen > at ? p->wlen - at : 0;
+		n = (ssize_t)(len < have ? len : have); /* short only at the file's end */
+		memcpy(buf, p->win + at, (size_t)n);
+	} else {
+		n = src_pread(p->inner, buf, len, off);
+	}
 	if (n > 0 && off + (uint64_t)n > p->pos)
 		p->pos = off + (uint64_t)n;
 	return n;
@@ -74,17 +97,26 @@ static ssize_t prog_pread(void *opaque, void *buf, size_t len, uint64_t off)
 
 static void prog_close(void *opaque)
 {
-	free(opaque);
+	struct prog_src *p = opaque;
+
+	free(p->win);
+	free(p);
 }
 
 static const struct src_ops prog_ops = {.pread = prog_pread, .close = prog_close};
 
-int bld_progress_src(struct builder *b, struct src *inner, struct src **out)
+int bld_progress_src(struct builder *b, struct src *inner, bool window, struct src **out)
 {
 	struct prog_src *ps = calloc(1, sizeof(*ps));
 
 	*out = NULL;
+	if (ps && window && !(ps->win = malloc(PROG_WINDOW))) {
+		free(ps);
+		ps = NULL;
+	}
 	if (!ps || !(*out = src_new(&prog_ops, ps, src_size(inner)))) {
+		if (ps)
+			free(ps->win);
 		free(ps);
 		return -ENOMEM;
 	}

@@ -162,7 +162,17 @@ def test_shadow_cut_short(shadowed, tree, mount, cut):
         compare_trees(m.path, tree[1])
         assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "none"
         log = m.log()
-    assert len(log.splitlines()) == 1 and "damaged or cut short" in log, log
+    # one warning; the daemon may also have made a new shadow in the background before the
+    # unmount (fs/shadow_later.c) -- a race the test does not decide, so both outcomes are
+    # checked: when it says it made one, the next mount reads through it
+    lines = log.splitlines()
+    assert sum("damaged or cut short" in l for l in lines) == 1, log
+    made = [l for l in lines if "shadow made beside its index" in l]
+    assert len(lines) == 1 + len(made) and len(made) <= 1, log
+    if made:
+        with mount(archive, "--index-file", index, "--shadow", "auto", "--no-prefetch") as m:
+            compare_trees(m.path, tree[1])
+            assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "open"
 
 
 def test_shadow_damaged_frame(shadowed, tree, mount):
