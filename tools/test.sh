@@ -17,13 +17,29 @@
 #   BUILD=dir  PACKAGE=0|1  NOISAL=0|1  SANITIZE=0|1|full  FUZZ_SECONDS=N (0: none)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the wall time of each step, printed at the end (and on the way out when a step fails)
+step_names=()
+step_secs=()
+step_start=$SECONDS
+step() { step_names+=("$1"); step_secs+=($((SECONDS - step_start))); step_start=$SECONDS; }
+step_report() {
+  local i
+  for i in "${!step_names[@]}"; do
+    printf 'test.sh: %-34s %5d s\n' "${step_names[$i]}" "${step_secs[$i]}" >&2
+  done
+  printf 'test.sh: %-34s %5d s\n' total "$SECONDS" >&2
+}
+trap step_report EXIT
 bash tools/install-deps.sh
+step deps
 build=${BUILD:-build}
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" -Dwerror=true
 fi
 ninja -C "$build"
+step build
 meson test -C "$build" --print-errorlogs --num-processes 2 "$@"
+step "unit + mount tests"
 
 package_status() { dpkg-query -W -f='${Status}' tarseek 2>/dev/null || true; }
 if [ "${PACKAGE:-1}" != 0 ]; then
@@ -38,7 +54,7 @@ if [ "${PACKAGE:-1}" != 0 ]; then
       fi
       rm -rf "$pkg_dir"
     }
-    trap package_cleanup EXIT
+    trap 'package_cleanup; step_report' EXIT
     pkg_start=$SECONDS
     deb=$(bash tools/package.sh "$pkg_dir" | tail -n 1)
     # lintian: errors fail the step (warnings are printed)
@@ -48,8 +64,9 @@ if [ "${PACKAGE:-1}" != 0 ]; then
       /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs tests/mount/test_package.py
     dpkg -r tarseek >/dev/null
     package_cleanup
-    trap - EXIT
+    trap step_report EXIT
     echo "package step: built, installed, tried and removed in $((SECONDS - pkg_start)) s"
+    step package
   fi
 fi
 
@@ -62,6 +79,7 @@ if [ "${NOISAL:-1}" != 0 ] && grep -q '^#define HAVE_ISAL 1' "$build/config.h"; 
   grep -q '^#define HAVE_ISAL 0' "$noisal/config.h"
   meson test -C "$noisal" --no-rebuild --print-errorlogs --num-processes 2 \
     gzip zip sevenzip index validate fuzz_regress reader stream
+  step "without ISA-L: build + unit tests"
 fi
 
 sanitize=${SANITIZE:-1}
@@ -71,6 +89,7 @@ if [ "$sanitize" != 0 ]; then
     meson setup "$asan" -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
   fi
   ninja -C "$asan"
+  step "ASan/UBSan: build"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1
   export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
   # two runs: meson takes either suites or test names, and names given with --suite select
@@ -85,9 +104,11 @@ if [ "$sanitize" != 0 ]; then
   fi
   meson test -C "$asan" --print-errorlogs --num-processes 2 --timeout-multiplier 3 \
     "${mount_tests[@]}"
+  step "ASan/UBSan: tests"
 fi
 
 fuzz=${FUZZ_SECONDS:-10}
 if [ "$fuzz" != 0 ] && [ -x tests/fuzz/run.sh ]; then
   bash tests/fuzz/run.sh "$fuzz" "$build-fuzz"
+  step "fuzz: build + harnesses"
 fi
