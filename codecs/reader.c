@@ -572,8 +572,12 @@ static bool bg_submit(struct creader *r, struct rd_live *l, uint64_t ahead_to)
 	job->rnext = r->bg_list;
 	r->bg_list = job;
 	pthread_mutex_unlock(&r->pool_lock);
-	if (workers_try_run(r->workers, bg_run, job))
+	if (workers_try_run(r->workers, bg_run, job)) {
+		pthread_mutex_lock(&r->pool_lock);
+		r->stats.ahead_jobs++;
+		pthread_mutex_unlock(&r->pool_lock);
 		return true;
+	}
 	/* every thread busy: decoding ahead must never pile up */
 	pthread_mutex_lock(&r->pool_lock);
 	r->bg_jobs--;
