@@ -100,6 +100,7 @@ static struct {
 	uint8_t *spare_filled;		  /* and populated up to here */
 	uint64_t expect;		  /* the caches' budgets (cmem_expect) */
 	bool ahead_tried;		  /* the ahead thread was started (it may have ended) */
+	bool ahead_alive;		  /* ... and has not ended */
 	struct cmem_stats st;
 } cm = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
@@ -179,8 +180,11 @@ static void *ahead_main(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&cm.lock);
 	for (;;) {
-		while (!ahead_wanted(0))
+		while (!ahead_wanted(0)) {
+			cm.st.ahead_busy = false;
 			pthread_cond_wait(&cm.wake, &cm.lock);
+		}
+		cm.st.ahead_busy = true;
 		uint8_t *from;
 		if (cm.filled < cm.cur)
 			cm.filled = cm.cur;
@@ -209,6 +213,7 @@ static void *ahead_main(void *arg)
 		else if (cm.filled == from)
 			cm.filled = from + CM_HUGE;
 	}
+	cm.st.ahead_busy = cm.ahead_alive = false;
 	pthread_mutex_unlock(&cm.lock); /* its wake-ups go unheard from now on */
 	return NULL;
 }
@@ -243,12 +248,14 @@ static void *carve(unsigned cls)
 		pthread_attr_t at;
 		pthread_attr_init(&at);
 		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		(void)pthread_create(&th, &at, ahead_main, NULL);
+		cm.ahead_alive = pthread_create(&th, &at, ahead_main, NULL) == 0;
 		pthread_attr_destroy(&at);
 		cm.ahead_tried = true;
 	}
-	if (ahead_wanted(CM_AHEAD / 2))
-		pthread_cond_signal(&cm.wake); /* nobody listens if the thread has ended */
+	if (ahead_wanted(CM_AHEAD / 2)) {
+		cm.st.ahead_busy = cm.ahead_alive; /* until it sleeps with nothing wanted */
+		pthread_cond_signal(&cm.wake);	   /* nobody listens if the thread has ended */
+	}
 	return r;
 }
 
