@@ -300,7 +300,9 @@ def test_bundle_larger_than_the_cache_is_not_prefetched(mount, tmp_path):
         st = prefetch_state(m.path)
         assert st["data"] == "none" and st["chunks"] == "0", st
         wait_for("walked", lambda: prefetch_state(m.path)["tree"] == "done")
-        time.sleep(0.5)  # had it started, it would be decoding now
+        # the warm-up's pages phase ends as "none" (nothing stored: the archive was not
+        # prefetched) or "done"; once it has ended nothing decodes in the background
+        wait_for("past the pages phase", lambda: prefetch_state(m.path)["pages"] != "running")
         assert prefetch_state(m.path)["pages"] == "none"  # nor are pages stored
         assert int(os.getxattr(m.path, "user.tarseek.decoded_bytes")) == 0
         rel = sorted(contents)[len(contents) // 2]
