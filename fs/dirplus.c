@@ -21,6 +21,7 @@ struct dirplus {
 	atomic_bool all;	/* every entry carries its attributes */
 	_Atomic unsigned lookups; /* of non-folders, while not all */
 	_Atomic pid_t walker;
+	_Atomic unsigned long walker_starts; /* see dp_walker_starts */
 	pthread_mutex_t lock;
 	struct bare *set; /* folders listed bare */
 	size_t cap, n;	  /* cap a power of two, or 0 */
@@ -40,6 +41,7 @@ struct dirplus *dp_new(void)
 	atomic_init(&dp->all, false);
 	atomic_init(&dp->lookups, 0);
 	atomic_init(&dp->walker, 0);
+	atomic_init(&dp->walker_starts, 0);
 	pthread_mutex_init(&dp->lock, NULL);
 	return dp;
 }
@@ -178,6 +180,26 @@ void dp_looked_up(struct dirplus *dp, struct fuse_session *se, bool folder)
 		if (set[i].ino)
 			invalidate(se, set[i].ino);
 	free(set);
+}
+
+void dp_listing_request(struct dirplus *dp, pid_t requester, bool from_start)
+{
+	if (from_start && requester &&
+	    requester == atomic_load_explicit(&dp->walker, memory_order_relaxed))
+		atomic_fetch_add(&dp->walker_starts, 1);
+}
+
+unsigned long dp_walker_starts(struct dirplus *dp)
+{
+	return atomic_load(&dp->walker_starts);
+}
+
+void dp_drop_listing(struct dirplus *dp, struct fuse_session *se, uint64_t dir)
+{
+	pthread_mutex_lock(&dp->lock);
+	set_take(dp, dir);
+	pthread_mutex_unlock(&dp->lock);
+	invalidate(se, dir);
 }
 
 bool dp_before_walk(struct dirplus *dp, struct fuse_session *se, uint64_t dir)

@@ -415,6 +415,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		reply_err(req, -ENOMEM);
 		return;
 	}
+	dp_listing_request(t->dp, fuse_req_ctx(req)->pid, off == 0);
 	if (plus)
 		d.bare_room = dp_bare_room(t->dp, fuse_req_ctx(req)->pid, ino, off == 0);
 	if (off == 0 && !dir_add(&d, ".", &self, 1))

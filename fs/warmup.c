@@ -175,6 +175,20 @@ static bool before_listing(struct warmup *w, int fd)
 	return dropped;
 }
 
+/* The first read of the folder open at fd was answered from the kernel's cached listing
+ * (dirplus.h, dp_walker_starts): that listing is dropped, to be read again. */
+static void drop_listing(struct warmup *w, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return;
+	pthread_mutex_lock(&w->se_lock);
+	if (w->p.se)
+		dp_drop_listing(w->p.dp, w->p.se, st.st_ino);
+	pthread_mutex_unlock(&w->se_lock);
+}
+
 /* The walk has listed folder d to its end.  If someone else's bare listing of it was made
  * meanwhile, ours may have been answered from it by the kernel: dropped and listed again
  * (names only: what is in it was noted already). */
@@ -193,11 +207,15 @@ static bool walk_entries(struct warmup *w, int rootfd)
 	DIR *stack[WARMUP_DEPTH];
 	int depth = 1;
 	bool whole = true;
+	int relisted[WARMUP_DEPTH]; /* per folder on the stack: first reads dropped and done again */
+	bool fresh[WARMUP_DEPTH];   /* ... and whether it has had its first read */
 
 	if (!(stack[0] = fdopendir(rootfd))) {
 		close(rootfd);
 		return false;
 	}
+	relisted[0] = 0;
+	fresh[0] = true;
 	while (depth > 0) {
 		DIR *d = stack[depth - 1];
 		struct dirent *e;
@@ -207,7 +225,19 @@ static bool walk_entries(struct warmup *w, int rootfd)
 			break;
 		}
 		errno = 0;
+		unsigned long starts = w->p.dp ? dp_walker_starts(w->p.dp) : 0;
 		e = readdir(d);
+		if (e && fresh[depth - 1]) {
+			fresh[depth - 1] = false;
+			if (w->p.dp && dp_walker_starts(w->p.dp) == starts && relisted[depth - 1]++ < 8) {
+				/* from the kernel's cache, with no inodes made: again from the start (the
+				 * entry is not noted: the rewind drops what libc had read ahead) */
+				drop_listing(w, dirfd(d));
+				rewinddir(d);
+				fresh[depth - 1] = true;
+				continue;
+			}
+		}
 		if (!e) { /* this folder is done (or failed: the mount is going away) */
 			whole = whole && errno == 0;
 			if (whole)
@@ -230,6 +260,8 @@ static bool walk_entries(struct warmup *w, int rootfd)
 				close(sub);
 			continue;
 		}
+		relisted[depth] = 0;
+		fresh[depth] = true;
 		stack[depth++] = sd;
 	}
 	while (depth > 0)
