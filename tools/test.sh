@@ -13,21 +13,46 @@
 #      unit tests and the mount tests, except the exhaustive matrices (test_damage,
 #      test_hostile, test_stress), which SANITIZE=full adds;
 #   4. each libFuzzer harness for FUZZ_SECONDS (default 10).
+# At the end (also when a step fails) it prints each step's wall time and CPU time.
 #   sudo tools/test.sh                 (from the project root)
 #   BUILD=dir  PACKAGE=0|1  NOISAL=0|1  SANITIZE=0|1|full  FUZZ_SECONDS=N (0: none)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# the wall time of each step, printed at the end (and on the way out when a step fails)
+# the wall time and the CPU time (user + system, of the processes waited for) of each step,
+# printed at the end (and on the way out when a step fails): on a shared machine the CPU time
+# is the figure that does not depend on what else runs
 step_names=()
 step_secs=()
+step_cpus=()
+times_file=$(mktemp /tmp/tarseek-test-times.XXXXXX)
+cpu_secs() { # user + system seconds of this shell's children so far, into $cpu (bash's `times`
+  # must run in this shell, not in a command substitution's)
+  times >"$times_file"
+  cpu=$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
+                       printf "%d", t }' "$times_file")
+}
 step_start=$SECONDS
-step() { step_names+=("$1"); step_secs+=($((SECONDS - step_start))); step_start=$SECONDS; }
+cpu_secs
+step_cpu=$cpu
+step() {
+  local cpu
+  cpu_secs
+  step_names+=("$1")
+  step_secs+=($((SECONDS - step_start)))
+  step_cpus+=($((cpu - step_cpu)))
+  step_start=$SECONDS
+  step_cpu=$cpu
+}
 step_report() {
   local i
+  printf 'test.sh: %-34s %7s %7s\n' step wall cpu >&2
   for i in "${!step_names[@]}"; do
-    printf 'test.sh: %-34s %5d s\n' "${step_names[$i]}" "${step_secs[$i]}" >&2
+    printf 'test.sh: %-34s %5d s %5d s\n' "${step_names[$i]}" "${step_secs[$i]}" "${step_cpus[$i]}" >&2
   done
-  printf 'test.sh: %-34s %5d s\n' total "$SECONDS" >&2
+  local cpu
+  cpu_secs
+  printf 'test.sh: %-34s %5d s %5d s\n' total "$SECONDS" "$cpu" >&2
+  rm -f "$times_file"
 }
 trap step_report EXIT
 bash tools/install-deps.sh
