@@ -201,8 +201,9 @@ static void after_listing(struct warmup *w, DIR *d)
 	}
 }
 
-/* Lists every folder under rootfd (which it closes).  True if it got to the end. */
-static bool walk_entries(struct warmup *w, int rootfd)
+/* Lists every folder under rootfd (which it closes).  True if it got to the end; *listed:
+ * the folders listed to their end. */
+static bool walk_entries(struct warmup *w, int rootfd, size_t *listed)
 {
 	DIR *stack[WARMUP_DEPTH];
 	int depth = 1;
@@ -240,8 +241,10 @@ static bool walk_entries(struct warmup *w, int rootfd)
 		}
 		if (!e) { /* this folder is done (or failed: the mount is going away) */
 			whole = whole && errno == 0;
-			if (whole)
+			if (whole) {
 				after_listing(w, d);
+				(*listed)++;
+			}
 			closedir(d);
 			depth--;
 			continue;
@@ -378,12 +381,15 @@ static void warmup_run(struct warmup *w)
 	w->dev = st.st_dev;
 	before_listing(w, rootfd);
 	atomic_store(&w->view, 1);
-	bool whole = walk_entries(w, rootfd);
+	size_t listed = 0;
+	bool whole = walk_entries(w, rootfd, &listed);
 	w->walking = false;
 	if (w->p.dp) /* no more listings of ours */
 		dp_set_walker(w->p.dp, 0);
-	if (!whole)
+	if (!whole) { /* unmounted (tests check the walk ends there) */
+		tfs_log(TFS_LOG_INFO, "warm-up stopped: %zu folders listed", listed);
 		return;
+	}
 	atomic_store(&w->entries_done, true);
 	if (!w->p.budget || !wait_prefetch(w)) {
 		atomic_store(&w->no_pages, true);
