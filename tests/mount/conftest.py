@@ -15,6 +15,9 @@ targets, link counts, hard-link inode identity, user.* xattrs, every byte);
 require_codec() skips a test when tarseek cannot read a codec yet (--version and a trial
 mount); semi_random()/random_bytes() make reproducible data; gzip_member() writes gzip
 members with any header field.
+
+TARSEEK_INFLATE=zlib (the meson tests *_zlib) runs only the tests that inflate
+deflate data: those with gzip or pigz in their name and those marked `deflate`.
 """
 import errno
 import os
@@ -35,6 +38,28 @@ BUILD = os.environ.get("TARSEEK_BUILD") or os.path.join(
 TARSEEK = os.path.join(BUILD, "fs", "tarseek")
 # what ASan, UBSan, LSan and TSan print: never acceptable in a daemon's log
 SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "ThreadSanitizer", "runtime error:")
+
+
+# ---- the meson tests *_zlib -----------------------------------------------------------------
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "deflate: inflates deflate data (run again with zlib's "
+                            "inflater by the meson tests *_zlib)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("TARSEEK_INFLATE") != "zlib":
+        return
+    keep, drop = [], []
+    for item in items:
+        name = item.name.lower()
+        if "gzip" in name or "pigz" in name or item.get_closest_marker("deflate"):
+            keep.append(item)
+        else:
+            drop.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def is_mounted(path):
