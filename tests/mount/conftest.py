@@ -16,11 +16,16 @@ require_codec() skips a test when tarseek cannot read a codec yet (--version and
 mount); semi_random()/random_bytes() make reproducible data; gzip_member() writes gzip
 members with any header field.
 
-TARSEEK_INFLATE=zlib (the meson tests *_zlib) runs only the tests that inflate
+Matrices: sample_cases() keeps a seeded random sample of a large matrix of cases that go
+through the same code many times (the damage and tampering matrices), every value of each
+dimension at least once; TARSEEK_MATRIX=all keeps every case (meson's `slow` suite), and
+TARSEEK_SEED=N repeats a sample (the seed is printed in pytest's header and with every
+failure).  TARSEEK_INFLATE=zlib (the meson tests *_zlib) runs only the tests that inflate
 deflate data: those with gzip or pigz in their name and those marked `deflate`.
 """
 import errno
 import os
+import random
 import shutil
 import signal
 import sqlite3
@@ -40,7 +45,38 @@ TARSEEK = os.path.join(BUILD, "fs", "tarseek")
 SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "ThreadSanitizer", "runtime error:")
 
 
-# ---- the meson tests *_zlib -----------------------------------------------------------------
+# ---- matrices: a seeded sample in the default suite, every case in the slow one -------------
+
+MATRIX_ALL = os.environ.get("TARSEEK_MATRIX", "sample") == "all"
+SEED = int(os.environ.get("TARSEEK_SEED") or random.SystemRandom().randrange(1, 10**6))
+
+
+def sample_cases(cases, n, *dims, name="matrix"):
+    """A sample of about n of cases (a list), with every value of each dims(case) present at
+    least once, chosen with SEED (or all of them with TARSEEK_MATRIX=all), in their order."""
+    if MATRIX_ALL or len(cases) <= n:
+        return list(cases)
+    rng = random.Random(f"{SEED}:{name}")
+    order = list(range(len(cases)))
+    rng.shuffle(order)
+    chosen = set()
+    for dim in dims:
+        covered = {dim(cases[i]) for i in chosen}
+        for i in order:
+            if dim(cases[i]) not in covered:
+                chosen.add(i)
+                covered.add(dim(cases[i]))
+    for i in order:
+        if len(chosen) >= n:
+            break
+        chosen.add(i)
+    return [c for i, c in enumerate(cases) if i in chosen]
+
+
+def pytest_report_header(config):
+    how = "every case" if MATRIX_ALL else f"a sample, seed {SEED} (TARSEEK_SEED={SEED} repeats it)"
+    return f"tarseek matrices: {how}; TARSEEK_MATRIX=all for every case"
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "deflate: inflates deflate data (run again with zlib's "
@@ -60,6 +96,14 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.failed and not MATRIX_ALL:
+        rep.sections.append(("tarseek matrices", f"TARSEEK_SEED={SEED} repeats this sample"))
 
 
 def is_mounted(path):
