@@ -209,6 +209,26 @@ def mount(tmp_path, tarseek_bin):
         unmount(m.path, m.proc)
 
 
+_sanitized_exe = {}
+
+
+def sanitized(pid):
+    """True if process pid runs a sanitizer build: gcc's links libasan/libtsan (seen in its
+    maps), clang's has the runtime inside the executable (its __asan_init/__tsan_init)."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            if any(s in f.read() for s in ("libasan", "libtsan")):
+                return True
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return False
+    if exe not in _sanitized_exe:
+        with open(exe, "rb") as f:
+            data = f.read()
+        _sanitized_exe[exe] = b"__asan_init" in data or b"__tsan_init" in data
+    return _sanitized_exe[exe]
+
+
 def run_tarseek(*args, timeout=120, env=None):
     """Runs tarseek (without -f) expecting it to fail or print: returns CompletedProcess."""
     return subprocess.run([TARSEEK, *map(str, args)], capture_output=True, text=True,
