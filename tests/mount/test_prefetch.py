@@ -332,13 +332,10 @@ def test_unmount_during_prefetch(mount, tmp_path):
         assert prefetch_state(m.path)["data"] == "running"
         # a plain unmount, not a lazy one: nothing of the prefetch or of the tree walk (which
         # lists through a private view of the mount) keeps the mount point busy
-        t0 = time.monotonic()
         subprocess.run(["fusermount3", "-u", m.path], check=True)
-        m.proc.wait(timeout=30)
-        took = time.monotonic() - t0
+        m.proc.wait(timeout=120)  # a hang; how long the exit takes is the machine's
     assert m.proc.returncode == 0
-    # stopped between two segments: far less than the rest of the decode would take
-    assert took < 5, took
+    # stopped between two segments, not at the end of the decode: its own account says so
     log = m.log()
     assert "prefetch stopped:" in log, log
     done, total = log.split("prefetch stopped: ")[1].split(" chunks")[0].split(" of ")
