@@ -212,21 +212,25 @@ def mount(tmp_path, tarseek_bin):
 _sanitized_exe = {}
 
 
-def sanitized(pid):
-    """True if process pid runs a sanitizer build: gcc's links libasan/libtsan (seen in its
-    maps), clang's has the runtime inside the executable (its __asan_init/__tsan_init)."""
-    try:
-        with open(f"/proc/{pid}/maps") as f:
-            if any(s in f.read() for s in ("libasan", "libtsan")):
-                return True
-        exe = os.readlink(f"/proc/{pid}/exe")
-    except OSError:
-        return False
+def exe_sanitized(exe=TARSEEK):
+    """True if the executable is a sanitizer build: gcc's calls into libasan/libtsan, clang's
+    has the runtime inside; both name __asan_init (__tsan_init)."""
     if exe not in _sanitized_exe:
-        with open(exe, "rb") as f:
-            data = f.read()
+        try:
+            with open(exe, "rb") as f:
+                data = f.read()
+        except OSError:
+            return False
         _sanitized_exe[exe] = b"__asan_init" in data or b"__tsan_init" in data
     return _sanitized_exe[exe]
+
+
+def sanitized(pid):
+    """True if process pid runs a sanitizer build."""
+    try:
+        return exe_sanitized(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        return False
 
 
 def run_tarseek(*args, timeout=120, env=None):
