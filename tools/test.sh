@@ -8,19 +8,20 @@
 #      man, bash completion) and removed with dpkg -r, also when something fails on the way;
 #      skipped if a tarseek package is installed already (it is not replaced);
 #   2b. again built without ISA-L (meson -Disal=disabled, where libisal was found), without
-#      optimisation (buildtype plain: this tree only has to compile, with -Werror, and run a
-#      few unit tests): the whole tree must compile, and the unit tests of the inflate users
+#      optimisation (buildtype plain: this tree has to compile, with -Werror, and run a few
+#      unit tests): the whole tree must compile, and the unit tests of the inflate users
 #      (gzip, zip, 7z, the index) pass on zlib alone (the mount tests run zlib's path at run
 #      time: test_*_zlib);
-#   3. again built by clang with AddressSanitizer + UndefinedBehaviorSanitizer and libFuzzer's
-#      coverage (meson -Dfuzz=true; any report fails): the unit tests and the mount tests,
-#      the damage and tampering matrices included (a seeded sample), but not test_stress,
-#      test_conformance, test_system, test_many, test_remote, test_netservers, test_manpages
-#      and test_package, which SANITIZE=full adds;
-#   4. from that same tree, each libFuzzer harness for FUZZ_SECONDS (default 10).
-# The trees of 2, 2b and 3 are built in the background, at nice 19, while the tests of 1 run
-# (the tests leave a core idle much of the time); the steps that use them wait for them.
-# At the end (also when a step fails) it prints each step's wall time and CPU time.
+#   3. again built with AddressSanitizer + UndefinedBehaviorSanitizer (any report fails): the
+#      unit tests and the mount tests, the damage and tampering matrices included (a seeded
+#      sample), but not test_stress, test_conformance, test_system, test_many, test_remote,
+#      test_netservers, test_manpages and test_package, and test_zip's entries of 1 and 4.4 GB,
+#      which SANITIZE=full adds (with the matrices whole);
+#   4. each libFuzzer harness for FUZZ_SECONDS (default 10).
+# The trees of 2, 2b, 3 and 4 (its core library) are built in the background, at nice 19,
+# one after the other, while the tests of 1 run (they leave a core idle much of the time);
+# each step waits for its tree.  At the end (also when a step fails) it prints each step's
+# wall time and CPU time.
 #   sudo tools/test.sh                 (from the project root)
 #   BUILD=dir  PACKAGE=0|1  NOISAL=0|1  SANITIZE=0|1|full  FUZZ_SECONDS=N (0: none)
 set -euo pipefail
@@ -32,11 +33,14 @@ step_names=()
 step_secs=()
 step_cpus=()
 times_file=$(mktemp /tmp/tarseek-test-times.XXXXXX)
+children_secs() { # the user + system seconds of the children in the output of `times` in $1
+  awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
+                 printf "%d", t }' "$1"
+}
 cpu_secs() { # user + system seconds of this shell's children so far, into $cpu (bash's `times`
   # must run in this shell, not in a command substitution's)
   times >"$times_file"
-  cpu=$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
-                       printf "%d", t }' "$times_file")
+  cpu=$(children_secs "$times_file")
 }
 step_start=$SECONDS
 cpu_secs
@@ -100,7 +104,8 @@ fuzz=${FUZZ_SECONDS:-10}
 bg_dir=$(mktemp -d /tmp/tarseek-test-bg.XXXXXX)
 pkg_dir=$(mktemp -d /tmp/tarseek-pkgtest.XXXXXX)
 noisal_dir="$build-noisal"
-san_dir="$build-san" # sanitizers and libFuzzer's coverage: steps 3 and 4
+asan_dir="$build-asan"
+fuzz_dir="$build-fuzz"
 builds() { # the trees one after the other, so that together they take one idle core at most
   if [ "$package" != 0 ]; then
     JOBS=2 bash tools/package.sh "$pkg_dir" >"$bg_dir/package.deb" || return 1
@@ -113,18 +118,26 @@ builds() { # the trees one after the other, so that together they take one idle 
     ninja -C "$noisal_dir" || return 1
     echo >"$bg_dir/noisal.done"
   fi
-  if [ "$sanitize" != 0 ] || [ "$fuzz" != 0 ]; then
-    if [ ! -f "$san_dir/build.ninja" ]; then
-      CC=clang meson setup "$san_dir" -Dfuzz=true -Db_lundef=false || return 1
+  if [ "$sanitize" != 0 ]; then
+    if [ ! -f "$asan_dir/build.ninja" ]; then
+      meson setup "$asan_dir" -Db_sanitize=address,undefined -Db_lundef=false \
+        -Dbuildtype=debug || return 1
     fi
-    ninja -C "$san_dir" || return 1
+    ninja -C "$asan_dir" || return 1
+    echo >"$bg_dir/asan.done"
+  fi
+  if [ "$fuzz" != 0 ]; then # the core library: tests/fuzz/run.sh builds the harnesses on it
+    if [ ! -f "$fuzz_dir/build.ninja" ]; then
+      CC=clang meson setup "$fuzz_dir" -Dfuzz=true -Db_lundef=false || return 1
+    fi
+    ninja -C "$fuzz_dir" libtarseek_core.a || return 1
   fi
 }
 # builds() runs at nice 19, in a session of its own (so that one kill ends all of it when this
 # script fails) and not as a child of this shell (its CPU time is reported apart, from its own
 # `times`, not in the step it happens to end in); builds.rc gets its exit status
 ( (setsid nice -n 19 bash -c "set -u; $(declare -p package noisal sanitize fuzz pkg_dir noisal_dir \
-     san_dir bg_dir); $(declare -f builds); echo \$\$ >'$bg_dir/builds.pid'; builds; rc=\$?;
+     asan_dir fuzz_dir bg_dir); $(declare -f builds); echo \$\$ >'$bg_dir/builds.pid'; builds; rc=\$?;
      times >'$bg_dir/builds.times'; echo \$SECONDS >'$bg_dir/builds.wall'; exit \$rc" \
      >"$bg_dir/builds.log" 2>&1
    echo $? >"$bg_dir/builds.rc") &)
@@ -132,10 +145,10 @@ bg_cleanup() {
   if [ -f "$bg_dir/builds.pid" ] && [ ! -f "$bg_dir/builds.rc" ]; then
     kill -- "-$(cat "$bg_dir/builds.pid")" 2>/dev/null || true
   fi
-  rm -rf "$bg_dir"
+  rm -rf "$bg_dir" "$pkg_dir"
 }
 cleanups=(bg_cleanup "${cleanups[@]}")
-wait_build() { # waits until the background builds have made $1 (package, noisal, all)
+wait_build() { # waits until the background builds have made $1 (package, noisal, asan, all)
   while [ ! -f "$bg_dir/builds.rc" ] && { [ "$1" = all ] || [ ! -f "$bg_dir/$1.done" ]; }; do
     sleep 1
   done
@@ -145,8 +158,7 @@ wait_build() { # waits until the background builds have made $1 (package, noisal
     exit 1
   fi
   if [ -f "$bg_dir/builds.times" ] && [ -z "${bg_cpu:-}" ]; then
-    bg_cpu=$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
-                           printf "%d", t }' "$bg_dir/builds.times")
+    bg_cpu=$(children_secs "$bg_dir/builds.times")
     bg_wall=$(cat "$bg_dir/builds.wall")
   fi
 }
@@ -184,30 +196,31 @@ if [ "$noisal" != 0 ]; then
   step "without ISA-L: unit tests"
 fi
 
-if [ "$sanitize" != 0 ] || [ "$fuzz" != 0 ]; then
-  wait_build all
-  step "sanitizers: waiting for their build"
-fi
 if [ "$sanitize" != 0 ]; then
+  wait_build asan
+  step "sanitizers: waiting for their build"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1
   export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
   # two runs: meson takes either suites or test names, and names given with --suite select
   # nothing (it then says "No suitable tests defined" and exits 0)
-  meson test -C "$san_dir" --no-rebuild --print-errorlogs --num-processes 2 \
+  meson test -C "$asan_dir" --no-rebuild --print-errorlogs --num-processes 2 \
     --timeout-multiplier 3 --suite unit
-  if [ "$sanitize" = full ]; then
+  if [ "$sanitize" = full ]; then # every mount test, every case of the matrices
+    export TARSEEK_MATRIX=all
     mount_tests=(--suite mount)
   else
     mount_tests=(test_plain test_formats test_index test_codecs test_single test_concurrency
                  test_union test_bench test_prefetch test_zip test_7z test_libarchive
                  test_convert test_damage test_hostile)
   fi
-  meson test -C "$san_dir" --no-rebuild --print-errorlogs --num-processes 2 \
+  meson test -C "$asan_dir" --no-rebuild --print-errorlogs --num-processes 2 \
     --timeout-multiplier 3 "${mount_tests[@]}"
   step "sanitizers: unit + mount tests"
 fi
 
 if [ "$fuzz" != 0 ]; then
-  bash tests/fuzz/run.sh "$fuzz" "$san_dir"
-  step "fuzz: harnesses"
+  wait_build all
+  bash tests/fuzz/run.sh "$fuzz" "$fuzz_dir"
+  step "fuzz: harnesses built and run"
 fi
+wait_build all
