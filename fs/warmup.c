@@ -1,7 +1,8 @@
 /* Warming the kernel's caches after mounting (see warmup.h).
  *
- * The private view: mkdtemp in /run (else /tmp), MS_BIND of the mount point onto it, MS_PRIVATE,
- * open its root, MNT_DETACH, rmdir; from then on only this thread's descriptors refer to it.
+ * The private view: a detached clone of the mount (open_tree; see private_view for why not
+ * MS_BIND of the mount point onto a folder in /run, which kernels before 5.2 still get); from
+ * then on only this thread's descriptors refer to it.
  *
  * The walk is depth first, with an explicit stack of open folder descriptors (no recursion,
  * so a deep archive cannot exhaust the thread's stack; past WARMUP_DEPTH folders the deeper
@@ -23,6 +24,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -123,12 +125,34 @@ void warmup_note_request(struct warmup *w, pid_t requester)
 		atomic_store_explicit(&w->user_ns, now_ns(), memory_order_relaxed);
 }
 
-/* The root of a private, detached view of the mount at mountpoint, or -1. */
+#ifndef FUSE_SUPER_MAGIC
+#define FUSE_SUPER_MAGIC 0x65735546 /* linux/magic.h */
+#endif
+
+/* The root of a private, detached view of the mount at mountpoint, or -1.
+ *
+ * open_tree(2) clones the mount, detached, in one call, and with AT_NO_AUTOMOUNT: this
+ * thread may get to it late on a busy machine, after an unmount, and then a bind mount's
+ * lookup of the mount point (MS_BIND follows automount points) would trigger the automount
+ * under it (autofs, x-systemd.automount), and wait for an automounter that may be waiting for
+ * this daemon to end.  What it finds there must be a FUSE file system (after an unmount it is
+ * not ours: no warm-up).  Kernels before 5.2 have no open_tree: a bind mount in a temporary
+ * folder, made private, opened and detached. */
 static int private_view(const char *mountpoint)
 {
 	char dir[64];
-	int fd = -1;
+	int fd = open_tree(AT_FDCWD, mountpoint, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_NO_AUTOMOUNT);
 
+	if (fd >= 0) {
+		struct statfs sf;
+		int root = fstatfs(fd, &sf) == 0 && sf.f_type == FUSE_SUPER_MAGIC
+				   ? openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+				   : -1;
+		close(fd); /* the open root keeps the clone */
+		return root;
+	}
+	if (errno != ENOSYS)
+		return -1;
 	snprintf(dir, sizeof(dir), "%s/.tarseek-walk-XXXXXX",
 		 access("/run", W_OK) == 0 ? "/run" : "/tmp");
 	if (!mkdtemp(dir))
