@@ -53,6 +53,8 @@ struct warmup {
 	pthread_mutex_t se_lock; /* held while storing pages; p.se is NULL once the session goes */
 	_Atomic pid_t tid;	       /* the walking thread's (0 until it runs) */
 	_Atomic uint64_t user_ns;      /* CLOCK_MONOTONIC of the user's last request (0: none) */
+	_Atomic unsigned long gave_way; /* waits for the user begun (warmup_gave_way) */
+	atomic_bool giving_way;		/* ... and one is under way */
 	bool walking;		       /* the dirplus walker while it lists (see give_way) */
 	uint64_t *files; /* inode numbers of the regular files met, in order */
 	size_t nfiles, cap;
@@ -107,13 +109,20 @@ static bool give_way(struct warmup *w)
 			break;
 		if (!waited && w->walking && w->p.dp)
 			dp_set_walker(w->p.dp, 0);
+		if (!waited) {
+			atomic_fetch_add(&w->gave_way, 1);
+			atomic_store(&w->giving_way, true);
+		}
 		waited = true;
 		uint64_t left = quiet - (now - last);
 		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
 		nanosleep(&ts, NULL);
-		if (!still_mounted(w))
+		if (!still_mounted(w)) {
+			atomic_store(&w->giving_way, false);
 			return false;
+		}
 	}
+	atomic_store(&w->giving_way, false);
 	if (waited && w->walking && w->p.dp)
 		dp_set_walker(w->p.dp, atomic_load(&w->tid));
 	return true;
@@ -457,6 +466,8 @@ struct warmup *warmup_start(const struct warmup_params *p)
 	atomic_init(&w->stored, 0);
 	atomic_init(&w->tid, 0);
 	atomic_init(&w->user_ns, 0);
+	atomic_init(&w->gave_way, 0);
+	atomic_init(&w->giving_way, false);
 	pthread_mutex_init(&w->se_lock, NULL);
 	if (pthread_create(&w->thread, NULL, warmup_main, w) != 0) {
 		free(w->mountpoint);
@@ -472,6 +483,12 @@ void warmup_state(struct warmup *w, int *view, bool *entries_done, int *pages, u
 	*entries_done = atomic_load(&w->entries_done);
 	*pages = atomic_load(&w->pages_done) ? 1 : atomic_load(&w->no_pages) ? -1 : 0;
 	*stored = atomic_load(&w->stored);
+}
+
+unsigned long warmup_gave_way(struct warmup *w, bool *now)
+{
+	*now = atomic_load(&w->giving_way);
+	return atomic_load(&w->gave_way);
 }
 
 void warmup_end_session(struct warmup *w)
