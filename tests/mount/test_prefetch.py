@@ -221,10 +221,10 @@ def test_warm_pages_leave_nothing_to_read(mount, bundle):
 
 
 def test_warmup_waits_for_the_user(mount, tmp_path):
-    """The warm-up gives way to the user's requests: while a read came in less than the
-    quiet time ago (TARSEEK_WARMUP_QUIET_MS, made long here) it lists nothing more, and it
-    goes on to the end once the user has been quiet that long.  Polling the status (GETXATTR)
-    does not hold it up."""
+    """The warm-up gives way to the user's requests: after a read it waits (tree=waiting)
+    and lists nothing until the user has been quiet for the quiet time
+    (TARSEEK_WARMUP_QUIET_MS, made long here), then goes on to the end.  Polling the status
+    (GETXATTR) does not hold it up."""
     import io
     import tarfile
     tar = tmp_path / "wide.tar"
@@ -234,13 +234,24 @@ def test_warmup_waits_for_the_user(mount, tmp_path):
             info.size = 1
             t.addfile(info, io.BytesIO(b"z"))
     with mount(tar, env={"TARSEEK_WARMUP_QUIET_MS": "4000"}) as m:
-        assert read(os.path.join(m.path, "g299/f29999")) == b"z"  # the user's requests
-        time.sleep(0.5)  # a listing under way when they came in ends
+        assert read(os.path.join(m.path, "g299/f29999")) == b"z"  # the user's request
+        # at its next folder the walk gives way (a listing under way has ended by then)
+        wait_for("giving way", lambda: prefetch_state(m.path)["tree"] in ("waiting", "done"))
+        st = prefetch_state(m.path)
+        assert st["tree"] == "waiting", st
+        waits = st["waits"]
         first = requests(m.path).get("readdirplus", 0)
-        assert prefetch_state(m.path)["tree"] != "done"
-        time.sleep(1.5)
-        assert requests(m.path).get("readdirplus", 0) == first  # held up: nothing listed
-        assert prefetch_state(m.path)["tree"] != "done"
+        # for as long as that one wait lasts (state read after the count: the count was
+        # taken inside it), nothing is listed
+        seen = 0
+        while True:
+            n = requests(m.path).get("readdirplus", 0)
+            st = prefetch_state(m.path)
+            if st["tree"] != "waiting" or st["waits"] != waits:
+                break
+            assert n == first, f"listed while giving way: {n} READDIRPLUS, {first} before"
+            seen += 1
+        assert seen > 0
         wait_for("walked", lambda: prefetch_state(m.path)["tree"] == "done", timeout=60)
         assert requests(m.path)["readdirplus"] > first + 100  # ~300 folders, listed after
         before = requests(m.path)
@@ -253,7 +264,7 @@ def test_no_warmup_without_prefetch(mount, bundle):
     with mount(tar, "--no-prefetch") as m:
         assert prefetch_state(m.path) == {"data": "off", "chunks": "0", "done": "0",
                                           "failed": "0", "bytes": "0", "tree": "off",
-                                          "pages": "off", "stored": "0"}
+                                          "pages": "off", "stored": "0", "waits": "0"}
         assert "readdirplus" not in requests(m.path)
 
 
