@@ -111,6 +111,7 @@ def big_bundle(tmp_path, mib, codec_cmd, suffix, name="big"):
 # ---- requests per read --------------------------------------------------------------------
 
 
+@pytest.mark.kernel_caches
 def test_small_file_read_is_one_request(mount, bundle):
     tar, contents = bundle
     with mount(tar, "--no-prefetch") as m:
@@ -131,6 +132,7 @@ def test_small_file_read_is_one_request(mount, bundle):
         assert delta(again, requests(m.path)) == {"lookup": 3, "read": 1}
 
 
+@pytest.mark.kernel_caches
 def test_kernel_opens_fallback(mount, bundle):
     """Without "no open" (old kernels, or TARSEEK_KERNEL_OPENS=1) a read costs OPEN, READ and
     RELEASE, and no FLUSH (the handle says noflush)."""
@@ -155,6 +157,7 @@ def test_kernel_opens_fallback(mount, bundle):
         assert sorted(names) == sorted(contents)
 
 
+@pytest.mark.kernel_caches
 def test_tree_walk_leaves_nothing_to_look_up(mount, bundle):
     tar, contents = bundle
     with mount(tar) as m:
@@ -176,6 +179,7 @@ def test_tree_walk_leaves_nothing_to_look_up(mount, bundle):
         assert delta(after, requests(m.path)) == {}, delta(after, requests(m.path))
 
 
+@pytest.mark.kernel_caches
 def test_find_during_the_walk_leaves_nothing_to_look_up(mount, tmp_path):
     """A find right after mounting lists folders before the warm-up does, with the files'
     names bare (no attributes: cheap for find).  The warm-up drops those listings from the
@@ -204,6 +208,7 @@ def test_find_during_the_walk_leaves_nothing_to_look_up(mount, tmp_path):
             assert d == {}, d
 
 
+@pytest.mark.kernel_caches
 def test_warm_pages_leave_nothing_to_read(mount, bundle):
     """Once the warm-up has stored the files' pages (a plain tar: read ahead, then spliced
     into the kernel's page cache), reading every file costs no request at all."""
@@ -220,6 +225,7 @@ def test_warm_pages_leave_nothing_to_read(mount, bundle):
         assert delta(before, requests(m.path)) == {}
 
 
+@pytest.mark.kernel_caches
 def test_warmup_waits_for_the_user(mount, tmp_path):
     """The warm-up gives way to the user's requests: after a read it waits (tree=waiting)
     and lists nothing until the user has been quiet for the quiet time
@@ -273,6 +279,7 @@ def test_no_warmup_without_prefetch(mount, bundle):
 
 @pytest.mark.parametrize("codec", [["gzip", "-6"], ["xz", "-T2", "--block-size=256KiB"],
                                    ["bzip2", "-1"]], ids=["gz", "xz", "bz2"])
+@pytest.mark.kernel_caches
 def test_prefetch_decodes_the_bundle(mount, tmp_path, codec):
     if not have(codec[0]):
         pytest.skip(f"needs {codec[0]}")
