@@ -17,7 +17,8 @@
 #      sample), but not test_stress, test_conformance, test_system, test_many, test_remote,
 #      test_netservers, test_manpages and test_package, and test_zip's entries of 1 and 4.4 GB,
 #      which SANITIZE=full adds (with the matrices whole);
-#   4. each libFuzzer harness for FUZZ_SECONDS (default 10).
+#   4. each libFuzzer harness for FUZZ_SECONDS (default 10), one at a time, beside 2, 2b
+#      and 3.
 # The trees of 2, 2b, 3 and 4 (its core library) are built in the background, at nice 19,
 # one after the other, while the tests of 1 run (they leave a core idle much of the time);
 # each step waits for its tree.  At the end (also when a step fails) it prints each step's
@@ -56,18 +57,18 @@ step() {
 }
 step_report() {
   local i
-  printf 'test.sh: %-46s %7s %7s\n' step wall cpu >&2
+  printf 'test.sh: %-50s %7s %7s\n' step wall cpu >&2
   for i in "${!step_names[@]}"; do
-    printf 'test.sh: %-46s %5d s %5d s\n' "${step_names[$i]}" "${step_secs[$i]}" "${step_cpus[$i]}" >&2
+    printf 'test.sh: %-50s %5d s %5d s\n' "${step_names[$i]}" "${step_secs[$i]}" "${step_cpus[$i]}" >&2
   done
   local cpu
   cpu_secs
   if [ -n "${bg_cpu:-}" ]; then
-    printf 'test.sh: %-46s %5d s %5d s\n' "(background: package, no-ISA-L, sanitizer trees)" \
+    printf 'test.sh: %-50s %5d s %5d s\n' "(built in the background: the 3 other trees, .deb)" \
       "$bg_wall" "$bg_cpu" >&2
     cpu=$((cpu + bg_cpu))
   fi
-  printf 'test.sh: %-46s %5d s %5d s\n' total "$SECONDS" "$cpu" >&2
+  printf 'test.sh: %-50s %5d s %5d s\n' total "$SECONDS" "$cpu" >&2
   rm -f "$times_file"
 }
 cleanups=(step_report)
@@ -166,6 +167,23 @@ wait_build() { # waits until the background builds have made $1 (package, noisal
 meson test -C "$build" --print-errorlogs --num-processes 2 "$@"
 step "unit + mount tests"
 
+# The fuzzers run from here on, beside the steps below, one harness at a time (the sanitizer
+# tests leave a core idle much of the time too), once their tree is built; in a session of
+# their own, killed with this script
+fuzz_pid=
+if [ "$fuzz" != 0 ]; then
+  setsid bash -c "while [ ! -f '$bg_dir/builds.rc' ]; do sleep 1; done
+    [ \"\$(cat '$bg_dir/builds.rc')\" = 0 ] || exit 1
+    FUZZ_JOBS=1 exec bash tests/fuzz/run.sh '$fuzz' '$fuzz_dir'" >"$bg_dir/fuzz.log" 2>&1 &
+  fuzz_pid=$!
+  fuzz_cleanup() {
+    if [ -n "$fuzz_pid" ] && kill -0 "$fuzz_pid" 2>/dev/null; then
+      kill -- "-$fuzz_pid" 2>/dev/null || true
+    fi
+  }
+  cleanups=(fuzz_cleanup "${cleanups[@]}")
+fi
+
 if [ "$package" != 0 ]; then
   package_cleanup() {
     if [ -n "$(package_status)" ] && [ "$(package_status)" != "unknown ok not-installed" ]; then
@@ -218,9 +236,12 @@ if [ "$sanitize" != 0 ]; then
   step "sanitizers: unit + mount tests"
 fi
 
-if [ "$fuzz" != 0 ]; then
-  wait_build all
-  bash tests/fuzz/run.sh "$fuzz" "$fuzz_dir"
-  step "fuzz: harnesses built and run"
-fi
 wait_build all
+if [ "$fuzz" != 0 ]; then
+  fuzz_rc=0
+  wait "$fuzz_pid" || fuzz_rc=$?
+  fuzz_pid=
+  cat "$bg_dir/fuzz.log"
+  step "fuzz: the rest of its run"
+  [ "$fuzz_rc" = 0 ] || { echo "test.sh: the fuzzers failed (above)" >&2; exit 1; }
+fi
