@@ -68,6 +68,11 @@ step_report() {
       "$bg_wall" "$bg_cpu" >&2
     cpu=$((cpu + bg_cpu))
   fi
+  if [ -n "${fuzz_cpu:-}" ]; then
+    printf 'test.sh: %-50s %5d s %5d s\n' "(fuzz: from its start, waiting for its tree)" \
+      "$fuzz_wall" "$fuzz_cpu" >&2
+    cpu=$((cpu + fuzz_cpu))
+  fi
   printf 'test.sh: %-50s %5d s %5d s\n' total "$SECONDS" "$cpu" >&2
   rm -f "$times_file"
 }
@@ -168,17 +173,20 @@ meson test -C "$build" --print-errorlogs --num-processes 2 "$@"
 step "unit + mount tests"
 
 # The fuzzers run from here on, beside the steps below, one harness at a time (the sanitizer
-# tests leave a core idle much of the time too), once their tree is built; in a session of
-# their own, killed with this script
-fuzz_pid=
+# tests leave a core idle much of the time too), once their tree is built; like the builds,
+# in a session of their own (killed with this script), not as a child of this shell (their
+# CPU time is reported from their own `times`), their exit status in fuzz.rc
 if [ "$fuzz" != 0 ]; then
-  setsid bash -c "while [ ! -f '$bg_dir/builds.rc' ]; do sleep 1; done
-    [ \"\$(cat '$bg_dir/builds.rc')\" = 0 ] || exit 1
-    FUZZ_JOBS=1 exec bash tests/fuzz/run.sh '$fuzz' '$fuzz_dir'" >"$bg_dir/fuzz.log" 2>&1 &
-  fuzz_pid=$!
+  ( (setsid bash -c "echo \$\$ >'$bg_dir/fuzz.pid'
+      while [ ! -f '$bg_dir/builds.rc' ]; do sleep 1; done
+      [ \"\$(cat '$bg_dir/builds.rc')\" = 0 ] || exit 1
+      FUZZ_JOBS=1 bash tests/fuzz/run.sh '$fuzz' '$fuzz_dir'; rc=\$?
+      times >'$bg_dir/fuzz.times'; echo \$SECONDS >'$bg_dir/fuzz.wall'; exit \$rc" \
+      >"$bg_dir/fuzz.log" 2>&1
+    echo $? >"$bg_dir/fuzz.rc") &)
   fuzz_cleanup() {
-    if [ -n "$fuzz_pid" ] && kill -0 "$fuzz_pid" 2>/dev/null; then
-      kill -- "-$fuzz_pid" 2>/dev/null || true
+    if [ -f "$bg_dir/fuzz.pid" ] && [ ! -f "$bg_dir/fuzz.rc" ]; then
+      kill -- "-$(cat "$bg_dir/fuzz.pid")" 2>/dev/null || true
     fi
   }
   cleanups=(fuzz_cleanup "${cleanups[@]}")
@@ -238,10 +246,10 @@ fi
 
 wait_build all
 if [ "$fuzz" != 0 ]; then
-  fuzz_rc=0
-  wait "$fuzz_pid" || fuzz_rc=$?
-  fuzz_pid=
+  while [ ! -f "$bg_dir/fuzz.rc" ]; do sleep 1; done
   cat "$bg_dir/fuzz.log"
-  step "fuzz: the rest of its run"
-  [ "$fuzz_rc" = 0 ] || { echo "test.sh: the fuzzers failed (above)" >&2; exit 1; }
+  step "fuzz: waiting for the rest of its run"
+  [ "$(cat "$bg_dir/fuzz.rc")" = 0 ] || { echo "test.sh: the fuzzers failed (above)" >&2; exit 1; }
+  fuzz_cpu=$(children_secs "$bg_dir/fuzz.times")
+  fuzz_wall=$(cat "$bg_dir/fuzz.wall")
 fi
