@@ -65,6 +65,8 @@ struct cmem_stats {
 	uint64_t hot_bytes;  /* free and resident */
 	uint64_t cold_bytes; /* free, handed back to the kernel */
 	uint64_t prefaulted; /* bytes the ahead thread populated */
+	bool ahead_busy;     /* the ahead thread was woken for work or is at it (false once it
+			      * sleeps with nothing wanted, or has ended) */
 };
 
 void cmem_get_stats(struct cmem_stats *out);

@@ -189,10 +189,13 @@ static void *ahead_main(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&cm.lock);
 	for (;;) {
-		while (!cm.ahead_stopping && !ahead_wanted(0))
+		while (!cm.ahead_stopping && !ahead_wanted(0)) {
+			cm.st.ahead_busy = false;
 			pthread_cond_wait(&cm.wake, &cm.lock);
+		}
 		if (cm.ahead_stopping)
 			break;
+		cm.st.ahead_busy = true;
 		uint8_t *from;
 		if (cm.filled < cm.cur)
 			cm.filled = cm.cur;
@@ -225,6 +228,7 @@ static void *ahead_main(void *arg)
 		else if (cm.filled == from)
 			cm.filled = from + CM_HUGE;
 	}
+	cm.st.ahead_busy = false;
 	pthread_mutex_unlock(&cm.lock); /* its wake-ups go unheard until it is started again */
 	return NULL;
 }
@@ -306,8 +310,10 @@ static void *carve(unsigned cls)
 	cm.cur += n;
 	cm.st.carved += n;
 	ahead_start();
-	if (ahead_wanted(CM_AHEAD / 2))
+	if (ahead_wanted(CM_AHEAD / 2)) {
+		cm.st.ahead_busy = cm.ahead && !cm.ahead_off; /* until it sleeps, nothing wanted */
 		pthread_cond_signal(&cm.wake); /* nobody listens if the thread has ended */
+	}
 	return r;
 }
 

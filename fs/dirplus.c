@@ -27,6 +27,7 @@ struct dirplus {
 	atomic_bool all;	/* every entry carries its attributes */
 	_Atomic unsigned lookups; /* of non-folders, while not all */
 	_Atomic pid_t walker;
+	_Atomic unsigned long walker_starts; /* see dp_walker_starts */
 	pthread_mutex_t lock;
 	struct htable set; /* folders listed bare (struct bare), lock */
 };
@@ -46,6 +47,7 @@ struct dirplus *dp_new(void)
 	atomic_init(&dp->all, false);
 	atomic_init(&dp->lookups, 0);
 	atomic_init(&dp->walker, 0);
+	atomic_init(&dp->walker_starts, 0);
 	pthread_mutex_init(&dp->lock, NULL); /* a zeroed table is an empty one */
 	return dp;
 }
@@ -173,6 +175,26 @@ void dp_looked_up(struct dirplus *dp, struct fuse_session *se, bool folder)
 	for (struct htable_node *n = NULL; (n = htable_walk(&set, &pos, n));)
 		invalidate(se, htable_entry(n, struct bare, node)->ino);
 	set_clear(&set);
+}
+
+void dp_listing_request(struct dirplus *dp, pid_t requester, bool from_start)
+{
+	if (from_start && requester &&
+	    requester == atomic_load_explicit(&dp->walker, memory_order_relaxed))
+		atomic_fetch_add(&dp->walker_starts, 1);
+}
+
+unsigned long dp_walker_starts(struct dirplus *dp)
+{
+	return atomic_load(&dp->walker_starts);
+}
+
+void dp_drop_listing(struct dirplus *dp, struct fuse_session *se, uint64_t dir)
+{
+	pthread_mutex_lock(&dp->lock);
+	set_take(dp, dir);
+	pthread_mutex_unlock(&dp->lock);
+	invalidate(se, dir);
 }
 
 bool dp_before_walk(struct dirplus *dp, struct fuse_session *se, uint64_t dir)

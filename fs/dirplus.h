@@ -59,6 +59,20 @@ void dp_looked_up(struct dirplus *dp, struct fuse_session *se, bool folder);
  * if there was one since the last call for dir). */
 bool dp_before_walk(struct dirplus *dp, struct fuse_session *se, uint64_t dir);
 
+/* A listing request (READDIR or READDIRPLUS) of thread requester came in; from_start: at
+ * the folder's first entry.  Counts the walker's starts (dp_walker_starts). */
+void dp_listing_request(struct dirplus *dp, pid_t requester, bool from_start);
+
+/* The walker's listing requests that started at a folder's first entry, so far.  The walker
+ * reads it before and after the first read of a folder: unchanged, that read was answered
+ * from the kernel's cached listing, which made no inode (it may be someone else's bare
+ * listing, cached after dp_before_walk dropped it: the kernel fills its cache from a reply
+ * after the reply was sent, so a drop may come first). */
+unsigned long dp_walker_starts(struct dirplus *dp);
+
+/* Drops the kernel's cached listing of dir, whatever listing it is (see dp_walker_starts). */
+void dp_drop_listing(struct dirplus *dp, struct fuse_session *se, uint64_t dir);
+
 /* Whether listings carry every attribute (the switch has happened); for the unit tests. */
 bool dp_all_attrs(struct dirplus *dp);
 

@@ -129,7 +129,8 @@ static ssize_t format_counts(struct tfs *t, char *buf, size_t size)
 }
 
 /* What prefetching does: "data=STATE chunks=N done=D failed=F bytes=B\n" (decoding ahead, or
- * reading a plain archive ahead) and "tree=STATE pages=STATE stored=B\n" (the warm-up). */
+ * reading a plain archive ahead) and "tree=STATE pages=STATE stored=B waits=N\n" (the
+ * warm-up; tree=waiting while it gives way to reads, waits: how often it has). */
 static ssize_t format_prefetch(struct tfs *t, char *buf, size_t size)
 {
 	char text[320];
@@ -137,6 +138,8 @@ static ssize_t format_prefetch(struct tfs *t, char *buf, size_t size)
 	struct pf_stats st = {0};
 	struct warmup *w = atomic_load(&t->warm);
 	uint64_t stored = 0;
+	unsigned long waits = 0;
+	bool waiting = false;
 	int len;
 
 	if (t->pf) {
@@ -147,15 +150,17 @@ static ssize_t format_prefetch(struct tfs *t, char *buf, size_t size)
 		bool entries;
 		int view, p;
 		warmup_state(w, &view, &entries, &p, &stored);
-		tree = entries ? "done" : view > 0 ? "running" : view < 0 ? "none" : "starting";
+		waits = warmup_gave_way(w, &waiting);
+		tree = entries ? "done" : view > 0 ? (waiting ? "waiting" : "running")
+					   : view < 0 ? "none" : "starting";
 		pages = p > 0 ? "done" : p < 0 ? "none" : "running";
 	}
 	len = snprintf(text, sizeof(text),
 		       "data=%s chunks=%llu done=%llu failed=%llu bytes=%llu\n"
-		       "tree=%s pages=%s stored=%llu\n",
+		       "tree=%s pages=%s stored=%llu waits=%lu\n",
 		       data, (unsigned long long)st.chunks, (unsigned long long)st.chunks_done,
 		       (unsigned long long)st.chunks_failed, (unsigned long long)st.queued_bytes, tree,
-		       pages, (unsigned long long)stored);
+		       pages, (unsigned long long)stored, waits);
 	if (size && (size_t)len > size)
 		return -ERANGE;
 	if (size)
@@ -415,6 +420,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		reply_err(req, -ENOMEM);
 		return;
 	}
+	dp_listing_request(t->dp, fuse_req_ctx(req)->pid, off == 0);
 	if (plus)
 		d.bare_room = dp_bare_room(t->dp, fuse_req_ctx(req)->pid, ino, off == 0);
 	if (off == 0 && !dir_add(&d, ".", &self, 1))

@@ -1,7 +1,8 @@
 /* Warming the kernel's caches after mounting (see warmup.h).
  *
- * The private view: mkdtemp in /run (else /tmp), MS_BIND of the mount point onto it, MS_PRIVATE,
- * open its root, MNT_DETACH, rmdir; from then on only this thread's descriptors refer to it.
+ * The private view: a detached clone of the mount (open_tree; see private_view for why not
+ * MS_BIND of the mount point onto a folder in /run, which kernels before 5.2 still get); from
+ * then on only this thread's descriptors refer to it.
  *
  * The walk is depth first, with an explicit stack of open folder descriptors (no recursion,
  * so a deep archive cannot exhaust the thread's stack; past WARMUP_DEPTH folders the deeper
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +64,8 @@ struct warmup {
 	pthread_mutex_t se_lock; /* held while storing pages; p.se is NULL once the session goes */
 	_Atomic pid_t tid;	       /* the walking thread's (0 until it runs; kept after) */
 	_Atomic uint64_t user_ns;      /* CLOCK_MONOTONIC of the user's last request (0: none) */
+	_Atomic unsigned long gave_way; /* waits for the user begun (warmup_gave_way) */
+	atomic_bool giving_way;		/* ... and one is under way */
 	bool walking;		       /* the dirplus walker while it lists (see give_way) */
 	uint64_t *files; /* inode numbers of the regular files met, in order */
 	size_t nfiles, cap;
@@ -116,13 +120,20 @@ static bool give_way(struct warmup *w)
 			break;
 		if (!waited && w->walking && w->p.dp)
 			dp_set_walker(w->p.dp, 0);
+		if (!waited) {
+			atomic_fetch_add(&w->gave_way, 1);
+			atomic_store(&w->giving_way, true);
+		}
 		waited = true;
 		uint64_t left = quiet - (now - last);
 		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
 		nanosleep(&ts, NULL);
-		if (!still_mounted(w))
+		if (!still_mounted(w)) {
+			atomic_store(&w->giving_way, false);
 			return false;
+		}
 	}
+	atomic_store(&w->giving_way, false);
 	if (waited && w->walking && w->p.dp)
 		dp_set_walker(w->p.dp, atomic_load(&w->tid));
 	return true;
@@ -134,12 +145,34 @@ void warmup_note_request(struct warmup *w, pid_t requester)
 		atomic_store_explicit(&w->user_ns, now_ns(), memory_order_relaxed);
 }
 
-/* The root of a private, detached view of the mount at mountpoint, or -1. */
+#ifndef FUSE_SUPER_MAGIC
+#define FUSE_SUPER_MAGIC 0x65735546 /* linux/magic.h */
+#endif
+
+/* The root of a private, detached view of the mount at mountpoint, or -1.
+ *
+ * open_tree(2) clones the mount, detached, in one call, and with AT_NO_AUTOMOUNT: this
+ * thread may get to it late on a busy machine, after an unmount, and then a bind mount's
+ * lookup of the mount point (MS_BIND follows automount points) would trigger the automount
+ * under it (autofs, x-systemd.automount), and wait for an automounter that may be waiting for
+ * this daemon to end.  What it finds there must be a FUSE file system (after an unmount it is
+ * not ours: no warm-up).  Kernels before 5.2 have no open_tree: a bind mount in a temporary
+ * folder, made private, opened and detached. */
 static int private_view(const char *mountpoint)
 {
 	char dir[64];
-	int fd = -1;
+	int fd = open_tree(AT_FDCWD, mountpoint, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_NO_AUTOMOUNT);
 
+	if (fd >= 0) {
+		struct statfs sf;
+		int root = fstatfs(fd, &sf) == 0 && sf.f_type == FUSE_SUPER_MAGIC
+				   ? openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+				   : -1;
+		close(fd); /* the open root keeps the clone */
+		return root;
+	}
+	if (errno != ENOSYS)
+		return -1;
 	snprintf(dir, sizeof(dir), "%s/.tarseek-walk-XXXXXX",
 		 access("/run", W_OK) == 0 ? "/run" : "/tmp");
 	if (!mkdtemp(dir))
@@ -186,6 +219,20 @@ static bool before_listing(struct warmup *w, int fd)
 	return dropped;
 }
 
+/* The first read of the folder open at fd was answered from the kernel's cached listing
+ * (dirplus.h, dp_walker_starts): that listing is dropped, to be read again. */
+static void drop_listing(struct warmup *w, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return;
+	pthread_mutex_lock(&w->se_lock);
+	if (w->p.se)
+		dp_drop_listing(w->p.dp, w->p.se, st.st_ino);
+	pthread_mutex_unlock(&w->se_lock);
+}
+
 /* The walk has listed folder d to its end.  If someone else's bare listing of it was made
  * meanwhile, ours may have been answered from it by the kernel: dropped and listed again
  * (names only: what is in it was noted already). */
@@ -198,17 +245,22 @@ static void after_listing(struct warmup *w, DIR *d)
 	}
 }
 
-/* Lists every folder under rootfd (which it closes).  True if it got to the end. */
-static bool walk_entries(struct warmup *w, int rootfd)
+/* Lists every folder under rootfd (which it closes).  True if it got to the end; *listed:
+ * the folders listed to their end. */
+static bool walk_entries(struct warmup *w, int rootfd, size_t *listed)
 {
 	DIR *stack[WARMUP_DEPTH];
 	int depth = 1;
 	bool whole = true;
+	int relisted[WARMUP_DEPTH]; /* per folder on the stack: first reads dropped and done again */
+	bool fresh[WARMUP_DEPTH];   /* ... and whether it has had its first read */
 
 	if (!(stack[0] = fdopendir(rootfd))) {
 		close(rootfd);
 		return false;
 	}
+	relisted[0] = 0;
+	fresh[0] = true;
 	while (depth > 0) {
 		DIR *d = stack[depth - 1];
 		struct dirent *e;
@@ -218,11 +270,25 @@ static bool walk_entries(struct warmup *w, int rootfd)
 			break;
 		}
 		errno = 0;
+		unsigned long starts = w->p.dp ? dp_walker_starts(w->p.dp) : 0;
 		e = readdir(d);
+		if (e && fresh[depth - 1]) {
+			fresh[depth - 1] = false;
+			if (w->p.dp && dp_walker_starts(w->p.dp) == starts && relisted[depth - 1]++ < 8) {
+				/* from the kernel's cache, with no inodes made: again from the start (the
+				 * entry is not noted: the rewind drops what libc had read ahead) */
+				drop_listing(w, dirfd(d));
+				rewinddir(d);
+				fresh[depth - 1] = true;
+				continue;
+			}
+		}
 		if (!e) { /* this folder is done (or failed: the mount is going away) */
 			whole = whole && errno == 0;
-			if (whole)
+			if (whole) {
 				after_listing(w, d);
+				(*listed)++;
+			}
 			closedir(d);
 			depth--;
 			continue;
@@ -241,6 +307,8 @@ static bool walk_entries(struct warmup *w, int rootfd)
 				close(sub);
 			continue;
 		}
+		relisted[depth] = 0;
+		fresh[depth] = true;
 		stack[depth++] = sd;
 	}
 	while (depth > 0)
@@ -338,12 +406,15 @@ static bool warmup_walk(struct warmup *w)
 	w->dev = st.st_dev;
 	before_listing(w, rootfd);
 	atomic_store(&w->view, 1);
-	bool whole = walk_entries(w, rootfd);
+	size_t listed = 0;
+	bool whole = walk_entries(w, rootfd, &listed);
 	w->walking = false;
 	if (w->p.dp) /* no more listings of ours */
 		dp_set_walker(w->p.dp, 0);
-	if (!whole)
+	if (!whole) { /* unmounted (tests check the walk ends there) */
+		tfs_log(TFS_LOG_INFO, "warm-up stopped: %zu folders listed", listed);
 		return false;
+	}
 	atomic_store(&w->entries_done, true);
 	if (!w->p.budget) {
 		atomic_store(&w->no_pages, true);
@@ -418,6 +489,8 @@ struct warmup *warmup_start(const struct warmup_params *p)
 	atomic_init(&w->stored, 0);
 	atomic_init(&w->tid, 0);
 	atomic_init(&w->user_ns, 0);
+	atomic_init(&w->gave_way, 0);
+	atomic_init(&w->giving_way, false);
 	pthread_mutex_init(&w->se_lock, NULL);
 	if (pool_start(walk_main, w, "tarseek-walk", 0, &w->walk_job) < 0) {
 		pthread_mutex_destroy(&w->se_lock);
@@ -434,6 +507,12 @@ void warmup_state(struct warmup *w, int *view, bool *entries_done, int *pages, u
 	*entries_done = atomic_load(&w->entries_done);
 	*pages = atomic_load(&w->pages_done) ? 1 : atomic_load(&w->no_pages) ? -1 : 0;
 	*stored = atomic_load(&w->stored);
+}
+
+unsigned long warmup_gave_way(struct warmup *w, bool *now)
+{
+	*now = atomic_load(&w->giving_way);
+	return atomic_load(&w->gave_way);
 }
 
 void warmup_end_session(struct warmup *w)

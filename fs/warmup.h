@@ -83,6 +83,10 @@ struct warmup *warmup_start(const struct warmup_params *p);
  * prefetch, or stopped); the bytes stored so far. */
 void warmup_state(struct warmup *w, int *view, bool *entries_done, int *pages, uint64_t *stored);
 
+/* The times the walk or the pages phase began to give way to the user's reads (see
+ * warmup_note_request); *now: it is giving way at the moment (it lists nothing then). */
+unsigned long warmup_gave_way(struct warmup *w, bool *now);
+
 /* A request that the thread `requester` (its kernel thread id) made has come in: unless
  * that is the warm-up itself, the warm-up waits for quiet_ms after it.  Cheap (a clock
  * read and an atomic store); NULL does nothing. */

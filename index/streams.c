@@ -527,6 +527,7 @@ void arch_get_reader_stats(struct arch *a, struct creader_stats *out)
 		out->decoded_bytes += s.decoded_bytes;
 		out->segments_filled += s.segments_filled;
 		out->ahead_waits += s.ahead_waits;
+		out->ahead_jobs += s.ahead_jobs;
 	}
 	pthread_mutex_unlock(&a->streams_lock);
 }

@@ -575,8 +575,12 @@ static bool bg_submit(struct creader *r, struct rd_live *l, uint64_t ahead_to)
 	r->bg_jobs++;
 	list_add_head(&r->bg_list, &job->node);
 	pthread_mutex_unlock(&r->pool_lock);
-	if (workers_try_run(r->workers, bg_run, job))
+	if (workers_try_run(r->workers, bg_run, job)) {
+		pthread_mutex_lock(&r->pool_lock);
+		r->stats.ahead_jobs++;
+		pthread_mutex_unlock(&r->pool_lock);
 		return true;
+	}
 	/* every thread busy: decoding ahead must never pile up */
 	bg_forget(r, job);
 	for (size_t i = 0; i < job->nsegs; i++) {

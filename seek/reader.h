@@ -85,6 +85,8 @@ struct creader_stats {
 	uint64_t decoded_bytes;	   /* bytes produced by decoders */
 	uint64_t segments_filled;  /* segments decoded and checked */
 	uint64_t ahead_waits;	   /* reads that waited for a background job's decoder */
+	uint64_t ahead_jobs;	   /* background jobs handed to the workers (counted before the
+				    * read that submitted one returns) */
 };
 void creader_get_stats(struct creader *r, struct creader_stats *out);
 

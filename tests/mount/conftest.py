@@ -15,15 +15,26 @@ targets, link counts, hard-link inode identity, user.* xattrs, every byte);
 require_codec() skips a test when tarseek cannot read a codec yet (--version and a trial
 mount); semi_random()/random_bytes() make reproducible data; gzip_member() writes gzip
 members with any header field.
+
+Matrices: sample_cases() keeps a seeded random sample of a large matrix of cases that go
+through the same code many times (the damage and tampering matrices), every value of each
+dimension at least once; TARSEEK_MATRIX=all keeps every case (meson's `slow` suite), and
+TARSEEK_SEED=N repeats a sample (the seed is printed in pytest's header and with every
+failure).  TARSEEK_INFLATE=zlib (the meson tests *_zlib) runs only the tests that inflate
+deflate data: those with gzip or pigz in their name and those marked `deflate`.  A test
+marked `kernel_caches` runs again when its assertion failed while somebody dropped the
+kernel's caches (/proc/vmstat's drop counters moved).
 """
 import errno
 import os
+import random
 import shutil
 import signal
 import sqlite3
 import stat
 import struct
 import subprocess
+import sys
 import time
 import zlib
 from contextlib import contextmanager
@@ -35,6 +46,100 @@ BUILD = os.environ.get("TARSEEK_BUILD") or os.path.join(
 TARSEEK = os.path.join(BUILD, "fs", "tarseek")
 # what ASan, UBSan, LSan and TSan print: never acceptable in a daemon's log
 SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "ThreadSanitizer", "runtime error:")
+
+
+# ---- matrices: a seeded sample in the default suite, every case in the slow one -------------
+
+MATRIX_ALL = os.environ.get("TARSEEK_MATRIX", "sample") == "all"
+SEED = int(os.environ.get("TARSEEK_SEED") or random.SystemRandom().randrange(1, 10**6))
+SAMPLED = set()  # the test modules that sample a matrix
+
+
+def sample_cases(cases, n, *dims, name="matrix"):
+    """A sample of about n of cases (a list), with every value of each dims(case) present at
+    least once, chosen with SEED (or all of them with TARSEEK_MATRIX=all), in their order."""
+    SAMPLED.add(sys._getframe(1).f_globals.get("__name__"))
+    if MATRIX_ALL or len(cases) <= n:
+        return list(cases)
+    rng = random.Random(f"{SEED}:{name}")
+    order = list(range(len(cases)))
+    rng.shuffle(order)
+    chosen = set()
+    for dim in dims:
+        covered = {dim(cases[i]) for i in chosen}
+        for i in order:
+            if dim(cases[i]) not in covered:
+                chosen.add(i)
+                covered.add(dim(cases[i]))
+    for i in order:
+        if len(chosen) >= n:
+            break
+        chosen.add(i)
+    return [c for i, c in enumerate(cases) if i in chosen]
+
+
+def pytest_report_header(config):
+    how = "every case" if MATRIX_ALL else f"a sample, seed {SEED} (TARSEEK_SEED={SEED} repeats it)"
+    return f"tarseek matrices: {how}; TARSEEK_MATRIX=all for every case"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "deflate: inflates deflate data (run again with zlib's "
+                            "inflater by the meson tests *_zlib)")
+    config.addinivalue_line("markers", "kernel_caches: asserts what the kernel's caches hold "
+                            "(run again when somebody dropped them meanwhile)")
+
+
+# ---- tests that count what the kernel's caches spare the daemon ------------------------------
+
+def cache_drops():
+    """The kernel's counts of `echo N > /proc/sys/vm/drop_caches`, by anyone on the machine."""
+    with open("/proc/vmstat") as f:
+        return tuple(line for line in f if line.startswith(("drop_pagecache", "drop_slab")))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """A test marked kernel_caches that fails while somebody dropped the kernel's caches (a
+    cold run of tarseek-bench beside it: meson runs test_bench and test_remote alone, other
+    suites on the same machine do not) measured nothing: it runs again, three times at most.
+    A failure with no drop meanwhile stands."""
+    if not pyfuncitem.get_closest_marker("kernel_caches"):
+        return None
+    args = {a: pyfuncitem.funcargs[a] for a in pyfuncitem._fixtureinfo.argnames}
+    for attempt in range(4):
+        mark = cache_drops()
+        try:
+            pyfuncitem.obj(**args)
+            return True
+        except AssertionError:
+            if cache_drops() == mark or attempt == 3:
+                raise
+            print(f"the kernel's caches were dropped during the test: run {attempt + 2}")
+    return True
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("TARSEEK_INFLATE") != "zlib":
+        return
+    keep, drop = [], []
+    for item in items:
+        name = item.name.lower()
+        if "gzip" in name or "pigz" in name or item.get_closest_marker("deflate"):
+            keep.append(item)
+        else:
+            drop.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.failed and not MATRIX_ALL and getattr(item.module, "__name__", None) in SAMPLED:
+        rep.sections.append(("tarseek matrices", f"TARSEEK_SEED={SEED} repeats this sample"))
 
 
 def is_mounted(path):
@@ -138,6 +243,30 @@ def mount(tmp_path, tarseek_bin):
     yield _mount
     for m in list(active):
         unmount(m.path, m.proc)
+
+
+_sanitized_exe = {}
+
+
+def exe_sanitized(exe=TARSEEK):
+    """True if the executable is a sanitizer build: gcc's calls into libasan/libtsan, clang's
+    has the runtime inside; both name __asan_init (__tsan_init)."""
+    if exe not in _sanitized_exe:
+        try:
+            with open(exe, "rb") as f:
+                data = f.read()
+        except OSError:
+            return False
+        _sanitized_exe[exe] = b"__asan_init" in data or b"__tsan_init" in data
+    return _sanitized_exe[exe]
+
+
+def sanitized(pid):
+    """True if process pid runs a sanitizer build."""
+    try:
+        return exe_sanitized(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        return False
 
 
 def run_tarseek(*args, timeout=120, env=None):

@@ -101,6 +101,7 @@ def test_big_and_deep_folders_listed_completely(mount, many):
             assert os.listdir(os.path.join(m.path, level)) == [f"l{i + 1:02d}"]
 
 
+@pytest.mark.kernel_caches
 def test_listing_requests(mount, many):
     """A walk that only lists (find, os.walk) gets bare names for the files and so costs no
     inode in the kernel per file; stats of those names switch the mount to listings with every
@@ -129,6 +130,7 @@ def test_listing_requests(mount, many):
         assert requests(m.path).get("lookup", 0) == statted["lookup"]
 
 
+@pytest.mark.kernel_caches
 def test_stats_after_listing_one_big_folder(mount, many):
     """In one folder, only the first 4096 files go bare (DP_BARE_MAX): a du-like pass over the
     50,000-entry folder, listed first and then stat'd, costs at most that many LOOKUPs."""

@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from conftest import have, run, semi_random
+from conftest import have, run, sanitized, semi_random
 
 pytestmark = pytest.mark.skipif(not have("tar"), reason="needs GNU tar")
 
@@ -111,6 +111,7 @@ def big_bundle(tmp_path, mib, codec_cmd, suffix, name="big"):
 # ---- requests per read --------------------------------------------------------------------
 
 
+@pytest.mark.kernel_caches
 def test_small_file_read_is_one_request(mount, bundle):
     tar, contents = bundle
     with mount(tar, "--no-prefetch") as m:
@@ -131,6 +132,7 @@ def test_small_file_read_is_one_request(mount, bundle):
         assert delta(again, requests(m.path)) == {"lookup": 3, "read": 1}
 
 
+@pytest.mark.kernel_caches
 def test_kernel_opens_fallback(mount, bundle):
     """Without "no open" (old kernels, or TARSEEK_KERNEL_OPENS=1) a read costs OPEN, READ and
     RELEASE, and no FLUSH (the handle says noflush)."""
@@ -155,6 +157,7 @@ def test_kernel_opens_fallback(mount, bundle):
         assert sorted(names) == sorted(contents)
 
 
+@pytest.mark.kernel_caches
 def test_tree_walk_leaves_nothing_to_look_up(mount, bundle):
     tar, contents = bundle
     with mount(tar) as m:
@@ -176,6 +179,7 @@ def test_tree_walk_leaves_nothing_to_look_up(mount, bundle):
         assert delta(after, requests(m.path)) == {}, delta(after, requests(m.path))
 
 
+@pytest.mark.kernel_caches
 def test_find_during_the_walk_leaves_nothing_to_look_up(mount, tmp_path):
     """A find right after mounting lists folders before the warm-up does, with the files'
     names bare (no attributes: cheap for find).  The warm-up drops those listings from the
@@ -204,6 +208,7 @@ def test_find_during_the_walk_leaves_nothing_to_look_up(mount, tmp_path):
             assert d == {}, d
 
 
+@pytest.mark.kernel_caches
 def test_warm_pages_leave_nothing_to_read(mount, bundle):
     """Once the warm-up has stored the files' pages (a plain tar: read ahead, then spliced
     into the kernel's page cache), reading every file costs no request at all."""
@@ -220,11 +225,12 @@ def test_warm_pages_leave_nothing_to_read(mount, bundle):
         assert delta(before, requests(m.path)) == {}
 
 
+@pytest.mark.kernel_caches
 def test_warmup_waits_for_the_user(mount, tmp_path):
-    """The warm-up gives way to the user's requests: while a read came in less than the
-    quiet time ago (TARSEEK_WARMUP_QUIET_MS, made long here) it lists nothing more, and it
-    goes on to the end once the user has been quiet that long.  Polling the status (GETXATTR)
-    does not hold it up."""
+    """The warm-up gives way to the user's requests: after a read it waits (tree=waiting)
+    and lists nothing until the user has been quiet for the quiet time
+    (TARSEEK_WARMUP_QUIET_MS, made long here), then goes on to the end.  Polling the status
+    (GETXATTR) does not hold it up."""
     import io
     import tarfile
     tar = tmp_path / "wide.tar"
@@ -234,13 +240,24 @@ def test_warmup_waits_for_the_user(mount, tmp_path):
             info.size = 1
             t.addfile(info, io.BytesIO(b"z"))
     with mount(tar, env={"TARSEEK_WARMUP_QUIET_MS": "4000"}) as m:
-        assert read(os.path.join(m.path, "g299/f29999")) == b"z"  # the user's requests
-        time.sleep(0.5)  # a listing under way when they came in ends
+        assert read(os.path.join(m.path, "g299/f29999")) == b"z"  # the user's request
+        # at its next folder the walk gives way (a listing under way has ended by then)
+        wait_for("giving way", lambda: prefetch_state(m.path)["tree"] in ("waiting", "done"))
+        st = prefetch_state(m.path)
+        assert st["tree"] == "waiting", st
+        waits = st["waits"]
         first = requests(m.path).get("readdirplus", 0)
-        assert prefetch_state(m.path)["tree"] != "done"
-        time.sleep(1.5)
-        assert requests(m.path).get("readdirplus", 0) == first  # held up: nothing listed
-        assert prefetch_state(m.path)["tree"] != "done"
+        # for as long as that one wait lasts (state read after the count: the count was
+        # taken inside it), nothing is listed
+        seen = 0
+        while True:
+            n = requests(m.path).get("readdirplus", 0)
+            st = prefetch_state(m.path)
+            if st["tree"] != "waiting" or st["waits"] != waits:
+                break
+            assert n == first, f"listed while giving way: {n} READDIRPLUS, {first} before"
+            seen += 1
+        assert seen > 0
         wait_for("walked", lambda: prefetch_state(m.path)["tree"] == "done", timeout=60)
         assert requests(m.path)["readdirplus"] > first + 100  # ~300 folders, listed after
         before = requests(m.path)
@@ -253,7 +270,7 @@ def test_no_warmup_without_prefetch(mount, bundle):
     with mount(tar, "--no-prefetch") as m:
         assert prefetch_state(m.path) == {"data": "off", "chunks": "0", "done": "0",
                                           "failed": "0", "bytes": "0", "tree": "off",
-                                          "pages": "off", "stored": "0"}
+                                          "pages": "off", "stored": "0", "waits": "0"}
         assert "readdirplus" not in requests(m.path)
 
 
@@ -262,6 +279,7 @@ def test_no_warmup_without_prefetch(mount, bundle):
 
 @pytest.mark.parametrize("codec", [["gzip", "-6"], ["xz", "-T2", "--block-size=256KiB"],
                                    ["bzip2", "-1"]], ids=["gz", "xz", "bz2"])
+@pytest.mark.kernel_caches
 def test_prefetch_decodes_the_bundle(mount, tmp_path, codec):
     if not have(codec[0]):
         pytest.skip(f"needs {codec[0]}")
@@ -300,12 +318,15 @@ def test_bundle_larger_than_the_cache_is_not_prefetched(mount, tmp_path):
         st = prefetch_state(m.path)
         assert st["data"] == "none" and st["chunks"] == "0", st
         wait_for("walked", lambda: prefetch_state(m.path)["tree"] == "done")
-        time.sleep(0.5)  # had it started, it would be decoding now
+        # the warm-up's pages phase ends as "none" (nothing stored: the archive was not
+        # prefetched) or "done"; once it has ended nothing decodes in the background
+        wait_for("past the pages phase", lambda: prefetch_state(m.path)["pages"] != "running")
         assert prefetch_state(m.path)["pages"] == "none"  # nor are pages stored
         assert int(os.getxattr(m.path, "user.tarseek.decoded_bytes")) == 0
         rel = sorted(contents)[len(contents) // 2]
         assert read(os.path.join(m.path, rel)) == contents[rel]
-        assert vm_hwm_mib(m.proc.pid) < 16 + 64
+        if not sanitized(m.proc.pid):  # a sanitizer's shadow and quarantine are not ours
+            assert vm_hwm_mib(m.proc.pid) < 16 + 64
     assert "not prefetched" in m.log(), m.log()
 
 
@@ -329,13 +350,10 @@ def test_unmount_during_prefetch(mount, tmp_path):
         assert prefetch_state(m.path)["data"] == "running"
         # a plain unmount, not a lazy one: nothing of the prefetch or of the tree walk (which
         # lists through a private view of the mount) keeps the mount point busy
-        t0 = time.monotonic()
         subprocess.run(["fusermount3", "-u", m.path], check=True)
-        m.proc.wait(timeout=30)
-        took = time.monotonic() - t0
+        m.proc.wait(timeout=120)  # a hang; how long the exit takes is the machine's
     assert m.proc.returncode == 0
-    # stopped between two segments: far less than the rest of the decode would take
-    assert took < 5, took
+    # stopped between two segments, not at the end of the decode: its own account says so
     log = m.log()
     assert "prefetch stopped:" in log, log
     done, total = log.split("prefetch stopped: ")[1].split(" chunks")[0].split(" of ")
@@ -374,33 +392,42 @@ def test_damage_found_by_prefetch_fails_only_its_reads(mount, tmp_path):
 
 def test_unmount_during_tree_walk(mount, tmp_path):
     """The walk lists through a private, detached view of the mount: a plain unmount while
-    it runs is not refused as busy, and the daemon ends at once."""
+    it runs is not refused as busy, the walk stops there (its log line says how many folders
+    it had listed: fewer than the tree has), the daemon ends and no view stays."""
     tree = tmp_path / "many"
     for i in range(4000):
         (tree / f"g{i // 100:02d}" / f"d{i:04d}").mkdir(parents=True)
         (tree / f"g{i // 100:02d}" / f"d{i:04d}" / "f").write_bytes(b"x")
+    folders = 1 + 40 + 4000
     tar = tmp_path / "many.tar"
     run("tar", "-cf", tar, "-C", tree, ".")
-    with mount(tar) as m:
-        wait_for("viewing", lambda: prefetch_state(m.path)["tree"] != "starting")
-        assert prefetch_state(m.path)["tree"] == "running"
-        st = os.stat(m.path)
-        dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-        t0 = time.monotonic()
-        subprocess.run(["fusermount3", "-u", m.path], check=True)
-        m.proc.wait(timeout=30)
-        took = time.monotonic() - t0
+    for _ in range(3):  # a walk that ended before the unmount came proves nothing: again
+        with mount(tar) as m:
+            wait_for("viewing", lambda: prefetch_state(m.path)["tree"] != "starting")
+            assert prefetch_state(m.path)["tree"] in ("running", "done")
+            st = os.stat(m.path)
+            dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+            subprocess.run(["fusermount3", "-u", m.path], check=True)
+            # the daemon ends (a walk that kept the file system alive to its end would still
+            # end: the log line below tells the two apart, with no clock involved)
+            m.proc.wait(timeout=120)
 
-        # no view of this mount stays (field 3 is the file system's device).  The daemons of
-        # tests running beside this one show theirs for the moment between bind and detach,
-        # and a mount made right now may get the device number this one just gave back: a
-        # leaked view stays, theirs go within microseconds
-        def views():
-            with open("/proc/self/mountinfo") as f:
-                return [ln for ln in f if ".tarseek-walk-" in ln and ln.split()[2] == dev]
-        wait_for("without a walk view", lambda: not views(), timeout=5)
-    assert m.proc.returncode == 0
-    assert took < 5, took
+            # no view of this mount stays (field 3 is the file system's device).  The daemons
+            # of tests running beside this one show theirs for the moment between bind and
+            # detach, and a mount made right now may get the device number this one just gave
+            # back: a leaked view stays, theirs go within microseconds
+            def views():
+                with open("/proc/self/mountinfo") as f:
+                    return [ln for ln in f if ".tarseek-walk-" in ln and ln.split()[2] == dev]
+            wait_for("without a walk view", lambda: not views(), timeout=30)
+        assert m.proc.returncode == 0
+        stopped = [ln for ln in m.log().splitlines() if "warm-up stopped: " in ln]
+        if stopped:
+            break
+    else:
+        raise AssertionError("the walk ended before the unmount three times:\n" + m.log())
+    listed = int(stopped[0].split("warm-up stopped: ")[1].split()[0])
+    assert listed < folders, stopped
 
 
 def test_detached_daemon_prefetches_and_warms_after_the_command(bundle, tmp_path):

@@ -130,6 +130,7 @@ def test_single_gzip_hostile_fname(mount, tmp_path):
         os.unlink(str(archive) + ".index.sqlite")
 
 
+@pytest.mark.deflate
 def test_single_empty_and_tiny(mount, tmp_path):
     """A compressed empty file is one empty file; a compressed 10-byte file one 10-byte
     file (shorter than a tar block)."""
@@ -144,6 +145,7 @@ def test_single_empty_and_tiny(mount, tmp_path):
             assert open(p, "rb").read() == data
 
 
+@pytest.mark.deflate
 def test_single_blank_disk_image(mount, tmp_path):
     """A gzipped file of zeros (a blank disk image, a zeroed swap file) named like a single
     file must show that file.  tar_probe takes 1024+ zero bytes for an empty tar, which is

@@ -21,7 +21,7 @@ import time
 import pytest
 
 from conftest import (SANITIZER_MARKS, TARSEEK, is_mounted, print_past_capture, random_bytes,
-                      require_codec, require_tool, run, semi_random)
+                      require_codec, require_tool, run, sanitized, semi_random)
 
 THREADS = 16
 STRESS_SECONDS = float(os.environ.get("TARSEEK_STRESS_SECONDS", "8"))
@@ -123,11 +123,7 @@ class Daemon:
         return None
 
     def sanitized(self):
-        try:
-            with open(f"/proc/{self.proc.pid}/maps") as f:
-                return any(s in f.read() for s in ("libasan", "libtsan"))
-        except OSError:
-            return False
+        return sanitized(self.proc.pid)
 
     def check_log(self):
         log = self.log()
