@@ -16,8 +16,9 @@
 # inputs that once broke it, tests/fuzz/regress/NAME (lib.sh's fz_seed_dirs, as run.sh does).
 #
 # A finding does not end a harness's time: libFuzzer stops at the first crash, so the harness is
-# started again for the minutes left (at most CAMPAIGN_RESTARTS times, 20), and the binary is
-# read again each time, so a fix built into BUILD_DIR meanwhile is what the rest runs.  Each new
+# started again for the minutes left (at most CAMPAIGN_RESTARTS times, 20), and the binary and
+# lib.sh's flags are read again each time, so a fix built into BUILD_DIR meanwhile is what the
+# rest runs.  Each new
 # finding is copied, ready to commit, to tests/fuzz/regress/NAME/new-KIND-WHAT-SHA (KIND: crash,
 # timeout, leak or oom; WHAT: the sanitizer's error and function, or the broken contract's
 # line); one copy per different WHAT and harness, the others are listed in the log.  Rename it
@@ -116,6 +117,9 @@ campaign_one() {
 	deadline=$((t0 + mins * 60))
 	while left=$((deadline - $(date +%s))) && [ "$left" -ge 10 ]; do
 		n=$((n + 1))
+		# lib.sh read again: flags changed since (a limit found too tight) apply too
+		# shellcheck source=tests/fuzz/lib.sh
+		mapfile -t flags < <(. "$here/lib.sh" && fz_flags "$h")
 		log=$logs/$h.$n.log
 		rc=0
 		timeout -k 10 $((left + 300)) "$bin" -max_total_time="$left" -print_final_stats=1 \
