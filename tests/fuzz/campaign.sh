@@ -160,7 +160,7 @@ campaign_one() {
 		nf=$((nf + 1))
 		src=$(grep -l -F "Test unit written to $f" "$logs/$h".[0-9]*.log 2>/dev/null | head -1 || true)
 		what=$( [ -n "$src" ] && fz_what "$src" || echo "?")
-		sig=$(campaign_sig "$(basename "$f")" "$what")
+		sig=$(campaign_sig "$(basename "$f")" "$what" "$src")
 		if [ -n "${seen[$sig]:-}" ]; then
 			echo "finding $f: $what (same as ${seen[$sig]})"
 			continue
@@ -178,10 +178,12 @@ campaign_one() {
 		"${before// /	}" "${after// /	}" "$nf	$note" >>"$logs/summary"
 }
 
-# campaign_sig ARTIFACT WHAT: KIND-WHAT for a file name, e.g.
-# crash-heap-buffer-overflow-tar_parse, crash-contract-fuzz_zip.c-212, timeout, leak.
+# campaign_sig ARTIFACT WHAT [LOG]: KIND-WHAT for a file name, e.g.
+# crash-heap-buffer-overflow-tar_parse, crash-contract-fuzz_zip.c-212, oom-lac_pass1: a
+# timeout, leak or out-of-memory is named for the first frame of its stack in tarseek's own
+# code (built from ../SOURCE, not tests/fuzz), as a sanitizer names no function for them.
 campaign_sig() {
-	local kind=${1%%-*} what=$2 s=''
+	local kind=${1%%-*} what=$2 log=${3:-} s=''
 	case $what in
 	*'contract broken'*) s=contract-$(sed -n 's|^\(.*/\)\{0,1\}\([^/ :]*\):\([0-9]*\): contract broken.*|\2-\3|p' <<<"$what") ;;
 	*'SUMMARY: '*'leaked in'*) s='' ;;
@@ -189,6 +191,10 @@ campaign_sig() {
 		# UBSan names no function: its file and line then
 		[ "${s%-}" != "$s" ] && s=$(sed -n 's|^SUMMARY: [A-Za-z]*: \([^ ]*\) .*/\([^/:]*\):\([0-9]*\).*|\1-\2-\3|p' <<<"$what") ;;
 	esac
+	if [ -z "$s" ] && [ -n "$log" ] && [ -f "$log" ]; then
+		s=$(grep -E '^ *#[0-9]+ 0x[0-9a-f]+ in [A-Za-z_][A-Za-z0-9_]* [^ ]*/\.\./' "$log" |
+			grep -v '/tests/fuzz/' | head -1 | sed 's/^.* in \([A-Za-z0-9_]*\) .*/\1/' || true)
+	fi
 	s=$(tr -c 'A-Za-z0-9._\n-' '_' <<<"$kind${s:+-$s}" | cut -c1-80)
 	echo "${s%-}"
 }
