@@ -14,9 +14,9 @@
 #      time: test_*_zlib);
 #   3. again built with AddressSanitizer + UndefinedBehaviorSanitizer (any report fails): the
 #      unit tests and the mount tests, the damage and tampering matrices included (a seeded
-#      sample), and test_shadow, but not test_stress, test_conformance, test_system, test_many, test_remote,
-#      test_netservers, test_manpages and test_package, and test_zip's entries of 1 and 4.4 GB,
-#      which SANITIZE=full adds (with the matrices whole);
+#      sample) and test_shadow, but not test_stress, test_conformance, test_system,
+#      test_many, test_remote, test_netservers, test_manpages and test_package, and test_zip's
+#      entries of 1 and 4.4 GB, which SANITIZE=full adds (with the matrices whole);
 #   4. each libFuzzer harness for FUZZ_SECONDS (default 10), one at a time, beside 2, 2b
 #      and 3.
 # The trees of 2, 2b, 3 and 4 (its core library) are built in the background, at nice 19,
@@ -145,8 +145,8 @@ builds() { # the trees one after the other, so that together they take one idle 
 ( (setsid nice -n 19 bash -c "set -u; $(declare -p package noisal sanitize fuzz pkg_dir noisal_dir \
      asan_dir fuzz_dir bg_dir); $(declare -f builds); echo \$\$ >'$bg_dir/builds.pid'; builds; rc=\$?;
      times >'$bg_dir/builds.times'; echo \$SECONDS >'$bg_dir/builds.wall'; exit \$rc" \
-     >"$bg_dir/builds.log" 2>&1
-   echo $? >"$bg_dir/builds.rc") &)
+     >"$bg_dir/builds.log" 2>&1 && rc=0 || rc=$? # (set -e would end this subshell here)
+   echo $rc >"$bg_dir/builds.rc") &)
 bg_cleanup() {
   if [ -f "$bg_dir/builds.pid" ] && [ ! -f "$bg_dir/builds.rc" ]; then
     kill -- "-$(cat "$bg_dir/builds.pid")" 2>/dev/null || true
@@ -154,8 +154,21 @@ bg_cleanup() {
   rm -rf "$bg_dir" "$pkg_dir"
 }
 cleanups=(bg_cleanup "${cleanups[@]}")
+bg_gone() { # true when the background session $1 (builds, fuzz) ended without its .rc
+  # (killed): then nothing will write it, and waiting for it would hang the run
+  local pid
+  [ -f "$bg_dir/$1.rc" ] && return 1
+  pid=$(cat "$bg_dir/$1.pid" 2>/dev/null) || return 1
+  kill -0 "$pid" 2>/dev/null && return 1
+  sleep 2 # its parent writes the .rc just after it ends
+  [ ! -f "$bg_dir/$1.rc" ]
+}
 wait_build() { # waits until the background builds have made $1 (package, noisal, asan, all)
   while [ ! -f "$bg_dir/builds.rc" ] && { [ "$1" = all ] || [ ! -f "$bg_dir/$1.done" ]; }; do
+    if bg_gone builds; then
+      echo "test.sh: the builds in the background ended without a status" >&2
+      exit 1
+    fi
     sleep 1
   done
   if [ -f "$bg_dir/builds.rc" ] && [ "$(cat "$bg_dir/builds.rc")" != 0 ]; then
@@ -182,8 +195,8 @@ if [ "$fuzz" != 0 ]; then
       [ \"\$(cat '$bg_dir/builds.rc')\" = 0 ] || exit 1
       FUZZ_JOBS=1 bash tests/fuzz/run.sh '$fuzz' '$fuzz_dir'; rc=\$?
       times >'$bg_dir/fuzz.times'; echo \$SECONDS >'$bg_dir/fuzz.wall'; exit \$rc" \
-      >"$bg_dir/fuzz.log" 2>&1
-    echo $? >"$bg_dir/fuzz.rc") &)
+      >"$bg_dir/fuzz.log" 2>&1 && rc=0 || rc=$? # (set -e would end this subshell here)
+    echo $rc >"$bg_dir/fuzz.rc") &)
   fuzz_cleanup() {
     if [ -f "$bg_dir/fuzz.pid" ] && [ ! -f "$bg_dir/fuzz.rc" ]; then
       kill -- "-$(cat "$bg_dir/fuzz.pid")" 2>/dev/null || true
@@ -246,7 +259,13 @@ fi
 
 wait_build all
 if [ "$fuzz" != 0 ]; then
-  while [ ! -f "$bg_dir/fuzz.rc" ]; do sleep 1; done
+  while [ ! -f "$bg_dir/fuzz.rc" ]; do
+    if bg_gone fuzz; then
+      echo "test.sh: the fuzz run ended without a status" >&2
+      exit 1
+    fi
+    sleep 1
+  done
   cat "$bg_dir/fuzz.log"
   step "fuzz: waiting for the rest of its run"
   [ "$(cat "$bg_dir/fuzz.rc")" = 0 ] || { echo "test.sh: the fuzzers failed (above)" >&2; exit 1; }

@@ -39,7 +39,7 @@ names=${FUZZ_HARNESSES:-$built}
 # one harness: its log says everything; the exit status only says "ran to the end or not"
 one() {
 	local h=$1 art=$run/artifacts/$1/ flags seeds
-	mkdir -p "$run/corpus/$h" "$art"
+	mkdir -p "$run/corpus/$h" "$run/seeds/$h" "$art" # make-seeds.sh may have none for h
 	mapfile -t flags < <(fz_flags "$h")
 	mapfile -t seeds < <(fz_seed_dirs "$h")
 	# the seeds are read but never written; new inputs go to the corpus folder
