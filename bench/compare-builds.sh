@@ -2,30 +2,33 @@
 # compare-builds.sh - the quick figures of the read and index paths for two builds, in one run,
 # interleaved, with their ratios: so that a regression is caught before it lands.
 #
-#   bench/compare-builds.sh [-n RUNS] BASE [NEW]       (root; the corpus in $CORPUS)
+#   bench/compare-builds.sh [-n RUNS] [-a] BASE [NEW]   (root; the corpus in $CORPUS)
 #
 # BASE and NEW are commits (NEW defaults to the checkout's HEAD; "WORK" builds the working
 # tree as it is).  Each is built (meson, debugoptimized) into /var/tmp/tarseek-compare/ once
 # per commit.  Then, alternating BASE and NEW run by run (RUNS each, default 5):
 #   second    a cold second mount of telemetry.tar and telemetry.tar.xz (index present): the
 #             time the tarseek command takes to return with the mount ready;
-#   job       the sosreport job of telemetry.tar.xz: tarseek-bench --cold, its cold second
-#             mount + in-process md5 of telemetry.list (both builds in one tarseek-bench run,
-#             the runs interleaved by it);
+#   job       the sosreport job of telemetry.tar.xz (-a: of telemetry in every codec the corpus
+#             has): tarseek-bench --cold, its cold second mount + in-process md5 of
+#             telemetry.list (both builds in one tarseek-bench run, the runs interleaved by it);
 #   folders   the cold first mount (index built) of a GNU tar of 100k one-block members, one
 #             folder per member (d%03d/e%03d/f%07d.txt, as ../shared/checks/many-folders).
 # Prints one line per figure: the medians, NEW/BASE; a ratio above 1.10 is flagged "slower".
 # Needs: the corpus (shared/bench/make-corpus.sh: telemetry.tar, .tar.xz, telemetry.list).
 set -euo pipefail
 runs=5
-while getopts n: o; do
+jobs=(telemetry.tar.xz)
+while getopts n:a o; do
 	case $o in
 	n) runs=$OPTARG ;;
-	*) echo "usage: $0 [-n RUNS] BASE [NEW]" >&2; exit 2 ;;
+	a) jobs=(telemetry.tar telemetry.tar.gz telemetry.tar.bz2 telemetry.tar.xz telemetry.tar.pxz
+		 telemetry.1block.tar.xz telemetry.tar.zst telemetry.tar.lzo) ;;
+	*) echo "usage: $0 [-n RUNS] [-a] BASE [NEW]" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { echo "usage: $0 [-n RUNS] BASE [NEW]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 [-n RUNS] [-a] BASE [NEW]" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "$0: root is needed (drop_caches, mounts)" >&2; exit 1; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -112,22 +115,32 @@ for f in telemetry.tar telemetry.tar.xz; do
 	report "second mount $f" "${S[base]}" "${S[new]}"
 done
 
-# the sosreport job of one codec, both builds in one tarseek-bench run
+# the sosreport job of each codec asked for, both builds in one tarseek-bench run
 ex=$CORPUS/extracted/telemetry
 [ -d "$ex" ] || { mkdir -p "$ex.part" && tar -xf "$CORPUS/telemetry.tar" -C "$ex.part" && mv "$ex.part" "$ex"; }
+cfg=()
+for f in "${jobs[@]}"; do
+	[ -s "$CORPUS/$f" ] && cfg+=(--name "new $f" "$CORPUS/$f")
+done
+cfg+=(--mount-cmd "${BIN[base]} -f --index-file {index} {archive} {mnt}")
+for f in "${jobs[@]}"; do
+	[ -s "$CORPUS/$f" ] && cfg+=(--name "base $f" "$CORPUS/$f")
+done
 "$BENCH" -q --tarseek "${BIN[new]}" --list "$CORPUS/telemetry.list" --cold --runs "$runs" \
-	--seed 11 --dir "$ex" --name new "$CORPUS/telemetry.tar.xz" \
-	--mount-cmd "${BIN[base]} -f --index-file {index} {archive} {mnt}" --name base \
-	"$CORPUS/telemetry.tar.xz" --json "$W/job.json" >"$W/job.txt" 2>"$W/job.err" ||
+	--seed 11 --dir "$ex" "${cfg[@]}" --json "$W/job.json" >"$W/job.txt" 2>"$W/job.err" ||
 	{ echo "tarseek-bench failed:"; tail -3 "$W/job.err"; exit 1; }
 /usr/bin/python3 - "$W/job.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 M = {m['id']: {r['name']: r['median'] for r in m['results']} for m in d['metrics']}
 md5, sm = M['md5'], M['second_mount']
-b = md5['base'] + sm['base']; n = md5['new'] + sm['new']; r = n / b
-print(f"{'job telemetry.tar.xz (2nd+md5)':<34} base {b:8.3f}s  new {n:8.3f}s  new/base {r:5.2f}"
-      + ('  slower' if r > 1.10 else '') + f"   (extracted {md5['extracted']:.3f}s)")
+for name in md5:
+    if not name.startswith('new '):
+        continue
+    f = name[4:]
+    b = md5['base ' + f] + sm['base ' + f]; n = md5[name] + sm[name]; r = n / b
+    print(f"{'job ' + f + ' (2nd+md5)':<34} base {b:8.3f}s  new {n:8.3f}s  new/base {r:5.2f}"
+          + ('  slower' if r > 1.10 else '') + f"   (extracted {md5['extracted']:.3f}s)")
 PY
 
 # the 100k many-folder first mount
