@@ -118,8 +118,11 @@ done
 # the sosreport job of each codec asked for, both builds in one tarseek-bench run
 ex=$CORPUS/extracted/telemetry
 [ -d "$ex" ] || { mkdir -p "$ex.part" && tar -xf "$CORPUS/telemetry.tar" -C "$ex.part" && mv "$ex.part" "$ex"; }
-# both builds through --mount-cmd, the same way (tarseek-bench treats a command's mount
-# differently from its own daemon's: it gives a command time to return before it times it)
+# both builds through --mount-cmd, the same way.  Caveat: tarseek-bench gives a command 200 ms
+# to return before it reads the mounter's /proc/PID/io (bench_mount_pids), so the md5 pass of
+# a command's mount starts that much later and the daemon's prefetch has a head start: these
+# jobs compare the two builds with each other, not with shared/checks/shadow-telemetry (which
+# mounts with tarseek-bench's own daemon and starts reading at once)
 cfg=(--mount-cmd "${BIN[new]} -f --index-file {index} {archive} {mnt}")
 for f in "${jobs[@]}"; do
 	[ -s "$CORPUS/$f" ] && cfg+=(--name "new $f" "$CORPUS/$f")
