@@ -129,6 +129,17 @@ static int validate(const char *index_path, const char *archive, const struct id
 		snprintf(why, whylen, "%s", "made by another version of tarseek");
 		goto out;
 	}
+	free(s);
+	s = db_meta_get(db, "kind");
+	if (s && strcmp(s, "single") == 0) {
+		free(s);
+		s = db_meta_get(db, "inner");
+		if (!s) { /* made before: its file may hold an archive it would now show */
+			snprintf(why, whylen, "%s", "made before archives behind a codec were "
+				 "looked into");
+			goto out;
+		}
+	}
 	/* every byte, against the checksum sealed into the header (skipped for very large
 	 * indexes, whose pages SQLite still checks for structure) */
 	if ((uint64_t)ist.st_size <= SEAL_CHECK_MAX && db_check_seal(index_path) != 0) {
