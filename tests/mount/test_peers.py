@@ -6,13 +6,18 @@ and compared, entry by entry, with what the format's own tool extracts from the 
   compressed with each codec tarseek reads, a zip in xz, a 7z in gzip, an iso in zstd: the
   archive's entries, as bsdtar (cpio, iso), unzip or 7zz extract them, not one decompressed
   file; the same cut short: the entries before the cut, or a refusal, never other bytes.
+- Self-extracting archives: 7z behind p7zip's ELF stub (7zz -sfx, 7z a -sfx), behind a PE
+  stub ("MZ", holding a false signature whose CRC fails, as 7-Zip skips), zip behind
+  unzipsfx with and without zip -A, zip behind a PE stub: what 7zz x or unzip extracts; a
+  7z SFX cut short: refused as truncated.
 """
 import os
+import shutil
 import subprocess
 
 import pytest
 
-from conftest import compare_trees, require_tool, run
+from conftest import compare_trees, require_tool, run, run_tarseek
 
 
 def require_libarchive(tarseek_bin):
@@ -136,3 +141,59 @@ def test_cpio_behind_codec_cut_short(tarseek_bin, mount, tmp_path, tree):
                 if os.path.islink(p):
                     continue
                 assert open(p, "rb").read() == (tree / rel).read_bytes(), rel
+
+
+SFX_7ZCON = "/usr/lib/p7zip/7zCon.sfx"  # p7zip-full's ELF stub
+
+
+def fake_pe_stub(size=70_000):
+    """An executable's first bytes as 7-Zip's PE stubs start ("MZ"), with a false 7z
+    signature inside (its start header's CRC does not match) that the search must skip."""
+    body = bytearray(os.urandom(size))
+    body[:2] = b"MZ"
+    body[1000:1006] = b"7z\xbc\xaf\x27\x1c"
+    return bytes(body)
+
+
+def test_sfx(mount, tmp_path, tree):
+    require_tool("7zz", "7z", "zip", "unzip", "unzipsfx")
+    if not os.path.exists(SFX_7ZCON):
+        pytest.skip(f"{SFX_7ZCON} (p7zip-full) is missing")
+    plain7, plainz = tmp_path / "t.7z", tmp_path / "t.zip"
+    run("7zz", "a", "-bd", "-bso0", "-snl", plain7, ".", cwd=tree)
+    run("zip", "-qry", plainz, ".", cwd=tree)
+    cases = []
+    a = tmp_path / "a.sfx"
+    run("7zz", "a", "-bd", "-bso0", "-snl", f"-sfx{SFX_7ZCON}", a, ".", cwd=tree)
+    cases.append((a, "7z"))
+    b = tmp_path / "b.exe"
+    run("7z", "a", "-bd", "-bso0", "-sfx", b, ".", cwd=tree)
+    cases.append((b, "7z"))
+    c = tmp_path / "c.exe"
+    c.write_bytes(fake_pe_stub() + plain7.read_bytes())
+    cases.append((c, "7z"))
+    d = tmp_path / "d.sfx"
+    d.write_bytes(open(shutil.which("unzipsfx"), "rb").read() + plainz.read_bytes())
+    cases.append((d, "zip"))
+    e = tmp_path / "e.sfx"
+    e.write_bytes(d.read_bytes())
+    run("zip", "-qA", e)
+    cases.append((e, "zip"))
+    f = tmp_path / "f.exe"
+    f.write_bytes(fake_pe_stub() + plainz.read_bytes())
+    cases.append((f, "zip"))
+    for archive, kind in cases:
+        ref = tmp_path / (archive.name + ".ref")
+        if kind == "7z":
+            run("7zz", "x", "-bd", "-bso0", "-snl", f"-o{ref}", archive)
+        else:  # unzip warns of the bytes before an archive not made with -A: exit 1
+            r = subprocess.run(["unzip", "-qX", archive, "-d", ref], capture_output=True)
+            assert r.returncode in (0, 1), r
+        with mount(archive) as m:
+            compare_trees(m.path, ref, check_root=False, xattrs=False, owners=False,
+                          dir_mtimes=False, mtimes=kind == "7z")
+    cut = tmp_path / "cut.exe"
+    cut.write_bytes(a.read_bytes()[:-200])
+    (tmp_path / "never").mkdir()
+    r = run_tarseek("-f", cut, tmp_path / "never")
+    assert r.returncode != 0 and "truncated" in r.stderr, r.stderr
