@@ -16,8 +16,9 @@
  *      chunk.  Other formats' data is skipped here (libarchive seeks past it where it can).
  *   2. every header again, each reported as a member, with the place of its data from 1.
  * Encrypted entries are listed; their reads fail with EACCES (and a log line).  Sockets are
- * left out, with a notice.  A header libarchive cannot read ends the listing there (what came
- * before is kept, the archive is reported damaged).
+ * left out, with a notice.  A header libarchive cannot read, or in-place data it cannot read
+ * whole (a cpio cut short), ends the listing there (what came before is kept, the archive is
+ * reported damaged).
  */
 #include "containers/container.h"
 
@@ -216,6 +217,16 @@ static int lac_pass1(struct lac *c)
 			} else {
 				if (in_place_format(sym_archive_format(l.a)))
 					x->file_off = lac_locate(&l, size, &err);
+				if (err == -EIO && !l.io_err) {
+					/* cut short or damaged: the entries before it are listed,
+					 * as tar's are */
+					tfs_log(TFS_LOG_WARNING, "%s: the data of entry %zu cannot be "
+						"read (%s): it and the rest are not listed", c->name,
+						c->n, la_error(&l));
+					c->damaged = true;
+					err = 0;
+					break;
+				}
 				if (err)
 					break;
 				if (x->file_off == LAC_NONE) {

@@ -52,6 +52,7 @@ static int open_index(struct arch *a, const struct arch_env *env)
 	a->format = s;
 	db_meta_get_u64(db, "damaged", &v);
 	a->info.damaged = v != 0;
+	db_meta_get_u64(db, "wrapped", &a->wrapped);
 	db_meta_get_u64(db, "members", &a->info.members);
 	db_meta_get_u64(db, "archive_size", &a->info.archive_size);
 	db_meta_get_u64(db, "usize", &a->info.usize);
@@ -70,6 +71,8 @@ static int open_index(struct arch *a, const struct arch_env *env)
 	a->info.codec = a->codec_name;
 	return err;
 }
+
+static int unwrap(struct arch *a, struct arch **out);
 
 int arch_open_index(const char *index, const char *shown, struct src *data, const char *name,
 		    const struct arch_env *env, struct arch **out)
@@ -96,6 +99,8 @@ int arch_open_index(const char *index, const char *shown, struct src *data, cons
 		arch_close(a);
 		return err;
 	}
+	if (a->wrapped)
+		return unwrap(a, out);
 	*out = a;
 	return 0;
 }
@@ -136,6 +141,7 @@ void arch_close(struct arch *a)
 	free(a->index_shown);
 	free(a->codec_name);
 	free(a->format);
+	arch_close(a->outer);
 	free(a);
 }
 
@@ -188,3 +194,33 @@ int arch_nested(struct arch *a, uint64_t ino, struct arch **out)
 	return err;
 }
 
+
+/* An archive behind a codec (nested.h idx_wrap): outer's single file opened as the archive it
+ * holds, which is what *out is then; it owns outer.  What it says of itself is outer's -- the
+ * file, the index, the codec --, its kind and members the inner one's. */
+static int unwrap(struct arch *outer, struct arch **out)
+{
+	struct arch *a;
+	int err = arch_nested(outer, outer->wrapped, &a);
+
+	if (err) {
+		tfs_log(TFS_LOG_ERR, "%s: cannot open the archive inside %s: %s",
+			outer->index_shown, outer->path, strerror(-err));
+		arch_close(outer);
+		return err;
+	}
+	a->outer = outer;
+	free(a->path); /* "archive#id": it is the archive itself */
+	a->path = strdup(outer->path);
+	if (!a->path) {
+		arch_close(a);
+		return -ENOMEM;
+	}
+	a->info.path = outer->info.path;
+	a->info.index = outer->info.index;
+	a->info.codec = outer->info.codec;
+	a->info.archive_size = outer->info.archive_size;
+	a->info.damaged = a->info.damaged || outer->info.damaged;
+	*out = a;
+	return 0;
+}

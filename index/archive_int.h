@@ -70,6 +70,10 @@ struct arch {
 	struct arch_env env;
 	struct src *file;
 	int fd;
+	/* an archive behind a codec (nested.h idx_wrap): this is the inner archive, its bytes
+	 * the decoded file of outer, which it owns (closed after it); else NULL */
+	struct arch *outer;
+	uint64_t wrapped; /* open_index: the meta 'wrapped', the single file holding one */
 
 	pthread_mutex_t streams_lock;
 	struct htable streams; /* the streams read so far (open), by id; streams_lock */

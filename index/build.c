@@ -237,6 +237,10 @@ static int build_members(struct builder *b, const struct idx_input *in,
 		struct codec_opts co = {.spacing = idx_stream_spacing(o, codec->name),
 					.threads = o->threads ? o->threads : 1};
 		st->single_file = true;
+		/* a cpio, zip, iso, ... (or another codec's stream) behind the codec: the
+		 * decoded file is indexed as an archive of its own afterwards (idx_wrap) */
+		st->inner = hn > 0 && (codec_probe(head, (size_t)hn) ||
+				       cont_probe(prog, head, (size_t)hn));
 		err = index_fast(b, codec, in->src, &co, &st->usize);
 		if (err >= 0) {
 			*fast = err == 1;
@@ -340,6 +344,10 @@ static int build_meta(struct builder *b, const struct idx_build_stats *st, bool 
 	err = err ? err : db_meta_set_u64(b->db, "usize", st->usize);
 	err = err ? err : db_meta_set_u64(b->db, "members", st->members);
 	err = err ? err : db_meta_set_u64(b->db, "damaged", st->damaged);
+	/* said of every single file, so that an index made before compressed archives were
+	 * looked into is known (validate.c) */
+	if (st->single_file)
+		err = err ? err : db_meta_set(b->db, "inner", st->inner ? "1" : "0");
 	return err;
 }
 

@@ -98,6 +98,10 @@ struct idx_build_stats {
 	uint64_t checkpoints;
 	double seconds;
 	bool single_file;      /* a compressed file that is not a tar */
+	bool inner;	       /* a single file whose bytes look like an archive (a container's
+				  or a codec's magic): idx_wrap (nested.h) indexes them */
+	bool wrapped;	       /* ... and did: members, container say the inner archive's */
+	bool inner_single;     /* the inner one is itself a single compressed file */
 	const char *container; /* "zip", "7z" (container.h), or NULL: tar */
 	bool damaged;	       /* damage found: the index holds what was readable */
 	uint64_t shadow_bytes; /* the shadow written (0: none) */

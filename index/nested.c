@@ -69,18 +69,23 @@ out:
 }
 
 int idx_build_image(const struct idx_input *in, const char *tmp, const struct idx_build_opts *o,
-		    void **image, size_t *len)
+		    void **image, size_t *len, struct idx_build_stats *stats)
 {
-	int err = idx_build_base(in, tmp, o, NULL);
+	struct idx_build_stats st = {0};
+	int err = idx_build_base(in, tmp, o, &st);
 
 	*image = NULL;
 	*len = 0;
-	if (!err && o->recursion)
+	if (!err && st.inner)
+		err = idx_wrap(tmp, in, o, &st);
+	else if (!err && o->recursion)
 		err = idx_nest(tmp, in, o);
 	if (!err)
 		err = idx_build_finish(tmp, in, o);
 	if (!err)
 		err = read_whole(tmp, image, len);
+	if (!err && stats)
+		*stats = st;
 	unlink(tmp);
 	return err;
 }
@@ -126,7 +131,7 @@ static int nest_one(struct arch *outer, const struct idx_input *in, const char *
 	struct idx_build_opts no = *o;
 	no.recursion--;
 	no.progress = NULL;
-	err = idx_build_image(&nin, ntmp, &no, &img->image, &img->len);
+	err = idx_build_image(&nin, ntmp, &no, &img->image, &img->len, NULL);
 	if (err == -ENOMEM) {
 		ret = err;
 		goto out;
@@ -271,5 +276,119 @@ int idx_nest(const char *tmp, const struct idx_input *in, const struct idx_build
 		free(imgs[i].name);
 	}
 	free(imgs);
+	return err;
+}
+
+/* ---- an archive behind a codec -------------------------------------------------------------- */
+
+/* The id of the single file's row in the index at tmp (db open), or 0. */
+static uint64_t single_id(sqlite3 *db)
+{
+	sqlite3_stmt *q = NULL;
+	uint64_t id = 0;
+
+	if (db_prepare(db, "SELECT id FROM entries WHERE parent = 1 AND id != 1 AND latest = 1"
+			   " AND (mode & 61440) = 32768 ORDER BY id LIMIT 1", &q) == 0 &&
+	    sqlite3_step(q) == SQLITE_ROW)
+		id = (uint64_t)sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return id;
+}
+
+/* Stores the inner archive's index as the nested image of id, and says so in the meta. */
+static int store_wrapped(const char *tmp, uint64_t id, const void *image, size_t len)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *ins = NULL;
+	char v[32];
+	int err = db_open_build(tmp, &db);
+
+	err = err ? err : db_exec(db, "BEGIN");
+	err = err ? err : db_prepare(db, "INSERT INTO nested (id, image) VALUES (?, ?)", &ins);
+	if (!err) {
+		sqlite3_bind_int64(ins, 1, (sqlite3_int64)id);
+		sqlite3_bind_blob(ins, 2, image, (int)len, SQLITE_STATIC);
+		if (sqlite3_step(ins) != SQLITE_DONE)
+			err = -EIO;
+	}
+	snprintf(v, sizeof(v), "%" PRIu64, id);
+	err = err ? err : db_meta_set(db, "wrapped", v);
+	err = err ? err : db_exec(db, "COMMIT");
+	sqlite3_finalize(ins);
+	if (db && sqlite3_close(db) != SQLITE_OK && !err)
+		err = -EIO;
+	return err;
+}
+
+int idx_wrap(const char *tmp, const struct idx_input *in, const struct idx_build_opts *o,
+	     struct idx_build_stats *st)
+{
+	struct idx_build_stats ist = {0};
+	struct cache *cache = cache_new(NEST_CACHE);
+	struct src *data = src_new(&borrow_ops, in->src, src_size(in->src)), *ms = NULL;
+	struct arch *outer = NULL;
+	sqlite3 *db = NULL;
+	void *image = NULL;
+	size_t len = 0;
+	char *ntmp = NULL;
+	uint64_t id = 0;
+	int err = -ENOMEM;
+
+	if (!cache || !data) {
+		src_free(data);
+		goto out;
+	}
+	struct arch_env env = {.cache = cache};
+	err = arch_open_index(tmp, NULL, data, in->name, &env, &outer);
+	err = err ? err : db_open_ro(tmp, &db);
+	if (!err)
+		id = single_id(db);
+	sqlite3_close(db);
+	if (err || !id)
+		goto out;
+	err = arch_file_src(outer, id, &ms);
+	if (!err && asprintf(&ntmp, "%s.w", tmp) < 0) {
+		ntmp = NULL;
+		err = -ENOMEM;
+	}
+	if (err)
+		goto out;
+	/* the same archive, seen through its codec: the same name, owner and level of -r */
+	struct idx_input nin = *in;
+	nin.src = ms;
+	nin.codec = NULL;
+	nin.etag = nin.last_modified = nin.shadow_path = NULL;
+	nin.quiet = true; /* the outer build said what was indexed */
+	struct idx_build_opts no = *o;
+	no.progress = NULL;
+	err = idx_build_image(&nin, ntmp, &no, &image, &len, &ist);
+	if (!err && ist.single_file) { /* a codec's stream inside: the file is what it is */
+		tfs_log(TFS_LOG_DEBUG, "%s: compressed twice: shown as decompressed once",
+			in->name);
+		goto out;
+	}
+	if (err == -EINVAL) { /* not that format after all */
+		tfs_log(TFS_LOG_WARNING, "%s: its decompressed bytes look like an archive but are "
+			"not one; shown as the decompressed file", in->name);
+		err = 0;
+		goto out;
+	}
+	if (err && err != -ENOMEM) /* a damaged archive, as it would be uncompressed */
+		tfs_log(TFS_LOG_ERR, "%s: the archive behind its codec cannot be read: %s",
+			in->name, strerror(-err));
+	err = err ? err : store_wrapped(tmp, id, image, len);
+	if (!err) {
+		st->wrapped = true;
+		st->members = ist.members;
+		st->container = ist.container;
+		st->inner_single = ist.single_file;
+		st->damaged = st->damaged || ist.damaged;
+	}
+out:
+	free(image);
+	free(ntmp);
+	src_free(ms);
+	arch_close(outer);
+	cache_free(cache);
 	return err;
 }

@@ -40,7 +40,13 @@ static void log_summary(const struct idx_input *in, const struct idx_build_stats
 
 	format_size(a, sizeof(a), (double)st->archive_size);
 	format_size(u, sizeof(u), (double)st->usize);
-	if (st->single_file) {
+	if (st->wrapped) {
+		tfs_log(lvl, "indexed %s: a %s behind its codec, %" PRIu64 " members (%s "
+			"decompressed), %" PRIu64 " checkpoints, in %.2f s", name,
+			st->inner_single ? "compressed file" : st->container ? st->container
+									     : "tar",
+			st->members, u, st->checkpoints, seconds);
+	} else if (st->single_file) {
 		uint8_t head[512];
 		ssize_t hn = src_pread(in->src, head, sizeof(head), 0);
 		const struct codec *c = hn > 0 ? codec_probe(head, (size_t)hn) : NULL;
@@ -106,7 +112,9 @@ int idx_build_from(const struct idx_input *in, const char *index_path,
 	if (asprintf(&tmp, "%s.tmp.%d", index_path, (int)getpid()) < 0)
 		return -ENOMEM;
 	err = idx_build_base(in, tmp, o, &st);
-	if (!err && o->recursion && !st.single_file && st.members)
+	if (!err && st.inner)
+		err = idx_wrap(tmp, in, o, &st);
+	else if (!err && o->recursion && !st.single_file && st.members)
 		err = idx_nest(tmp, in, o);
 	if (!err)
 		err = idx_build_finish(tmp, in, o);

@@ -454,8 +454,9 @@ int arch_prefetch(struct arch *a, struct prefetch *pf)
 	size_t n = 0, cap = 0;
 	sqlite3_stmt *st = NULL;
 	struct conn *c;
-	int err = arch_conn_get(a, &c), r;
+	int err = a->outer ? arch_prefetch(a->outer, pf) : 0, r; /* behind a codec: its stream */
 
+	err = err ? err : arch_conn_get(a, &c);
 	if (err)
 		return err;
 	err = db_prepare(c->db, "SELECT id, usize FROM streams ORDER BY id", &st);
@@ -514,6 +515,8 @@ void arch_get_reader_stats(struct arch *a, struct creader_stats *out)
 	size_t pos = 0;
 
 	memset(out, 0, sizeof(*out));
+	if (a->outer) /* an archive behind a codec: the codec's stream is the outer one's */
+		arch_get_reader_stats(a->outer, out);
 	pthread_mutex_lock(&a->streams_lock);
 	for (struct htable_node *n = htable_walk(&a->streams, &pos, NULL); n;
 	     n = htable_walk(&a->streams, &pos, n)) {

@@ -60,6 +60,19 @@ __attribute__((format(printf, 4, 5))) static int why_is(char *why, size_t whylen
 	return err;
 }
 
+
+/* A single file's index made before idx_wrap (nested.h): no meta 'inner' says whether its
+ * decoded bytes were looked into. */
+static bool single_unprobed(sqlite3 *db)
+{
+	char *kind = db_meta_get(db, "kind"), *inner = db_meta_get(db, "inner");
+	bool r = kind && strcmp(kind, "single") == 0 && !inner;
+
+	free(kind);
+	free(inner);
+	return r;
+}
+
 /* archive: a local file; else rem: a remote object. */
 static int validate(const char *index_path, const char *archive, const struct idx_subject *rem,
 		    const struct idx_build_opts *o, char *why, size_t whylen)
@@ -127,6 +140,10 @@ static int validate(const char *index_path, const char *archive, const struct id
 	}
 	if (!db_meta_get_u64(db, "format", &v) || v < IDX_FORMAT_OLDEST || v > IDX_FORMAT) {
 		snprintf(why, whylen, "%s", "made by another version of tarseek");
+		goto out;
+	}
+	if (single_unprobed(db)) { /* its file may hold an archive it would now show */
+		snprintf(why, whylen, "%s", "made before archives behind a codec were looked into");
 		goto out;
 	}
 	/* every byte, against the checksum sealed into the header (skipped for very large

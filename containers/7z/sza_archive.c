@@ -96,12 +96,146 @@ static int sza_header(struct sza_db *db, struct sza_rd *r)
 	return 0;
 }
 
-static bool sza_probe(struct src *in, const uint8_t *head, size_t len)
+/* ---- self-extracting archives -------------------------------------------------------------- */
+
+/* A self-extracting 7z is an executable stub (7-Zip's 7z.sfx, 7zCon.sfx, 7zSD.sfx -- PE, or
+ * p7zip's ELF one -- or an installer's modified stub) with the archive appended; every offset
+ * in the archive counts from its own signature header.  7-Zip finds it by searching the file
+ * for a signature whose start header's CRC matches; so do we, in a file that starts as an
+ * executable, over its first SZA_SFX_SEARCH bytes, and read the archive through a window
+ * from there, the streams' offsets shifted back into the file's. */
+#define SZA_SFX_SEARCH ((uint64_t)256 << 20)
+#define SZA_SFX_CHUNK ((size_t)1 << 20)
+
+static bool sza_is_exe(const uint8_t *head, size_t len)
 {
-	return len >= sizeof(sza_magic) && memcmp(head, sza_magic, sizeof(sza_magic)) == 0;
+	return len >= 4 && (!memcmp(head, "MZ", 2) || !memcmp(head, "\x7f" "ELF", 4));
 }
 
+/* A signature header at p whose start header's CRC matches (where it says the header is, the
+ * parse checks: an archive cut short is refused as truncated, not as no archive). */
+static bool sza_sig_ok(const uint8_t *p)
+{
+	return !memcmp(p, sza_magic, sizeof(sza_magic)) && p[6] == 0 &&
+	       (uint32_t)crc32(0, p + 12, 20) == le32(p + 8);
+}
+
+/* The offset of the archive after an executable stub, or -ENOENT (or a read error). */
+static int64_t sza_find(struct src *in)
+{
+	uint64_t fsize = src_size(in), end, off;
+	uint8_t *buf;
+	int64_t found = -ENOENT;
+
+	if (fsize == SRC_SIZE_UNKNOWN || fsize < SZA_SIG_SIZE)
+		return -ENOENT;
+	end = fsize < SZA_SFX_SEARCH ? fsize : SZA_SFX_SEARCH;
+	buf = malloc(SZA_SFX_CHUNK + SZA_SIG_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	/* chunks overlap by a signature header, so one across their border is seen */
+	for (off = 0; off < end && found == -ENOENT; off += SZA_SFX_CHUNK) {
+		size_t n = (size_t)(fsize - off < SZA_SFX_CHUNK + SZA_SIG_SIZE
+					    ? fsize - off : SZA_SFX_CHUNK + SZA_SIG_SIZE);
+		ssize_t got = src_pread(in, buf, n, off);
+		if (got < 0) {
+			found = got;
+			break;
+		}
+		for (size_t i = 0; i + SZA_SIG_SIZE <= (size_t)got && i < SZA_SFX_CHUNK; i++) {
+			const uint8_t *q = memchr(buf + i, '7', (size_t)got - i);
+			if (!q)
+				break;
+			i = (size_t)(q - buf);
+			if (i + SZA_SIG_SIZE <= (size_t)got && i < SZA_SFX_CHUNK &&
+			    sza_sig_ok(q)) {
+				found = (int64_t)(off + i);
+				break;
+			}
+		}
+	}
+	free(buf);
+	return found;
+}
+
+static bool sza_probe(struct src *in, const uint8_t *head, size_t len)
+{
+	if (len >= sizeof(sza_magic) && memcmp(head, sza_magic, sizeof(sza_magic)) == 0)
+		return true;
+	return sza_is_exe(head, len) && sza_find(in) > 0;
+}
+
+/* The sink of an archive at base in the file: its streams' offsets made the file's. */
+struct sza_shift {
+	const struct cont_sink *sink;
+	uint64_t base;
+};
+
+static int shift_stream(void *opaque, const struct cont_stream *s, uint64_t *id)
+{
+	const struct sza_shift *sh = opaque;
+	struct cont_stream c = *s;
+
+	c.coff += sh->base;
+	return sh->sink->stream(sh->sink->opaque, &c, id);
+}
+
+static int shift_member(void *opaque, const struct arc_member *m)
+{
+	const struct sza_shift *sh = opaque;
+	struct arc_member c = *m;
+
+	if (!c.stream && c.stored) /* not written by 7z: its data is in a folder */
+		c.data_off += sh->base;
+	return sh->sink->member(sh->sink->opaque, &c);
+}
+
+static void shift_progress(void *opaque, uint64_t off)
+{
+	const struct sza_shift *sh = opaque;
+
+	if (sh->sink->progress)
+		sh->sink->progress(sh->sink->opaque, off + sh->base);
+}
+
+static int sza_parse_at(struct src *in, const struct cont_sink *sink, struct cont_stats *st);
+
 static int sza_parse(struct src *in, const struct cont_sink *sink, struct cont_stats *st)
+{
+	uint8_t head[sizeof(sza_magic)];
+	struct src *win;
+	int64_t base = -ENOENT;
+	ssize_t hn;
+	int err;
+
+	if (st)
+		memset(st, 0, sizeof(*st));
+	if (!in || !sink || !sink->stream || !sink->member)
+		return -EINVAL;
+	hn = src_pread(in, head, sizeof(head), 0);
+	if (hn == (ssize_t)sizeof(head) && !memcmp(head, sza_magic, sizeof(head)))
+		return sza_parse_at(in, sink, st);
+	if (hn > 0 && sza_is_exe(head, (size_t)hn))
+		base = sza_find(in);
+	if (base <= 0) {
+		tfs_log(TFS_LOG_ERR, "%s: no 7z signature at offset 0 nor after a stub",
+			sza_name(sink));
+		return base == -ENOENT || base == 0 ? -EINVAL : (int)base;
+	}
+	tfs_log(TFS_LOG_INFO, "%s: a 7z archive at offset %" PRId64 ", after a self-extracting "
+		"stub", sza_name(sink), base);
+	win = src_window(in, (uint64_t)base, src_size(in) - (uint64_t)base);
+	if (!win)
+		return -ENOMEM;
+	struct sza_shift sh = {.sink = sink, .base = (uint64_t)base};
+	struct cont_sink shifted = {.stream = shift_stream, .member = shift_member,
+				    .progress = shift_progress, .opaque = &sh, .name = sink->name};
+	err = sza_parse_at(win, &shifted, st);
+	src_free(win);
+	return err;
+}
+
+static int sza_parse_at(struct src *in, const struct cont_sink *sink, struct cont_stats *st)
 {
 	struct sza_db db = {.in = in, .sink = sink};
 	uint8_t sig[SZA_SIG_SIZE];
