@@ -73,6 +73,28 @@ static bool single_unprobed(sqlite3 *db)
 	return r;
 }
 
+/* Another program's database is never ours to replace: no meta table or no format row.
+ * 0, -ENOTSUP (another program's) or -ESTALE (damaged), with why. */
+static int ours(sqlite3 *db, char *why, size_t whylen)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'format'", -1, &st, NULL);
+
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+	}
+	if (rc == SQLITE_DONE || (rc == SQLITE_ERROR && strstr(sqlite3_errmsg(db), "no such"))) {
+		snprintf(why, whylen, "%s", "an SQLite database of another program");
+		return -ENOTSUP;
+	}
+	if (rc != SQLITE_ROW) {
+		snprintf(why, whylen, "%s", "damaged");
+		return -ESTALE;
+	}
+	return 0;
+}
+
 /* archive: a local file; else rem: a remote object. */
 static int validate(const char *index_path, const char *archive, const struct idx_subject *rem,
 		    const struct idx_build_opts *o, char *why, size_t whylen)
@@ -114,25 +136,9 @@ static int validate(const char *index_path, const char *archive, const struct id
 		snprintf(why, whylen, "%s", "cannot be opened");
 		return -ESTALE;
 	}
-	/* another program's database is never ours to replace: no meta table or no format */
-	{
-		sqlite3_stmt *st;
-		int rc = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'format'", -1, &st,
-					    NULL);
-		if (rc == SQLITE_OK) {
-			rc = sqlite3_step(st);
-			sqlite3_finalize(st);
-		}
-		if (rc == SQLITE_DONE || (rc == SQLITE_ERROR && strstr(sqlite3_errmsg(db), "no such"))) {
-			snprintf(why, whylen, "%s", "an SQLite database of another program");
-			err = -ENOTSUP;
-			goto out;
-		}
-		if (rc != SQLITE_ROW) {
-			snprintf(why, whylen, "%s", "damaged");
-			goto out;
-		}
-	}
+	if ((err = ours(db, why, whylen)) != 0)
+		goto out;
+	err = -ESTALE;
 	s = db_meta_get(db, "complete");
 	if (!s || strcmp(s, "1") != 0) {
 		snprintf(why, whylen, "%s", "incomplete (an interrupted build, or damaged)");
