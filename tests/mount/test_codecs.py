@@ -15,21 +15,10 @@ import random
 import pytest
 
 from conftest import (archive_mtimes, checkpoints, compare_trees, gnu_extract, gzip_member, make_tree,
-                      random_bytes, require_codec, require_tool, run, semi_random)
+                      random_bytes, text_data, require_codec, require_tool, run, semi_random)
 
 SPACING = "0.0625"  # MiB: a gzip checkpoint every 64 KiB of decompressed data
 
-
-def text_data(n, seed):
-    """Text-like data (compresses about 4:1, fast for every codec)."""
-    rng = random.Random(seed)
-    words = [("w%x" % rng.getrandbits(20)).encode() for _ in range(2000)]
-    out = bytearray()
-    i = 0
-    while len(out) < n:
-        out += b"%d " % i + b" ".join(rng.choices(words, k=12)) + b"\n"
-        i += 1
-    return bytes(out[:n])
 
 
 @pytest.fixture(scope="module")

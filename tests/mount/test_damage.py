@@ -40,23 +40,12 @@ import time
 
 import pytest
 
-from conftest import (SANITIZER_MARKS, TARSEEK, is_mounted, print_past_capture, random_bytes,
+from conftest import (text_data, SANITIZER_MARKS, TARSEEK, is_mounted, print_past_capture, random_bytes,
                       require_codec, require_tool, run, sample_cases, semi_random)
 
 MOUNT_TIMEOUT = 60
 READ_TIMEOUT = 60
 
-
-def text_data(n, seed):
-    """Text-like data (compresses about 4:1)."""
-    rng = random.Random(seed)
-    words = [("w%x" % rng.getrandbits(20)).encode() for _ in range(2000)]
-    out = bytearray()
-    i = 0
-    while len(out) < n:
-        out += b"%d " % i + b" ".join(rng.choices(words, k=12)) + b"\n"
-        i += 1
-    return bytes(out[:n])
 
 
 # The members, in archive order: (name, maker, size).  ~3.1 MB in all, small ones at both

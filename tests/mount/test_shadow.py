@@ -17,20 +17,9 @@ import time
 
 import pytest
 
-from conftest import (TARSEEK, compare_trees, gnu_extract, have, make_tree, require_codec,
+from conftest import (text_data, TARSEEK, compare_trees, gnu_extract, have, make_tree, require_codec,
                       require_tool, run, semi_random)
 
-
-def text_data(n, seed):
-    import random
-    rng = random.Random(seed)
-    words = [("w%x" % rng.getrandbits(20)).encode() for _ in range(2000)]
-    out = bytearray()
-    i = 0
-    while len(out) < n:
-        out += b"%d " % i + b" ".join(rng.choices(words, k=12)) + b"\n"
-        i += 1
-    return bytes(out[:n])
 
 
 @pytest.fixture(scope="module")

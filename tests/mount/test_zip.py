@@ -36,6 +36,7 @@ import zlib
 
 import pytest
 
+import conftest
 from conftest import (MATRIX_ALL, compare_trees, exe_sanitized, make_tree, random_bytes,
                       require_tool, run, semi_random, snapshot)
 from test_damage import Daemon, check_refusal, judge, read_all
@@ -98,14 +99,7 @@ def tree(tmp_path_factory):
 
 
 def text_data(n, seed):
-    rng = random.Random(seed)
-    words = [("w%x" % rng.getrandbits(20)).encode() for _ in range(500)]
-    out = bytearray()
-    i = 0
-    while len(out) < n:
-        out += b"%d " % i + b" ".join(rng.choices(words, k=12)) + b"\n"
-        i += 1
-    return bytes(out[:n])
+    return conftest.text_data(n, seed, words=500)
 
 
 def index_of(archive):
