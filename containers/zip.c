@@ -663,6 +663,11 @@ static int parse_local(struct src *in, const char *name, uint64_t size,
 	}
 	free(var);
 	free(namebuf);
+	if (!err && st->members == 0) { /* zip's magic and then garbage: unzip refuses it too */
+		tfs_log(TFS_LOG_ERR, "%s: not a zip archive (no central directory, and no entry "
+			"could be read from its local headers)", name);
+		err = -EINVAL;
+	}
 	return err;
 }
 

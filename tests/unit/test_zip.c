@@ -1066,7 +1066,7 @@ static void test_truncated(void)
 		size_t whole = 0;
 		for (size_t i = 0; i < ne; i++)
 			whole += ends[i] <= cut;
-		if (cut < 4) {
+		if (cut < 4 || whole == 0) { /* nothing whole: not taken for a zip (unzip) */
 			CHECK_EQ(err, -EINVAL);
 			continue;
 		}
