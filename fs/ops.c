@@ -13,7 +13,8 @@
  * Listings are READDIRPLUS replies in which dirplus.h decides, entry by entry, whether the
  * attributes come along (and with them a kernel inode).
  * Every request is counted and timed (tfs_counts); the root's user.tarseek.requests
- * attribute shows the counts.
+ * attribute shows the counts, and its user.tarseek.log the daemon's last messages (the log's
+ * ring, common/log.h: what a detached daemon said even where no syslog listens).
  *
  * A read of a plain tar member is replied to with the archive's file descriptor and offset
  * (fuse_reply_data), so libfuse can splice it without copying; other reads go through the
@@ -179,6 +180,16 @@ static ssize_t format_pid(char *buf, size_t size)
 	if (size)
 		memcpy(buf, text, (size_t)len);
 	return len;
+}
+
+/* user.tarseek.log: the last messages (common/log.h's ring), oldest first. */
+static ssize_t format_log(char *buf, size_t size)
+{
+	size_t all = tfs_log_ring_read(NULL, 0);
+
+	if (size == 0)
+		return (ssize_t)all;
+	return (ssize_t)tfs_log_ring_read(buf, size); /* the newest lines that fit */
 }
 
 /* ---- replies ---- */
@@ -597,6 +608,8 @@ static void tfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 		n = format_prefetch(t, buf, size);
 	else if (ino == FUSE_ROOT_ID && strcmp(name, "user.tarseek.pid") == 0)
 		n = format_pid(buf, size);
+	else if (ino == FUSE_ROOT_ID && strcmp(name, "user.tarseek.log") == 0)
+		n = format_log(buf, size);
 	else
 		n = un_getxattr(t->un, ino, name, buf, size);
 	if (n < 0)

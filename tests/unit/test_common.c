@@ -1,4 +1,5 @@
-/* Unit tests of common/'s primitives: the thread pool, the hash table, the list. */
+/* Unit tests of common/'s primitives: the thread pool, the hash table, the list, the log
+ * ring. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -13,6 +14,7 @@
 #include "common/hash.h"
 #include "common/htable.h"
 #include "common/list.h"
+#include "common/log.h"
 #include "common/pool.h"
 #include "testutil.h"
 
@@ -213,8 +215,61 @@ static void test_list(void)
 	CHECK(list_empty(&head));
 }
 
+static void quiet_sink(int level, const char *msg, void *opaque)
+{
+	(void)level, (void)msg, (void)opaque;
+}
+
+/* The log ring keeps the most recent messages, bounded in number and bytes, debug never;
+ * a reader's buffer gets the newest lines that fit, whole, oldest first. */
+static void test_log_ring(void)
+{
+	char *buf = malloc(TFS_LOG_RING_BYTES + 1);
+	size_t n, lines = 0;
+
+	tfs_log_set_sink(quiet_sink, NULL);
+	CHECK_EQ(tfs_log_ring_read(buf, TFS_LOG_RING_BYTES), 0);
+	tfs_log(TFS_LOG_ERR, "first %d", 1);
+	tfs_log(TFS_LOG_DEBUG, "never kept");
+	n = tfs_log_ring_read(buf, TFS_LOG_RING_BYTES);
+	buf[n] = '\0';
+	CHECK(strstr(buf, " error: first 1\n") != NULL);
+	CHECK(strstr(buf, "never kept") == NULL);
+	CHECK_EQ(tfs_log_ring_read(NULL, 0), n);
+	/* many messages: the count bound */
+	for (int i = 0; i < 10 * TFS_LOG_RING_MAX; i++)
+		tfs_log(TFS_LOG_WARNING, "message %d", i);
+	n = tfs_log_ring_read(buf, TFS_LOG_RING_BYTES);
+	buf[n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		lines += buf[i] == '\n';
+	CHECK_EQ(lines, TFS_LOG_RING_MAX);
+	CHECK(strstr(buf, "first 1") == NULL);
+	CHECK(strstr(buf, "message 3999\n") != NULL && buf[n - 1] == '\n');
+	CHECK(strstr(buf, "warning: message 3600\n") != NULL);
+	CHECK(strstr(buf, "message 3599\n") == NULL);
+	/* long messages: the byte bound */
+	char big[1500];
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	for (int i = 0; i < 200; i++)
+		tfs_log(TFS_LOG_NOTICE, "%d %s", i, big);
+	n = tfs_log_ring_read(NULL, 0);
+	CHECK(n <= TFS_LOG_RING_BYTES && n > TFS_LOG_RING_BYTES - 1600);
+	CHECK_EQ(tfs_log_ring_read(buf, TFS_LOG_RING_BYTES), n);
+	/* a small buffer: the newest whole lines that fit */
+	n = tfs_log_ring_read(buf, 4000);
+	CHECK(n > 1500 && n <= 4000 && buf[n - 1] == '\n');
+	buf[n] = '\0';
+	CHECK(strstr(buf, "notice: 199 ") != NULL && strstr(buf, "notice: 197 ") == NULL);
+	CHECK_EQ(tfs_log_ring_read(buf, 100), 0);
+	tfs_log_set_sink(NULL, NULL);
+	free(buf);
+}
+
 int main(void)
 {
+	test_log_ring();
 	test_pool();
 	test_htable();
 	test_list();
