@@ -463,7 +463,7 @@ static int prepare(const struct target *t, const struct idx_opts *o, char **path
 			err = use_or_build(p, t, o, true, true, built, stats);
 		goto out;
 	}
-	if (t->path) { /* beside the archive */
+	if (t->path && !o->not_beside) { /* beside the archive */
 		if (asprintf(&p, "%s.index.sqlite", archive) < 0) {
 			p = NULL;
 			return -ENOMEM;

@@ -5,7 +5,8 @@
  *   1. --index-file PATH;
  *   2. --index-folder DIR: DIR/NAME.HASH.index.sqlite;
  *   3. ARCHIVE.index.sqlite beside the archive, if it exists and is valid (a prebuilt index
- *      shared with the archive), or if that folder is writable;
+ *      shared with the archive), or if that folder is writable -- not for an archive found
+ *      in a folder source (-r: idx_opts.not_beside), whose folder is the user's to fill;
  *   4. $XDG_CACHE_HOME/tarseek/NAME.HASH.index.sqlite (default ~/.cache/tarseek/; with no
  *      $HOME, as from mount(8) or systemd: /var/cache/tarseek/ for root),
  * where HASH is taken from the archive's canonical path.  A location inside the mount point
@@ -30,6 +31,7 @@ struct idx_opts {
 	const char *mountpoint;	  /* or NULL */
 	bool recreate;		  /* rebuild even if valid */
 	bool check_only;	  /* never build: a missing or stale index is -ENOENT / -ESTALE */
+	bool not_beside;	  /* never beside the archive (3. above) */
 	struct idx_build_opts build;
 };
 

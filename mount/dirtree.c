@@ -220,6 +220,39 @@ char *dirtree_path(struct dirtree *d, uint64_t ino)
 	return out;
 }
 
+/* True if name (in folder rel) is a file tarseek keeps beside an archive that is there too:
+ * ARCHIVE.index.sqlite, ARCHIVE.index.shadow.zst, or one of their temporary files
+ * (NAME.tmp.PID).  They are never shown: a mount shows what the user keeps (ratarmount's
+ * index, of the same name, is hidden alike). */
+static bool is_ours(struct dirtree *d, const char *rel, const char *name, size_t len)
+{
+	static const char *const sfx[] = {".index.sqlite", ".index.shadow.zst"};
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+		size_t k = strlen(sfx[i]);
+		const char *at = memmem(name, len, sfx[i], k);
+		if (!at || at == name)
+			continue;
+		size_t rest = len - (size_t)(at - name) - k;
+		if (rest && (rest < 6 || memcmp(at + k, ".tmp.", 5) != 0))
+			continue;
+		char *arch = join(rel, name, (size_t)(at - name));
+		bool there = arch && fstatat(d->rootfd, arch, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		free(arch);
+		if (there)
+			return true;
+	}
+	return false;
+}
+
+/* Not shown: the mount point inside the folder, and tarseek's own files (is_ours). */
+static bool hidden(struct dirtree *d, const char *rel, const char *p, const char *name,
+		   size_t len)
+{
+	return (d->hide && strcmp(p, d->hide) == 0) || is_ours(d, rel, name, len);
+}
+
 static int dt_lookup(void *t, uint64_t dir, const char *name, size_t len, struct arch_attr *out)
 {
 	struct dirtree *d = t;
@@ -234,10 +267,12 @@ static int dt_lookup(void *t, uint64_t dir, const char *name, size_t len, struct
 		return -ENOENT;
 	}
 	p = join(rel, name, len);
-	free(rel);
-	if (!p)
+	if (!p) {
+		free(rel);
 		return -ENOMEM;
-	err = d->hide && strcmp(p, d->hide) == 0 ? -ENOENT : stat_rel(d, p, out);
+	}
+	err = hidden(d, rel, p, name, len) ? -ENOENT : stat_rel(d, p, out);
+	free(rel);
 	free(p);
 	return err;
 }
@@ -314,7 +349,8 @@ static int dt_readdir(void *t, uint64_t dir, uint64_t after, arch_dirent_fn fn, 
 			err = -ENOMEM;
 			break;
 		}
-		int e = d->hide && strcmp(p, d->hide) == 0 ? -ENOENT : stat_rel(d, p, &a);
+		int e = hidden(d, rel, p, names[i], strlen(names[i])) ? -ENOENT
+								       : stat_rel(d, p, &a);
 		free(p);
 		if (e == -ENOENT)
 			continue; /* removed meanwhile */
