@@ -23,7 +23,6 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <syslog.h>
 #include <unistd.h>
 
 #include "codecs/codec.h"
@@ -43,7 +42,9 @@
 #include "fs/tfs.h"
 #include "fs/shadow_later.h"
 #include "fs/warmup.h"
+#include "fs/daemon_log.h"
 #include "fs/dirplus.h"
+#include "fs/mem_index.h"
 #include "tools/tprog.h"
 #if HAVE_LIBARCHIVE
 #include "codecs/libarchive/libarchive_src.h"
@@ -139,11 +140,6 @@ static int add_source(struct un *un, const char *path, const struct arch_opts *a
 	return un_add(un, &tree_archive_ops, a, name);
 }
 
-static void syslog_sink(int level, const char *msg, void *opaque)
-{
-	syslog(level, "%s", msg);
-}
-
 /* SIGTERM, SIGINT, SIGHUP: a clean unmount.  Like libfuse's handler this ends the session;
  * unlike it, a signal taken by a thread other than the main one is passed on to the main
  * thread, which waits in sem_wait() inside fuse_session_loop_mt() and wakes only for a
@@ -189,9 +185,10 @@ static int check_paths(struct options *o, char **mnt_abs)
 			tfs_log(TFS_LOG_ERR, "archive %s: %s", o->sources[i], strerror(errno));
 			return -1;
 		}
-		if (S_ISDIR(st.st_mode) && o->nsources == 1 && !o->no_union) {
-			tfs_log(TFS_LOG_ERR, "%s is a directory, not an archive (a folder can join "
-				"archives in a union mount)", o->sources[i]);
+		if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode)) {
+			tfs_log(TFS_LOG_ERR, "%s is not seekable (a pipe, a socket or a terminal): "
+				"tarseek reads archives at random offsets; save it to a file first",
+				o->sources[i]);
 			return -1;
 		}
 	}
@@ -497,10 +494,8 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 	if (detach(o->foreground, o->mountpoint, &t->ready_fd, &bg.gone_fd) != 0)
 		goto out_unmount;
 	sig_main_thread = pthread_self(); /* the thread that runs the loop, after the fork */
-	if (!o->foreground) {
-		openlog("tarseek", LOG_PID, LOG_DAEMON);
-		tfs_log_set_sink(syslog_sink, NULL);
-	}
+	if (!o->foreground)
+		dlog_detached(); /* the --log-file, else syslog */
 	add_net_disk(o);
 	bg_start(&bg);
 	if (o->single_thread) {
@@ -536,7 +531,9 @@ int main(int argc, char **argv)
 	struct arch_env env = {0};
 	struct tfs t = {.timeout = 86400};
 	struct prefetch *pf = NULL;
-	char *mnt_abs = NULL;
+	char *mnt_abs = NULL, *mnt_made = NULL; /* the mount point made for `tarseek SOURCE` */
+	char *mem_dir = NULL; /* --index-file :memory: */
+	bool made = false;
 	int ret = 1;
 
 	tfs_log_set_prog("tarseek");
@@ -574,8 +571,24 @@ int main(int argc, char **argv)
 	t.dmask = o.dmask;
 	t.fmask = o.fmask;
 	t.max_read = o.max_read;
+	if (o.log_file && dlog_open_file(o.log_file) < 0)
+		goto out;
+	if (!o.mountpoint) { /* tarseek SOURCE: ./NAME, as ratarmount mounts */
+		char name[256];
+		mnt_made = mp_default(base_name(o.sources[0], name, sizeof(name)), &made);
+		if (!mnt_made)
+			goto out;
+		o.mountpoint = mnt_made;
+	}
 	if (check_paths(&o, &mnt_abs) < 0)
 		goto out;
+	if (mi_wanted(o.index_file)) { /* the indexes in a private folder in memory */
+		if (!(mem_dir = mi_make()))
+			goto out;
+		o.index_file = NULL;
+		o.index_folder = mem_dir;
+		o.shadow = SHADOW_NEVER;
+	}
 	raise_fd_limit();
 	if (make_env(&o, &env) < 0)
 		goto out;
@@ -601,8 +614,10 @@ int main(int argc, char **argv)
 			goto nomem;
 	}
 	t.later = sl_new(o.shadow, o.shadow_max, o.threads);
+	struct arch_opts ao_found = ao; /* archives found in folder sources (-r): their */
+	ao_found.idx.not_beside = true; /* indexes go where the folder is not touched */
 	if (o.recursion)
-		un_set_opener(t.un, open_found, &ao);
+		un_set_opener(t.un, open_found, &ao_found);
 	for (int i = 0; i < o.nsources; i++)
 		if (add_source(t.un, o.sources[i], &ao, pf, t.later))
 			goto out; /* the reason was logged */
@@ -623,7 +638,13 @@ out:
 	rmt_fetch_free(net_env.plan.background); /* after the remote sources */
 	cache_free(env.cache);
 	cache_free(net_env.pages); /* after the remote sources */
+	if (made && rmdir(mnt_made) < 0 && errno != ENOENT)
+		tfs_log(TFS_LOG_WARNING, "cannot remove the mount point %s: %s", mnt_made,
+			strerror(errno));
+	free(mnt_made);
+	mi_remove(mem_dir); /* after the sources: nothing holds the indexes now */
 	free(mnt_abs);
+	dlog_close();
 	opt_free(&o);
 	pool_shutdown(); /* every job was joined by its owner above: the idle threads go */
 	return ret;

@@ -1,6 +1,7 @@
 /* The mount point (see mountpoint.h). */
 #include "fs/mountpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -15,9 +16,80 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "codecs/codec.h"
 #include "common/log.h"
 
 extern char **environ;
+
+/* name without its extension (see mp_default), malloc'd, or NULL if nothing is left. */
+static char *strip_name(const char *name)
+{
+	size_t len = strlen(name), d = len;
+	char *out;
+
+	while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
+		d--;
+	if (d > 1 && d < len && len - d >= 2 && name[d - 1] == '.') /* NAME.001 */
+		len = d - 1;
+	out = codec_strip_archive_ext(name, len);
+	if (out)
+		return out;
+	const char *dot = memrchr(name, '.', len);
+	if (dot && dot > name) /* no dot files: ".config" is a name */
+		len = (size_t)(dot - name);
+	else if (len == strlen(name))
+		return NULL;
+	return strndup(name, len);
+}
+
+static bool dir_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	bool empty = true;
+
+	if (!d)
+		return false;
+	while (empty && (e = readdir(d)))
+		empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+	closedir(d);
+	return empty;
+}
+
+char *mp_default(const char *name, bool *made)
+{
+	char cwd[PATH_MAX], *base = strip_name(name), *out = NULL;
+	struct stat st;
+
+	*made = false;
+	if (!base || !*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
+		tfs_log(TFS_LOG_ERR, "no mount point given, and %s's name has no extension to "
+			"make one of: tarseek %s MOUNTPOINT", name, name);
+		goto out;
+	}
+	if (!getcwd(cwd, sizeof(cwd)) || asprintf(&out, "%s%s%s", cwd,
+						    strcmp(cwd, "/") ? "/" : "", base) < 0) {
+		tfs_log(TFS_LOG_ERR, "no mount point given, and no current folder to make one in");
+		out = NULL;
+		goto out;
+	}
+	if (mkdir(out, 0755) == 0) {
+		*made = true;
+		tfs_log(TFS_LOG_INFO, "mounting at %s (made; removed at unmount)", out);
+	} else if (errno == EEXIST && stat(out, &st) == 0 && S_ISDIR(st.st_mode) &&
+		   dir_empty(out)) {
+		tfs_log(TFS_LOG_INFO, "mounting at %s", out);
+	} else {
+		tfs_log(TFS_LOG_ERR, "no mount point given, and ./%s %s: tarseek %s MOUNTPOINT",
+			base, errno == EEXIST ? "exists (not an empty folder)" : strerror(errno),
+			name);
+		free(out);
+		out = NULL;
+	}
+out:
+	free(base);
+	return out;
+}
 
 bool mp_is_fd(const char *mnt)
 {

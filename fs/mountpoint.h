@@ -14,6 +14,14 @@
 
 #include <stdbool.h>
 
+/* The mount point of `tarseek SOURCE` (none given), as ratarmount makes it: name -- SOURCE's
+ * base name -- without its archive extension (".tar.gz", ".zip", ".7z", ...; a split part's
+ * ".001" goes first; else the last ".EXT"), in the current folder.  Made if missing
+ * (*made = true: the caller removes it after unmounting); an empty folder already there is
+ * used as it is.  An absolute path, malloc'd, or NULL (logged why: nothing to strip, a file
+ * of that name, a folder that is not empty). */
+char *mp_default(const char *name, bool *made);
+
 /* True for /dev/fd/N. */
 bool mp_is_fd(const char *mnt);
 

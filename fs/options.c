@@ -49,6 +49,7 @@ enum opt_id {
 	O_REMOTE_DISK,
 	O_UNMOUNT,
 	O_QUIET,
+	O_LOG_FILE,
 	O_HELP,
 	O_VERSION,
 };
@@ -142,6 +143,11 @@ static const struct spec specs[] = {
      "daemons to end (tarseek -u MOUNTPOINT...)",
      false},
     {O_QUIET, "quiet", 'q', NULL, "only errors and warnings", true},
+    {O_LOG_FILE, "log-file", 0, "PATH",
+     "also write messages to PATH (appended; once detached,\n"
+     "there instead of syslog); the last ones are always\n"
+     "on the root: getfattr -n user.tarseek.log MOUNTPOINT",
+     true},
     {O_HELP, "help", 'h', NULL, "this help", false},
     {O_VERSION, "version", 'V', NULL, "version and compiled-in codecs", false},
 };
@@ -152,6 +158,8 @@ void opt_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: tarseek [options] SOURCE... MOUNTPOINT\n"
+		"       tarseek [options] SOURCE    (mounts at ./NAME: SOURCE's name without\n"
+		"                                its extension, made, and removed at unmount)\n"
 		"       tarseek -u MOUNTPOINT...\n"
 		"\n"
 		"Mounts tar archives (plain, or compressed with %s), zip and 7z\n"
@@ -271,6 +279,9 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 		return 0;
 	case O_INDEX_FILE:
 		o->index_file = val;
+		return 0;
+	case O_LOG_FILE:
+		o->log_file = val;
 		return 0;
 	case O_INDEX_FOLDER:
 		o->index_folder = val;
@@ -594,10 +605,15 @@ int opt_parse(int argc, char **argv, struct options *o)
 		o->nsources = argc - optind;
 		return 0;
 	}
-	if (argc - optind < 2) {
-		tfs_log(TFS_LOG_ERR, "%s", argc - optind == 0 ? "no archive and mount point given"
-								    : "no mount point given");
+	if (argc - optind == 0) {
+		tfs_log(TFS_LOG_ERR, "no archive and mount point given");
 		return -1;
+	}
+	if (argc - optind == 1) { /* the mount point is made of its name (fs/mountpoint.h) */
+		o->sources = argv + optind;
+		o->nsources = 1;
+		o->mountpoint = NULL;
+		return 0;
 	}
 	o->sources = argv + optind;
 	o->nsources = argc - optind - 1;

@@ -45,6 +45,7 @@ struct options {
 	unsigned recursion;
 	char *fuse_opts; /* comma-separated options for FUSE (malloc'd) */
 	const char *index_file, *index_folder;
+	const char *log_file; /* --log-file, or NULL */
 	uint64_t cache_size, gzip_spacing, disk_cache_size;
 	uint64_t prefetch_size; /* 0: the memory cache's size */
 	enum shadow_mode shadow; /* --shadow (default auto) */
@@ -61,7 +62,7 @@ struct options {
 	unsigned max_read;     /* -o max_read= (passed to FUSE, and to its init) */
 	char **sources; /* archives and folders, in order: the last one wins */
 	int nsources;
-	const char *mountpoint;
+	const char *mountpoint; /* NULL: one SOURCE given alone (mp_default makes one) */
 	char **strings; /* values of -o options, owned (freed by opt_free) */
 	size_t nstrings;
 };
