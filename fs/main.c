@@ -45,6 +45,7 @@
 #include "fs/daemon_log.h"
 #include "fs/dirplus.h"
 #include "fs/mem_index.h"
+#include "fs/watch.h"
 #include "tools/tprog.h"
 #if HAVE_LIBARCHIVE
 #include "codecs/libarchive/libarchive_src.h"
@@ -106,7 +107,8 @@ static int open_found(void *opaque, const char *path, struct arch **out)
 }
 
 static int add_source(struct un *un, const char *path, const struct arch_opts *ao,
-		      struct prefetch *pf, struct shadow_later *later)
+		      struct prefetch *pf, struct shadow_later *later, struct watch *watch,
+		      unsigned nth)
 {
 	char name[256];
 	struct stat st;
@@ -130,6 +132,8 @@ static int add_source(struct un *un, const char *path, const struct arch_opts *a
 		return err;
 	if (!http_is_url(path) && !arch_get_info(a)->built) /* an index without a shadow gets */
 		sl_add(later, path, arch_get_info(a)->index);  /* one once mounted */
+	if (!http_is_url(path)) /* a change under the mount drops the kernel's pages of it */
+		watch_add(watch, path, nth, arch_get_info(a)->entries);
 	if (pf && http_is_url(path)) { /* a remote archive fetches only what is read */
 		pf_note_skipped(pf);
 	} else if (pf) {
@@ -497,6 +501,7 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 	if (!o->foreground)
 		dlog_detached(); /* the --log-file, else syslog */
 	add_net_disk(o);
+	watch_start(t->watch, se);
 	bg_start(&bg);
 	if (o->single_thread) {
 		ret = fuse_session_loop(se);
@@ -511,6 +516,7 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 	/* the loop returns the signal that ended it: that is a clean unmount too */
 	ret = (ret == 0 || sig_caught || ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ? 0 : 1;
 out_unmount:
+	watch_stop(t->watch);
 	bg_stop(&bg); /* bg.warm is what it started */
 	fuse_session_unmount(se);
 out_signals:
@@ -614,12 +620,13 @@ int main(int argc, char **argv)
 			goto nomem;
 	}
 	t.later = sl_new(o.shadow, o.shadow_max, o.threads);
+	t.watch = watch_new(); /* NULL: no inotify, nothing watched */
 	struct arch_opts ao_found = ao; /* archives found in folder sources (-r): their */
 	ao_found.idx.not_beside = true; /* indexes go where the folder is not touched */
 	if (o.recursion)
 		un_set_opener(t.un, open_found, &ao_found);
 	for (int i = 0; i < o.nsources; i++)
-		if (add_source(t.un, o.sources[i], &ao, pf, t.later))
+		if (add_source(t.un, o.sources[i], &ao, pf, t.later, t.watch, (unsigned)i))
 			goto out; /* the reason was logged */
 	if (fuse_args_for(&o, argv[0], &args) < 0)
 		goto nomem;
@@ -627,6 +634,7 @@ int main(int argc, char **argv)
 	ret = serve(&o, &args, &t, pf, &env);
 out:
 	fuse_opt_free_args(&args);
+	watch_free(t.watch);
 	sl_free(t.later); /* stopped between two reads of an archive, and joined */
 	pf_free(pf); /* before the readers it decodes for */
 	/* the handles and sources first: their readers end their decoding ahead before the

@@ -48,6 +48,7 @@ struct tfs {
 	struct th *handles;  /* open files and directories by inode (no open / no opendir) */
 	struct prefetch *pf; /* decoding the archives ahead, or NULL */
 	struct shadow_later *later; /* shadows made after mounting, or NULL */
+	struct watch *watch;	    /* the archive files watched (fs/watch.h), or NULL */
 	struct warmup *_Atomic warm; /* warming the kernel's caches, or NULL (set once mounted) */
 	struct dirplus *dp;  /* which listed entries carry their attributes */
 	struct fuse_session *se; /* for notifications from request handlers (set before mounting) */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/log.h"
 #include "index/db.h"
@@ -87,6 +88,8 @@ int arch_open_index(const char *index, const char *shown, struct src *data, cons
 	}
 	a->file = data;
 	a->fd = src_fd(data);
+	if (a->fd >= 0 && fstat(a->fd, &a->opened) < 0)
+		a->fd = -1; /* not read in place: through the source, as a remote one */
 	a->path = strdup(name);
 	a->index = strdup(index);
 	a->index_shown = strdup(shown ? shown : index);

@@ -7,6 +7,12 @@
  * after a read decoded ahead when the member is read in order.  A sparse member reads its
  * extents in order and its holes as zeros.  A remote archive is told (src_advise) of a plain
  * member's bytes at its first read, so that it fetches them in one request.
+ *
+ * A plain member's bytes are the archive file's own, unchecked by any CRC: each read first
+ * looks at the file (one fstat), and once it is no longer the file that was opened (another
+ * size, modification time or inode: rewritten, or changed in place), the reads fail with EIO
+ * and a log line naming the member, instead of serving bytes the index never saw.  A
+ * compressed member's segments are checked against their CRCs instead.
  */
 #include "index/archive_int.h"
 
@@ -108,6 +114,9 @@ int arch_file_open(struct arch *a, uint64_t ino, struct arch_file **out)
 		goto out;
 	}
 	f->a = a;
+	if (sqlite3_column_type(c->file, 8) != SQLITE_NULL)
+		f->name = strndup((const char *)sqlite3_column_blob(c->file, 8),
+				  (size_t)sqlite3_column_bytes(c->file, 8)); /* NULL: "?" */
 	f->data_off = (uint64_t)sqlite3_column_int64(c->file, 1);
 	f->size = (uint64_t)sqlite3_column_int64(c->file, 2);
 	f->stored = (uint64_t)sqlite3_column_int64(c->file, 3);
@@ -137,6 +146,23 @@ uint64_t arch_file_size(const struct arch_file *f)
 #define ADVISE_MAX ((uint64_t)8 << 20) /* of a plain member, announced at its first read */
 #define SEQ_AHEAD ((uint64_t)8 << 20)	 /* of a compressed member read in order, decoded ahead */
 
+/* True if f's archive file is not the one opened (see the top); logged once per file. */
+static bool file_changed(struct arch_file *f, const struct stat *now)
+{
+	const struct stat *o = &f->a->opened;
+
+	if (now->st_size == o->st_size && now->st_mtim.tv_sec == o->st_mtim.tv_sec &&
+	    now->st_mtim.tv_nsec == o->st_mtim.tv_nsec && now->st_ino == o->st_ino &&
+	    now->st_dev == o->st_dev)
+		return false;
+	if (!f->said)
+		tfs_log(TFS_LOG_ERR, "%s: %s: the archive changed since it was opened (its size or "
+			"modification time is not the same): its members cannot be read; mount "
+			"it again", f->a->path, f->name ? f->name : "?");
+	f->said = true;
+	return true;
+}
+
 /* Reads len bytes of the member's stored data at rel. */
 static ssize_t read_stored(struct arch_file *f, void *buf, size_t len, uint64_t rel)
 {
@@ -152,6 +178,9 @@ static ssize_t read_stored(struct arch_file *f, void *buf, size_t len, uint64_t 
 		src_advise(a->file, f->data_off + rel, left < ADVISE_MAX ? left : ADVISE_MAX);
 		f->advised = true;
 	}
+	struct stat now;
+	if (!f->st && a->fd >= 0 && (fstat(a->fd, &now) < 0 || file_changed(f, &now)))
+		return -EIO;
 	if (!f->st)
 		n = src_pread(a->file, buf, len, f->data_off + rel);
 	else if (f->st->reader) {
@@ -226,8 +255,9 @@ size_t arch_file_direct(struct arch_file *f, uint64_t off, size_t len, int *fd, 
 		len = (size_t)(f->size - off);
 	/* a zero-copy reply cannot report a short read as an error (the kernel would take it
 	 * for the end of the file): only while the archive still holds the whole range */
-	if (fstat(f->a->fd, &st) < 0 || (uint64_t)st.st_size < f->data_off + off + len)
-		return 0;
+	if (fstat(f->a->fd, &st) < 0 || (uint64_t)st.st_size < f->data_off + off + len ||
+	    file_changed(f, &st))
+		return 0; /* the read that follows says why */
 	if (!f->advised && f->size - off > len) {
 		/* more requests follow (the kernel's are 128 KiB): the disk reads the rest now, in
 		 * large requests, instead of one small read per request as they come */
@@ -247,6 +277,7 @@ void arch_file_close(struct arch_file *f)
 	if (f->st)
 		arch_stream_put(f->a, f->st);
 	free(f->ext);
+	free(f->name);
 	free(f);
 }
 

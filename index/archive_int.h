@@ -21,6 +21,7 @@
 #define TARSEEK_ARCHIVE_INT_H
 
 #include <pthread.h>
+#include <sys/stat.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -70,6 +71,8 @@ struct arch {
 	struct arch_env env;
 	struct src *file;
 	int fd;
+	struct stat opened; /* the archive file's fstat when opened (fd >= 0): a plain member's
+			       reads fail once it changes (archive_file.c file_changed) */
 	/* an archive behind a codec (nested.h idx_wrap): this is the inner archive, its bytes
 	 * the decoded file of outer, which it owns (closed after it); else NULL */
 	struct arch *outer;
@@ -96,6 +99,8 @@ struct arch_file {
 	} *ext;
 	size_t next;
 	bool advised; /* its stored bytes were announced to the source (src_advise) */
+	bool said;    /* its archive's change was logged (file_changed) */
+	char *name;   /* its base name, for messages */
 	/* where the last read of the stored data ended: a read that starts there reads the
 	 * member in order (reads of one file may run at once: only a hint, hence relaxed) */
 	_Atomic uint64_t seq_next;
