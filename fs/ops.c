@@ -189,7 +189,9 @@ static ssize_t format_log(char *buf, size_t size)
 
 	if (size == 0)
 		return (ssize_t)all;
-	return (ssize_t)tfs_log_ring_read(buf, size); /* the newest lines that fit */
+	if (size < all) /* the caller asks again with more room (the ring may grow meanwhile) */
+		return -ERANGE;
+	return (ssize_t)tfs_log_ring_read(buf, size);
 }
 
 /* ---- replies ---- */
