@@ -39,6 +39,7 @@ enum opt_id {
 	O_DISK_CACHE_SIZE,
 	O_DISK_CACHE_DIR,
 	O_THREADS,
+	O_PARALLEL,
 	O_PREFETCH_SIZE,
 	O_NO_PREFETCH,
 	O_SHADOW,
@@ -90,7 +91,7 @@ static const struct spec specs[] = {
      false},
     {O_INDEX_FILE, "index-file", 0, "PATH", "keep the index at PATH", true},
     {O_INDEX_FOLDER, "index-folder", 0, "DIR", "keep indexes in DIR", true},
-    {O_RECREATE, "recreate-index", 0, NULL, "rebuild the index even if it is valid", true},
+    {O_RECREATE, "recreate-index", 'c', NULL, "rebuild the index even if it is valid", true},
     {O_GZIP_SPACING, "gzip-spacing", 0, "SIZE",
      "decompressed bytes between checkpoints, e.g. 1M\n"
      "(default 256K in gzip streams, else 4M; a bare\n"
@@ -108,6 +109,8 @@ static const struct spec specs[] = {
      "decoder threads while indexing and prefetching\n"
      "(default: all cores)",
      true},
+    {O_PARALLEL, "parallelization", 'P', "N",
+     "ratarmount's name for --threads (0: all cores)", true},
     {O_PREFETCH_SIZE, "prefetch-size", 0, "SIZE",
      "after mounting, decode compressed archives whole\n"
      "into the cache in the background when they decode to\n"
@@ -323,6 +326,15 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 		}
 		o->threads = (unsigned)v;
 		return 0;
+	case O_PARALLEL: {
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		if (!parse_uint(val, 10, 256, &v)) {
+			tfs_log(TFS_LOG_ERR, "%s: '%s' is not a number from 0 to 256", how, val);
+			return -1;
+		}
+		o->threads = v ? (unsigned)v : ncpu > 0 ? (unsigned)ncpu : 1;
+		return 0;
+	}
 	case O_PREFETCH_SIZE:
 		if (!parse_size(val, &o->prefetch_size)) {
 			tfs_log(TFS_LOG_ERR, "%s: '%s' is not a size", how, val);
