@@ -376,9 +376,11 @@ def test_cli_errors(archive, tmp_path):
     notatar.write_bytes(random_bytes(10_000, 9))
     afile = tmp_path / "afile"
     afile.write_bytes(b"x")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
     cases = [
         ([tmp_path / "missing.tar", mnt], ["missing.tar", "No such file"]),
-        ([tmp_path, mnt], [str(tmp_path), "directory"]),
+        ([fifo, mnt], ["fifo", "not seekable"]),
         ([notatar, mnt], ["random.bin", "not an archive"]),
         ([path, tmp_path / "nomnt"], ["nomnt", "No such file"]),
         ([path, afile], ["afile", "not a directory"]),
@@ -408,7 +410,7 @@ def test_usage_errors(archive, tmp_path):
     path, _ = archive
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    for args in (["--no-such-option", path, mnt], ["-Z", path, mnt], [], [path],
+    for args in (["--no-such-option", path, mnt], ["-Z", path, mnt], [], ["-u"],
                  ["--gzip-spacing", "0.01", path, mnt],
                  ["--gzip-spacing", "lots", path, mnt], ["--cache-size", "1K", path, mnt],
                  ["--threads", "0", path, mnt], ["--threads", "x", path, mnt],
