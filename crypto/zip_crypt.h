@@ -1,0 +1,80 @@
+/* An encrypted zip entry: what the index keeps of its encryption, and how a read opens it.
+ *
+ * The record.  The container (containers/zip.c) describes an encrypted entry in a few bytes,
+ * all as the archive has them: the scheme (ZipCrypto, or WinZip AES with its strength and AE
+ * version), ZipCrypto's check byte (the high byte of the CRC-32, or of the DOS time when the
+ * entry has a data descriptor) and the compression method under the encryption.  The index
+ * stores it at the head of the stream's params (zcr_params_join): nothing in it comes from a
+ * password.  The salt and the password verification value of AES are not in it: they are the
+ * first bytes of the entry's data, read from the archive when the entry is opened.
+ *
+ *   byte 0   ZCR_ZIPCRYPTO or ZCR_AES
+ *   byte 1   ZipCrypto: the check byte; AES: the strength (1..3)
+ *   byte 2   AES: the AE version (1 or 2); ZipCrypto: 0
+ *   byte 3-4 the compression method, little-endian
+ *
+ * An encrypted stream's params: one byte n (the record's length, ZCR_LEN), the record, then
+ * the codec's own params (lzma-zip's size), if any.
+ *
+ * Opening.  zcr_open finds the first password of the keyring (keyring.h), in order, that opens
+ * the entry and returns the entry's compressed bytes decrypted, as a source the codec reads
+ * as it reads a plain entry's window.  AES: the password whose derived verification value
+ * matches (a wrong one passes once in 65,536).  ZipCrypto: the check byte passes a wrong
+ * password once in 256, so a password that passes it must also inflate the entry's first
+ * 64 KiB without an error when the entry is deflated (zlib, silently: nothing is logged for
+ * the passwords that fail).  A wrong password that passes both is met by the CRC-32 (whole
+ * entries) or the HMAC (zcr_check, at indexing): a read error then, never other bytes.
+ */
+#ifndef TARSEEK_ZIP_CRYPT_H
+#define TARSEEK_ZIP_CRYPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/source.h"
+
+enum { ZCR_ZIPCRYPTO = 1, ZCR_AES = 2 };
+
+#define ZCR_LEN 5
+
+struct zcr_rec {
+	unsigned kind;	   /* ZCR_* */
+	uint8_t check;	   /* ZipCrypto's check byte */
+	unsigned strength; /* AES: 1, 2, 3 (128, 192, 256 bits) */
+	unsigned version;  /* AES: 1 (AE-1) or 2 (AE-2) */
+	unsigned method;   /* the compression method under the encryption */
+};
+
+/* Writes r's ZCR_LEN bytes. */
+void zcr_encode(const struct zcr_rec *r, uint8_t out[ZCR_LEN]);
+
+/* Reads a record: 0, or -EINVAL (not one: a scheme, strength or version it does not know). */
+int zcr_parse(const uint8_t *p, size_t len, struct zcr_rec *r);
+
+/* An encrypted stream's params from r and the codec's (cp, cplen; NULL, 0 when none): malloc'd
+ * into *out.  0 or -ENOMEM. */
+int zcr_params_join(const struct zcr_rec *r, const void *cp, size_t cplen, uint8_t **out,
+		    size_t *outlen);
+
+/* Splits an encrypted stream's params: r, and the codec's params (pointing into params;
+ * NULL, 0 when none).  0 or -EINVAL (not such params). */
+int zcr_params_split(const void *params, size_t len, struct zcr_rec *r, const void **cp,
+		     size_t *cplen);
+
+/* A short name of the scheme for messages: "ZipCrypto", "AES-256 (AE-2)", ... */
+const char *zcr_name(const struct zcr_rec *r);
+
+/* The plaintext of the encrypted entry data in win (the bytes after its local header), under
+ * the first password that opens it.  win is borrowed and must outlive *out.  0 and *out;
+ * -EACCES when no password opens it (none given, or none fits; nothing logged: the caller
+ * names the entry); -EIO when win is too short for the scheme's header; the source's -errno;
+ * cipher.h's (-ENOTSUP: no libcrypto, logged by its loader). */
+int zcr_open(struct src *win, const struct zcr_rec *r, struct src **out);
+
+/* Checks what only a whole read can: AES's authentication code (the encrypted bytes read
+ * through plain's window).  0 (also for ZipCrypto, which has none), -EBADMSG when it fails,
+ * or -errno. */
+int zcr_check(struct src *plain);
+
+#endif
