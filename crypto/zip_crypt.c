@@ -173,8 +173,17 @@ static int zcr_open_aes(struct src *win, const struct zcr_rec *r, struct src **o
 		size_t len;
 		kr_get(i, &pw, &len);
 		err = wz_derive(r->strength, pw, len, salt, key, mac, pv);
-		if (!err && memcmp(pv, salt + sl, WZ_PV) == 0)
-			err = wz_src_new(win, r->strength, key, mac, out);
+		if (err || memcmp(pv, salt + sl, WZ_PV) != 0)
+			continue;
+		/* the value passes a wrong password once in 65,536: the code, over every
+		 * encrypted byte, decides (and is the only check an AE-2 entry has) */
+		err = wz_src_new(win, r->strength, key, mac, out);
+		if (!err && (err = wz_check_mac(*out)) != 0) {
+			src_free(*out);
+			*out = NULL;
+			if (err == -EBADMSG)
+				err = 0; /* not this password, or damaged: the next one */
+		}
 	}
 	cr_wipe(key, sizeof(key));
 	cr_wipe(mac, sizeof(mac));
