@@ -342,11 +342,24 @@ static int stream_decrypt(struct astream *st, struct conn *c)
 			a->index_shown, (unsigned long long)st->id);
 		return -EIO;
 	}
+	/* the entry's CRC-32, if it has one, to choose between passwords that pass the check */
+	struct creader_range *ranges = NULL;
+	size_t nr = 0;
+	uint32_t crc = 0;
+	bool has_crc = false;
+	err = stream_ranges(st, c, &ranges, &nr);
+	if (!err && nr == 1 && ranges[0].off == 0 && ranges[0].len == st->usize) {
+		crc = ranges[0].crc;
+		has_crc = true;
+	}
+	free(ranges);
+	if (err)
+		return err;
 	if (cplen && !(own = malloc(cplen)))
 		return -ENOMEM;
 	if (cplen)
 		memcpy(own, cp, cplen);
-	err = zcr_open(st->in, &r, &plain);
+	err = zcr_open_crc(st->in, &r, has_crc ? &crc : NULL, &plain);
 	if (err) {
 		free(own);
 		stream_who(c, st->id, who, sizeof(who));

@@ -234,3 +234,44 @@ def test_password_options_refused(tmp_path):
     assert r.returncode != 0 and "missing" in r.stderr, r
     r = run_tarseek("--password", "x" * 2000 + PW, "x.zip", tmp_path)
     assert r.returncode != 0 and PW not in r.stderr, r
+
+
+def zipcrypto_check(password, header):
+    """The last byte of a ZipCrypto entry's 12-byte header decrypted with password (APPNOTE
+    6.1.5): what the check byte is compared with."""
+    def crc(c, b):  # one step of the CRC-32 table update, as the cipher uses it
+        return zlib.crc32(bytes([b]), c ^ 0xffffffff) ^ 0xffffffff
+    k0, k1, k2 = 0x12345678, 0x23456789, 0x34567890
+
+    def update(b):
+        nonlocal k0, k1, k2
+        k0 = crc(k0, b)
+        k1 = ((k1 + (k0 & 0xff)) * 134775813 + 1) & 0xffffffff
+        k2 = crc(k2, k1 >> 24)
+
+    for b in password:
+        update(b)
+    for c in header:
+        t = (k2 | 2) & 0xffff
+        p = c ^ (((t * (t ^ 1)) >> 8) & 0xff)
+        update(p)
+    return p
+
+
+def test_wrong_password_passing_the_check_byte(mount, tmp_path):
+    """A stored ZipCrypto entry (nothing to inflate on trial) and a wrong password that its
+    check byte lets through, given first: the entry's CRC-32 chooses the right one."""
+    archive = make(tmp_path, "zip -0 -P")
+    with zipfile.ZipFile(archive) as z:
+        i = z.getinfo("rand.bin")
+    data = archive.read_bytes()
+    lho = i.header_offset
+    n, x = struct.unpack_from("<HH", data, lho + 26)
+    header = data[lho + 30 + n + x:lho + 30 + n + x + 12]
+    check = (i._raw_time >> 8) if i.flag_bits & 8 else i.CRC >> 24
+    assert zipcrypto_check(PW.encode(), header) == check  # the model is right
+    wrong = next(w for w in (b"wrong-%d" % k for k in range(100_000))
+                 if zipcrypto_check(w, header) == check)
+    with mount(archive, "--password", wrong.decode(), "--password", PW) as m:
+        with open(os.path.join(m.path, "rand.bin"), "rb") as f:
+            assert f.read() == files()["rand.bin"]
