@@ -37,6 +37,12 @@ static inline uint64_t be64(const uint8_t *p)
 	return (uint64_t)be32(p) << 32 | be32(p + 4);
 }
 
+static inline void put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
 static inline void put_le32(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)v;

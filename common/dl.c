@@ -44,7 +44,7 @@ bool dl_available(const char *soname)
 
 const char *dl_optional(void)
 {
-	static char list[160];
+	static char list[256];
 
 	snprintf(list, sizeof(list), "%s (remote archives) %s", DL_CURL,
 		 dl_available(DL_CURL) ? "found" : "missing");
@@ -53,5 +53,8 @@ const char *dl_optional(void)
 	snprintf(list + n, sizeof(list) - n, ", %s (rar, iso9660, cpio, ...) %s", DL_ARCHIVE,
 		 dl_available(DL_ARCHIVE) ? "found" : "missing");
 #endif
+	size_t k = strlen(list);
+	snprintf(list + k, sizeof(list) - k, ", %s (encrypted zip and 7z) %s", DL_CRYPTO,
+		 dl_available(DL_CRYPTO) ? "found" : "missing");
 	return list;
 }

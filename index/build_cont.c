@@ -15,6 +15,13 @@
  *     unreadable (-EIO): it stays listed and its reads fail, the rest of the archive works.
  * Symbolic links whose target is their data (zip, 7z) get the target read now: from the
  * archive for a stored entry, from the decoded bytes otherwise.
+ *
+ * An encrypted zip entry (cont_stream.crypt) is always whole, whatever its size, flagged
+ * IDX_S_CRYPT, its encryption record at the head of its params (crypto/zip_crypt.h): nothing
+ * is decrypted while indexing, so indexing needs no password and the index holds nothing of
+ * the plaintext (no gzip-like window, no segment CRC) nor of a password.  Its reader
+ * (index/streams.c) decrypts it under the password that opens it.  An encrypted symlink
+ * stays without a target.
  */
 #include "index/build_int.h"
 
@@ -32,6 +39,7 @@
 #include "index/db.h"
 #include "seek/segment.h"
 #include "containers/zip.h"
+#include "crypto/zip_crypt.h"
 
 #define WHOLE_SPACINGS 4	   /* whole mode up to this many checkpoint spacings */
 #define LINK_MAX_LEN 4096	   /* a longer "symlink target" is not one */
@@ -51,6 +59,7 @@ struct bstream {
 	void *params;
 	size_t params_len;
 	bool zip_local;
+	bool crypt; /* an encrypted zip entry: params are zcr_params_join's */
 	struct smember *m;
 	size_t nm, cap;
 	bool all_crc;
@@ -118,7 +127,19 @@ static int on_stream(void *opaque, const struct cont_stream *cs, uint64_t *id)
 	*s = (struct bstream){.id = IDX_STREAM + 1 + S->n, .codec = codec_by_name(cs->codec),
 			      .codec_name = strdup(cs->codec), .coff = cs->coff, .clen = cs->clen,
 			      .usize = cs->usize, .zip_local = cs->zip_local, .all_crc = true};
-	if (cs->params_len) {
+	if (cs->crypt) {
+		struct zcr_rec r;
+		if (zcr_parse(cs->crypt, ZCR_LEN, &r)) {
+			free(s->codec_name);
+			return -EINVAL; /* the container made it: its bug */
+		}
+		s->crypt = true;
+		if (zcr_params_join(&r, cs->params, cs->params_len, (uint8_t **)&s->params,
+				    &s->params_len)) {
+			free(s->codec_name);
+			return -ENOMEM;
+		}
+	} else if (cs->params_len) {
 		s->params = malloc(cs->params_len);
 		if (s->params)
 			memcpy(s->params, cs->params, cs->params_len);
@@ -474,14 +495,18 @@ static int whole_stream(struct bld_streams *S, struct bstream *s)
 	struct builder *b = S->b;
 	struct db_stream ds = {.id = s->id, .codec = s->codec->name, .coff = s->coff,
 			       .clen = s->clen, .usize = s->usize, .crcs = IDX_CRCS_MEMBERS,
-			       .flags = s->zip_local ? IDX_S_ZIPLOCAL : 0,
+			       .flags = (s->zip_local ? IDX_S_ZIPLOCAL : 0) |
+					(s->crypt ? IDX_S_CRYPT : 0),
 			       .params = s->params, .params_len = s->params_len};
 	bool links = false;
 	int err = db_insert_stream(b->db, &b->ins_stream, &ds);
 
 	for (size_t i = 0; i < s->nm; i++)
 		links |= s->m[i].link;
-	if (err || !links)
+	if (!err && links && s->crypt) /* not decrypted while indexing */
+		tfs_log(TFS_LOG_WARNING, "%s: an encrypted symbolic link: left without a target",
+			S->in->name);
+	if (err || !links || s->crypt)
 		return err;
 	/* a symlink's target is needed now: decode the (small) stream with its scan */
 	struct job j = {S, s};
@@ -560,7 +585,7 @@ int bld_container(struct builder *b, const struct idx_input *in, const struct co
 		if (!s->codec || !s->nm)
 			continue; /* nothing readable in it */
 		qsort(s->m, s->nm, sizeof(*s->m), cmp_member);
-		if (s->usize <= whole_max && s->all_crc)
+		if (s->crypt || (s->usize <= whole_max && s->all_crc))
 			err = whole_stream(&S, s);
 		else
 			S.jobs[S.njobs++] = i;
