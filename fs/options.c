@@ -286,28 +286,13 @@ static int add_password_file(const char *path, const char *how)
 	return err ? -1 : 0;
 }
 
-/* Applies option s with value val (NULL for a flag).  how: "--name" or "-o name", for
- * messages.  0 or -1 (said why). */
-static int apply(struct options *o, const struct spec *s, const char *val, const char *how)
+/* Applies option s, one that takes a number, a size or a choice, with value val.  0 or -1
+ * (said why). */
+static int apply_value(struct options *o, const struct spec *s, const char *val, const char *how)
 {
 	unsigned long v;
 
 	switch (s->id) {
-	case O_FOREGROUND:
-		o->foreground = true;
-		return 0;
-	case O_DEBUG:
-		o->debug = o->foreground = true;
-		return 0;
-	case O_SINGLE:
-		o->single_thread = true;
-		return 0;
-	case O_NO_UNION:
-		o->no_union = true;
-		return 0;
-	case O_RECURSIVE:
-		o->recursion = OPT_MAX_RECURSION;
-		return 0;
 	case O_DEPTH:
 		if (!parse_uint(val, 10, OPT_MAX_RECURSION, &v)) {
 			tfs_log(TFS_LOG_ERR, "%s: '%s' is not a number from 0 to %d", how, val,
@@ -316,28 +301,6 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 		}
 		o->recursion = (unsigned)v;
 		return 0;
-	case O_STRIP:
-		o->strip_ext = true;
-		return 0;
-	case O_IGNORE_ZEROS:
-		o->ignore_zeros = true;
-		return 0;
-	case O_INDEX_FILE:
-		o->index_file = val;
-		return 0;
-	case O_LOG_FILE:
-		o->log_file = val;
-		return 0;
-	case O_INDEX_FOLDER:
-		o->index_folder = val;
-		return 0;
-	case O_RECREATE:
-		o->recreate = true;
-		return 0;
-	case O_PASSWORD:
-		return add_password(val, how);
-	case O_PASSWORD_FILE:
-		return add_password_file(val, how);
 	case O_GZIP_SPACING:
 		if (!parse_size(val, &o->gzip_spacing) || o->gzip_spacing < 64 * 1024 ||
 		    o->gzip_spacing > (1ull << 40)) {
@@ -362,9 +325,6 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 			return -1;
 		}
 		return 0;
-	case O_DISK_CACHE_DIR:
-		o->disk_cache_dir = val;
-		return 0;
 	case O_THREADS:
 		if (!parse_uint(val, 10, 256, &v) || v < 1) {
 			tfs_log(TFS_LOG_ERR, "%s: '%s' is not a number from 1 to 256", how, val);
@@ -387,9 +347,6 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 			return -1;
 		}
 		o->no_prefetch = o->prefetch_size == 0;
-		return 0;
-	case O_NO_PREFETCH:
-		o->no_prefetch = true;
 		return 0;
 	case O_SHADOW:
 		if (shadow_mode_parse(val, &o->shadow) < 0) {
@@ -433,6 +390,60 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 			return -1;
 		}
 		return 0;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Applies option s with value val (NULL for a flag).  how: "--name" or "-o name", for
+ * messages.  0 or -1 (said why). */
+static int apply(struct options *o, const struct spec *s, const char *val, const char *how)
+{
+	switch (s->id) {
+	case O_FOREGROUND:
+		o->foreground = true;
+		return 0;
+	case O_DEBUG:
+		o->debug = o->foreground = true;
+		return 0;
+	case O_SINGLE:
+		o->single_thread = true;
+		return 0;
+	case O_NO_UNION:
+		o->no_union = true;
+		return 0;
+	case O_RECURSIVE:
+		o->recursion = OPT_MAX_RECURSION;
+		return 0;
+	case O_STRIP:
+		o->strip_ext = true;
+		return 0;
+	case O_IGNORE_ZEROS:
+		o->ignore_zeros = true;
+		return 0;
+	case O_INDEX_FILE:
+		o->index_file = val;
+		return 0;
+	case O_LOG_FILE:
+		o->log_file = val;
+		return 0;
+	case O_INDEX_FOLDER:
+		o->index_folder = val;
+		return 0;
+	case O_RECREATE:
+		o->recreate = true;
+		return 0;
+	case O_PASSWORD:
+		return add_password(val, how);
+	case O_PASSWORD_FILE:
+		return add_password_file(val, how);
+	case O_DISK_CACHE_DIR:
+		o->disk_cache_dir = val;
+		return 0;
+	case O_NO_PREFETCH:
+		o->no_prefetch = true;
+		return 0;
 	case O_UNMOUNT:
 		o->unmount = true;
 		return 0;
@@ -451,6 +462,8 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 		exit(0);
 	case O_OPTION:
 		break;
+	default:
+		return apply_value(o, s, val, how);
 	}
 	return 0;
 }
