@@ -15,7 +15,8 @@ what the tool extracts from the same parts:
 - a part missing in the middle and a part cut short: the mount is refused with a message
   naming the part; a split zip without its NAME.zip, or its NAME.zip alone: refused;
 - a part changed after the first mount: the second mount rebuilds the index and shows the
-  new bytes.
+  new bytes;
+- tarseek-convert of a first part: the whole archive rewritten (`tar -x` of its output).
 """
 import os
 import shutil
@@ -23,7 +24,7 @@ import subprocess
 
 import pytest
 
-from conftest import random_bytes, run, run_tarseek, text_data
+from conftest import BUILD, random_bytes, run, run_tarseek, text_data
 
 BIG = 3_000_000  # three parts of 1 MB (1 MiB for 7zz and zip), incompressible
 
@@ -259,3 +260,13 @@ def test_changed_part(mount, tmp_path, src):
     with mount(first) as m2:
         same_tree(m2.path, ref)
     assert "rebuilding index" in m2.log() and "modified" in m2.log(), m2.log()
+
+
+def test_convert(tmp_path, src):
+    first, ref = split_tgz(tmp_path, src)
+    out = tmp_path / "out.tar.zst"
+    run(os.path.join(BUILD, "tools", "tarseek-convert"), first, out)
+    got = tmp_path / "got"
+    got.mkdir()
+    run("tar", "-xf", out, "-C", got)
+    same_tree(got, ref)
