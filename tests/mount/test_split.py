@@ -4,7 +4,8 @@ what the tool extracts from the same parts:
 
 - a .tar.gz cut by `split -b 1000000 --numeric-suffixes=1 -a 3` (NAME.001, ...): `tar -x` of
   the parts put back together;
-- 7-Zip volumes (`7zz a -v1m`: NAME.7z.001, ...): `7zz x`;
+- 7-Zip volumes (`7zz a -v1m`: NAME.7z.001, ...), and of a zip (`7zz a -tzip -v1m`:
+  NAME.zip.001, ..., one disk cut in parts: its offsets are the whole file's): `7zz x`;
 - a split zip (`zip -s 1m`: NAME.z01, ..., NAME.zip), given as NAME.zip and as NAME.z01:
   `7zz x` of the split zip, and the tree it was made of.  Not `unzip` after `zip -s 0 --out`:
   Debian 12's zip 3.0 leaves out of its output the bytes an entry has in the last part
@@ -130,6 +131,18 @@ def test_split_tar_gz(mount, tmp_path, src):
 def test_7z_volumes(mount, tmp_path, src):
     first, ref = split_7z(tmp_path, src)
     with mount(first) as m:
+        same_tree(m.path, ref)
+
+
+@need_7zz
+def test_7z_volumes_of_a_zip(mount, tmp_path, src):
+    d = tmp_path / "vz"
+    d.mkdir()
+    run("7zz", "a", "-bd", "-tzip", "-v1m", d / "vz.zip", ".", cwd=src)
+    assert len(parts(d, "vz.zip.")) >= 3
+    ref = tmp_path / "ref-vz"
+    run("7zz", "x", "-bd", f"-o{ref}", d / "vz.zip.001")
+    with mount(d / "vz.zip.001") as m:
         same_tree(m.path, ref)
 
 
