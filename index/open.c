@@ -524,8 +524,14 @@ int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool
 		struct idx_build_stats *stats)
 {
 	struct target t = {.name = archive, .path = archive};
+	char **parts;
+	size_t nparts;
+	/* a split archive's parts are all there before its index is looked for (said which is
+	 * not); then it is read as one file wherever it is opened (common/parts.h) */
+	int err = parts_find(archive, false, &parts, &nparts);
 
-	return prepare(&t, o, path, built, stats);
+	parts_names_free(parts, nparts);
+	return err ? err : prepare(&t, o, path, built, stats);
 }
 
 int idx_prepare_remote(struct http_obj *obj, struct src *src, const struct idx_opts *o,
@@ -647,14 +653,6 @@ int arch_open(const char *archive, const struct arch_opts *o, struct arch **out)
 		tfs_log(TFS_LOG_ERR, "cannot read archive %s: %s", archive, strerror(errno));
 		goto out;
 	}
-	/* a split archive's parts are all there before its index is looked for (said which is
-	 * not); then it is read as one file wherever it is opened (common/parts.h) */
-	char **parts;
-	size_t nparts;
-	err = parts_find(path, false, &parts, &nparts);
-	parts_names_free(parts, nparts);
-	if (err)
-		goto out;
 	err = idx_prepare(path, &o->idx, &index, &built, &stats);
 	if (err)
 		goto out;
