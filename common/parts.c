@@ -2,8 +2,10 @@
  *
  * Finding is by names only, then stat(2): the part after the first is the first's name with
  * the next number, until one is missing.  A run that stops early is told from a missing part
- * in the middle by listing the folder once for a later number (NAME.004 beside NAME.001 and
- * NAME.002 means NAME.003 is missing), which costs one readdir per archive opened.
+ * in the middle by a later number beside it (NAME.004 beside NAME.001 and NAME.002 means
+ * NAME.003 is missing): when parts were found, by listing the folder once; when none was (a
+ * NAME.zip or NAME.001 alone: every zip opened, every -r probe of one), by a stat of the next
+ * LOOKAHEAD numbers only, so that a folder of many zips costs no readdir per zip.
  *
  * The joined source keeps the parts' starts (n + 1 offsets) and finds the part of a read by
  * binary search; a read never spans two parts (src_pread loops, asking again at the next
@@ -94,6 +96,24 @@ static char *part_name(const char *path, const struct parts_name *k, unsigned i)
 		    : asprintf(&out, "%.*s%c%02u", (int)k->prefix_len, path, k->upper ? 'Z' : 'z', i);
 
 	return r < 0 ? NULL : out;
+}
+
+#define LOOKAHEAD 3
+
+/* A part numbered above last beside path, when no part after the first was found: the next
+ * LOOKAHEAD numbers.  The lowest such number, or 0. */
+static unsigned later_near(const char *path, const struct parts_name *k, unsigned last)
+{
+	struct stat st;
+
+	for (unsigned i = last + 2; i <= last + 1 + LOOKAHEAD; i++) {
+		char *p = part_name(path, k, i);
+		bool there = p && stat(p, &st) == 0;
+		free(p);
+		if (there)
+			return i;
+	}
+	return 0;
 }
 
 /* The lowest number above last of a part beside path's parts (the same prefix, then digits:
@@ -226,7 +246,8 @@ int parts_find(const char *path, bool quiet, char ***names, size_t *n)
 	}
 	if (err)
 		goto fail;
-	later = later_part(path, &k, last);
+	/* parts found: the folder listed; the first alone (*n 1, or a NAME.zip's 0): a few stats */
+	later = *n > (k.kind == PK_NUM) ? later_part(path, &k, last) : later_near(path, &k, last);
 	if (later) {
 		missing = part_name(path, &k, last + 1);
 		err = -ENOENT;
