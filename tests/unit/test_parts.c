@@ -184,6 +184,7 @@ static void test_numbered(uint8_t *data)
 	free(p);
 	p = at("w.tar.gz.002");
 	CHECK_EQ(truncate(p, 600), 0);
+	free(p);
 	uint8_t buf[100];
 	CHECK_EQ(src_pread(s, buf, sizeof(buf), 1450), 100); /* still there */
 	CHECK_EQ(src_pread(s, buf, sizeof(buf), 1650), -EIO);
