@@ -289,16 +289,19 @@ static const uint8_t *extra_find(const uint8_t *x, size_t n, unsigned tag, size_
 	return NULL;
 }
 
-/* The zip64 extra field: the 64-bit values of the fields whose 32-bit values are all ones
- * (the disk's 32-bit value, whose 16-bit one is), in this order.  False if it is missing or
- * too short for them. */
+/* The zip64 extra field: the 64-bit values of the fields whose 32-bit values are all ones, in
+ * this order, then the disk's 32-bit value when its 16-bit one is all ones (if it is there: a
+ * zip of one disk may leave it out, and its disk is never read).  False if the field is
+ * missing or too short for the 64-bit values. */
 static bool apply_zip64(struct zip_entry *z, bool usize64, bool csize64, bool lho64, bool disk32)
 {
-	size_t len, need = 8 * (usize64 + csize64 + lho64) + 4 * disk32, at = 0;
+	size_t len, need = 8 * (usize64 + csize64 + lho64), at = 0;
 	const uint8_t *p = extra_find(z->extra, z->extra_len, ZIP_X_ZIP64, &len);
 
-	if (!need)
+	if (!need && !disk32)
 		return true;
+	if (!need && !p)
+		return true; /* no disk number: disk 0xffff, which no split zip has as many parts */
 	if (!p || len < need)
 		return false;
 	if (usize64) {
@@ -313,7 +316,7 @@ static bool apply_zip64(struct zip_entry *z, bool usize64, bool csize64, bool lh
 		z->lho = le64(p + at);
 		at += 8;
 	}
-	if (disk32)
+	if (disk32 && len >= at + 4)
 		z->disk = le32(p + at);
 	return true;
 }
