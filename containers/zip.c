@@ -11,6 +11,14 @@
  * source's -ESTALE) after a log line saying what could not be read; damage is -EIO after
  * a log line saying what is wrong; "no end record" is told apart from both (the walk of the
  * local headers, or -EINVAL: not a zip).
+ *
+ * A split zip (`zip -s`: NAME.z01, ..., NAME.zip) is read when its parts come joined
+ * (common/parts.h): its end record, in the last part, says which disk it is on (the last:
+ * number of parts - 1), and the directory gives its own start and each entry's local header as
+ * (disk, offset in that disk), which parts_starts() turns into offsets of the joined bytes.
+ * Those numbers are the file's, so each is checked: a disk that is not one of the parts, or
+ * an offset past its part's end, is damage (the directory, or that entry, left out).  The
+ * first part begins with the split marker PK\7\10, counted in its offsets.
  */
 #include "containers/zip.h"
 
@@ -25,6 +33,7 @@
 
 #include "common/byteio.h"
 #include "common/log.h"
+#include "common/parts.h"
 #include "crypto/winzip_aes.h"
 #include "crypto/zip_crypt.h"
 #include "crypto/zipcrypto.h"
@@ -69,6 +78,8 @@ struct zip_dir {
 	uint64_t size, off; /* the directory's bytes, offsets as stored */
 	int64_t shift;	    /* add to every stored offset: bytes prepended to the archive */
 	bool zip64;
+	size_t disks;		/* a split zip joined: its parts (offsets are per disk), or 0 */
+	const uint64_t *starts; /* where each begins in the joined bytes (disks + 1) */
 };
 
 /* The end record: the last place in the final ZIP_END_SEARCH bytes where its signature sits
@@ -141,8 +152,11 @@ static int dir_zip64(struct src *in, const char *name, uint64_t size, uint64_t e
 	err = read_at(in, name, "zip64 locator", loc, sizeof(loc), end - ZIP64_LOCATOR_LEN);
 	if (err || le32(loc) != ZIP64_LOCATOR_SIG)
 		return err;
-	/* the record is where the locator says, or (shifted archive) right before it */
+	/* the record is where the locator says, or (shifted archive) right before it; in a split
+	 * zip, an offset in the disk the locator names */
 	rec = le64(loc + 8);
+	if (d->disks && le32(loc + 4) < d->disks && rec < UINT64_MAX - d->starts[le32(loc + 4)])
+		rec += d->starts[le32(loc + 4)];
 	if (size >= ZIP64_END_LEN && rec <= size - ZIP64_END_LEN) {
 		err = read_at(in, name, "zip64 end record", e64, sizeof(e64), rec);
 		if (err)
@@ -164,8 +178,38 @@ static int dir_zip64(struct src *in, const char *name, uint64_t size, uint64_t e
 	d->off = le64(e64 + 48);
 	d->zip64 = true;
 	*dir_end = rec;
-	if (le32(loc + 16) > 1)
+	if (le32(loc + 16) > 1 && *disk == 0)
 		*disk = 1; /* more than one disk */
+	return 0;
+}
+
+/* The directory of a split zip: the end record on disk `disk`, the directory's start on
+ * `cd_disk`.  0 (d->off is then an offset of the joined bytes), -ENOTSUP (not joined: one part
+ * alone) or -EIO (the numbers do not fit the parts), logged. */
+static int dir_split(const char *name, unsigned disk, unsigned cd_disk, uint64_t dir_end,
+		     struct zip_dir *d)
+{
+	if (!d->disks) {
+		tfs_log(TFS_LOG_ERR, "%s: the last part of a zip split over %u disks, whose other "
+			"parts (NAME.z01, ...) are not beside it", name, disk + 1);
+		return -ENOTSUP;
+	}
+	if (disk != d->disks - 1 || cd_disk > disk) {
+		tfs_log(TFS_LOG_ERR, "%s: a split zip whose end record is on disk %u (directory on "
+			"disk %u), but %zu parts were found: parts missing, or damaged", name,
+			disk + 1, cd_disk + 1, d->disks);
+		return -EIO;
+	}
+	uint64_t at = d->starts[cd_disk];
+	if (d->off > d->starts[cd_disk + 1] - at || d->size > dir_end ||
+	    d->off + at > dir_end - d->size) {
+		tfs_log(TFS_LOG_ERR, "%s: split zip central directory at offset %llu of disk %u "
+			"does not fit before its end record: damaged", name,
+			(unsigned long long)d->off, cd_disk + 1);
+		return -EIO;
+	}
+	d->off += at;
+	d->shift = 0;
 	return 0;
 }
 
@@ -187,10 +231,9 @@ static int dir_locate(struct src *in, const char *name, uint64_t size, int64_t e
 	err = dir_zip64(in, name, size, (uint64_t)end, d, &disk, &cd_disk, &dir_end);
 	if (err)
 		return err;
-	if (disk != 0 || cd_disk != 0) {
-		tfs_log(TFS_LOG_ERR, "%s: a zip split over several disks: not supported", name);
-		return -ENOTSUP;
-	}
+	if (disk != 0 || cd_disk != 0)
+		return dir_split(name, disk, cd_disk, dir_end, d);
+	d->disks = 0; /* one disk, maybe cut by `split` (NAME.zip.001): offsets are the file's */
 	if (d->size > dir_end) {
 		tfs_log(TFS_LOG_ERR, "%s: zip central directory of %llu bytes does not fit before "
 			"its end record: damaged", name, (unsigned long long)d->size);
@@ -229,6 +272,7 @@ static int dir_locate(struct src *in, const char *name, uint64_t size, int64_t e
 
 struct zip_entry {
 	unsigned made_by, flags, method, dos_time, dos_date;
+	uint32_t disk; /* where its local header is (a split zip) */
 	uint32_t crc, ext_attr;
 	uint64_t csize, usize, lho;
 	const uint8_t *name, *extra;
@@ -252,15 +296,19 @@ static const uint8_t *extra_find(const uint8_t *x, size_t n, unsigned tag, size_
 	return NULL;
 }
 
-/* The zip64 extra field: the 64-bit values of the fields whose 32-bit values are all ones,
- * in this order.  False if it is missing or too short for them. */
-static bool apply_zip64(struct zip_entry *z, bool usize64, bool csize64, bool lho64)
+/* The zip64 extra field: the 64-bit values of the fields whose 32-bit values are all ones, in
+ * this order, then the disk's 32-bit value when its 16-bit one is all ones (if it is there: a
+ * zip of one disk may leave it out, and its disk is never read).  False if the field is
+ * missing or too short for the 64-bit values. */
+static bool apply_zip64(struct zip_entry *z, bool usize64, bool csize64, bool lho64, bool disk32)
 {
 	size_t len, need = 8 * (usize64 + csize64 + lho64), at = 0;
 	const uint8_t *p = extra_find(z->extra, z->extra_len, ZIP_X_ZIP64, &len);
 
-	if (!need)
+	if (!need && !disk32)
 		return true;
+	if (!need && !p)
+		return true; /* no disk number: disk 0xffff, which no split zip has as many parts */
 	if (!p || len < need)
 		return false;
 	if (usize64) {
@@ -271,8 +319,12 @@ static bool apply_zip64(struct zip_entry *z, bool usize64, bool csize64, bool lh
 		z->csize = le64(p + at);
 		at += 8;
 	}
-	if (lho64)
+	if (lho64) {
 		z->lho = le64(p + at);
+		at += 8;
+	}
+	if (disk32 && len >= at + 4)
+		z->disk = le32(p + at);
 	return true;
 }
 
@@ -590,6 +642,7 @@ static bool central_entry(const uint8_t *p, size_t left, struct zip_entry *z, si
 	    .usize = le32(p + 24),
 	    .ext_attr = le32(p + 38),
 	    .lho = le32(p + 42),
+	    .disk = le16(p + 34),
 	    .name = p + ZIP_CENTRAL_LEN,
 	    .name_len = n,
 	    .extra = p + ZIP_CENTRAL_LEN + n,
@@ -597,7 +650,19 @@ static bool central_entry(const uint8_t *p, size_t left, struct zip_entry *z, si
 	};
 	*used = ZIP_CENTRAL_LEN + n + x + c;
 	return apply_zip64(z, z->usize == 0xffffffffu, z->csize == 0xffffffffu,
-			   z->lho == 0xffffffffu);
+			   z->lho == 0xffffffffu, z->disk == 0xffffu);
+}
+
+/* z's local header offset in the joined bytes of a split zip (unchanged in one of a single
+ * disk, whose entries all say disk 0).  False if its disk or its offset is not in the parts. */
+static bool entry_disk(struct zip_entry *z, const struct zip_dir *d)
+{
+	if (!d->disks)
+		return true;
+	if (z->disk >= d->disks || z->lho >= d->starts[z->disk + 1] - d->starts[z->disk])
+		return false;
+	z->lho += d->starts[z->disk];
+	return true;
 }
 
 static int parse_directory(struct src *in, const char *name, uint64_t size,
@@ -634,7 +699,12 @@ static int parse_directory(struct src *in, const char *name, uint64_t size,
 			st->damaged = true;
 			break;
 		}
-		if (z.lho > size || (uint64_t)d->shift > size - z.lho) {
+		if (!entry_disk(&z, d)) {
+			tfs_log(TFS_LOG_WARNING, "%s: split zip entry %llu is on disk %u at offset "
+				"%llu, which is not in its parts: left out", name,
+				(unsigned long long)i, z.disk + 1, (unsigned long long)z.lho);
+			st->damaged = true;
+		} else if (z.lho > size || (uint64_t)d->shift > size - z.lho) {
 			tfs_log(TFS_LOG_WARNING, "%s: zip entry %llu points past the end of the "
 				"archive: left out", name, (unsigned long long)i);
 			st->damaged = true;
@@ -700,7 +770,7 @@ static int parse_local(struct src *in, const char *name, uint64_t size,
 		err = read_at(in, name, "local header", var, n + x, at + ZIP_LOCAL_LEN);
 		if (err)
 			break;
-		if (!apply_zip64(&z, z.usize == 0xffffffffu, z.csize == 0xffffffffu, false))
+		if (!apply_zip64(&z, z.usize == 0xffffffffu, z.csize == 0xffffffffu, false, false))
 			break;
 		if (z.flags & ZIP_FLAG_DESCRIPTOR) {
 			tfs_log(TFS_LOG_WARNING, "%s: zip entry at offset %llu keeps its sizes after "
@@ -779,6 +849,7 @@ static int zip_parse(struct src *in, const struct cont_sink *sink, struct cont_s
 		tfs_log(TFS_LOG_ERR, "%s: cannot read the end of the zip archive: %s", name,
 			strerror(-err));
 	} else {
+		d.disks = parts_starts(in, &d.starts);
 		err = dir_locate(in, name, size, end, &d);
 		if (!err)
 			err = parse_directory(in, name, size, &d, sink, &st);

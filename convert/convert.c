@@ -32,6 +32,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/parts.h"
 #include "common/pool.h"
 #include "index/archive.h"
 #include "net/net.h"
@@ -219,13 +220,14 @@ static int source_open(struct cv_source *s, const char *path, const struct cv_op
 
 	if (http_is_url(path)) {
 		err = source_open_url(s, path, o, &built, &path);
-	} else if (stat(path, &s->st)) {
-		err = -errno;
-		tfs_log(TFS_LOG_ERR, "cannot read %s: %s", path, strerror(errno));
-	} else {
-		err = idx_prepare(path, &o->source, &s->index, &built, NULL);
+	} else { /* a split archive: its parts joined (a missing or short one is said) */
+		err = parts_open(path, &s->file);
 		if (!err)
-			err = src_open_file(path, &s->file);
+			err = parts_stat(path, &s->st);
+		if (err)
+			tfs_log(TFS_LOG_ERR, "cannot read %s: %s", path, strerror(-err));
+		if (!err)
+			err = idx_prepare(path, &o->source, &s->index, &built, NULL);
 	}
 	if (err)
 		return err;

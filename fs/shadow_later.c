@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/parts.h"
 #include "common/pool.h"
 #include "index/shadow_make.h"
 
@@ -62,7 +63,7 @@ static void *sl_main(void *arg)
 
 	for (size_t i = 0; i < sl->n && !atomic_load(&sl->stop); i++) {
 		struct src *file;
-		if (src_open_file(sl->items[i].path, &file) < 0)
+		if (parts_open(sl->items[i].path, &file) < 0) /* a split archive too */
 			continue;
 		int r = idx_shadow_make(sl->items[i].index, file, sl->items[i].path, &sl->o);
 		if (r == 1)

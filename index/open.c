@@ -18,6 +18,7 @@
 #include "codecs/codec.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/parts.h"
 #include "common/size.h"
 #include "net/net.h"
 #include "index/db.h"
@@ -139,15 +140,15 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
 {
 	struct src *file;
 	struct stat sb;
-	int err = src_open_file(archive, &file);
+	int err = parts_open(archive, &file); /* a split archive's parts joined */
 
 	if (err) {
 		tfs_log(TFS_LOG_ERR, "cannot open %s: %s", archive, strerror(-err));
 		return err;
 	}
-	if (fstat(src_fd(file), &sb) < 0) {
-		err = -errno;
-		tfs_log(TFS_LOG_ERR, "cannot stat %s: %s", archive, strerror(errno));
+	err = parts_stat(archive, &sb);
+	if (err) {
+		tfs_log(TFS_LOG_ERR, "cannot stat %s: %s", archive, strerror(-err));
 		src_free(file);
 		return err;
 	}
@@ -523,8 +524,14 @@ int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool
 		struct idx_build_stats *stats)
 {
 	struct target t = {.name = archive, .path = archive};
+	char **parts;
+	size_t nparts;
+	/* a split archive's parts are all there before its index is looked for (said which is
+	 * not); then it is read as one file wherever it is opened (common/parts.h) */
+	int err = parts_find(archive, false, &parts, &nparts);
 
-	return prepare(&t, o, path, built, stats);
+	parts_names_free(parts, nparts);
+	return err ? err : prepare(&t, o, path, built, stats);
 }
 
 int idx_prepare_remote(struct http_obj *obj, struct src *src, const struct idx_opts *o,
@@ -649,7 +656,7 @@ int arch_open(const char *archive, const struct arch_opts *o, struct arch **out)
 	err = idx_prepare(path, &o->idx, &index, &built, &stats);
 	if (err)
 		goto out;
-	err = src_open_file(path, &file);
+	err = parts_open(path, &file);
 	if (err) {
 		tfs_log(TFS_LOG_ERR, "cannot open %s: %s", archive, strerror(-err));
 		goto out;

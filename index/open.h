@@ -41,7 +41,8 @@ struct idx_opts {
 int idx_build_from(const struct idx_input *in, const char *index_path,
 		   const struct idx_build_opts *o, struct idx_build_stats *stats);
 
-/* As idx_build_from for the archive file at archive. */
+/* As idx_build_from for the archive file at archive (a split archive's first part: its parts
+ * joined, common/parts.h). */
 int idx_build(const char *archive, const char *index_path, const struct idx_build_opts *o,
 	      struct idx_build_stats *stats);
 
@@ -51,7 +52,10 @@ int idx_build(const char *archive, const char *index_path, const struct idx_buil
  * overwritten; beside the archive such a file -- ratarmount's index has the same name -- is
  * passed over for the next place).  With check_only, where an index would be built, -ENOENT
  * or -ESTALE instead.  A build first removes the temporary files that killed builds left
- * beside the index (their process gone, unwritten for 10 minutes). */
+ * beside the index (their process gone, unwritten for 10 minutes).  The first part of a split
+ * archive (common/parts.h) stands for the whole: its parts are checked first (a part missing,
+ * -ENOENT, or of the wrong length, -EIO, is logged by name), its index stamped with all of
+ * them. */
 int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool *built,
 		struct idx_build_stats *stats);
 

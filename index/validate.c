@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "codecs/codec.h"
+#include "common/parts.h"
 #include "index/db.h"
 #include "index/stamp.h"
 
@@ -139,7 +140,7 @@ static int validate(const char *index_path, const char *archive, const struct id
 	if (!archive && ist.st_uid != geteuid() && ist.st_uid != 0)
 		return why_is(why, whylen, -EPERM, "owned by uid %u, who is neither you nor root",
 			      (unsigned)ist.st_uid);
-	if (archive && stat(archive, &ast) == 0 && ist.st_uid != geteuid() && ist.st_uid != 0 &&
+	if (archive && parts_stat(archive, &ast) == 0 && ist.st_uid != geteuid() && ist.st_uid != 0 &&
 	    ist.st_uid != ast.st_uid) {
 		return why_is(why, whylen, -EPERM,
 			      "owned by uid %u, who is neither you, root nor the archive's owner",
@@ -149,7 +150,7 @@ static int validate(const char *index_path, const char *archive, const struct id
 		snprintf(why, whylen, "%s", "writable by other users");
 		return -EPERM;
 	}
-	if (archive && src_open_file(archive, &file) == 0) /* read meanwhile (index_ahead) */
+	if (archive && parts_open(archive, &file) == 0) /* read meanwhile (index_ahead) */
 		idx_fingerprint_ahead(file);
 	if (db_open_ro(index_path, &db) < 0) {
 		snprintf(why, whylen, "%s", "cannot be opened");
@@ -188,10 +189,15 @@ static int validate(const char *index_path, const char *archive, const struct id
 			goto out;
 		}
 	} else {
-		if (stat(archive, &ast) < 0) {
-			err = -errno;
-			goto out;
+		err = parts_stat(archive, &ast); /* a split archive: all its parts */
+		if (err && err != -ENOENT) {
+			why_is(why, whylen, 0, "the archive (or a part) cannot be read: %s",
+			       strerror(-err));
+			err = -ESTALE;
 		}
+		if (err)
+			goto out;
+		err = -ESTALE;
 		if (!db_meta_get_u64(db, "archive_size", &v) || v != (uint64_t)ast.st_size) {
 			snprintf(why, whylen, "%s", "the archive's size changed");
 			goto out;
@@ -201,7 +207,7 @@ static int validate(const char *index_path, const char *archive, const struct id
 			snprintf(why, whylen, "%s", "the archive was modified (its mtime changed)");
 			goto out;
 		}
-		if (!file && src_open_file(archive, &file) < 0) {
+		if (!file && parts_open(archive, &file) < 0) {
 			snprintf(why, whylen, "%s", "the archive cannot be read");
 			goto out;
 		}

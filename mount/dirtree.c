@@ -25,6 +25,7 @@
 
 #include "codecs/codec.h"
 #include "common/hash.h"
+#include "common/parts.h"
 #include "common/htable.h"
 #include "containers/container.h"
 #include "containers/tar/tar.h"
@@ -144,21 +145,26 @@ static void to_attr(const struct stat *st, uint64_t id, struct arch_attr *a)
 }
 
 /* True if the file rel is an archive: named like one, and its content says so (a codec's
- * magic, a tar header, a container's). */
+ * magic, a tar header, a container's).  The first part of a split archive is named like one
+ * when its whole archive is (NAME.tar.gz.001: the whole name is shorter), and probed as its
+ * parts joined; a split zip is shown as its NAME.zip only (NAME.z01's whole name is as long). */
 static bool probe_archive(struct dirtree *d, const char *rel)
 {
 	const char *base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+	char *whole = parts_whole_name(base);
 	uint8_t head[512];
 	struct src *s = NULL;
 	bool yes = false;
-
 	char *full = NULL;
+	int err = 0;
 
-	if (!codec_archive_name(base, strlen(base)))
+	if (!codec_archive_name(base, strlen(base)) &&
+	    (!whole || strlen(whole) >= strlen(base) || !codec_archive_name(whole, strlen(whole))))
+		err = -EINVAL;
+	free(whole);
+	if (err || asprintf(&full, "%s/%s", d->path, rel) < 0)
 		return false;
-	if (asprintf(&full, "%s/%s", d->path, rel) < 0)
-		return false;
-	int err = src_open_file(full, &s);
+	err = parts_open(full, &s);
 	free(full);
 	if (err)
 		return false;

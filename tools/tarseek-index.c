@@ -15,6 +15,7 @@
 #include "codecs/codec.h"
 #include "common/dl.h"
 #include "common/log.h"
+#include "common/parts.h"
 #include "common/pool.h"
 #include "common/size.h"
 #include "net/net.h"
@@ -207,7 +208,7 @@ static void make_shadow(const char *archive, const char *index, const struct idx
 					  .threads = o->build.threads};
 	struct src *file;
 
-	if (so.mode == SHADOW_NEVER || src_open_file(archive, &file) < 0)
+	if (so.mode == SHADOW_NEVER || parts_open(archive, &file) < 0)
 		return;
 	if (idx_shadow_make(index, file, archive, &so) == 1)
 		printf("%s: shadow made beside the index\n", archive);

@@ -18,7 +18,12 @@
  *     stream the reader refuses: reader.c's "decodes to more than its size");
  *  4. decoders started at (some of) the checkpoints the scan emitted: they must start (or run
  *     out of memory), and every byte they return below the scan's verified offset must be the
- *     scan's; after a clean scan they must read to where it ended without an error.
+ *     scan's; after a clean scan they must read to where it ended without an error;
+ *  5. an input that starts with the split marker (PK\7\10, `zip -s`'s first part) is parsed
+ *     once more as a split zip: cut into parts of one size (64 KiB, `zip -s 64k`'s, or one
+ *     from the input) joined by parts_join, so that the translation of (disk, offset) pairs
+ *     (containers/zip.c entry_disk, dir_split, the zip64 locator's disk) reads what the input
+ *     says, with the same checks as 1 and 2.
  *
  * An encrypted entry (its AES extra field 0x9901 parsed, or ZipCrypto's flag) must come with
  * a record zcr_parse takes; its stream is scanned as the reader does, through zcr_open's
@@ -30,6 +35,7 @@
  *   build-fuzz/tests/fuzz/fuzz_zip -max_len=131072 CORPUS_DIR
  */
 #include "common/byteio.h"
+#include "common/parts.h"
 #include "containers/container.h"
 #include "fuzz_common.h"
 #include "containers/zip.h"
@@ -310,6 +316,46 @@ out:
 	src_free(file);
 }
 
+/* 5: the input as the parts of a split zip, joined. */
+static void fz_split(const uint8_t *data, size_t size, struct fz_rng *rng)
+{
+	struct fz_walk w = {.size = size};
+	struct cont_sink sink = {.stream = on_stream, .member = on_member, .opaque = &w,
+				 .name = "fuzz.zip"};
+	struct src *parts[64], *in;
+	struct cont_stats st;
+	size_t part = size > (64 << 10) && (fz_rng_next(rng) & 1) ? 64 << 10
+								   : 1 + (size_t)fz_rng_below(rng, size);
+	size_t n = 0;
+	int err;
+
+	if (size < 4 || le32(data) != 0x08074b50u)
+		return;
+	if (part < size / 64 + 1)
+		part = size / 64 + 1;
+	for (size_t at = 0; at < size; at += part) {
+		parts[n] = src_from_mem(data + at, size - at < part ? size - at : part);
+		if (!parts[n]) {
+			for (size_t i = 0; i < n; i++)
+				src_free(parts[i]);
+			return;
+		}
+		n++;
+	}
+	in = parts_join(parts, NULL, n);
+	if (!in)
+		return;
+	w.in = in;
+	err = cont_zip.parse(in, &sink, &st);
+	FZ_ASSERT(err == 0 || err == -EINVAL || err == -EIO || err == -ENOTSUP || err == -ENOMEM);
+	FZ_ASSERT(st.members == w.members);
+	for (uint64_t i = 0; i < w.members && i < FZ_TRACKED; i++)
+		check_local(&w, w.hdr_off[i]);
+	for (uint64_t i = 0; i < w.nstreams && i < FZ_STREAMS; i++)
+		check_local(&w, w.st[i].s.coff);
+	src_free(in);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -342,6 +388,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_local(&w, w.st[i].s.coff);
 		fz_decode(data, size, &w.st[i], &rng);
 	}
+	fz_split(data, size, &rng);
 out:
 	src_free(in);
 	return 0;

@@ -10,7 +10,8 @@
 #                            plain and compressed headers, encrypted ones, damaged ones
 #   DIR/fuzz_zip/            zips by Info-ZIP (-0/-6/-9, bzip2, -P, to a pipe: data
 #                            descriptors), 7zz's AES and ZipCrypto (-psecret), Python's zipfile (LZMA, zip64 forced), bsdtar, xz and
-#                            zstd entries written by hand, a prefixed one, damaged ones
+#                            zstd entries written by hand, a prefixed one, a split one (zip -s
+#                            64k: its parts one after the other), damaged ones
 #   DIR/fuzz_http/           HTTP answers (nginx, S3, HTTP/2) and AWS credentials/config files
 #   DIR/fuzz_libarchive/     cpio (newc, odc, bin, crc), ar, iso9660, xar and warc of a small
 #                            tree, libarchive's rar/cab/lha samples, damaged copies
@@ -267,6 +268,11 @@ if have zip; then
 	(seq 1 3000 | zip -q - - | cat >"$Zp/stdin.zip") 2>/dev/null || rm -f "$Zp/stdin.zip"
 	# a self-extracting stub before the archive: every offset shifted
 	[ -f "$Zp/deflate.zip" ] && { head -c 700 /bin/sh; cat "$Zp/deflate.zip"; } >"$Zp/prefixed.zip"
+	# split in parts of 64 KiB (stored, so that there are two): NAME.z01 then NAME.zip, which
+	# fuzz_zip.c cuts again and joins (part 5)
+	mkdir -p "$work/zsplit" && head -c 80000 "$work/big" >"$work/zsplit/part" &&
+		(cd "$work/zsplit" && zip -q -0 -s 64k sp.zip part >/dev/null 2>&1) &&
+		cat "$work/zsplit/sp.z01" "$work/zsplit/sp.zip" >"$Zp/split.zip" || rm -f "$Zp/split.zip"
 else
 	note "zip missing: no Info-ZIP seeds"
 fi
