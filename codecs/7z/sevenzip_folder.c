@@ -44,6 +44,18 @@
  * return is checked by the index's segment CRCs.  Memory: an LZMA dictionary is allocated at
  * the size the coder states, but never larger than that coder's output (7-Zip states more
  * for small files); one above SZ_DICT_MAX (1.5 GiB) is refused with -ENOMEM.
+ *
+ * Encrypted folders (an AES coder, sevenzip_aes.h).  7z stores nothing that tells a right
+ * password from a wrong one, so the passwords of the keyring (crypto/keyring.h) are tried in
+ * order by decoding: a password opens the folder when its first SZ_TRY bytes decode without an
+ * error (a wrong key turns LZMA's input into noise, which fails within bytes) and, if a CRC
+ * comes within SZ_TRY_MAX bytes (a file's, from the scan's substream table, or the folder's),
+ * it matches -- a folder of Copy has nothing else to fail.  The keyring remembers the verdict
+ * for the coder's salt and IV, and the derived key for its salt and cycles, for the process:
+ * the scan, every decoder and every folder of the archive try once.  When none opens it,
+ * scan_new and dec_new return -EACCES without logging (the reader names the file); a
+ * password that passed the trial but is wrong after all fails a CRC later (-EIO), never gives
+ * other bytes.  An encrypted folder has checkpoint 0 only.
  */
 #include "codecs/codec.h"
 
@@ -57,6 +69,7 @@
 #include "common/crc32.h"
 #include "common/log.h"
 #include "codecs/7z/sevenzip_graph.h"
+#include "crypto/keyring.h"
 
 #define SZ_FILL ((size_t)256 << 10)	      /* decoded bytes the scan asks for at once */
 #define SZ_HIST 256			      /* bytes kept behind the scan's position (Delta) */
@@ -115,6 +128,103 @@ static void sz_restart_shape(const struct szc_folder *f, struct sz_shape *sh)
 	if (sz_source_of(f, sz_first_in(f, c)) >= 0)
 		return;
 	sh->kind = SZ_CK_LZMA2;
+}
+
+/* ---- the password of an encrypted folder --------------------------------------------------- */
+
+#define SZ_TRY ((uint64_t)64 << 10)	     /* decoded bytes a password must give without an error */
+#define SZ_TRY_MAX ((uint64_t)4 << 20) /* ... or more, up to this, until a CRC was checked */
+
+/* The properties of f's first AES coder: 1 if it has one, 0 if not, -EIO if they are bad. */
+static int sz_aes_of(const struct szc_folder *f, struct sz_aes_props *ap)
+{
+	for (unsigned c = 0; c < f->ncoders; c++)
+		if (f->coders[c].method == SZM_AES)
+			return sz_aes_props(f->coders[c].props, f->coders[c].nprops, ap) ? -EIO : 1;
+	return 0;
+}
+
+/* Whether password i opens folder f: its chain decodes the folder's first SZ_TRY bytes without
+ * an error, and on until a CRC was checked (a file's, from f's substream table when it has
+ * one, or the folder's at its end) if one comes within SZ_TRY_MAX bytes: a folder of Copy has
+ * no coder that could fail.  1 yes, 0 no, or -errno when no password could say (-ENOMEM;
+ * -ENOTSUP: no libcrypto). */
+static int sz_try_password(struct src *in, const struct szc_folder *f, size_t i)
+{
+	struct sz_chain *ch = NULL;
+	uint8_t *buf = malloc(SZ_IBUF);
+	uint64_t got = 0, sub_end = 0, size = 0;
+	uint32_t crc = 0, sub_crc = 0, want = 0;
+	uint32_t sub = 0;
+	bool has = false, checked = false;
+	int err = buf ? sz_chain_new(in, f, NULL, (int)i, &ch) : -ENOMEM;
+
+	while (!err && (got < SZ_TRY || (!checked && got < SZ_TRY_MAX))) {
+		ssize_t n = sz_read(ch->root, buf, SZ_IBUF);
+
+		if (n <= 0) {
+			err = (int)n;
+			if (!n && f->has_crc && crc != f->crc)
+				err = -EIO;
+			break;
+		}
+		crc = tfs_crc32(crc, buf, (size_t)n);
+		for (size_t k = 0; !err && k < (size_t)n;) { /* the files ending in these bytes */
+			while (got + k == sub_end && sub < f->nsubs) {
+				szc_get_sub(f, sub++, &size, &has, &want);
+				sub_end += size;
+				sub_crc = 0;
+			}
+			if (got + k >= sub_end)
+				break;
+			size_t take = (size_t)(sub_end - got - k) < (size_t)n - k
+					      ? (size_t)(sub_end - got - k)
+					      : (size_t)n - k;
+			sub_crc = tfs_crc32(sub_crc, buf + k, take);
+			k += take;
+			if (got + k == sub_end && has) {
+				checked = true;
+				err = sub_crc == want ? 0 : -EIO;
+			}
+		}
+		got += (uint64_t)n;
+	}
+	sz_chain_free(ch);
+	free(buf);
+	if (err == -ENOMEM || err == -ENOTSUP)
+		return err;
+	return err ? 0 : 1;
+}
+
+/* The chain of folder f from st (sz_chain_new's contract), with the password that opens it
+ * when it is encrypted: the one the keyring remembers for its first AES coder (salt and IV),
+ * else the first, in order, that sz_try_password accepts (then remembered).  When none does,
+ * the chain refuses with -EACCES, its message saying so (the callers do not log it: the reader
+ * names the file). */
+static int sz_chain_open(struct src *in, const struct szc_folder *f, const struct sz_start *st,
+			 struct sz_chain **out)
+{
+	uint8_t id[SZ_AES_ID_MAX];
+	struct sz_aes_props ap;
+	size_t idlen;
+	int pw = -1, r = sz_aes_of(f, &ap);
+
+	if (r <= 0) /* not encrypted, or bad properties (the chain says which) */
+		return sz_chain_new(in, f, st, -1, out);
+	idlen = sz_aes_id(&ap, true, id);
+	pw = kr_verdict_get(id, idlen);
+	for (size_t i = 0; pw < 0 && i < kr_count(); i++) {
+		r = sz_try_password(in, f, i);
+		if (r < 0) {
+			*out = NULL;
+			return r;
+		}
+		if (r) {
+			pw = (int)i;
+			kr_verdict_put(id, idlen, i);
+		}
+	}
+	return sz_chain_new(in, f, st, pw, out);
 }
 
 /* ---- decoders ------------------------------------------------------------------------------ */
@@ -177,9 +287,9 @@ static int sz_dec_open(struct src *in, const struct codec_ckpt *ck, const void *
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	err = sz_chain_new(in, &f, ck->flags ? &st : NULL, &d->ch);
+	err = sz_chain_open(in, &f, ck->flags ? &st : NULL, &d->ch);
 	if (err) {
-		if (!quiet && d->ch)
+		if (!quiet && d->ch && err != -EACCES)
 			tfs_log(err == -ENOTSUP ? TFS_LOG_WARNING : TFS_LOG_ERR, "%s", d->ch->msg);
 		sz_dec_free(d);
 		return err;
@@ -613,9 +723,9 @@ static int sz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 		goto fail;
 	}
 	sz_sub_next(s);
-	err = sz_chain_new(in, &s->f, NULL, &s->ch);
+	err = sz_chain_open(in, &s->f, NULL, &s->ch);
 	if (err) {
-		if (s->ch)
+		if (s->ch && err != -EACCES)
 			tfs_log(err == -ENOTSUP ? TFS_LOG_WARNING : TFS_LOG_ERR, "%s", s->ch->msg);
 		goto fail;
 	}

@@ -12,6 +12,7 @@
 #include "common/byteio.h"
 #include "common/log.h"
 #include "codecs/liberr.h"
+#include "crypto/cipher.h"
 
 /* ---- errors -------------------------------------------------------------------------------- */
 
@@ -450,6 +451,48 @@ static ssize_t sz_bcj2_read(struct sz_node *n, uint8_t *buf, size_t len)
 	}
 }
 
+/* AES over its packed stream (child 0): whole blocks decrypted straight into buf; a read of
+ * less than a block, and the last block (whose padding is dropped), go through rest. */
+static ssize_t sz_aes_read(struct sz_node *n, uint8_t *buf, size_t len)
+{
+	size_t full;
+	ssize_t r;
+	int err;
+
+	if (len > n->size - n->done)
+		len = (size_t)(n->size - n->done);
+	if (n->u.aes.rest_pos < n->u.aes.rest_len) {
+		size_t k = n->u.aes.rest_len - n->u.aes.rest_pos;
+
+		k = k < len ? k : len;
+		memcpy(buf, n->u.aes.rest + n->u.aes.rest_pos, k);
+		n->u.aes.rest_pos += (unsigned)k;
+		return (ssize_t)k;
+	}
+	full = len / SZ_AES_BLOCK * SZ_AES_BLOCK;
+	if (full) {
+		r = sz_read(n->child[0], buf, full); /* a packed stream gives all it is asked */
+		if (r >= 0 && (size_t)r != full)
+			return sz_fail(n, -EIO, "its packed stream ends early");
+		if (r < 0)
+			return r;
+		err = sz_aes_cbc(n->u.aes.key, n->u.aes.iv, buf, full);
+		return err ? sz_fail(n, err, "cannot decrypt") : (ssize_t)full;
+	}
+	r = sz_read(n->child[0], n->u.aes.rest, SZ_AES_BLOCK);
+	if (r >= 0 && r != SZ_AES_BLOCK)
+		return sz_fail(n, -EIO, "its packed stream ends early");
+	if (r < 0)
+		return r;
+	err = sz_aes_cbc(n->u.aes.key, n->u.aes.iv, n->u.aes.rest, SZ_AES_BLOCK);
+	if (err)
+		return sz_fail(n, err, "cannot decrypt");
+	n->u.aes.rest_len = SZ_AES_BLOCK;
+	n->u.aes.rest_pos = (unsigned)len;
+	memcpy(buf, n->u.aes.rest, len);
+	return (ssize_t)len;
+}
+
 /* At the end of a coder without an end mark of its own: its inputs must be used up. */
 static int sz_end_plain(struct sz_node *n)
 {
@@ -458,7 +501,7 @@ static int sz_end_plain(struct sz_node *n)
 
 		if (n->kind == SZN_BCJ2 && k == BCJ2_RC)
 			continue; /* the range coder's last bytes are flush, not all read */
-		if (n->kind == SZN_COPY || n->kind == SZN_DELTA) {
+		if (n->kind == SZN_COPY || n->kind == SZN_DELTA || n->kind == SZN_AES) {
 			uint8_t x;
 			ssize_t r = sz_read(n->child[k], &x, 1);
 			if (r < 0)
@@ -530,6 +573,9 @@ ssize_t sz_read(struct sz_node *n, uint8_t *buf, size_t len)
 		break;
 	case SZN_BCJ2:
 		r = sz_bcj2_read(n, buf, len);
+		break;
+	case SZN_AES:
+		r = sz_aes_read(n, buf, len);
 		break;
 	default:
 		r = -EINVAL;
@@ -762,13 +808,51 @@ static int sz_build_xz(struct sz_chain *ch, const unsigned *cs, unsigned ncs, bo
 	return err;
 }
 
+/* An AES coder: over a packed stream of its output's size rounded up to whole blocks, with
+ * the key of the chain's password. */
+static int sz_build_aes(struct sz_chain *ch, unsigned c, const struct sz_start *st,
+			struct sz_node **out)
+{
+	const struct szc_folder *f = &ch->f;
+	const struct szc_coder *k = &f->coders[c];
+	int src = sz_source_of(f, sz_first_in(f, c)), err;
+	uint64_t size = f->unpack_size[c], psize;
+	struct sz_aes_props ap;
+	struct sz_node *n;
+
+	if (src >= 0 || -1 - src >= (int)f->npacked)
+		return sz_refuse(ch, -ENOTSUP, "AES over another coder (7-Zip puts it over packed "
+				 "streams only)");
+	if (st)
+		return sz_refuse(ch, -EINVAL, "a restart inside an encrypted folder");
+	err = sz_aes_props(k->props, k->nprops, &ap);
+	if (err == -ENOTSUP)
+		return sz_refuse(ch, err, "AES with 2^%u rounds of key derivation (7-Zip reads "
+				 "at most 2^%u)", ap.cycles, SZ_AES_CYCLES_MAX);
+	if (err)
+		return sz_refuse(ch, err, "bad AES properties");
+	psize = f->pack_size[-1 - src];
+	if (psize % SZ_AES_BLOCK || psize < size || psize - size >= SZ_AES_BLOCK)
+		return sz_refuse(ch, -EIO, "AES over %" PRIu64 " packed bytes for %" PRIu64
+				 " bytes out", psize, size);
+	if (ch->pw < 0)
+		return sz_refuse(ch, -EACCES, "encrypted (AES-256), and no password opens it");
+	n = sz_node_new(ch, SZN_AES, (int)c, size);
+	memcpy(n->u.aes.iv, ap.iv, SZ_AES_BLOCK);
+	err = sz_aes_key(&ap, (size_t)ch->pw, n->u.aes.key);
+	if (err)
+		return sz_refuse(ch, err, "cannot derive the AES key");
+	*out = n;
+	return 0;
+}
+
 static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start *st,
 			  unsigned depth, struct sz_node **out)
 {
 	const struct szc_folder *f = &ch->f;
 	const struct szc_coder *k = &f->coders[c];
 	uint64_t start = st ? st->uoff : 0;
-	struct sz_node *n;
+	struct sz_node *n = NULL;
 	int err;
 
 	*out = NULL;
@@ -847,6 +931,10 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 		n = sz_node_new(ch, SZN_BCJ2, (int)c, f->unpack_size[c]);
 		bcj2_init(&n->u.bcj2, f->unpack_size[c]);
 		break;
+	case SZM_AES:
+		if ((err = sz_build_aes(ch, c, st, &n)))
+			return err;
+		break;
 	default:
 		return sz_refuse(ch, -ENOTSUP, "method %s is not supported",
 				 sz_coder_name(ch, (int)c));
@@ -854,7 +942,7 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 	*out = n;
 	n->nin = k->nin;
 	for (unsigned i = 0; i < n->nin; i++) {
-		if (n->kind != SZN_COPY && n->kind != SZN_DELTA) {
+		if (n->kind != SZN_COPY && n->kind != SZN_DELTA && n->kind != SZN_AES) {
 			err = sz_ibuf_alloc(ch, &n->ib[i], n->kind == SZN_BCJ2 && i > 0 ? SZ_IBUF_SMALL
 											: SZ_IBUF);
 			if (err)
@@ -912,14 +1000,14 @@ void sz_chain_free(struct sz_chain *ch)
 			infl_free(n->u.zl.inf);
 		else if (n->kind == SZN_BZIP2 && n->u.bz.init)
 			BZ2_bzDecompressEnd(&n->u.bz.bz);
+		else if (n->kind == SZN_AES)
+			cr_wipe(&n->u.aes, sizeof(n->u.aes));
 	}
 	free(ch);
 }
 
-/* Builds the graph of folder f, started at st (NULL: its start).  0 and *out, or -errno with
- * the reason in the returned chain's msg (*out is then the failed chain, for the message, and
- * must be freed). */
-int sz_chain_new(struct src *in, const struct szc_folder *f, const struct sz_start *st,
+/* Builds the graph of folder f (see sevenzip_graph.h). */
+int sz_chain_new(struct src *in, const struct szc_folder *f, const struct sz_start *st, int pw,
 		 struct sz_chain **out)
 {
 	struct sz_chain *ch = calloc(1, sizeof(*ch));
@@ -929,6 +1017,7 @@ int sz_chain_new(struct src *in, const struct szc_folder *f, const struct sz_sta
 	if (!ch)
 		return -ENOMEM;
 	ch->in = in;
+	ch->pw = pw;
 	ch->f = *f;
 	ch->f.subs = NULL;
 	ch->f.nsubs = 0;
