@@ -47,6 +47,8 @@ struct cont_stream {
 	size_t params_len;
 	bool zip_local;	    /* coff is a zip local header: the bytes follow it (its length is
 			       known only once it is read, which the builder or the reader does) */
+	bool encrypted;	    /* it decodes only with a password (a 7z folder with an AES coder):
+			       its plaintext is never written beside the index (no shadow) */
 };
 
 struct cont_sink {

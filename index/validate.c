@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "codecs/codec.h"
+#include "crypto/keyring.h"
 #include "index/db.h"
 #include "index/stamp.h"
 
@@ -146,6 +147,12 @@ static int validate(const char *index_path, const char *archive, const struct id
 	}
 	if (!db_meta_get_u64(db, "format", &v) || v < IDX_FORMAT_OLDEST || v > IDX_FORMAT) {
 		snprintf(why, whylen, "%s", "made by another version of tarseek");
+		goto out;
+	}
+	free(s);
+	s = db_meta_get(db, "locked");
+	if (s && kr_count()) { /* encrypted entries no password opened: try the ones given now */
+		snprintf(why, whylen, "%s", "made without the password of its encrypted entries");
 		goto out;
 	}
 	if (single_unprobed(db)) { /* its file may hold an archive it would now show */
