@@ -100,12 +100,12 @@ static void sz_restart_shape(const struct szc_folder *f, struct sz_shape *sh)
 		return;
 	if (f->coders[c].method == SZM_DELTA && f->coders[c].nprops == 1) {
 		sh->delta = f->coders[c].props[0] + 1u;
-		src = sz_source_of(f, sz_first_in(f, c));
+		src = szc_source_of(f, szc_first_in(f, c));
 		if (src < 0)
 			return;
 		c = (unsigned)src;
 	} else if (f->coders[c].method == SZM_COPY) {
-		if (sz_source_of(f, sz_first_in(f, c)) < 0)
+		if (szc_source_of(f, szc_first_in(f, c)) < 0)
 			sh->kind = SZ_CK_COPY;
 		return;
 	}
@@ -114,18 +114,18 @@ static void sz_restart_shape(const struct szc_folder *f, struct sz_shape *sh)
 
 		if (m == SZM_LZMA2)
 			break;
-		if (!sz_is_bcj(m))
+		if (!szc_is_bcj(m))
 			return;
 		if (m == SZM_X86)
 			sh->x86 = true;
-		if (sz_bcj_align(m) > sh->align)
-			sh->align = sz_bcj_align(m);
-		src = sz_source_of(f, sz_first_in(f, c));
+		if (szc_bcj_align(m) > sh->align)
+			sh->align = szc_bcj_align(m);
+		src = szc_source_of(f, szc_first_in(f, c));
 		if (src < 0)
 			return;
 		c = (unsigned)src;
 	}
-	if (sz_source_of(f, sz_first_in(f, c)) >= 0)
+	if (szc_source_of(f, szc_first_in(f, c)) >= 0)
 		return;
 	sh->kind = SZ_CK_LZMA2;
 }

@@ -592,26 +592,6 @@ ssize_t sz_read(struct sz_node *n, uint8_t *buf, size_t len)
 /* ---- building the graph -------------------------------------------------------------------- */
 
 
-bool sz_is_bcj(uint64_t m)
-{
-	return m == SZM_X86 || m == SZM_PPC || m == SZM_IA64 || m == SZM_ARM || m == SZM_ARMT ||
-	       m == SZM_SPARC || m == SZM_ARM64;
-}
-
-unsigned sz_bcj_align(uint64_t m)
-{
-	switch (m) {
-	case SZM_X86:
-		return 1;
-	case SZM_ARMT:
-		return 2;
-	case SZM_IA64:
-		return 16;
-	default:
-		return 4;
-	}
-}
-
 static lzma_vli sz_bcj_filter(uint64_t m)
 {
 	switch (m) {
@@ -630,27 +610,6 @@ static lzma_vli sz_bcj_filter(uint64_t m)
 	default:
 		return LZMA_FILTER_ARM64;
 	}
-}
-
-/* Input i (folder-wide numbering) of the folder: the coder bound to it, or -1 - packed index. */
-int sz_source_of(const struct szc_folder *f, unsigned in)
-{
-	for (unsigned b = 0; b < f->nbind; b++)
-		if (f->bind[b].in == in)
-			return f->bind[b].out;
-	for (unsigned p = 0; p < f->npacked; p++)
-		if (f->packed[p] == in)
-			return -1 - (int)p;
-	return -1 - SZC_MAX_PACKED; /* never: szc_check guarantees one */
-}
-
-unsigned sz_first_in(const struct szc_folder *f, unsigned c)
-{
-	unsigned n = 0;
-
-	for (unsigned k = 0; k < c; k++)
-		n += f->coders[k].nin;
-	return n;
 }
 
 static struct sz_node *sz_node_new(struct sz_chain *ch, enum sz_kind kind, int coder,
@@ -803,7 +762,7 @@ static int sz_build_xz(struct sz_chain *ch, const unsigned *cs, unsigned ncs, bo
 	n->nin = 1;
 	err = sz_ibuf_alloc(ch, &n->ib[0], wrap ? 3 + ((size_t)1 << 16) : SZ_IBUF);
 	if (!err)
-		err = sz_build_input(ch, sz_first_in(f, lc), st, depth + 1, &n->child[0]);
+		err = sz_build_input(ch, szc_first_in(f, lc), st, depth + 1, &n->child[0]);
 	*out = n;
 	return err;
 }
@@ -815,7 +774,7 @@ static int sz_build_aes(struct sz_chain *ch, unsigned c, const struct sz_start *
 {
 	const struct szc_folder *f = &ch->f;
 	const struct szc_coder *k = &f->coders[c];
-	int src = sz_source_of(f, sz_first_in(f, c)), err;
+	int src = szc_source_of(f, szc_first_in(f, c)), err;
 	uint64_t size = f->unpack_size[c], psize;
 	struct sz_aes_props ap;
 	struct sz_node *n;
@@ -869,7 +828,7 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 				 k->nin);
 	if (f->unpack_size[c] < start)
 		return sz_refuse(ch, -EINVAL, "checkpoint past the end of the folder");
-	if (sz_is_bcj(k->method) || k->method == SZM_LZMA || k->method == SZM_LZMA2) {
+	if (szc_is_bcj(k->method) || k->method == SZM_LZMA || k->method == SZM_LZMA2) {
 		unsigned cs[LZMA_FILTERS_MAX], ncs = 0, cur = c;
 
 		for (;;) {
@@ -883,8 +842,8 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 				break;
 			if (x->nin != 1 || x->nprops > 4)
 				return sz_refuse(ch, -EIO, "bad %s filter", sz_coder_name(ch, (int)cur));
-			src = sz_source_of(f, sz_first_in(f, cur));
-			if (src < 0 || !(sz_is_bcj(f->coders[src].method) ||
+			src = szc_source_of(f, szc_first_in(f, cur));
+			if (src < 0 || !(szc_is_bcj(f->coders[src].method) ||
 					 f->coders[src].method == SZM_LZMA ||
 					 f->coders[src].method == SZM_LZMA2))
 				return sz_build_xz(ch, cs, ncs, true, st, depth, out);
@@ -948,7 +907,7 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 			if (err)
 				return err;
 		}
-		err = sz_build_input(ch, sz_first_in(f, c) + i,
+		err = sz_build_input(ch, szc_first_in(f, c) + i,
 				     n->kind == SZN_COPY || n->kind == SZN_DELTA ? st : NULL,
 				     depth + 1, &n->child[i]);
 		if (err)
@@ -961,7 +920,7 @@ static int sz_build_input(struct sz_chain *ch, unsigned in, const struct sz_star
 			  unsigned depth, struct sz_node **out)
 {
 	const struct szc_folder *f = &ch->f;
-	int src = sz_source_of(f, in);
+	int src = szc_source_of(f, in);
 	uint64_t off = 0;
 	unsigned p;
 	struct sz_node *n;

@@ -14,9 +14,10 @@
  * chain's password (pw: the caller chose it; none, -1, refuses the coder with -EACCES).
  * Each node checks that its coder ends exactly at the stated size (LZMA2's end marker,
  * deflate's last block, bzip2's stream end) and that its input is used up, so a folder whose
- * sizes or data do not agree fails with -EIO rather than giving other bytes.  A filter stacked on anything but LZMA/LZMA2
- * (BCJ over Deflate), Delta under a BCJ, PPMd, Deflate64 and unknown methods are refused
- * with -ENOTSUP; the container already marks the files of such folders unreadable.
+ * sizes or data do not agree fails with -EIO rather than giving other bytes.  A filter stacked
+ * on anything but LZMA/LZMA2 (BCJ over Deflate), Delta under a BCJ, PPMd, Deflate64 and unknown
+ * methods are refused with -ENOTSUP; the container already marks the files of such folders
+ * unreadable.
  *
  * Errors: sz_chain_new and sz_read return -errno with the reason in the chain's msg (the
  * first failure is kept; callers log it once).
@@ -135,10 +136,5 @@ void sz_chain_free(struct sz_chain *ch); /* NULL does nothing */
 /* The next bytes of node n (the root: the folder's): > 0, 0 at its end (checked), -errno. */
 ssize_t sz_read(struct sz_node *n, uint8_t *buf, size_t len);
 
-/* Coder graph helpers of the folder (the scan uses them to judge restart points). */
-bool sz_is_bcj(uint64_t m);
-unsigned sz_bcj_align(uint64_t m);
-int sz_source_of(const struct szc_folder *f, unsigned in);
-unsigned sz_first_in(const struct szc_folder *f, unsigned c);
 
 #endif
