@@ -10,15 +10,16 @@
 
 _tarseek_options='-f --foreground -d --debug -s --single-thread --no-union -r --recursive
     --recursion-depth --strip-extension -i --ignore-zeros -o --index-file --index-folder
-    --recreate-index --gzip-spacing --cache-size --disk-cache-size --disk-cache-dir --threads
-    --prefetch-size --no-prefetch --shadow --shadow-max --s3-endpoint --remote-timeout --remote-cache-size
+    --recreate-index --password --password-file --gzip-spacing --cache-size --disk-cache-size
+    --disk-cache-dir --threads --prefetch-size --no-prefetch --shadow --shadow-max --s3-endpoint --remote-timeout --remote-cache-size
     --remote-disk-cache -u --unmount -q --quiet -h --help -V --version'
 
 # -o: tarseek's own (every long option with a mount form, '-' written '_'), the owner and
 # mode options, and FUSE's.  The generic ones of mount(8) that tarseek accepts and ignores
 # (defaults, noauto, nofail, x-*, ...) are left out: they do nothing here.
 _tarseek_mount_options='foreground debug single_thread no_union recursive recursion_depth=
-    strip_extension ignore_zeros index_file= index_folder= recreate_index gzip_spacing=
+    strip_extension ignore_zeros index_file= index_folder= recreate_index password=
+    password_file= gzip_spacing=
     cache_size= disk_cache_size= disk_cache_dir= threads= prefetch_size= no_prefetch shadow= shadow_max=
     s3_endpoint= remote_timeout= remote_cache_size= remote_disk_cache= quiet
     uid= gid= umask= dmask= fmask=
@@ -70,7 +71,7 @@ _tarseek_mount_option()
         local name=${item%%=*} value=${item#*=} v
         local -a values=()
         case $name in
-            index_file | index-file)
+            index_file | index-file | password_file | password-file)
                 compopt -o filenames
                 mapfile -t values < <(compgen -f -- "$value")
                 ;;
@@ -119,8 +120,11 @@ _tarseek()
             _tarseek_mount_option "$cur" ''
             return
             ;;
-        --index-file)
+        --index-file | --password-file)
             _filedir
+            return
+            ;;
+        --password)
             return
             ;;
         --index-folder | --disk-cache-dir)

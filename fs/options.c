@@ -17,6 +17,7 @@
 #include "common/dl.h"
 #include "common/log.h"
 #include "common/size.h"
+#include "crypto/keyring.h"
 #include "config.h"
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
@@ -33,6 +34,8 @@ enum opt_id {
 	O_OPTION,
 	O_INDEX_FILE,
 	O_INDEX_FOLDER,
+	O_PASSWORD,
+	O_PASSWORD_FILE,
 	O_RECREATE,
 	O_GZIP_SPACING,
 	O_CACHE_SIZE,
@@ -90,6 +93,11 @@ static const struct spec specs[] = {
     {O_INDEX_FILE, "index-file", 0, "PATH", "keep the index at PATH", true},
     {O_INDEX_FOLDER, "index-folder", 0, "DIR", "keep indexes in DIR", true},
     {O_RECREATE, "recreate-index", 0, NULL, "rebuild the index even if it is valid", true},
+    {O_PASSWORD, "password", 0, "PW",
+     "a password for encrypted zip entries (ZipCrypto,\n"
+     "AES); repeat it for several, tried in order", true},
+    {O_PASSWORD_FILE, "password-file", 0, "FILE",
+     "the passwords in FILE, one a line, tried in order", true},
     {O_GZIP_SPACING, "gzip-spacing", 0, "SIZE",
      "decompressed bytes between checkpoints, e.g. 1M\n"
      "(default 256K in gzip streams, else 4M; a bare\n"
@@ -233,6 +241,40 @@ static bool parse_uint(const char *s, int base, unsigned long max, unsigned long
 	return true;
 }
 
+/* --password PW, -o password=PW: the password into the keyring (keyring.h), and val's bytes
+ * wiped (argv's, or the -o copy's), so that /proc/PID/cmdline no longer shows it.  Messages
+ * say why, never the password.  0 or -1. */
+static int add_password(const char *val, const char *how)
+{
+	size_t len = strlen(val);
+	int err = kr_add(val, len);
+
+	explicit_bzero((char *)val, len);
+	if (err == -E2BIG)
+		tfs_log(TFS_LOG_ERR, "%s: too many passwords (at most %d) or one longer than %d "
+			"bytes", how, KR_MAX, KR_PW_MAX);
+	else if (err == -EINVAL)
+		tfs_log(TFS_LOG_ERR, "%s: an empty password", how);
+	else if (err)
+		tfs_log(TFS_LOG_ERR, "%s: %s", how, strerror(-err));
+	return err ? -1 : 0;
+}
+
+/* --password-file FILE: each of its lines a password (the file's name is no secret). */
+static int add_password_file(const char *path, const char *how)
+{
+	int err = kr_add_file(path);
+
+	if (err == -ENODATA)
+		tfs_log(TFS_LOG_ERR, "%s %s: no password in it", how, path);
+	else if (err == -E2BIG)
+		tfs_log(TFS_LOG_ERR, "%s %s: too many passwords (at most %d) or one longer than "
+			"%d bytes", how, path, KR_MAX, KR_PW_MAX);
+	else if (err)
+		tfs_log(TFS_LOG_ERR, "%s %s: %s", how, path, strerror(-err));
+	return err ? -1 : 0;
+}
+
 /* Applies option s with value val (NULL for a flag).  how: "--name" or "-o name", for
  * messages.  0 or -1 (said why). */
 static int apply(struct options *o, const struct spec *s, const char *val, const char *how)
@@ -278,6 +320,10 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 	case O_RECREATE:
 		o->recreate = true;
 		return 0;
+	case O_PASSWORD:
+		return add_password(val, how);
+	case O_PASSWORD_FILE:
+		return add_password_file(val, how);
 	case O_GZIP_SPACING:
 		if (!parse_size(val, &o->gzip_spacing) || o->gzip_spacing < 64 * 1024 ||
 		    o->gzip_spacing > (1ull << 40)) {
@@ -511,8 +557,24 @@ static int mount_option(struct options *o, char *item)
 	return -1;
 }
 
-/* -o OPTS: each comma-separated item, kept for the strings the options point into. */
-static int mount_options(struct options *o, const char *opts)
+/* Wipes the values of the password= items of opts, -o's argument in argv (its copy was
+ * parsed, and each password wiped there by add_password). */
+static void wipe_passwords(char *opts)
+{
+	for (char *p = opts, *c; p; p = c) {
+		c = strchr(p, ',');
+		if (c)
+			c++;
+		if (!strncmp(p, "password=", 9)) {
+			char *v = p + 9;
+			explicit_bzero(v, c ? (size_t)(c - 1 - v) : strlen(v));
+		}
+	}
+}
+
+/* -o OPTS: each comma-separated item, kept for the strings the options point into.  OPTS is
+ * argv's: the passwords in it are wiped. */
+static int mount_options(struct options *o, char *opts)
 {
 	char *copy = strdup(opts), **n;
 
@@ -525,6 +587,7 @@ static int mount_options(struct options *o, const char *opts)
 	}
 	o->strings = n;
 	o->strings[o->nstrings++] = copy;
+	wipe_passwords(opts);
 	for (char *p = copy, *c; p; p = c) {
 		c = strchr(p, ',');
 		if (c)

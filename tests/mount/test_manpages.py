@@ -132,7 +132,8 @@ def test_help_parser():
 # a value for each metavariable of the page, one the daemon accepts
 SAMPLES = {"N": "1", "MODE": "auto", "PATH": "/tmp/x.index.sqlite", "DIR": "/tmp", "MIB": "4", "SIZE": "64M",
            "USER": "root", "GROUP": "root", "MASK": "022", "BYTES": "131072", "NAME": "x",
-           "TEXT": "x", "URL": "http://127.0.0.1:9000", "SECONDS": "30"}
+           "TEXT": "x", "URL": "http://127.0.0.1:9000", "SECONDS": "30", "PW": "x",
+           "FILE": "/etc/hostname"}  # FILE: --password-file's, a file of one line
 
 
 def mount_option_tags():
