@@ -12,7 +12,7 @@ extracts:
 - an encrypted header with a wrong password, or none: the mount is refused with a message
   saying to give the password with --password;
 - an index made without the password of a large folder is made again when the password is
-  given.
+  given; the index made with it, mounted with a wrong one: EACCES, one log line.
 """
 import errno
 import os
@@ -165,3 +165,15 @@ def test_large_folder_indexed_without_password(mount, tmp_path):
         assert db.execute("SELECT count(*) FROM checkpoints").fetchone()[0] >= 1
     finally:
         db.close()
+    # the index made with the password, read with a wrong one: a decoder refuses, one line
+    with mount(archive, "--gzip-spacing", "64K", "--password", WRONG, allow_errors=True) as m:
+        big = os.path.join(m.path, "big.txt")
+        assert read_errno(big) == errno.EACCES
+        with open(big, "rb") as f:  # at another offset too
+            f.seek(2_000_000)
+            with pytest.raises(OSError) as e:
+                f.read(4096)
+            assert e.value.errno == errno.EACCES
+    lines = [l for l in m.log().splitlines() if "big.txt" in l]
+    assert len(lines) == 1 and "encrypted" in lines[0], m.log()
+    assert WRONG not in m.log()
