@@ -215,8 +215,11 @@ static int sz_chain_open(struct src *in, const struct szc_folder *f, const struc
 	pw = kr_verdict_get(id, idlen);
 	for (size_t i = 0; pw < 0 && i < kr_count(); i++) {
 		r = sz_try_password(in, f, i);
-		if (r < 0) {
-			*out = NULL;
+		if (r < 0) { /* the chain that failed so, for its message (none: out of memory) */
+			if (!sz_chain_new(in, f, st, (int)i, out)) {
+				sz_chain_free(*out);
+				*out = NULL;
+			}
 			return r;
 		}
 		if (r) {
