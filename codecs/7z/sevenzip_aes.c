@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/source.h"
 #include "crypto/cipher.h"
 #include "crypto/keyring.h"
 
@@ -205,4 +206,77 @@ int sz_aes_cbc(const uint8_t key[SZ_AES_KEY], uint8_t iv[SZ_AES_BLOCK], uint8_t 
 	if (!err)
 		memcpy(iv, next, SZ_AES_BLOCK);
 	return err;
+}
+
+ssize_t sz_aes_dec_read(struct sz_aes_dec *d, uint8_t *buf, size_t len, unsigned *skip,
+			sz_aes_pull pull, void *opaque)
+{
+	size_t full;
+	ssize_t r;
+	int err;
+
+	if (d->rest_pos < d->rest_len) {
+		size_t k = d->rest_len - d->rest_pos;
+
+		k = k < len ? k : len;
+		memcpy(buf, d->rest + d->rest_pos, k);
+		d->rest_pos += (unsigned)k;
+		return (ssize_t)k;
+	}
+	full = *skip ? 0 : len / SZ_AES_BLOCK * SZ_AES_BLOCK;
+	if (full) {
+		r = pull(opaque, buf, full);
+		if (r < 0)
+			return r;
+		if (r == 0 || r % SZ_AES_BLOCK)
+			return -EIO;
+		err = sz_aes_cbc(d->key, d->iv, buf, (size_t)r);
+		return err ? err : r;
+	}
+	r = pull(opaque, d->rest, SZ_AES_BLOCK);
+	if (r < 0)
+		return r;
+	if (r != SZ_AES_BLOCK)
+		return -EIO;
+	err = sz_aes_cbc(d->key, d->iv, d->rest, SZ_AES_BLOCK);
+	if (err)
+		return err;
+	d->rest_len = SZ_AES_BLOCK;
+	d->rest_pos = *skip;
+	*skip = 0;
+	return sz_aes_dec_read(d, buf, len, skip, pull, opaque);
+}
+
+ssize_t sz_aes_pread(const uint8_t key[SZ_AES_KEY], const uint8_t iv0[SZ_AES_BLOCK],
+		     struct src *in, uint64_t size, uint8_t *buf, size_t len, uint64_t off)
+{
+	uint8_t blk[64 + SZ_AES_BLOCK], iv[SZ_AES_BLOCK];
+	uint64_t b = off / SZ_AES_BLOCK * SZ_AES_BLOCK, end;
+	size_t done = 0;
+	ssize_t r;
+	int err = 0;
+
+	if (off >= size)
+		return 0;
+	if (len > size - off)
+		len = (size_t)(size - off);
+	if (b == 0) {
+		memcpy(iv, iv0, SZ_AES_BLOCK);
+	} else if ((r = src_pread(in, iv, SZ_AES_BLOCK, b - SZ_AES_BLOCK)) != SZ_AES_BLOCK) {
+		return r < 0 ? r : -EIO;
+	}
+	while (!err && done < len) { /* 64 bytes of ciphertext at a time */
+		end = b + 64 < size ? b + 64 : size / SZ_AES_BLOCK * SZ_AES_BLOCK;
+		if (end <= b)
+			break; /* a partial block at the end: not ciphertext */
+		r = src_pread(in, blk, (size_t)(end - b), b);
+		if (r != (ssize_t)(end - b))
+			return r < 0 ? r : -EIO;
+		err = sz_aes_cbc(key, iv, blk, (size_t)(end - b));
+		for (uint64_t p = off + done; !err && p < end && done < len; p++)
+			buf[done++] = blk[p - b];
+		b = end;
+	}
+	cr_wipe(blk, sizeof(blk));
+	return err ? err : (ssize_t)done;
 }

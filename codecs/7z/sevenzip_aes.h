@@ -30,6 +30,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+#include "common/source.h"
 
 #define SZ_AES_KEY 32
 #define SZ_AES_BLOCK 16
@@ -61,6 +64,33 @@ int sz_aes_key(const struct sz_aes_props *p, size_t i, uint8_t key[SZ_AES_KEY]);
 /* Decrypts len bytes (a multiple of 16) in place; iv is the previous ciphertext block and
  * becomes the last one of these.  0 or cipher.h's -errno. */
 int sz_aes_cbc(const uint8_t key[SZ_AES_KEY], uint8_t iv[SZ_AES_BLOCK], uint8_t *p, size_t len);
+
+/* A decryptor reading forward from a block boundary of the ciphertext: key, the previous
+ * ciphertext block (the IV at the start), and the block decrypted last with the bytes of it
+ * not yet handed out.  It holds the key: wipe it (cr_wipe) when done. */
+struct sz_aes_dec {
+	uint8_t key[SZ_AES_KEY];
+	uint8_t iv[SZ_AES_BLOCK];
+	uint8_t rest[SZ_AES_BLOCK];
+	unsigned rest_pos, rest_len;
+};
+
+/* Where the ciphertext comes from: up to len bytes (a multiple of 16) into buf, as many as
+ * asked unless it ends; 0 at its end, or -errno. */
+typedef ssize_t (*sz_aes_pull)(void *opaque, uint8_t *buf, size_t len);
+
+/* Up to len bytes of plaintext into buf (len > 0): whole blocks decrypted in place into buf, a
+ * read of less than a block through rest; skip bytes of the first block are dropped (a start
+ * inside a block).  > 0, or -errno: the pull's, -EIO when the ciphertext ends inside a block or
+ * before any byte, cipher.h's. */
+ssize_t sz_aes_dec_read(struct sz_aes_dec *d, uint8_t *buf, size_t len, unsigned *skip,
+			sz_aes_pull pull, void *opaque);
+
+/* Plaintext bytes [off, off + len) of the ciphertext in (size bytes from its offset 0) under key
+ * and iv0 (CBC needs only the block before: any byte can be read alone).  The bytes read
+ * (short at the end), or -errno: the source's, cipher.h's. */
+ssize_t sz_aes_pread(const uint8_t key[SZ_AES_KEY], const uint8_t iv0[SZ_AES_BLOCK],
+		     struct src *in, uint64_t size, uint8_t *buf, size_t len, uint64_t off);
 
 /* pw (len bytes, UTF-8 as above) as UTF-16LE into out (cap bytes; 2 per input byte always
  * suffice): the bytes written. */

@@ -8,30 +8,31 @@
  * Checkpoints.  Checkpoint 0 (uoff 0, coff 0) carries the coder part of the params blob as
  * its aux.  Decoding can restart elsewhere only in two shapes of folder, both with one packed
  * stream:
- *   - Copy over the packed stream: anywhere; a checkpoint every spacing bytes, coff = uoff;
- *   - LZMA2 over the packed stream, with BCJ filters on it in the same liblzma chain and
- *     optionally Delta as the outermost coder: at an LZMA2 chunk that resets the dictionary
- *     (control 0x01, or 0xE0 and above -- 7-Zip's multi-threaded LZMA2 encoder starts each of
- *     its blocks with one; a single-threaded one writes one block).  The scan walks the chunk
- *     headers ahead of the decoder (six bytes a chunk) to find them, and takes the first one at
- *     least spacing bytes after the previous checkpoint.  A fresh LZMA2 decoder started at such
- *     a chunk is in the same state as the sequential one there (nothing before the reset can
- *     be referenced, and the chunk sets new properties), but the filters above it are not:
- *     BCJ filters convert relative to the position (given as their start offset) and x86's
- *     keeps a few bytes of state, and Delta needs its last `distance` bytes.  So before a
- *     candidate is emitted the scan decodes from it with a fresh decoder, exactly as dec_new
- *     would, and compares with the sequential output: at least SZ_VERIFY bytes, and for x86
- *     until four bytes without E8/E9 (after which the x86 filter's state provably no longer
- *     depends on where it started), at most SZ_VERIFY_MAX; the candidate is dropped when they
- *     differ or no such point comes.  The other BCJ filters convert aligned words with no
- *     state, so a candidate must be aligned (ARMT 2, IA64 16, the others 4).  Delta's history
- *     is stored in the aux.  Other shapes (BCJ2, LZMA1, Deflate, BZip2, several packed
- *     streams) have checkpoint 0 only.
+ *   - Copy over the packed stream (or over AES over it, see below): anywhere; a checkpoint
+ *     every spacing bytes, coff = uoff;
+ *   - LZMA2 over the packed stream (or over AES over it), with BCJ filters on it in the same
+ *     liblzma chain and optionally Delta as the outermost coder: at an LZMA2 chunk that resets the
+ *     dictionary (control 0x01, or 0xE0 and above -- 7-Zip's multi-threaded LZMA2 encoder starts
+ *     each of its blocks with one; a single-threaded one writes one block).  The scan walks the
+ *     chunk headers ahead of the decoder (six bytes a chunk) to find them, and takes the first one
+ *     at least spacing bytes after the previous checkpoint.  A fresh LZMA2 decoder started at such
+ *     a chunk is in the same state as the sequential one there (nothing before the reset can be
+ *     referenced, and the chunk sets new properties), but the filters above it are not: BCJ filters
+ *     convert relative to the position (given as their start offset) and x86's keeps a few bytes of
+ *     state, and Delta needs its last `distance` bytes.  So before a candidate is emitted the scan
+ *     decodes from it with a fresh decoder, exactly as dec_new would, and compares with the
+ *     sequential output: at least SZ_VERIFY bytes, and for x86 until four bytes without E8/E9
+ *     (after which the x86 filter's state provably no longer depends on where it started), at most
+ *     SZ_VERIFY_MAX; the candidate is dropped when they differ or no such point comes.  The other
+ *     BCJ filters convert aligned words with no state, so a candidate must be aligned (ARMT 2, IA64
+ *     16, the others 4).  Delta's history is stored in the aux.  Other shapes (BCJ2, LZMA1,
+ *     Deflate, BZip2, several packed streams) have checkpoint 0 only.
  *
  * Checkpoint fields for 7z:
  *   uoff   decoded offset in the folder
  *   coff   offset in the folder's packed bytes (the window) where the restart reads: the LZMA2
- *          chunk header (SZ_CK_LZMA2), the byte itself (SZ_CK_COPY), 0 (checkpoint 0)
+ *          chunk header (SZ_CK_LZMA2), the byte itself (SZ_CK_COPY), 0 (checkpoint 0); in
+ *          an encrypted folder, the offset in what AES decrypts of them
  *   clen, extra, bits  0
  *   flags  0 (start of the folder), SZ_CK_LZMA2 or SZ_CK_COPY
  *   aux    the coder part of the params blob; with SZ_CK_LZMA2 and an outermost Delta, the
@@ -55,7 +56,10 @@
  * the scan, every decoder and every folder of the archive try once.  When none opens it,
  * scan_new and dec_new return -EACCES without logging (the reader names the file); a
  * password that passed the trial but is wrong after all fails a CRC later (-EIO), never gives
- * other bytes.  An encrypted folder has checkpoint 0 only.
+ * other bytes.  Restarts work as in a plain folder when the AES coder sits between the packed
+ * stream and the LZMA2 or Copy coder that restarts (7-Zip's layout): CBC decrypts any block
+ * from the one before it, so coff is an offset in AES's output (the walker reads the chunk
+ * headers through sz_aes_pread) and a decoder there starts the packed stream at its block.
  */
 #include "codecs/codec.h"
 
@@ -69,6 +73,7 @@
 #include "common/crc32.h"
 #include "common/log.h"
 #include "codecs/7z/sevenzip_graph.h"
+#include "crypto/cipher.h"
 #include "crypto/keyring.h"
 
 #define SZ_FILL ((size_t)256 << 10)	      /* decoded bytes the scan asks for at once */
@@ -87,7 +92,24 @@ struct sz_shape {
 	unsigned align;	    /* restart offsets must be multiples of this */
 	bool x86;	    /* an x86 BCJ filter is in the chain: compare up to a quiet point */
 	unsigned delta;	    /* an outermost Delta's distance, or 0 */
+	bool aes;	    /* the restarting coder (LZMA2, Copy) reads an AES coder's output ... */
+	unsigned aes_coder; /* ... this one, over the packed stream */
 };
+
+/* Whether coder c's input is the packed stream, directly or through an AES coder (whose
+ * output can be read from any byte too: CBC needs only the block before it). */
+static bool sz_reads_pack(const struct szc_folder *f, unsigned c, struct sz_shape *sh)
+{
+	int src = szc_source_of(f, szc_first_in(f, c));
+
+	if (src < 0)
+		return true;
+	if (f->coders[src].method != SZM_AES || szc_source_of(f, szc_first_in(f, (unsigned)src)) >= 0)
+		return false;
+	sh->aes = true;
+	sh->aes_coder = (unsigned)src;
+	return true;
+}
 
 static void sz_restart_shape(const struct szc_folder *f, struct sz_shape *sh)
 {
@@ -105,7 +127,7 @@ static void sz_restart_shape(const struct szc_folder *f, struct sz_shape *sh)
 			return;
 		c = (unsigned)src;
 	} else if (f->coders[c].method == SZM_COPY) {
-		if (szc_source_of(f, szc_first_in(f, c)) < 0)
+		if (sz_reads_pack(f, c, sh))
 			sh->kind = SZ_CK_COPY;
 		return;
 	}
@@ -125,9 +147,8 @@ static void sz_restart_shape(const struct szc_folder *f, struct sz_shape *sh)
 			return;
 		c = (unsigned)src;
 	}
-	if (szc_source_of(f, szc_first_in(f, c)) >= 0)
-		return;
-	sh->kind = SZ_CK_LZMA2;
+	if (sz_reads_pack(f, c, sh))
+		sh->kind = SZ_CK_LZMA2;
 }
 
 /* ---- the password of an encrypted folder --------------------------------------------------- */
@@ -350,6 +371,7 @@ struct codec_scan {
 	uint64_t wk_off, wk_u; /* the chunk walker: next LZMA2 chunk header and its uoff */
 	bool wk_end;
 	uint8_t *aux; /* coder part + Delta history, for checkpoints and trial decoders */
+	struct sz_aes_dec aes; /* sh.aes: the key and first IV, for the walker (wiped) */
 
 	/* integrity */
 	uint32_t sub;	   /* current substream */
@@ -370,6 +392,7 @@ static void sz_scan_free(struct codec_scan *s)
 	free(s->params);
 	free(s->buf);
 	free(s->aux);
+	cr_wipe(&s->aes, sizeof(s->aes));
 	free(s);
 }
 
@@ -489,11 +512,19 @@ static int sz_scan_fill(struct codec_scan *s, uint64_t upto)
 	return 0;
 }
 
+/* Bytes of the restarting coder's input (the packed stream, or what AES decrypts of it). */
+static ssize_t sz_scan_pread(struct codec_scan *s, uint8_t *buf, size_t len, uint64_t off)
+{
+	if (!s->sh.aes)
+		return src_pread(s->in, buf, len, off);
+	return sz_aes_pread(s->aes.key, s->aes.iv, s->in, s->f.pack_size[0], buf, len, off);
+}
+
 /* The next restart candidate from the chunk walker: an LZMA2 chunk resetting the dictionary,
  * spacing bytes or more after the last checkpoint, aligned for the filters. */
 static void sz_walk_next(struct codec_scan *s)
 {
-	uint64_t psize = s->f.pack_size[0];
+	uint64_t psize = s->sh.aes ? s->f.unpack_size[s->sh.aes_coder] : s->f.pack_size[0];
 
 	s->cand = false;
 	if (s->sh.kind == SZ_CK_COPY) {
@@ -512,7 +543,7 @@ static void sz_walk_next(struct codec_scan *s)
 		ssize_t n;
 
 		n = psize - s->wk_off >= 6 ? 6 : (ssize_t)(psize - s->wk_off);
-		if (n < 1 || src_pread(s->in, h, (size_t)n, s->wk_off) != n)
+		if (n < 1 || sz_scan_pread(s, h, (size_t)n, s->wk_off) != n)
 			break;
 		if (h[0] == 0x00) {
 			break;
@@ -733,6 +764,9 @@ static int sz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 		goto fail;
 	}
 	sz_restart_shape(&s->f, &s->sh);
+	for (unsigned i = 0; s->sh.aes && i < s->ch->nnodes; i++) /* the walker's key */
+		if (s->ch->nodes[i].kind == SZN_AES)
+			s->aes = s->ch->nodes[i].u.aes.dec;
 	s->aux = malloc(s->coder_len + 256);
 	if (!s->aux) {
 		err = -ENOMEM;

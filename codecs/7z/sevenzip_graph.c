@@ -451,46 +451,23 @@ static ssize_t sz_bcj2_read(struct sz_node *n, uint8_t *buf, size_t len)
 	}
 }
 
-/* AES over its packed stream (child 0): whole blocks decrypted straight into buf; a read of
- * less than a block, and the last block (whose padding is dropped), go through rest. */
+static ssize_t sz_pull_child(void *opaque, uint8_t *buf, size_t len)
+{
+	return sz_read(opaque, buf, len);
+}
+
+/* AES over its packed stream (child 0), by sevenzip_aes.c's decryptor. */
 static ssize_t sz_aes_read(struct sz_node *n, uint8_t *buf, size_t len)
 {
-	size_t full;
 	ssize_t r;
-	int err;
 
 	if (len > n->size - n->done)
 		len = (size_t)(n->size - n->done);
-	if (n->u.aes.rest_pos < n->u.aes.rest_len) {
-		size_t k = n->u.aes.rest_len - n->u.aes.rest_pos;
-
-		k = k < len ? k : len;
-		memcpy(buf, n->u.aes.rest + n->u.aes.rest_pos, k);
-		n->u.aes.rest_pos += (unsigned)k;
-		return (ssize_t)k;
-	}
-	full = len / SZ_AES_BLOCK * SZ_AES_BLOCK;
-	if (full) {
-		r = sz_read(n->child[0], buf, full); /* a packed stream gives all it is asked */
-		if (r >= 0 && (size_t)r != full)
-			return sz_fail(n, -EIO, "its packed stream ends early");
-		if (r < 0)
-			return r;
-		err = sz_aes_cbc(n->u.aes.key, n->u.aes.iv, buf, full);
-		return err ? sz_fail(n, err, "cannot decrypt") : (ssize_t)full;
-	}
-	r = sz_read(n->child[0], n->u.aes.rest, SZ_AES_BLOCK);
-	if (r >= 0 && r != SZ_AES_BLOCK)
-		return sz_fail(n, -EIO, "its packed stream ends early");
-	if (r < 0)
-		return r;
-	err = sz_aes_cbc(n->u.aes.key, n->u.aes.iv, n->u.aes.rest, SZ_AES_BLOCK);
-	if (err)
-		return sz_fail(n, err, "cannot decrypt");
-	n->u.aes.rest_len = SZ_AES_BLOCK;
-	n->u.aes.rest_pos = (unsigned)len;
-	memcpy(buf, n->u.aes.rest, len);
-	return (ssize_t)len;
+	r = sz_aes_dec_read(&n->u.aes.dec, buf, len, &n->u.aes.skip, sz_pull_child,
+			    n->child[0]);
+	if (r < 0 && !n->ch->err)
+		return sz_fail(n, (int)r, "cannot decrypt (its packed stream ends early?)");
+	return r;
 }
 
 /* At the end of a coder without an end mark of its own: its inputs must be used up. */
@@ -768,22 +745,22 @@ static int sz_build_xz(struct sz_chain *ch, const unsigned *cs, unsigned ncs, bo
 }
 
 /* An AES coder: over a packed stream of its output's size rounded up to whole blocks, with
- * the key of the chain's password. */
+ * the key of the chain's password.  A restart (st) at a byte of its output starts its packed
+ * stream at that byte's block, with the ciphertext block before it as the IV. */
 static int sz_build_aes(struct sz_chain *ch, unsigned c, const struct sz_start *st,
-			struct sz_node **out)
+			unsigned depth, struct sz_node **out)
 {
 	const struct szc_folder *f = &ch->f;
 	const struct szc_coder *k = &f->coders[c];
 	int src = szc_source_of(f, szc_first_in(f, c)), err;
-	uint64_t size = f->unpack_size[c], psize;
+	uint64_t size = f->unpack_size[c], psize, off = 0;
+	struct sz_start bst = {0};
 	struct sz_aes_props ap;
 	struct sz_node *n;
 
 	if (src >= 0 || -1 - src >= (int)f->npacked)
 		return sz_refuse(ch, -ENOTSUP, "AES over another coder (7-Zip puts it over packed "
 				 "streams only)");
-	if (st)
-		return sz_refuse(ch, -EINVAL, "a restart inside an encrypted folder");
 	err = sz_aes_props(k->props, k->nprops, &ap);
 	if (err == -ENOTSUP)
 		return sz_refuse(ch, err, "AES with 2^%u rounds of key derivation (7-Zip reads "
@@ -791,18 +768,30 @@ static int sz_build_aes(struct sz_chain *ch, unsigned c, const struct sz_start *
 	if (err)
 		return sz_refuse(ch, err, "bad AES properties");
 	psize = f->pack_size[-1 - src];
+	for (int p = 0; p < -1 - src; p++)
+		off += f->pack_size[p];
 	if (psize % SZ_AES_BLOCK || psize < size || psize - size >= SZ_AES_BLOCK)
 		return sz_refuse(ch, -EIO, "AES over %" PRIu64 " packed bytes for %" PRIu64
 				 " bytes out", psize, size);
+	if (st && st->coff > size)
+		return sz_refuse(ch, -EINVAL, "checkpoint past the end of the decrypted data");
 	if (ch->pw < 0)
 		return sz_refuse(ch, -EACCES, "encrypted (AES-256), and no password opens it");
-	n = sz_node_new(ch, SZN_AES, (int)c, size);
-	memcpy(n->u.aes.iv, ap.iv, SZ_AES_BLOCK);
-	err = sz_aes_key(&ap, (size_t)ch->pw, n->u.aes.key);
+	n = sz_node_new(ch, SZN_AES, (int)c, size - (st ? st->coff : 0));
+	*out = n;
+	memcpy(n->u.aes.dec.iv, ap.iv, SZ_AES_BLOCK);
+	if (st) { /* the packed stream from the block holding st->coff */
+		bst.coff = st->coff / SZ_AES_BLOCK * SZ_AES_BLOCK;
+		n->u.aes.skip = (unsigned)(st->coff - bst.coff);
+		if (bst.coff && src_pread(ch->in, n->u.aes.dec.iv, SZ_AES_BLOCK,
+					  off + bst.coff - SZ_AES_BLOCK) != SZ_AES_BLOCK)
+			return sz_refuse(ch, -EIO, "cannot read the AES block before a checkpoint");
+	}
+	err = sz_aes_key(&ap, (size_t)ch->pw, n->u.aes.dec.key);
 	if (err)
 		return sz_refuse(ch, err, "cannot derive the AES key");
-	*out = n;
-	return 0;
+	n->nin = 1;
+	return sz_build_input(ch, szc_first_in(f, c), st ? &bst : NULL, depth + 1, &n->child[0]);
 }
 
 static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start *st,
@@ -826,7 +815,7 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 	if (k->nin != (k->method == SZM_BCJ2 ? 4 : 1))
 		return sz_refuse(ch, -EIO, "%s coder with %u inputs", sz_coder_name(ch, (int)c),
 				 k->nin);
-	if (f->unpack_size[c] < start)
+	if (f->unpack_size[c] < start && k->method != SZM_AES) /* AES: a restart is at st->coff */
 		return sz_refuse(ch, -EINVAL, "checkpoint past the end of the folder");
 	if (szc_is_bcj(k->method) || k->method == SZM_LZMA || k->method == SZM_LZMA2) {
 		unsigned cs[LZMA_FILTERS_MAX], ncs = 0, cur = c;
@@ -890,10 +879,8 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 		n = sz_node_new(ch, SZN_BCJ2, (int)c, f->unpack_size[c]);
 		bcj2_init(&n->u.bcj2, f->unpack_size[c]);
 		break;
-	case SZM_AES:
-		if ((err = sz_build_aes(ch, c, st, &n)))
-			return err;
-		break;
+	case SZM_AES: /* builds its input itself (a restart moves it to a block) */
+		return sz_build_aes(ch, c, st, depth, out);
 	default:
 		return sz_refuse(ch, -ENOTSUP, "method %s is not supported",
 				 sz_coder_name(ch, (int)c));
@@ -901,7 +888,7 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 	*out = n;
 	n->nin = k->nin;
 	for (unsigned i = 0; i < n->nin; i++) {
-		if (n->kind != SZN_COPY && n->kind != SZN_DELTA && n->kind != SZN_AES) {
+		if (n->kind != SZN_COPY && n->kind != SZN_DELTA) {
 			err = sz_ibuf_alloc(ch, &n->ib[i], n->kind == SZN_BCJ2 && i > 0 ? SZ_IBUF_SMALL
 											: SZ_IBUF);
 			if (err)

@@ -11,7 +11,9 @@
  * (concatenated streams included); BCJ2 is bcj2.c with its four inputs; AES-256 (7zAES,
  * sevenzip_aes.h) decrypts a packed stream, and only a packed stream (7-Zip puts it nowhere
  * else), whose size must be its output's rounded up to whole blocks, with the key of the
- * chain's password (pw: the caller chose it; none, -1, refuses the coder with -EACCES).
+ * chain's password (pw: the caller chose it; none, -1, refuses the coder with -EACCES); a
+ * restart inside it (sz_start.coff: an offset in its output) starts the packed stream at that
+ * offset's block, with the block before as the IV.
  * Each node checks that its coder ends exactly at the stated size (LZMA2's end marker,
  * deflate's last block, bzip2's stream end) and that its input is used up, so a folder whose
  * sizes or data do not agree fails with -EIO rather than giving other bytes.  A filter stacked
@@ -96,10 +98,8 @@ struct sz_node {
 		} delta;
 		struct bcj2_dec bcj2;
 		struct {
-			uint8_t key[SZ_AES_KEY]; /* wiped by sz_chain_free */
-			uint8_t iv[SZ_AES_BLOCK]; /* the last ciphertext block read */
-			uint8_t rest[SZ_AES_BLOCK]; /* plaintext decrypted, not yet returned */
-			unsigned rest_pos, rest_len;
+			struct sz_aes_dec dec; /* wiped by sz_chain_free */
+			unsigned skip; /* bytes of the first block before the start */
 		} aes;
 	} u;
 };

@@ -10,8 +10,9 @@
  * verdict is remembered).  Archives: LZMA2 (7-Zip's default), LZMA, Copy (no coder to fail:
  * the CRC decides), solid with several files and an empty one, encrypted headers (-mhe=on:
  * refused with a message naming --password without the password, read with it), a password
- * with non-ASCII letters (UTF-8 to UTF-16LE).  Damage: flipped bytes in the encrypted data give
- * an error, never other bytes.
+ * with non-ASCII letters (UTF-8 to UTF-16LE); decoders restarted at every checkpoint of an
+ * encrypted LZMA2 folder of several blocks (with and without BCJ) and of a Copy folder.
+ * Damage: flipped bytes in the encrypted data give an error, never other bytes.
  */
 #include "codecs/codec.h"
 #include "codecs/7z/sevenzip_aes.h"
@@ -223,6 +224,78 @@ static int decode(const uint8_t *a, size_t alen, const struct rec *r, size_t i, 
 	return err;
 }
 
+/* The checkpoints a scan emits, and decoders started at each. */
+struct cks {
+	struct codec_ckpt c[64];
+	uint8_t *aux[64];
+	size_t auxlen[64], n;
+};
+
+static int ck_keep(void *opaque, const struct codec_ckpt *c, const void *aux, size_t auxlen)
+{
+	struct cks *k = opaque;
+
+	if (k->n == 64)
+		return 0;
+	k->c[k->n] = *c;
+	k->aux[k->n] = malloc(auxlen);
+	memcpy(k->aux[k->n], aux, auxlen);
+	k->auxlen[k->n++] = auxlen;
+	return 0;
+}
+
+/* Stream 0 of archive a scanned with checkpoints every 64 KiB; a decoder started at each
+ * gives the scan's bytes to the end.  The number of checkpoints. */
+static size_t check_restarts(const char *what, const uint8_t *a, size_t alen)
+{
+	struct rec r;
+	struct cks k = {0};
+	struct src *file = src_from_mem(a, alen);
+	struct src *win;
+	struct codec_scan *sc = NULL;
+	uint8_t *out, *buf;
+	uint64_t got = 0;
+	ssize_t n;
+
+	CHECK_EQ(parse(a, alen, &r), 0);
+	CHECK(r.ns > 0 && r.s[0].encrypted);
+	win = src_window(file, r.s[0].coff, r.s[0].clen);
+	out = malloc(r.s[0].usize + 1);
+	buf = malloc(r.s[0].usize + 1);
+	struct codec_opts opts = {.spacing = 1 << 16, .threads = 1, .params = r.s[0].params,
+				  .params_len = r.s[0].params_len};
+	struct codec_sink sink = {.checkpoint = ck_keep, .opaque = &k};
+	CHECK_EQ(codec_7z.scan_new(win, &opts, &sink, &sc), 0);
+	while (sc && (n = codec_7z.scan_read(sc, out + got, r.s[0].usize + 1 - got)) > 0)
+		got += (uint64_t)n;
+	CHECK_EQ(got, r.s[0].usize);
+	for (size_t i = 0; i < k.n; i++) {
+		struct codec_dec *d = NULL;
+		uint64_t at = k.c[i].uoff, start = at;
+
+		CHECK_EQ(codec_7z.dec_new(win, &k.c[i], k.aux[i], k.auxlen[i], &d), 0);
+		while (d && (n = codec_7z.dec_read(d, buf + at, r.s[0].usize + 1 - at)) > 0)
+			at += (uint64_t)n;
+		if (at != r.s[0].usize || memcmp(buf + start, out + start, at - start) != 0)
+			fprintf(stderr, "%s: checkpoint %zu at %llu (coff %llu): %llu bytes\n", what,
+				i, (unsigned long long)start, (unsigned long long)k.c[i].coff,
+				(unsigned long long)(at - start));
+		CHECK_EQ(at, r.s[0].usize);
+		CHECK(memcmp(buf + start, out + start, at - start) == 0);
+		if (d)
+			codec_7z.dec_free(d);
+		free(k.aux[i]);
+	}
+	if (sc)
+		codec_7z.scan_free(sc);
+	free(out);
+	free(buf);
+	src_free(win);
+	src_free(file);
+	rec_free(&r);
+	return k.n;
+}
+
 /* Every member of archive a has its file's bytes, by the scan and by a decoder; how many
  * streams were encrypted. */
 static size_t check_archive(const char *what, const uint8_t *a, size_t alen)
@@ -408,6 +481,25 @@ static void test_right_password(void)
 	}
 }
 
+/* Random access inside encrypted folders: LZMA2 restarts at its dictionary resets (the chunk
+ * headers read through the decryption), Copy anywhere; a restart reads from the AES block
+ * holding it, the block before as its IV. */
+static void test_restarts(void)
+{
+	size_t len;
+	uint8_t *a = make_7z("blocks.7z", "-psecret -m0=LZMA2:c=64k -mmt2 -mx1", "d/text.txt",
+			     &len);
+
+	CHECK(check_restarts("blocks.7z", a, len) >= 4);
+	free(a);
+	a = make_7z("copyck.7z", "-psecret -m0=Copy", "d/text.txt", &len);
+	CHECK(check_restarts("copyck.7z", a, len) >= 4);
+	free(a);
+	a = make_7z("bcjck.7z", "-psecret -mf=BCJ -m0=LZMA2:c=64k -mmt2 -mx1", "d/text.txt", &len);
+	CHECK(check_restarts("bcjck.7z", a, len) >= 2);
+	free(a);
+}
+
 /* A password that is not ASCII: 7-Zip hashes its UTF-16LE. */
 static void test_unicode_password(void)
 {
@@ -471,6 +563,7 @@ int main(void)
 	test_no_password();
 	test_wrong_password();
 	test_right_password();
+	test_restarts();
 	test_unicode_password();
 	test_damage();
 	sh("rm -rf %s", tmp);
