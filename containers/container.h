@@ -48,7 +48,8 @@ struct cont_stream {
 	bool zip_local;	    /* coff is a zip local header: the bytes follow it (its length is
 			       known only once it is read, which the builder or the reader does) */
 	bool encrypted;	    /* it decodes only with a password (a 7z folder with an AES coder):
-			       its plaintext is never written beside the index (no shadow) */
+			       its plaintext is never written to disk (no shadow, not in the
+			       cache's disk tier: index/db.h's IDX_S_SECRET) */
 };
 
 struct cont_sink {

@@ -53,7 +53,7 @@ struct bstream {
 	void *params;
 	size_t params_len;
 	bool zip_local;
-	bool encrypted; /* no shadow of its plaintext (cont_stream.encrypted) */
+	bool encrypted; /* its plaintext is kept off the disk (cont_stream.encrypted) */
 	struct smember *m;
 	size_t nm, cap;
 	bool all_crc;
@@ -436,7 +436,8 @@ static int job_run(struct job *j)
 				       .crcs = sink.seg_shift == SEG_SHIFT_FINE
 						   ? IDX_CRCS_SEGMENTS_FINE
 						   : IDX_CRCS_SEGMENTS,
-				       .flags = s->zip_local ? IDX_S_ZIPLOCAL : 0,
+				       .flags = (s->zip_local ? IDX_S_ZIPLOCAL : 0) |
+						(s->encrypted ? IDX_S_SECRET : 0),
 				       .params = s->params, .params_len = s->params_len};
 		err = db_insert_stream(b->db, &b->ins_stream, &ds);
 	}
@@ -503,7 +504,8 @@ static int whole_stream(struct bld_streams *S, struct bstream *s)
 	struct builder *b = S->b;
 	struct db_stream ds = {.id = s->id, .codec = s->codec->name, .coff = s->coff,
 			       .clen = s->clen, .usize = s->usize, .crcs = IDX_CRCS_MEMBERS,
-			       .flags = s->zip_local ? IDX_S_ZIPLOCAL : 0,
+			       .flags = (s->zip_local ? IDX_S_ZIPLOCAL : 0) |
+					(s->encrypted ? IDX_S_SECRET : 0),
 			       .params = s->params, .params_len = s->params_len};
 	bool links = false;
 	int err = db_insert_stream(b->db, &b->ins_stream, &ds);

@@ -71,6 +71,8 @@ enum {
 
 enum {
 	IDX_S_ZIPLOCAL = 1, /* coff is a zip local header: the compressed bytes follow it */
+	IDX_S_SECRET = 2,   /* it decodes only with a password: its decoded bytes are kept off
+			       the disk (no shadow, not in the cache's disk tier) */
 };
 
 /* Creates the schema in a new, empty database opened read-write for building. */

@@ -213,6 +213,7 @@ static int stream_reader(struct astream *st, struct conn *c, bool use_shadow,
 		.aux_opaque = st,
 		.cache = a->env.cache,
 		.workers = a->env.workers,
+		.secret = (st->flags & IDX_S_SECRET) != 0,
 	};
 	struct codec_ckpt whole = {.uoff = 0, .ulen = st->usize};
 	if (st->crcs == IDX_CRCS_MEMBERS) { /* decoded whole, checked against its members */

@@ -177,3 +177,38 @@ def test_large_folder_indexed_without_password(mount, tmp_path):
     lines = [l for l in m.log().splitlines() if "big.txt" in l]
     assert len(lines) == 1 and "encrypted" in lines[0], m.log()
     assert WRONG not in m.log()
+
+
+def test_no_plaintext_on_disk(mount, tmp_path):
+    """An encrypted folder's decoded bytes are written nowhere: no shadow beside the index
+    (--shadow always), nothing in the cache's disk tier (a RAM cache far smaller than the
+    folder, so that its segments are evicted), the stream flagged secret in the index."""
+    s = tmp_path / "src"
+    s.mkdir()
+    data = os.urandom(24 << 20)
+    (s / "big.bin").write_bytes(data)
+    archive = make_7z(s, tmp_path / "big.7z", f"-p{PW}", "-mx1", "-m0=LZMA2:c=1m", "-mmt2")
+    dc = tmp_path / "dc"
+    dc.mkdir()
+    with mount(archive, "--password", PW, "--shadow", "always", "--cache-size", "4M",
+               "--disk-cache-size", "64M", "--disk-cache-dir", dc, "--no-prefetch") as m:
+        with open(os.path.join(m.path, "big.bin"), "rb") as f:
+            assert f.read() == data
+        # the disk tier's file is unlinked: read it through the daemon's descriptors
+        pid = m.proc.pid
+        tier = b""
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith(str(dc)):
+                with open(f"/proc/{pid}/fd/{fd}", "rb") as t:
+                    tier += t.read()
+        for off in range(0, len(data), 1 << 20):
+            assert data[off:off + 64] not in tier, off
+    index = index_of(archive)
+    assert not os.path.exists(index[: -len(".sqlite")] + ".shadow.zst")
+    db = sqlite3.connect(index)
+    try:
+        flags = [r[0] for r in db.execute("SELECT flags FROM streams")]
+    finally:
+        db.close()
+    assert flags and all(f & 2 for f in flags), flags
