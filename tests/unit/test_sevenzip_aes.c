@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "containers/container.h"
 #include "crypto/keyring.h"
+#include "sevenzip_fixtures.h"
 #include "testutil.h"
 
 #include <errno.h>
@@ -30,7 +31,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static char tmp[64];
 static unsigned long nlog[8];
 static char last_err[512];
 
@@ -41,47 +41,6 @@ static void log_sink(int level, const char *msg, void *opaque)
 	if (level <= TFS_LOG_ERR)
 		snprintf(last_err, sizeof(last_err), "%s", msg);
 	fprintf(stderr, "  [log %d] %s\n", level, msg);
-}
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd) != 0) {
-		fprintf(stderr, "command failed: %s\n", cmd);
-		exit(1);
-	}
-}
-
-/* Runs 7zz in src/ (UTF-8 locale, for the passwords) to make tmp/NAME of files. */
-static uint8_t *make_7z(const char *name, const char *switches, const char *files, size_t *len)
-{
-	char path[512];
-
-	snprintf(path, sizeof(path), "%s/%s", tmp, name);
-	unlink(path);
-	sh("cd %s/src && LC_ALL=C.UTF-8 7zz a -bd -bso0 -bsp0 -y %s %s %s", tmp, switches, path,
-	   files);
-	return tu_read_file(path, len);
-}
-
-static void write_file(const char *rel, const uint8_t *data, size_t len)
-{
-	char path[512];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/src/%s", tmp, rel);
-	f = fopen(path, "wb");
-	if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0) {
-		fprintf(stderr, "cannot write %s\n", path);
-		exit(1);
-	}
 }
 
 /* ---- what the parser reports ---- */
@@ -147,14 +106,10 @@ static void rec_free(struct rec *r)
 
 static int parse(const uint8_t *a, size_t len, struct rec *r)
 {
-	struct src *in = src_from_mem(a, len);
 	struct cont_sink sink = {.stream = rec_stream, .member = rec_member, .opaque = r};
-	int err;
 
 	memset(r, 0, sizeof(*r));
-	err = cont_7z.parse(in, &sink, NULL);
-	src_free(in);
-	return err;
+	return sz7_parse(a, len, &sink);
 }
 
 /* ---- decoding ---- */
@@ -277,9 +232,9 @@ static size_t check_restarts(const char *what, const uint8_t *a, size_t alen)
 		while (d && (n = codec_7z.dec_read(d, buf + at, r.s[0].usize + 1 - at)) > 0)
 			at += (uint64_t)n;
 		if (at != r.s[0].usize || memcmp(buf + start, out + start, at - start) != 0)
-			fprintf(stderr, "%s: checkpoint %zu at %llu (coff %llu): %llu bytes\n", what,
-				i, (unsigned long long)start, (unsigned long long)k.c[i].coff,
-				(unsigned long long)(at - start));
+			fprintf(stderr, "%s: checkpoint %zu at %llu (coff %llu): %llu bytes\n",
+				what, i, (unsigned long long)start,
+				(unsigned long long)k.c[i].coff, (unsigned long long)(at - start));
 		CHECK_EQ(at, r.s[0].usize);
 		CHECK(memcmp(buf + start, out + start, at - start) == 0);
 		if (d)
@@ -322,7 +277,7 @@ static size_t check_archive(const char *what, const uint8_t *a, size_t alen)
 
 				if (r.m[k].stream != i + 1)
 					continue;
-				snprintf(path, sizeof(path), "%s/src/%s", tmp, r.m[k].path);
+				snprintf(path, sizeof(path), "%s/src/%s", sz7_tmp, r.m[k].path);
 				want = tu_read_file(path, &flen);
 				CHECK(want && flen == r.m[k].size &&
 				      memcmp(out + r.m[k].off, want, flen) == 0);
@@ -367,13 +322,13 @@ static void make_tree(void)
 	size_t n = 300000;
 	uint8_t *b = malloc(n);
 
-	sh("mkdir -p %s/src/d", tmp);
+	sz7_sh("mkdir -p %s/src/d", sz7_tmp);
 	tu_fill(b, n, 1, 1);
-	write_file("d/text.txt", b, n);
+	sz7_write("d/text.txt", b, n);
 	tu_fill(b, 90000, 2, 0);
-	write_file("d/noise.bin", b, 90000);
-	write_file("hello.txt", (const uint8_t *)"hello, world\n", 13);
-	write_file("d/empty", b, 0);
+	sz7_write("d/noise.bin", b, 90000);
+	sz7_write("hello.txt", (const uint8_t *)"hello, world\n", 13);
+	sz7_write("d/empty", b, 0);
 	free(b);
 }
 
@@ -410,14 +365,14 @@ static void test_props(void)
 static void test_no_password(void)
 {
 	size_t len;
-	uint8_t *a = make_7z("lzma2.7z", "-psecret", "hello.txt d", &len);
+	uint8_t *a = sz7_make("lzma2.7z", "-psecret", "hello.txt d", &len);
 	struct rec r;
 
 	CHECK_EQ(kr_count(), 0);
 	check_refused(a, len, -EACCES, true);
 	free(a);
 	/* an encrypted header: refused, with a message saying what to do */
-	a = make_7z("hdr.7z", "-psecret -mhe=on", "hello.txt d", &len);
+	a = sz7_make("hdr.7z", "-psecret -mhe=on", "hello.txt d", &len);
 	unsigned long err = nlog[TFS_LOG_ERR];
 	CHECK_EQ(parse(a, len, &r), -EACCES);
 	CHECK_EQ(r.nm, 0);
@@ -436,20 +391,20 @@ static void test_wrong_password(void)
 	struct rec r;
 
 	CHECK_EQ(kr_add("wrong", 5), 0);
-	a = make_7z("lzma2.7z", "-psecret", "hello.txt d", &len);
+	a = sz7_make("lzma2.7z", "-psecret", "hello.txt d", &len);
 	check_refused(a, len, -EACCES, true);
 	free(a);
-	a = make_7z("lzma.7z", "-psecret -m0=LZMA", "hello.txt d", &len);
+	a = sz7_make("lzma.7z", "-psecret -m0=LZMA", "hello.txt d", &len);
 	check_refused(a, len, -EACCES, true);
 	free(a);
-	a = make_7z("hdr.7z", "-psecret -mhe=on", "hello.txt d", &len);
+	a = sz7_make("hdr.7z", "-psecret -mhe=on", "hello.txt d", &len);
 	CHECK_EQ(parse(a, len, &r), -EACCES);
 	CHECK(strstr(last_err, "(none of those given opens it)"));
 	CHECK(!strstr(last_err, "secret") && !strstr(last_err, "wrong"));
 	rec_free(&r);
 	free(a);
 	/* Copy: no coder fails, the files' CRCs say the password is wrong */
-	a = make_7z("copy1.7z", "-psecret -m0=Copy", "hello.txt d", &len);
+	a = sz7_make("copy1.7z", "-psecret -m0=Copy", "hello.txt d", &len);
 	check_refused(a, len, -EACCES, false);
 	free(a);
 }
@@ -472,7 +427,7 @@ static void test_right_password(void)
 	CHECK_EQ(kr_add("secret", 6), 0); /* after "wrong": tried second */
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		size_t len;
-		uint8_t *a = make_7z(cases[i].name, cases[i].sw, cases[i].files, &len);
+		uint8_t *a = sz7_make(cases[i].name, cases[i].sw, cases[i].files, &len);
 		unsigned long err = nlog[TFS_LOG_ERR];
 
 		CHECK(check_archive(cases[i].name, a, len) > 0);
@@ -487,15 +442,15 @@ static void test_right_password(void)
 static void test_restarts(void)
 {
 	size_t len;
-	uint8_t *a = make_7z("blocks.7z", "-psecret -m0=LZMA2:c=64k -mmt2 -mx1", "d/text.txt",
+	uint8_t *a = sz7_make("blocks.7z", "-psecret -m0=LZMA2:c=64k -mmt2 -mx1", "d/text.txt",
 			     &len);
 
 	CHECK(check_restarts("blocks.7z", a, len) >= 4);
 	free(a);
-	a = make_7z("copyck.7z", "-psecret -m0=Copy", "d/text.txt", &len);
+	a = sz7_make("copyck.7z", "-psecret -m0=Copy", "d/text.txt", &len);
 	CHECK(check_restarts("copyck.7z", a, len) >= 4);
 	free(a);
-	a = make_7z("bcjck.7z", "-psecret -mf=BCJ -m0=LZMA2:c=64k -mmt2 -mx1", "d/text.txt", &len);
+	a = sz7_make("bcjck.7z", "-psecret -mf=BCJ -m0=LZMA2:c=64k -mmt2 -mx1", "d/text.txt", &len);
 	CHECK(check_restarts("bcjck.7z", a, len) >= 2);
 	free(a);
 }
@@ -505,7 +460,7 @@ static void test_unicode_password(void)
 {
 	const char *pw = "p\xC3\xA4ss\xE2\x82\xACw\xC3\xB6rd";
 	size_t len;
-	uint8_t *a = make_7z("uni.7z", "'-pp\xC3\xA4ss\xE2\x82\xACw\xC3\xB6rd'", "hello.txt d",
+	uint8_t *a = sz7_make("uni.7z", "'-pp\xC3\xA4ss\xE2\x82\xACw\xC3\xB6rd'", "hello.txt d",
 			     &len);
 
 	CHECK_EQ(kr_add(pw, strlen(pw)), 0);
@@ -517,7 +472,7 @@ static void test_unicode_password(void)
 static void test_damage(void)
 {
 	size_t len;
-	uint8_t *a = make_7z("dmg.7z", "-psecret", "hello.txt d", &len);
+	uint8_t *a = sz7_make("dmg.7z", "-psecret", "hello.txt d", &len);
 	struct rec r;
 	unsigned fails = 0, runs = 0;
 
@@ -555,9 +510,7 @@ int main(void)
 		return 77;
 	}
 	tfs_log_set_sink(log_sink, NULL);
-	snprintf(tmp, sizeof(tmp), "/tmp/test_7zaes.XXXXXX");
-	if (!mkdtemp(tmp))
-		return 1;
+	sz7_begin("test_7zaes");
 	make_tree();
 	test_props();
 	test_no_password();
@@ -566,7 +519,7 @@ int main(void)
 	test_restarts();
 	test_unicode_password();
 	test_damage();
-	sh("rm -rf %s", tmp);
+	sz7_end();
 	kr_wipe();
 	return tu_exit();
 }
