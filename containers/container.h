@@ -47,6 +47,11 @@ struct cont_stream {
 	size_t params_len;
 	bool zip_local;	    /* coff is a zip local header: the bytes follow it (its length is
 			       known only once it is read, which the builder or the reader does) */
+	/* An encrypted zip entry (crypto/zip_crypt.h): its record, ZCR_LEN bytes, as the
+	 * archive describes the encryption (never anything from a password); NULL when the
+	 * bytes are not encrypted.  The codec then reads the bytes decrypted, through
+	 * zcr_open's source over the window.  (7z's AES is a coder of the folder: in params.) */
+	const uint8_t *crypt;
 	bool encrypted;	    /* it decodes only with a password (a 7z folder with an AES coder):
 			       its plaintext is never written to disk (no shadow, not in the
 			       cache's disk tier: index/db.h's IDX_S_SECRET) */

@@ -25,6 +25,9 @@
 
 #include "common/byteio.h"
 #include "common/log.h"
+#include "crypto/winzip_aes.h"
+#include "crypto/zip_crypt.h"
+#include "crypto/zipcrypto.h"
 
 #define ZIP_LOCAL_SIG 0x04034b50u
 #define ZIP_CENTRAL_SIG 0x02014b50u
@@ -42,6 +45,9 @@
 
 #define ZIP_FLAG_ENCRYPTED 0x0001u
 #define ZIP_FLAG_DESCRIPTOR 0x0008u
+#define ZIP_FLAG_STRONG 0x0040u	  /* PKWARE's strong encryption (SES) */
+#define ZIP_FLAG_CD_ENCRYPTED 0x2000u /* ... with the central directory's fields masked */
+#define ZIP_METHOD_AES 99
 
 #define ZIP_HOST_UNIX 3
 #define ZIP_DOS_DIR 0x10u
@@ -52,6 +58,7 @@
 #define ZIP_X_TIME 0x5455u    /* extended timestamp */
 #define ZIP_X_UNIX3 0x7875u   /* Info-ZIP new unix: uid/gid */
 #define ZIP_X_UPATH 0x7075u   /* Info-ZIP Unicode Path */
+#define ZIP_X_AES 0x9901u     /* WinZip AES: version, "AE", strength, the real method */
 
 #define FILETIME_UNIX_DIFF 11644473600ull /* seconds from 1601 to 1970 */
 
@@ -461,6 +468,43 @@ static void entry_type(const struct zip_entry *z, struct arc_member *m)
 	}
 }
 
+/* How entry z is encrypted, into r, and how many bytes the encryption adds to its data
+ * (*overhead: ZipCrypto's header; AES's salt, verification value and code).  0, or why it
+ * cannot be read: -EOPNOTSUPP (a scheme tarseek lacks), -EIO (its description is damaged),
+ * with why set. */
+static int entry_crypt(const struct zip_entry *z, struct zcr_rec *r, uint64_t *overhead,
+		       const char **why)
+{
+	size_t len;
+	const uint8_t *p;
+
+	memset(r, 0, sizeof(*r));
+	if (z->flags & (ZIP_FLAG_STRONG | ZIP_FLAG_CD_ENCRYPTED)) {
+		*why = "encrypted with PKWARE's strong encryption (not supported)";
+		return -EOPNOTSUPP;
+	}
+	if (z->method != ZIP_METHOD_AES) { /* traditional: the check byte ends its header */
+		r->kind = ZCR_ZIPCRYPTO;
+		r->check = (uint8_t)((z->flags & ZIP_FLAG_DESCRIPTOR) ? z->dos_time >> 8
+								     : z->crc >> 24);
+		r->method = z->method;
+		*overhead = ZC_HEADER;
+		return 0;
+	}
+	p = extra_find(z->extra, z->extra_len, ZIP_X_AES, &len);
+	if (!p || len < 7 || p[2] != 'A' || p[3] != 'E' || !wz_salt_len(p[4]) ||
+	    (le16(p) != 1 && le16(p) != 2)) {
+		*why = "AES-encrypted, but its AES extra field is missing or damaged";
+		return -EIO;
+	}
+	r->kind = ZCR_AES;
+	r->version = le16(p);
+	r->strength = p[4];
+	r->method = le16(p + 5);
+	*overhead = wz_salt_len(r->strength) + WZ_PV + WZ_MAC;
+	return 0;
+}
+
 /* Reports entry z: its stream if compressed, then the member.  namebuf: ZIP_NAME_MAX + 1
  * bytes for its name. */
 static int report(const struct zip_entry *z, int64_t shift, const struct cont_sink *sink,
@@ -468,6 +512,11 @@ static int report(const struct zip_entry *z, int64_t shift, const struct cont_si
 {
 	struct arc_member m = {.link = (const uint8_t *)"", .uname = "", .gname = ""};
 	char why[96];
+	struct zcr_rec cr;
+	uint8_t crec[ZCR_LEN];
+	uint64_t overhead = 0;
+	unsigned method = z->method;
+	bool encrypted = (z->flags & ZIP_FLAG_ENCRYPTED) || z->method == ZIP_METHOD_AES;
 
 	entry_name(z, &m, namebuf);
 	entry_type(z, &m);
@@ -481,28 +530,38 @@ static int report(const struct zip_entry *z, int64_t shift, const struct cont_si
 	m.size = m.stored = z->usize;
 	if (z->usize == 0)
 		return sink->member(sink->opaque, &m);
-	if ((z->flags & ZIP_FLAG_ENCRYPTED) || z->method == 99) {
-		m.unreadable = -EACCES;
-		m.why = "encrypted (no password support)";
-		return sink->member(sink->opaque, &m);
+	if (encrypted) {
+		int e = entry_crypt(z, &cr, &overhead, &m.why);
+		if (!e && z->csize < overhead) {
+			e = -EIO;
+			m.why = "encrypted, but shorter than its encryption's header: damaged";
+		}
+		if (e) {
+			m.unreadable = e;
+			return sink->member(sink->opaque, &m);
+		}
+		method = cr.method;
+		m.has_crc = !(cr.kind == ZCR_AES && cr.version == 2); /* AE-2 writes 0 there */
+		zcr_encode(&cr, crec);
 	}
-	if (z->method == 0 && z->csize != z->usize) {
+	if (method == 0 && z->csize - overhead != z->usize) {
 		m.unreadable = -EIO;
 		m.why = "stored, but its sizes differ: damaged";
 		return sink->member(sink->opaque, &m);
 	}
-	const char *codec = method_codec(z->method);
+	const char *codec = method_codec(method);
 	if (!codec) {
-		snprintf(why, sizeof(why), "compression method %u (%s) not supported", z->method,
-			 method_name(z->method));
+		snprintf(why, sizeof(why), "compression method %u (%s) not supported", method,
+			 method_name(method));
 		m.unreadable = -EOPNOTSUPP;
 		m.why = why;
 		return sink->member(sink->opaque, &m);
 	}
 	struct cont_stream s = {.codec = codec, .coff = m.hdr_off, .clen = z->csize,
-				.usize = z->usize, .zip_local = true};
+				.usize = z->usize, .zip_local = true,
+				.crypt = encrypted ? crec : NULL};
 	uint8_t size[8];
-	if (z->method == 14) { /* LZMA: the decoder needs the size (no end marker, maybe) */
+	if (method == 14) { /* LZMA: the decoder needs the size (no end marker, maybe) */
 		put_le64(size, z->usize);
 		s.params = size;
 		s.params_len = sizeof(size);

@@ -20,7 +20,17 @@
  *
  * Methods: stored (read in place), deflate ("deflate": raw deflate), bzip2, LZMA ("lzma-zip"),
  * xz, zstd.  Others (deflate64, implode, PPMd, ...) are listed and fail to read with
- * EOPNOTSUPP; encrypted entries (traditional or AES) with EACCES.
+ * EOPNOTSUPP.
+ *
+ * Encrypted entries (flag bit 0): traditional PKWARE encryption ("ZipCrypto") and WinZip's
+ * AES (method 99, extra field 0x9901 with the AE version, the strength and the real method)
+ * are streams like the others, of the real method's codec, with the encryption described in
+ * the stream's record (cont_stream.crypt, crypto/zip_crypt.h: the scheme, ZipCrypto's check
+ * byte -- the CRC's high byte, or the DOS time's when the entry has a data descriptor -- and
+ * the method); the index decrypts them with the passwords given (crypto/keyring.h), below
+ * the codec.  An AE-2 entry has no CRC-32 (it writes 0 there: its authentication code is the
+ * check), so it is not taken for one.  PKWARE's strong encryption (flag bits 6 and 13) is
+ * listed and fails to read with EOPNOTSUPP; an AES entry without its extra field with EIO.
  *
  * No central directory (a truncated zip): the entries are read from their local headers,
  * from the start, as far as they tell their sizes (an entry that puts them in a data

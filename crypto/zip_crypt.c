@@ -133,30 +133,118 @@ static int zcr_inflates(struct src *plain)
 	return err;
 }
 
-static int zcr_open_zipcrypto(struct src *win, const struct zcr_rec *r, struct src **out)
+/* Password i opens the ZipCrypto entry in win (header h) as far as its check byte and the
+ * trial inflate can tell: 0 and *out, -EACCES (not it), or -errno. */
+static int zc_candidate(struct src *win, const struct zcr_rec *r, const uint8_t h[ZC_HEADER],
+			size_t i, struct src **out)
 {
-	uint8_t h[ZC_HEADER];
+	const uint8_t *pw;
+	size_t len;
 	struct zc_keys z;
-	int err = src_pread_full(win, h, sizeof(h), 0);
+	int err;
 
-	for (size_t i = 0; !err && i < kr_count(); i++) {
-		const uint8_t *pw;
-		size_t len;
-		kr_get(i, &pw, &len);
-		zc_init(&z, pw, len);
-		if (zc_header(&z, h) != r->check)
-			continue;
-		err = zc_src_new(win, &z, out);
-		if (!err && r->method == ZCR_DEFLATE)
-			err = zcr_inflates(*out);
-		if (!err)
-			break;
+	*out = NULL;
+	kr_get(i, &pw, &len);
+	zc_init(&z, pw, len);
+	err = zc_header(&z, h) == r->check ? zc_src_new(win, &z, out) : -EACCES;
+	if (!err && r->method == ZCR_DEFLATE)
+		err = zcr_inflates(*out);
+	if (err) {
 		src_free(*out);
 		*out = NULL;
-		if (err == -EACCES)
-			err = 0; /* the next password */
 	}
 	cr_wipe(&z, sizeof(z));
+	return err;
+}
+
+/* Is plain (an entry's bytes: stored, or deflated) the entry whose CRC-32 is crc?  Read whole:
+ * 0 yes, -EACCES no (or not deflate), -ENOMEM, or the source's -errno. */
+static int zc_matches(struct src *plain, unsigned method, uint32_t crc)
+{
+	uint8_t *in = malloc(ZCR_TRIAL), *out = malloc(ZCR_TRIAL);
+	z_stream z = {0};
+	uLong c = crc32(0, NULL, 0);
+	uint64_t at = 0;
+	int err = !in || !out || inflateInit2(&z, -15) != Z_OK ? -ENOMEM : 0, r = Z_OK;
+
+	while (!err && r != Z_STREAM_END) {
+		ssize_t n = src_pread(plain, in, ZCR_TRIAL, at);
+		if (n <= 0) {
+			err = n < 0 ? (int)n : method == ZCR_DEFLATE ? -EACCES : 0;
+			break;
+		}
+		at += (uint64_t)n;
+		if (method != ZCR_DEFLATE) {
+			c = crc32(c, in, (uInt)n);
+			continue;
+		}
+		z.next_in = in;
+		z.avail_in = (uInt)n;
+		while (!err && z.avail_in && r != Z_STREAM_END) {
+			z.next_out = out;
+			z.avail_out = (uInt)ZCR_TRIAL;
+			r = inflate(&z, Z_NO_FLUSH);
+			if (r == Z_MEM_ERROR)
+				err = -ENOMEM;
+			else if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR)
+				err = -EACCES;
+			c = crc32(c, out, (uInt)(ZCR_TRIAL - z.avail_out));
+		}
+	}
+	if (in)
+		inflateEnd(&z);
+	if (!err && (uint32_t)c != crc)
+		err = -EACCES;
+	if (out)
+		cr_wipe(out, ZCR_TRIAL);
+	if (in)
+		cr_wipe(in, ZCR_TRIAL);
+	free(in);
+	free(out);
+	return err;
+}
+
+/* The first password that passes the check byte and the trial opens the entry -- unless
+ * another passes them too and the CRC is known (crc): then the first of them whose plaintext
+ * has that CRC (stored and deflated entries; the first of them if none has it: the reader's
+ * CRC check then fails the read). */
+static int zcr_open_zipcrypto(struct src *win, const struct zcr_rec *r, const uint32_t *crc,
+			      struct src **out)
+{
+	uint8_t h[ZC_HEADER];
+	size_t cand[KR_MAX], n = 0;
+	int err = src_pread_full(win, h, sizeof(h), 0);
+
+	for (size_t i = 0; !err && i < kr_count() && n < KR_MAX; i++) {
+		struct src *s = NULL;
+		err = zc_candidate(win, r, h, i, &s);
+		if (!err)
+			cand[n++] = i;
+		if (!err && !*out)
+			*out = s; /* the first */
+		else
+			src_free(s);
+		if (err == -EACCES)
+			err = 0; /* the next password */
+		if (*out && (!crc || (r->method != 0 && r->method != ZCR_DEFLATE)))
+			break; /* no way to choose between two: the first wins */
+	}
+	for (size_t k = 0; !err && n > 1 && k < n; k++) { /* several pass: the CRC chooses */
+		struct src *s = NULL;
+		err = zc_candidate(win, r, h, cand[k], &s);
+		if (!err && (err = zc_matches(s, r->method, *crc)) == 0) {
+			src_free(*out);
+			*out = s;
+			break;
+		}
+		src_free(s);
+		if (err == -EACCES)
+			err = 0;
+	}
+	if (err) {
+		src_free(*out);
+		*out = NULL;
+	}
 	return err ? err : *out ? 0 : -EACCES;
 }
 
@@ -173,8 +261,17 @@ static int zcr_open_aes(struct src *win, const struct zcr_rec *r, struct src **o
 		size_t len;
 		kr_get(i, &pw, &len);
 		err = wz_derive(r->strength, pw, len, salt, key, mac, pv);
-		if (!err && memcmp(pv, salt + sl, WZ_PV) == 0)
-			err = wz_src_new(win, r->strength, key, mac, out);
+		if (err || memcmp(pv, salt + sl, WZ_PV) != 0)
+			continue;
+		/* the value passes a wrong password once in 65,536: the code, over every
+		 * encrypted byte, decides (and is the only check an AE-2 entry has) */
+		err = wz_src_new(win, r->strength, key, mac, out);
+		if (!err && (err = wz_check_mac(*out)) != 0) {
+			src_free(*out);
+			*out = NULL;
+			if (err == -EBADMSG)
+				err = 0; /* not this password, or damaged: the next one */
+		}
 	}
 	cr_wipe(key, sizeof(key));
 	cr_wipe(mac, sizeof(mac));
@@ -184,11 +281,16 @@ static int zcr_open_aes(struct src *win, const struct zcr_rec *r, struct src **o
 
 int zcr_open(struct src *win, const struct zcr_rec *r, struct src **out)
 {
+	return zcr_open_crc(win, r, NULL, out);
+}
+
+int zcr_open_crc(struct src *win, const struct zcr_rec *r, const uint32_t *crc, struct src **out)
+{
 	*out = NULL;
 	if (!kr_count())
 		return -EACCES;
 	if (r->kind == ZCR_ZIPCRYPTO)
-		return zcr_open_zipcrypto(win, r, out);
+		return zcr_open_zipcrypto(win, r, crc, out);
 	if (r->kind == ZCR_AES)
 		return zcr_open_aes(win, r, out);
 	return -EINVAL;

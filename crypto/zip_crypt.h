@@ -19,11 +19,16 @@
  * Opening.  zcr_open finds the first password of the keyring (keyring.h), in order, that opens
  * the entry and returns the entry's compressed bytes decrypted, as a source the codec reads
  * as it reads a plain entry's window.  AES: the password whose derived verification value
- * matches (a wrong one passes once in 65,536).  ZipCrypto: the check byte passes a wrong
+ * matches (a wrong one passes once in 65,536) and under which the authentication code of
+ * the whole entry is right (zcr_open reads every encrypted byte once to check it: an
+ * encrypted entry is decoded whole at its first read anyway, index/streams.c).  ZipCrypto: the check byte passes a wrong
  * password once in 256, so a password that passes it must also inflate the entry's first
  * 64 KiB without an error when the entry is deflated (zlib, silently: nothing is logged for
- * the passwords that fail).  A wrong password that passes both is met by the CRC-32 (whole
- * entries) or the HMAC (zcr_check, at indexing): a read error then, never other bytes.
+ * the passwords that fail); when two pass, the entry's CRC-32 chooses (zcr_open_crc).  A
+ * wrong password that passes alone is met by the CRC-32 (whole entries): a read error then,
+ * never other bytes.  An AES entry whose code fails under
+ * every password whose value matched is refused like one no password matches (-EACCES):
+ * the code cannot tell a wrong password from damaged bytes.
  */
 #ifndef TARSEEK_ZIP_CRYPT_H
 #define TARSEEK_ZIP_CRYPT_H
@@ -66,14 +71,23 @@ int zcr_params_split(const void *params, size_t len, struct zcr_rec *r, const vo
 const char *zcr_name(const struct zcr_rec *r);
 
 /* The plaintext of the encrypted entry data in win (the bytes after its local header), under
- * the first password that opens it.  win is borrowed and must outlive *out.  0 and *out;
- * -EACCES when no password opens it (none given, or none fits; nothing logged: the caller
- * names the entry); -EIO when win is too short for the scheme's header; the source's -errno;
- * cipher.h's (-ENOTSUP: no libcrypto, logged by its loader). */
+ * the first password that opens it (AES: its authentication code checked).  win is borrowed
+ * and must outlive *out.  0 and *out; -EACCES when no password opens it (none given, or
+ * none fits; nothing logged: the caller names the entry); -EIO when win is too short for
+ * the scheme's header; the source's -errno; cipher.h's (-ENOTSUP: no libcrypto, logged by
+ * its loader).  Thread-safe (the keyring is read-only once options are parsed). */
 int zcr_open(struct src *win, const struct zcr_rec *r, struct src **out);
 
-/* Checks what only a whole read can: AES's authentication code (the encrypted bytes read
- * through plain's window).  0 (also for ZipCrypto, which has none), -EBADMSG when it fails,
+/* zcr_open, told the entry's CRC-32 (crc; NULL: not known, as zcr_open).  A ZipCrypto entry
+ * that more than one password opens as far as the check byte and the trial inflate can tell
+ * (one wrong password in 256 passes the byte; a stored entry has no trial) is then opened
+ * with the first of them whose plaintext has that CRC: each is decrypted (and inflated) whole
+ * to see.  The common case, one password passing, costs nothing more. */
+int zcr_open_crc(struct src *win, const struct zcr_rec *r, const uint32_t *crc,
+		 struct src **out);
+
+/* Checks AES's authentication code again (the encrypted bytes read through plain's window;
+ * zcr_open did already).  0 (also for ZipCrypto, which has none), -EBADMSG when it fails,
  * or -errno. */
 int zcr_check(struct src *plain);
 

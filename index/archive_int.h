@@ -48,7 +48,13 @@ struct astream {
 	unsigned flags;		/* IDX_S_* */
 	void *params;		/* the codec's parameters (whole mode), or NULL */
 	size_t params_len;
-	struct src *in;		/* the window [coff, coff + clen) of the archive file */
+	struct src *in;		/* the window [coff, coff + clen) of the archive file, or, for
+				   an encrypted zip entry (IDX_S_CRYPT), its plaintext over it */
+	struct src *cipher;	/* IDX_S_CRYPT: that window (in reads it), else NULL */
+	bool authenticated;	/* in is AES's plaintext, its authentication code checked */
+	/* -EACCES: encrypted, and no password given opens it (said once, when found): kept in
+	 * the table without a reader, so that later reads fail at once without a word */
+	int denied;
 	struct creader *reader; /* NULL for a stream that decodes to nothing */
 	bool shadowed;		/* reader reads the shadow (shadow/), not the archive */
 	/* made (under streams_lock) when a read through the shadow failed: the archive's
@@ -104,7 +110,8 @@ struct arch_file {
 };
 
 /* The stream id of a (streams.c), made on first use, with a reference (arch_stream_put gives
- * it back).  0 and *out, or -errno (logged); *out = NULL on error. */
+ * it back).  0 and *out, or -errno (logged); *out = NULL on error.  -EACCES: an encrypted
+ * entry no password opens (logged the first time only, naming the entry). */
 int arch_stream_get(struct arch *a, uint64_t id, struct astream **out);
 
 /* Gives back a reference: a stream no file uses joins the idle list, and the oldest idle

@@ -17,6 +17,13 @@
  *     index is made again when a later mount gives passwords (locked_stream, validate.c).
  * Symbolic links whose target is their data (zip, 7z) get the target read now: from the
  * archive for a stored entry, from the decoded bytes otherwise.
+ *
+ * An encrypted zip entry (cont_stream.crypt) is always whole, whatever its size, flagged
+ * IDX_S_CRYPT, its encryption record at the head of its params (crypto/zip_crypt.h): nothing
+ * is decrypted while indexing, so indexing needs no password and the index holds nothing of
+ * the plaintext (no gzip-like window, no segment CRC) nor of a password.  Its reader
+ * (index/streams.c) decrypts it under the password that opens it.  An encrypted symlink
+ * stays without a target.
  */
 #include "index/build_int.h"
 
@@ -34,6 +41,7 @@
 #include "index/db.h"
 #include "seek/segment.h"
 #include "containers/zip.h"
+#include "crypto/zip_crypt.h"
 
 #define WHOLE_SPACINGS 4	   /* whole mode up to this many checkpoint spacings */
 #define LINK_MAX_LEN 4096	   /* a longer "symlink target" is not one */
@@ -54,6 +62,7 @@ struct bstream {
 	size_t params_len;
 	bool zip_local;
 	bool encrypted; /* its plaintext is kept off the disk (cont_stream.encrypted) */
+	bool crypt; /* an encrypted zip entry: params are zcr_params_join's */
 	struct smember *m;
 	size_t nm, cap;
 	bool all_crc;
@@ -122,7 +131,19 @@ static int on_stream(void *opaque, const struct cont_stream *cs, uint64_t *id)
 			      .codec_name = strdup(cs->codec), .coff = cs->coff, .clen = cs->clen,
 			      .usize = cs->usize, .zip_local = cs->zip_local,
 			      .encrypted = cs->encrypted, .all_crc = true};
-	if (cs->params_len) {
+	if (cs->crypt) {
+		struct zcr_rec r;
+		if (zcr_parse(cs->crypt, ZCR_LEN, &r)) {
+			free(s->codec_name);
+			return -EINVAL; /* the container made it: its bug */
+		}
+		s->crypt = true;
+		if (zcr_params_join(&r, cs->params, cs->params_len, (uint8_t **)&s->params,
+				    &s->params_len)) {
+			free(s->codec_name);
+			return -ENOMEM;
+		}
+	} else if (cs->params_len) {
 		s->params = malloc(cs->params_len);
 		if (s->params)
 			memcpy(s->params, cs->params, cs->params_len);
@@ -505,6 +526,7 @@ static int whole_stream(struct bld_streams *S, struct bstream *s)
 	struct db_stream ds = {.id = s->id, .codec = s->codec->name, .coff = s->coff,
 			       .clen = s->clen, .usize = s->usize, .crcs = IDX_CRCS_MEMBERS,
 			       .flags = (s->zip_local ? IDX_S_ZIPLOCAL : 0) |
+					(s->crypt ? IDX_S_CRYPT : 0) |
 					(s->encrypted ? IDX_S_SECRET : 0),
 			       .params = s->params, .params_len = s->params_len};
 	bool links = false;
@@ -512,7 +534,10 @@ static int whole_stream(struct bld_streams *S, struct bstream *s)
 
 	for (size_t i = 0; i < s->nm; i++)
 		links |= s->m[i].link;
-	if (err || !links)
+	if (!err && links && s->crypt) /* not decrypted while indexing */
+		tfs_log(TFS_LOG_WARNING, "%s: an encrypted symbolic link: left without a target",
+			S->in->name);
+	if (err || !links || s->crypt)
 		return err;
 	/* a symlink's target is needed now: decode the (small) stream with its scan */
 	struct job j = {S, s};
@@ -591,7 +616,7 @@ int bld_container(struct builder *b, const struct idx_input *in, const struct co
 		if (!s->codec || !s->nm)
 			continue; /* nothing readable in it */
 		qsort(s->m, s->nm, sizeof(*s->m), cmp_member);
-		if (s->usize <= whole_max && s->all_crc)
+		if (s->crypt || (s->usize <= whole_max && s->all_crc))
 			err = whole_stream(&S, s);
 		else
 			S.jobs[S.njobs++] = i;

@@ -71,8 +71,15 @@ enum {
 
 enum {
 	IDX_S_ZIPLOCAL = 1, /* coff is a zip local header: the compressed bytes follow it */
-	IDX_S_SECRET = 2,   /* it decodes only with a password: its decoded bytes are kept off
-			       the disk (no shadow, not in the cache's disk tier) */
+	/* an encrypted zip entry (crypto/zip_crypt.h): params start with its encryption record
+	 * (zcr_params_join), nothing from a password; always IDX_CRCS_MEMBERS (decoded whole at
+	 * its first read, under the password that opens it: nothing of its plaintext -- no
+	 * window, no segment CRC -- is in the index).  A tarseek older than the flag reads the
+	 * bytes as if plain: its CRC check fails them (-EIO), never other bytes. */
+	IDX_S_CRYPT = 2,
+	IDX_S_SECRET = 4,   /* it decodes only with a password (a 7z folder with an AES coder;
+			       an IDX_S_CRYPT entry is too): its decoded bytes are kept off the
+			       disk (no shadow, not in the cache's disk tier) */
 };
 
 /* Creates the schema in a new, empty database opened read-write for building. */

@@ -197,9 +197,11 @@ static int wanted_streams(sqlite3 *db, struct src *archive, enum shadow_mode mod
 				      .codec = c,
 				      .shift = crcs == IDX_CRCS_SEGMENTS_FINE ? SEG_SHIFT_FINE : SEG_SHIFT,
 				      .ziplocal = (sqlite3_column_int(st, 6) & IDX_S_ZIPLOCAL) != 0};
-		if (!c || !s.usize ||
+		if (!c || !s.usize || (sqlite3_column_int(st, 6) & IDX_S_CRYPT) ||
 		    (crcs != IDX_CRCS_SEGMENTS && crcs != IDX_CRCS_SEGMENTS_FINE))
-			continue; /* decoded whole at its first read, or checked by its codec */
+			continue; /* decoded whole at its first read (an encrypted entry too: no
+				     plaintext is ever written beside the index), or checked by
+				     its codec */
 		if (sqlite3_column_int(st, 6) & IDX_S_SECRET)
 			continue; /* decrypted bytes are never written beside the index */
 		if (s.coff > src_size(archive) || s.clen > src_size(archive) - s.coff)

@@ -10,10 +10,18 @@
  * recently used idle ones are freed, so a zip of 70,000 entries read whole keeps memory
  * bounded.  The prefetch of a whole archive (arch_prefetch) takes a reference on each
  * stream it decodes.  Locks: streams_lock (archive_int.h); a stream is freed outside it.
+ *
+ * An encrypted zip entry (IDX_S_CRYPT) is decrypted below its codec: its reader reads the
+ * plaintext source zcr_open (crypto/zip_crypt.h) makes over its window under the first
+ * password that opens it, decoded whole and checked against its CRC-32 -- or, AE-2 having
+ * none, by the authentication code zcr_open checked -- before any byte is returned.  When no
+ * password opens it, one line says so, naming the entry, and the stream stays in the table
+ * as refused: every later read fails with EACCES at once, without a word.
  */
 #include "index/archive_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +31,8 @@
 #include "common/log.h"
 #include "common/size.h"
 #include "containers/zip.h"
+#include "crypto/keyring.h"
+#include "crypto/zip_crypt.h"
 #include "index/db.h"
 #include "index/shadow_make.h"
 #include "shadow/shadow.h"
@@ -213,13 +223,19 @@ static int stream_reader(struct astream *st, struct conn *c, bool use_shadow,
 		.aux_opaque = st,
 		.cache = a->env.cache,
 		.workers = a->env.workers,
-		.secret = (st->flags & IDX_S_SECRET) != 0,
+		.secret = (st->flags & (IDX_S_SECRET | IDX_S_CRYPT)) != 0,
 	};
 	struct codec_ckpt whole = {.uoff = 0, .ulen = st->usize};
+	static const struct creader_range authenticated[1]; /* nothing more to check */
 	if (st->crcs == IDX_CRCS_MEMBERS) { /* decoded whole, checked against its members */
 		err = stream_ranges(st, c, &ranges, &p.nranges);
 		if (err)
 			goto out;
+		p.ranges = ranges;
+		if (!p.nranges && st->authenticated) { /* AE-2: its code was checked instead */
+			p.ranges = authenticated;
+			p.nranges = 1;
+		}
 		if (!p.nranges) {
 			tfs_log(TFS_LOG_ERR, "%s: index damaged (stream %llu has nothing to check it "
 				"with)", a->index_shown, (unsigned long long)st->id);
@@ -228,7 +244,6 @@ static int stream_reader(struct astream *st, struct conn *c, bool use_shadow,
 		}
 		p.ckpts = &whole;
 		p.nckpts = 1;
-		p.ranges = ranges;
 		p.params = st->params;
 		p.params_len = st->params_len;
 	}
@@ -281,11 +296,104 @@ static void stream_free(struct astream *st)
 	creader_free(atomic_load(&st->fallback));
 	creader_free(st->reader);
 	src_free(st->in);
+	src_free(st->cipher); /* after the plaintext over it */
 	free(st->params);
 	free(st);
 }
 
-/* Makes stream id of a from its row (streams_lock held).  0 and *out, or -errno (logged). */
+/* Where stream id's first member is, for messages: its path in the archive, or "stream N". */
+static void stream_who(struct conn *c, uint64_t id, char *buf, size_t len)
+{
+	static const char q[] =
+	    "WITH RECURSIVE up(id, parent, path) AS ("
+	    " SELECT id, parent, CAST(name AS TEXT) FROM entries WHERE id ="
+	    "  (SELECT id FROM entries WHERE stream = ?1 ORDER BY data_off LIMIT 1)"
+	    " UNION ALL SELECT e.id, e.parent, CAST(e.name AS TEXT) || '/' || up.path"
+	    " FROM entries e JOIN up ON e.id = up.parent WHERE e.id != ?2)"
+	    " SELECT path FROM up ORDER BY length(path) DESC LIMIT 1";
+	sqlite3_stmt *st = NULL;
+
+	snprintf(buf, len, "stream %llu", (unsigned long long)id);
+	if (sqlite3_prepare_v2(c->db, q, -1, &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+	sqlite3_bind_int64(st, 2, IDX_ROOT);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		snprintf(buf, len, "%.*s", sqlite3_column_bytes(st, 0),
+			 (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+}
+
+/* An encrypted zip entry's plaintext (streams_lock held): st->in, its window, becomes
+ * st->cipher, and st->in the plaintext over it; st->params the codec's own.  0; -EACCES
+ * when no password opens it (st->denied set, said here); or -errno (logged). */
+static int stream_decrypt(struct astream *st, struct conn *c)
+{
+	struct arch *a = st->a;
+	struct zcr_rec r;
+	struct src *plain = NULL;
+	const void *cp;
+	size_t cplen;
+	void *own = NULL;
+	char who[512];
+	int err = zcr_params_split(st->params, st->params_len, &r, &cp, &cplen);
+
+	if (err || st->crcs != IDX_CRCS_MEMBERS) { /* never decoded while indexing */
+		tfs_log(TFS_LOG_ERR, "%s: index damaged (the encryption of stream %llu)",
+			a->index_shown, (unsigned long long)st->id);
+		return -EIO;
+	}
+	/* the entry's CRC-32, if it has one, to choose between passwords that pass the check */
+	struct creader_range *ranges = NULL;
+	size_t nr = 0;
+	uint32_t crc = 0;
+	bool has_crc = false;
+	err = stream_ranges(st, c, &ranges, &nr);
+	if (!err && nr == 1 && ranges[0].off == 0 && ranges[0].len == st->usize) {
+		crc = ranges[0].crc;
+		has_crc = true;
+	}
+	free(ranges);
+	if (err)
+		return err;
+	if (cplen && !(own = malloc(cplen)))
+		return -ENOMEM;
+	if (cplen)
+		memcpy(own, cp, cplen);
+	err = zcr_open_crc(st->in, &r, has_crc ? &crc : NULL, &plain);
+	if (err) {
+		free(own);
+		stream_who(c, st->id, who, sizeof(who));
+		if (err == -EACCES && !kr_count())
+			tfs_log(TFS_LOG_ERR, "%s: %s: encrypted (%s), and no password was given "
+				"(--password): its reads fail", a->path, who, zcr_name(&r));
+		else if (err == -EACCES && kr_count() == 1)
+			tfs_log(TFS_LOG_ERR, "%s: %s: encrypted (%s), and the password given does "
+				"not open it: its reads fail", a->path, who, zcr_name(&r));
+		else if (err == -EACCES)
+			tfs_log(TFS_LOG_ERR, "%s: %s: encrypted (%s), and none of the %zu passwords "
+				"given opens it: its reads fail", a->path, who, zcr_name(&r),
+				kr_count());
+		else
+			tfs_log(TFS_LOG_ERR, "%s: %s: encrypted (%s), cannot be decrypted: %s",
+				a->path, who, zcr_name(&r),
+				err == -EIO ? "shorter than its encryption's header (damaged)"
+					    : strerror(-err));
+		if (err == -EACCES)
+			st->denied = err;
+		return err;
+	}
+	st->cipher = st->in;
+	st->in = plain;
+	st->authenticated = r.kind == ZCR_AES;
+	free(st->params);
+	st->params = own;
+	st->params_len = cplen;
+	return 0;
+}
+
+/* Makes stream id of a from its row (streams_lock held).  0 and *out, or -errno (logged);
+ * -EACCES with *out a refused stream (st->denied) to keep in the table. */
 static int stream_make(struct arch *a, uint64_t id, struct astream **out)
 {
 	struct astream *st;
@@ -354,9 +462,19 @@ static int stream_make(struct arch *a, uint64_t id, struct astream **out)
 	}
 	if (!err) {
 		st->in = src_window(a->file, start, st->clen);
-		err = st->in ? stream_reader(st, c, true, &st->reader) : -ENOMEM;
+		err = st->in ? 0 : -ENOMEM;
 	}
+	if (!err && (st->flags & IDX_S_CRYPT))
+		err = stream_decrypt(st, c);
+	if (!err)
+		err = stream_reader(st, c, true, &st->reader);
 	arch_conn_put(a, c);
+	if (err && st->denied) { /* kept, refused, without its window */
+		src_free(st->in);
+		st->in = NULL;
+		*out = st;
+		return err;
+	}
 	if (err) {
 		stream_free(st);
 		return err;
@@ -402,13 +520,17 @@ int arch_stream_get(struct arch *a, uint64_t id, struct astream **out)
 	st = stream_find(a, id);
 	if (!st) {
 		err = stream_make(a, id, &st);
-		if (!err && htable_add(&a->streams, &st->hnode, hash_u64(id)) < 0) {
+		if (st && htable_add(&a->streams, &st->hnode, hash_u64(id)) < 0) {
 			unused = st; /* the table has no buckets and none can be had */
 			st = NULL;
 			err = -ENOMEM;
 		}
-	} else if (!st->refs) {
+	} else if (!st->refs && !st->denied) {
 		list_del(&st->idle);
+	}
+	if (st && st->denied) { /* no reference: it never joins the idle list */
+		err = st->denied;
+		st = NULL;
 	}
 	if (st)
 		st->refs++;
@@ -503,6 +625,10 @@ int arch_prefetch(struct arch *a, struct prefetch *pf)
 	for (size_t i = 0; !err && i < n; i++) {
 		struct astream *s;
 		err = arch_stream_get(a, ids[i], &s);
+		if (err == -EACCES) { /* encrypted, no password opens it: said, skipped */
+			err = 0;
+			continue;
+		}
 		/* a stream taken keeps its reference: the prefetch holds its reader until the end */
 		if (!err && !(s->reader && pf_add(pf, s->reader)))
 			arch_stream_put(a, s);

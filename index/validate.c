@@ -74,6 +74,25 @@ static bool single_unprobed(sqlite3 *db)
 	return r;
 }
 
+/* A zip's index made before encrypted entries could be read: it marked them unreadable
+ * (EACCES, "encrypted (no password support)") where they are now streams. */
+static bool zip_unencrypted(sqlite3 *db)
+{
+	char *kind = db_meta_get(db, "kind");
+	sqlite3_stmt *st = NULL;
+	bool r = false;
+
+	if (kind && strcmp(kind, "zip") == 0 &&
+	    sqlite3_prepare_v2(db, "SELECT 1 FROM entries WHERE unreadable = ?1 AND why = "
+			       "'encrypted (no password support)' LIMIT 1", -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int(st, 1, -EACCES);
+		r = sqlite3_step(st) == SQLITE_ROW;
+	}
+	sqlite3_finalize(st);
+	free(kind);
+	return r;
+}
+
 /* Another program's database is never ours to replace: no meta table or no format row.
  * 0, -ENOTSUP (another program's) or -ESTALE (damaged), with why. */
 static int ours(sqlite3 *db, char *why, size_t whylen)
@@ -157,6 +176,10 @@ static int validate(const char *index_path, const char *archive, const struct id
 	}
 	if (single_unprobed(db)) { /* its file may hold an archive it would now show */
 		snprintf(why, whylen, "%s", "made before archives behind a codec were looked into");
+		goto out;
+	}
+	if (zip_unencrypted(db)) { /* its encrypted entries would stay unreadable */
+		snprintf(why, whylen, "%s", "made before encrypted zip entries could be read");
 		goto out;
 	}
 	/* every byte, against the checksum sealed into the header (skipped for very large

@@ -20,12 +20,23 @@
  *     out of memory), and every byte they return below the scan's verified offset must be the
  *     scan's; after a clean scan they must read to where it ended without an error.
  *
+ * An encrypted entry (its AES extra field 0x9901 parsed, or ZipCrypto's flag) must come with
+ * a record zcr_parse takes; its stream is scanned as the reader does, through zcr_open's
+ * plaintext under the keyring's one password ("secret", added once): so the check bytes,
+ * the AES verification value and authentication code, and the decryption of whatever the
+ * input holds are fuzzed too (a stored entry's window is then its data and the encryption's
+ * overhead).
+ *
  *   build-fuzz/tests/fuzz/fuzz_zip -max_len=131072 CORPUS_DIR
  */
 #include "common/byteio.h"
 #include "containers/container.h"
 #include "fuzz_common.h"
 #include "containers/zip.h"
+#include "crypto/keyring.h"
+#include "crypto/winzip_aes.h"
+#include "crypto/zip_crypt.h"
+#include "crypto/zipcrypto.h"
 
 #include <stdbool.h>
 
@@ -40,6 +51,7 @@ struct fz_stream {
 	struct cont_stream s;
 	const struct codec *codec;
 	uint8_t params[8];
+	uint8_t crypt[ZCR_LEN];
 };
 
 struct fz_walk {
@@ -87,11 +99,21 @@ static int on_stream(void *opaque, const struct cont_stream *s, uint64_t *id)
 	} else {
 		FZ_ASSERT(s->params == NULL && s->params_len == 0);
 	}
+	uint64_t overhead = 0;
+	if (s->crypt) {
+		struct zcr_rec r;
+		FZ_ASSERT(zcr_parse(s->crypt, ZCR_LEN, &r) == 0);
+		overhead = r.kind == ZCR_AES ? wz_salt_len(r.strength) + WZ_PV + WZ_MAC : ZC_HEADER;
+	}
 	if (strcmp(s->codec, "stored") == 0)
-		FZ_ASSERT(s->clen == s->usize);
+		FZ_ASSERT(s->clen == s->usize + overhead);
 	if (w->nstreams < FZ_STREAMS) {
 		struct fz_stream *k = &w->st[w->nstreams];
 		k->s = *s;
+		if (s->crypt) {
+			memcpy(k->crypt, s->crypt, ZCR_LEN);
+			k->s.crypt = k->crypt;
+		}
 		k->codec = codec_by_name(s->codec); /* NULL: zstd not compiled in */
 		if (s->params_len) {
 			memcpy(k->params, s->params, s->params_len);
@@ -185,7 +207,7 @@ static void fz_decode(const uint8_t *data, size_t size, const struct fz_stream *
 	struct codec_opts opts = {.spacing = 1 + fz_rng_below(rng, 256 << 10), .threads = 1,
 				  .params = cs->params, .params_len = cs->params_len};
 	struct src *file = src_from_mem(data, size);
-	struct src *win = NULL;
+	struct src *win = NULL, *cipher = NULL;
 	struct codec_scan *s = NULL;
 	uint64_t pos = 0, verified, start = 0, limit;
 	ssize_t n = 0;
@@ -201,6 +223,19 @@ static void fz_decode(const uint8_t *data, size_t size, const struct fz_stream *
 	win = src_window(file, start, cs->clen);
 	if (!win)
 		goto out;
+	if (cs->crypt) { /* the reader's way (index/streams.c): the plaintext under the window */
+		struct zcr_rec r;
+		struct src *plain = NULL;
+		int err;
+		FZ_ASSERT(zcr_parse(cs->crypt, ZCR_LEN, &r) == 0);
+		err = zcr_open(win, &r, &plain);
+		FZ_ASSERT(err == 0 || err == -EACCES || err == -EIO || err == -ENOMEM ||
+			  err == -ENOTSUP);
+		if (err)
+			goto out;
+		cipher = win;
+		win = plain;
+	}
 	if (c->scan_new(win, &opts, &sink, &s))
 		goto out;
 	limit = cs->usize + 1; /* one byte past usize: what the reader refuses */
@@ -271,6 +306,7 @@ out:
 	if (c)
 		c->scan_free(s);
 	src_free(win);
+	src_free(cipher); /* after the plaintext over it */
 	src_free(file);
 }
 
@@ -287,6 +323,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int err;
 
 	fz_init_log();
+	if (!kr_count() && kr_add("secret", 6)) /* the password the decrypt path is fuzzed with */
+		abort();
 	fz_rng_init(&rng, data, size);
 	if (!out_buf)
 		out_buf = malloc(FZ_MAX_OUT + 1); /* + 1: a stream one byte longer than its entry */

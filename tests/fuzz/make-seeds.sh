@@ -9,7 +9,7 @@
 #   DIR/fuzz_7z/             7z archives of a small tree by 7zz in every method and filter,
 #                            plain and compressed headers, encrypted ones, damaged ones
 #   DIR/fuzz_zip/            zips by Info-ZIP (-0/-6/-9, bzip2, -P, to a pipe: data
-#                            descriptors), Python's zipfile (LZMA, zip64 forced), bsdtar, xz and
+#                            descriptors), 7zz's AES and ZipCrypto (-psecret), Python's zipfile (LZMA, zip64 forced), bsdtar, xz and
 #                            zstd entries written by hand, a prefixed one, damaged ones
 #   DIR/fuzz_http/           HTTP answers (nginx, S3, HTTP/2) and AWS credentials/config files
 #   DIR/fuzz_libarchive/     cpio (newc, odc, bin, crc), ar, iso9660, xar and warc of a small
@@ -271,6 +271,16 @@ if have zip; then
 	[ -f "$Zp/deflate.zip" ] && { head -c 700 /bin/sh; cat "$Zp/deflate.zip"; } >"$Zp/prefixed.zip"
 else
 	note "zip missing: no Info-ZIP seeds"
+fi
+# encrypted by 7-Zip with the harness's password: WinZip AES (AE-2, its extra field 0x9901)
+# and ZipCrypto with the check byte from the CRC (Info-ZIP's -P takes it from the time)
+if have 7zz; then
+	for m in AES128 AES256 ZipCrypto; do
+		(cd "$small" && 7zz a -bd -tzip -mem=$m -psecret "$Zp/7zz-$m.zip" . >/dev/null 2>&1) ||
+			rm -f "$Zp/7zz-$m.zip"
+	done
+else
+	note "7zz missing: no AES zip seeds"
 fi
 if have bsdtar; then
 	(cd "$small" && bsdtar --format zip -cf "$Zp/bsdtar.zip" . 2>/dev/null) || rm -f "$Zp/bsdtar.zip"

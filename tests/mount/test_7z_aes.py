@@ -211,4 +211,4 @@ def test_no_plaintext_on_disk(mount, tmp_path):
         flags = [r[0] for r in db.execute("SELECT flags FROM streams")]
     finally:
         db.close()
-    assert flags and all(f & 2 for f in flags), flags
+    assert flags and all(f & 4 for f in flags), flags  # IDX_S_SECRET

@@ -322,6 +322,19 @@ static void test_open_and_keyring(void)
 	CHECK(memcmp(got, "hello", 5) == 0);
 	CHECK_EQ(zcr_check(s), 0);
 	src_free(s);
+	/* the right password, but a byte of the data or of the code changed: the code fails
+	 * under the only password whose value matches, so none opens it (never other bytes) */
+	for (size_t at = 18; at < an; at += an - 1 - 18) { /* the data's byte, the code's last */
+		aes[at] ^= 1;
+		struct src *bad = src_from_mem(aes, an);
+		s = NULL;
+		CHECK_EQ(zcr_open(bad, &ra, &s), -EACCES);
+		CHECK(s == NULL);
+		src_free(bad);
+		aes[at] ^= 1;
+	}
+	CHECK_EQ(zcr_open(wa, &ra, &s), 0);
+	src_free(s);
 	/* an entry too short for its scheme */
 	struct src *shortw = src_from_mem(aes, 20);
 	CHECK_EQ(zcr_open(shortw, &ra, &s), -EIO);

@@ -180,6 +180,19 @@ static void test_validate(void)
 	CHECK_EQ(idx_validate(ix, ar, &b, why, sizeof(why)), -ESTALE);
 	build_ok(ar, ix, &b);
 
+	/* a zip's index from before encrypted entries could be read (one marked so): rebuilt;
+	 * the same mark in another kind's index, or another reason, is no reason */
+	edit_index(ix, "UPDATE entries SET unreadable = -13, why = 'encrypted (no password "
+		       "support)' WHERE id = (SELECT max(id) FROM entries)", true);
+	CHECK_EQ(idx_validate(ix, ar, &b, why, sizeof(why)), 0);
+	edit_index(ix, "UPDATE meta SET value = 'zip' WHERE key = 'kind'", true);
+	expect_rebuilt(ar, ix, &b, "encrypted zip entries");
+	edit_index(ix, "UPDATE meta SET value = 'zip' WHERE key = 'kind';"
+		       "UPDATE entries SET unreadable = -13, why = 'other' WHERE id = "
+		       "(SELECT max(id) FROM entries)", true);
+	CHECK_EQ(idx_validate(ix, ar, &b, why, sizeof(why)), 0);
+	build_ok(ar, ix, &b);
+
 	/* an interrupted build: the members but no 'complete' marker, nor the seal */
 	struct idx_input in = input_of(ar);
 	CHECK_EQ(idx_build_base(&in, ix, &b, NULL), 0);

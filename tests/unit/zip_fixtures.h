@@ -23,6 +23,8 @@ struct rstream {
 	uint8_t params[16];
 	size_t params_len;
 	bool zip_local;
+	bool crypt;		  /* encrypted: its record (crypto/zip_crypt.h) */
+	uint8_t crypt_rec[8];
 };
 
 struct rmember {
