@@ -250,7 +250,7 @@ ssize_t sz_aes_dec_read(struct sz_aes_dec *d, uint8_t *buf, size_t len, unsigned
 ssize_t sz_aes_pread(const uint8_t key[SZ_AES_KEY], const uint8_t iv0[SZ_AES_BLOCK],
 		     struct src *in, uint64_t size, uint8_t *buf, size_t len, uint64_t off)
 {
-	uint8_t blk[64 + SZ_AES_BLOCK], iv[SZ_AES_BLOCK];
+	uint8_t blk[64], iv[SZ_AES_BLOCK];
 	uint64_t b = off / SZ_AES_BLOCK * SZ_AES_BLOCK, end;
 	size_t done = 0;
 	ssize_t r;
@@ -270,8 +270,10 @@ ssize_t sz_aes_pread(const uint8_t key[SZ_AES_KEY], const uint8_t iv0[SZ_AES_BLO
 		if (end <= b)
 			break; /* a partial block at the end: not ciphertext */
 		r = src_pread(in, blk, (size_t)(end - b), b);
-		if (r != (ssize_t)(end - b))
-			return r < 0 ? r : -EIO;
+		if (r != (ssize_t)(end - b)) {
+			err = r < 0 ? (int)r : -EIO;
+			break;
+		}
 		err = sz_aes_cbc(key, iv, blk, (size_t)(end - b));
 		for (uint64_t p = off + done; !err && p < end && done < len; p++)
 			buf[done++] = blk[p - b];
