@@ -152,8 +152,9 @@ static void evict(struct cache *c, struct entry *e, struct evicted *ev)
 	list_add_head(&ev->head, &e->lru);
 }
 
-/* Hands what was evicted to the disk tier, unless it holds those segments already, and frees
- * the entries (lock held; may wait for room in the writer's queue, letting go of it). */
+/* Hands what was evicted to the disk tier, unless it holds those segments already or they are
+ * secret (decrypted bytes stay off the disk), and frees the entries (lock held; may wait for
+ * room in the writer's queue, letting go of it). */
 static void spill(struct cache *c, struct evicted *ev)
 {
 	struct list_node *n;
@@ -161,7 +162,7 @@ static void spill(struct cache *c, struct evicted *ev)
 	while ((n = list_first(&ev->head))) {
 		struct entry *e = list_entry(n, struct entry, lru);
 		list_del(n);
-		if (e->buf && c->disk && !cdisk_has(c->disk, &e->key))
+		if (e->buf && !e->buf->secret && c->disk && !cdisk_has(c->disk, &e->key))
 			cdisk_queue(c->disk, &e->key, e->buf);
 		cache_buf_put(e->buf);
 		free(e);

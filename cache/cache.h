@@ -26,6 +26,7 @@
  * holds its segment already, by a writer thread (started on the first write; at most 16 MiB
  * queued, past that the publish that evicted waits); a RAM miss that the disk or the queue
  * holds is served from there (a disk read checks its CRC) instead of being decoded again.
+ * A secret buffer (decrypted bytes) is never written there: evicted, it is gone.
  * It is what makes archives that cannot be sought (single-block xz, single-frame zstd) or
  * whose blocks are far larger than the RAM budget (xz -T's 24 MiB) cheap to read at random:
  * each segment is decoded once per mount.  The file is never named in the file system and vanishes with
@@ -53,6 +54,8 @@ struct cache_key {
 struct cache_buf {
 	atomic_int refs;
 	unsigned mem_class; /* where its memory came from (cache_mem.c) */
+	bool secret;	    /* decrypted bytes (an encrypted 7z folder's): never written to the
+			       disk tier; false from cache_buf_new, set before publishing */
 	size_t len;
 	uint8_t data[];
 };

@@ -404,6 +404,7 @@ struct cache_buf *cache_buf_new(size_t len)
 		return NULL;
 	atomic_init(&b->refs, 1);
 	b->mem_class = cls;
+	b->secret = false;
 	b->len = len;
 	return b;
 }

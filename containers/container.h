@@ -52,6 +52,9 @@ struct cont_stream {
 	 * bytes are not encrypted.  The codec then reads the bytes decrypted, through
 	 * zcr_open's source over the window.  (7z's AES is a coder of the folder: in params.) */
 	const uint8_t *crypt;
+	bool encrypted;	    /* it decodes only with a password (a 7z folder with an AES coder):
+			       its plaintext is never written to disk (no shadow, not in the
+			       cache's disk tier: index/db.h's IDX_S_SECRET) */
 };
 
 struct cont_sink {

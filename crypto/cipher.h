@@ -1,6 +1,6 @@
 /* The primitives the encrypted formats are made of, over libcrypto (crypto_dl.h): AES blocks
  * (ECB encryption, CBC decryption), SHA-1 and SHA-256, HMAC-SHA1, PBKDF2-HMAC-SHA1.  The
- * formats themselves (zipcrypto.h, winzip_aes.h, sz_aes.h) build on these.
+ * formats themselves (zipcrypto.h, winzip_aes.h, codecs/7z/sevenzip_aes.h) build on these.
  *
  * Every function loads libcrypto at its first call (cr_load) and returns 0 or -errno:
  * -ENOTSUP when libcrypto cannot be loaded (logged once, by the loader), -ENOMEM, -EINVAL for

@@ -97,7 +97,8 @@ static const struct spec specs[] = {
     {O_RECREATE, "recreate-index", 'c', NULL, "rebuild the index even if it is valid", true},
     {O_PASSWORD, "password", 0, "PW",
      "a password for encrypted zip entries (ZipCrypto,\n"
-     "AES); repeat it for several, tried in order", true},
+     "AES) and 7z archives (AES-256); repeat it for\n"
+     "several, tried in order", true},
     {O_PASSWORD_FILE, "password-file", 0, "FILE",
      "the passwords in FILE, one a line, tried in order", true},
     {O_GZIP_SPACING, "gzip-spacing", 0, "SIZE",

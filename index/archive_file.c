@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "crypto/keyring.h"
 #include "index/db.h"
 
 /* The sparse map of f's entry, as the builder wrote it: in order, inside the size and the
@@ -114,9 +115,12 @@ int arch_file_open(struct arch *a, uint64_t ino, struct arch_file **out)
 		goto out;
 	}
 	f->a = a;
-	if (sqlite3_column_type(c->file, 8) != SQLITE_NULL)
-		f->name = strndup((const char *)sqlite3_column_blob(c->file, 8),
-				  (size_t)sqlite3_column_bytes(c->file, 8)); /* NULL: "?" */
+	f->name = strndup((const char *)sqlite3_column_blob(c->file, 8),
+			  (size_t)sqlite3_column_bytes(c->file, 8));
+	if (!f->name) {
+		err = -ENOMEM;
+		goto out;
+	}
 	f->data_off = (uint64_t)sqlite3_column_int64(c->file, 1);
 	f->size = (uint64_t)sqlite3_column_int64(c->file, 2);
 	f->stored = (uint64_t)sqlite3_column_int64(c->file, 3);
@@ -205,6 +209,16 @@ static ssize_t read_stored(struct arch_file *f, void *buf, size_t len, uint64_t 
 	return n;
 }
 
+/* A read refused because no password given opens the member's data (an encrypted 7z folder:
+ * the codec logs nothing, not knowing the member): said once for the file, naming it. */
+static ssize_t read_denied(struct arch_file *f, ssize_t n)
+{
+	if (n == -EACCES && !atomic_exchange(&f->denied_logged, true))
+		tfs_log(TFS_LOG_ERR, "%s: %s: encrypted, and no password given opens it%s",
+			f->a->path, f->name, kr_count() ? "" : " (give it with --password)");
+	return n;
+}
+
 ssize_t arch_file_read(struct arch_file *f, void *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;
@@ -214,7 +228,7 @@ ssize_t arch_file_read(struct arch_file *f, void *buf, size_t len, uint64_t off)
 	if (len > f->size - off)
 		len = (size_t)(f->size - off);
 	if (!f->ext)
-		return read_stored(f, buf, len, off);
+		return read_denied(f, read_stored(f, buf, len, off));
 	/* sparse: extents in order, holes read as zeros */
 	while (done < len) {
 		uint64_t pos = off + done;
@@ -238,8 +252,8 @@ ssize_t arch_file_read(struct arch_file *f, void *buf, size_t len, uint64_t off)
 		if (n > want)
 			n = want;
 		ssize_t r = read_stored(f, (uint8_t *)buf + done, (size_t)n, f->ext[lo].phys + in);
-		if (r < 0)
-			return r; /* all or nothing: a short read would look like the end */
+		if (r < 0) /* all or nothing: a short read would look like the end */
+			return read_denied(f, r);
 		done += (size_t)n;
 	}
 	return (ssize_t)done;

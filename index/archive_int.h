@@ -106,10 +106,11 @@ struct arch_file {
 	size_t next;
 	bool advised; /* its stored bytes were announced to the source (src_advise) */
 	bool said;    /* its archive's change was logged (file_changed) */
-	char *name;   /* its base name, for messages */
 	/* where the last read of the stored data ended: a read that starts there reads the
 	 * member in order (reads of one file may run at once: only a hint, hence relaxed) */
 	_Atomic uint64_t seq_next;
+	char *name;		   /* the member's name (the index's name column), for messages */
+	atomic_bool denied_logged; /* the read refused for want of a password was logged */
 };
 
 /* The stream id of a (streams.c), made on first use, with a reference (arch_stream_put gives

@@ -13,6 +13,8 @@
  *     single-threaded scan; the database is shared under b->db_lock.  A member whose bytes
  *     do not match its CRC, or lie past where a damaged stream stops decoding, is marked
  *     unreadable (-EIO): it stays listed and its reads fail, the rest of the archive works.
+ *     An encrypted stream no password given opens has its members marked -EACCES, and the
+ *     index is made again when a later mount gives passwords (locked_stream, validate.c).
  * Symbolic links whose target is their data (zip, 7z) get the target read now: from the
  * archive for a stored entry, from the decoded bytes otherwise.
  *
@@ -59,6 +61,7 @@ struct bstream {
 	void *params;
 	size_t params_len;
 	bool zip_local;
+	bool encrypted; /* its plaintext is kept off the disk (cont_stream.encrypted) */
 	bool crypt; /* an encrypted zip entry: params are zcr_params_join's */
 	struct smember *m;
 	size_t nm, cap;
@@ -126,7 +129,8 @@ static int on_stream(void *opaque, const struct cont_stream *cs, uint64_t *id)
 	s = &S->s[S->n];
 	*s = (struct bstream){.id = IDX_STREAM + 1 + S->n, .codec = codec_by_name(cs->codec),
 			      .codec_name = strdup(cs->codec), .coff = cs->coff, .clen = cs->clen,
-			      .usize = cs->usize, .zip_local = cs->zip_local, .all_crc = true};
+			      .usize = cs->usize, .zip_local = cs->zip_local,
+			      .encrypted = cs->encrypted, .all_crc = true};
 	if (cs->crypt) {
 		struct zcr_rec r;
 		if (zcr_parse(cs->crypt, ZCR_LEN, &r)) {
@@ -369,6 +373,25 @@ out:
 	return err;
 }
 
+/* An encrypted stream that no password given opens (7z's AES folders are the codec's):
+ * its members are marked unreadable with -EACCES, and meta 'locked' says that the index was
+ * made without a password it needed -- validate.c then has it made again when passwords are
+ * given (never which: nothing from a password is stored). */
+static int locked_stream(struct bld_streams *S, struct bstream *s)
+{
+	struct builder *b = S->b;
+	int err;
+
+	bld_lock(b);
+	err = db_meta_set(b->db, "locked", "1");
+	for (size_t i = 0; !err && i < s->nm; i++)
+		err = mark_unreadable(b, s->m[i].id, -EACCES,
+				      "encrypted, and no password given opened it when the index "
+				      "was made");
+	bld_unlock(b);
+	return err;
+}
+
 /* Decodes stream s now: checkpoints, segment CRCs, members checked, its row. */
 static int job_run(struct job *j)
 {
@@ -386,10 +409,15 @@ static int job_run(struct job *j)
 
 	if (!err) {
 		bld_lock(b);
-		if (bld_shadow_wants(b->shadow, s->codec, win)) /* 64 KiB segments then */
+		if (!s->encrypted && bld_shadow_wants(b->shadow, s->codec, win)) /* 64 KiB segs */
 			sh = bld_shadow_tap(b->shadow, s->id, &sink);
 		bld_unlock(b);
 		err = cstream_new(s->codec, win, &co, &sink, &cs);
+	}
+	if (err == -EACCES) { /* encrypted, and no password given opens it */
+		bld_shadow_end(sh, false, 0);
+		err = locked_stream(S, s);
+		goto out;
 	}
 	if (!err) {
 		derr = job_read(j, cs, &read);
@@ -429,11 +457,13 @@ static int job_run(struct job *j)
 				       .crcs = sink.seg_shift == SEG_SHIFT_FINE
 						   ? IDX_CRCS_SEGMENTS_FINE
 						   : IDX_CRCS_SEGMENTS,
-				       .flags = s->zip_local ? IDX_S_ZIPLOCAL : 0,
+				       .flags = (s->zip_local ? IDX_S_ZIPLOCAL : 0) |
+						(s->encrypted ? IDX_S_SECRET : 0),
 				       .params = s->params, .params_len = s->params_len};
 		err = db_insert_stream(b->db, &b->ins_stream, &ds);
 	}
 	bld_unlock(b);
+out:
 	cstream_free(cs);
 	src_free(win);
 	return err;
@@ -496,7 +526,8 @@ static int whole_stream(struct bld_streams *S, struct bstream *s)
 	struct db_stream ds = {.id = s->id, .codec = s->codec->name, .coff = s->coff,
 			       .clen = s->clen, .usize = s->usize, .crcs = IDX_CRCS_MEMBERS,
 			       .flags = (s->zip_local ? IDX_S_ZIPLOCAL : 0) |
-					(s->crypt ? IDX_S_CRYPT : 0),
+					(s->crypt ? IDX_S_CRYPT : 0) |
+					(s->encrypted ? IDX_S_SECRET : 0),
 			       .params = s->params, .params_len = s->params_len};
 	bool links = false;
 	int err = db_insert_stream(b->db, &b->ins_stream, &ds);
@@ -522,7 +553,7 @@ static int whole_stream(struct bld_streams *S, struct bstream *s)
 		err = cstream_new(s->codec, win, &co, &drop, &cs);
 	if (!err)
 		err = job_read(&j, cs, &read);
-	if (err == -EIO) { /* the links' reads fail anyway: they stay without a target */
+	if (err == -EIO || err == -EACCES) { /* their reads fail: they stay without a target */
 		tfs_log(TFS_LOG_WARNING, "%s: cannot decode the targets of its symbolic links",
 			S->in->name);
 		err = 0;

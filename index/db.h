@@ -77,6 +77,9 @@ enum {
 	 * window, no segment CRC -- is in the index).  A tarseek older than the flag reads the
 	 * bytes as if plain: its CRC check fails them (-EIO), never other bytes. */
 	IDX_S_CRYPT = 2,
+	IDX_S_SECRET = 4,   /* it decodes only with a password (a 7z folder with an AES coder;
+			       an IDX_S_CRYPT entry is too): its decoded bytes are kept off the
+			       disk (no shadow, not in the cache's disk tier) */
 };
 
 /* Creates the schema in a new, empty database opened read-write for building. */

@@ -202,6 +202,8 @@ static int wanted_streams(sqlite3 *db, struct src *archive, enum shadow_mode mod
 			continue; /* decoded whole at its first read (an encrypted entry too: no
 				     plaintext is ever written beside the index), or checked by
 				     its codec */
+		if (sqlite3_column_int(st, 6) & IDX_S_SECRET)
+			continue; /* decrypted bytes are never written beside the index */
 		if (s.coff > src_size(archive) || s.clen > src_size(archive) - s.coff)
 			continue;
 		struct src *win = strcmp(c->name, "zstd") == 0 && !s.ziplocal

@@ -223,6 +223,7 @@ static int stream_reader(struct astream *st, struct conn *c, bool use_shadow,
 		.aux_opaque = st,
 		.cache = a->env.cache,
 		.workers = a->env.workers,
+		.secret = (st->flags & (IDX_S_SECRET | IDX_S_CRYPT)) != 0,
 	};
 	struct codec_ckpt whole = {.uoff = 0, .ulen = st->usize};
 	static const struct creader_range authenticated[1]; /* nothing more to check */

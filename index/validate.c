@@ -14,6 +14,7 @@
 
 #include "codecs/codec.h"
 #include "common/parts.h"
+#include "crypto/keyring.h"
 #include "index/db.h"
 #include "index/stamp.h"
 
@@ -115,6 +116,34 @@ static int ours(sqlite3 *db, char *why, size_t whylen)
 	return 0;
 }
 
+/* True (said why) if db, an index of ours, cannot be used whatever its archive: incomplete,
+ * of another format, or made before something it holds could be read. */
+static bool outdated(sqlite3 *db, char *why, size_t whylen)
+{
+	char *s = db_meta_get(db, "complete");
+	bool complete = s && strcmp(s, "1") == 0, locked;
+	uint64_t v;
+
+	free(s);
+	if (!complete)
+		return why_is(why, whylen, true, "%s", "incomplete (an interrupted build, or damaged)");
+	if (!db_meta_get_u64(db, "format", &v) || v < IDX_FORMAT_OLDEST || v > IDX_FORMAT)
+		return why_is(why, whylen, true, "%s", "made by another version of tarseek");
+	s = db_meta_get(db, "locked");
+	locked = s != NULL;
+	free(s);
+	if (locked && kr_count()) /* encrypted entries no password opened: try the ones given */
+		return why_is(why, whylen, true, "%s",
+			      "made without the password of its encrypted entries");
+	if (single_unprobed(db)) /* its file may hold an archive it would now show */
+		return why_is(why, whylen, true, "%s",
+			      "made before archives behind a codec were looked into");
+	if (zip_unencrypted(db)) /* its encrypted entries would stay unreadable */
+		return why_is(why, whylen, true, "%s",
+			      "made before encrypted zip entries could be read");
+	return false;
+}
+
 /* archive: a local file; else rem: a remote object. */
 static int validate(const char *index_path, const char *archive, const struct idx_subject *rem,
 		    const struct idx_build_opts *o, char *why, size_t whylen)
@@ -159,23 +188,8 @@ static int validate(const char *index_path, const char *archive, const struct id
 	if ((err = ours(db, why, whylen)) != 0)
 		goto out;
 	err = -ESTALE;
-	s = db_meta_get(db, "complete");
-	if (!s || strcmp(s, "1") != 0) {
-		snprintf(why, whylen, "%s", "incomplete (an interrupted build, or damaged)");
+	if (outdated(db, why, whylen))
 		goto out;
-	}
-	if (!db_meta_get_u64(db, "format", &v) || v < IDX_FORMAT_OLDEST || v > IDX_FORMAT) {
-		snprintf(why, whylen, "%s", "made by another version of tarseek");
-		goto out;
-	}
-	if (single_unprobed(db)) { /* its file may hold an archive it would now show */
-		snprintf(why, whylen, "%s", "made before archives behind a codec were looked into");
-		goto out;
-	}
-	if (zip_unencrypted(db)) { /* its encrypted entries would stay unreadable */
-		snprintf(why, whylen, "%s", "made before encrypted zip entries could be read");
-		goto out;
-	}
 	/* every byte, against the checksum sealed into the header (skipped for very large
 	 * indexes, whose pages SQLite still checks for structure) */
 	if ((uint64_t)ist.st_size <= SEAL_CHECK_MAX && db_check_seal(index_path) != 0) {

@@ -4,8 +4,9 @@
  * is never ours to replace), complete, of this format, sealed with a matching checksum (up to
  * 64 MiB), trusted (ours, root's or the archive owner's, and not writable by others), and
  * records the archive's size, mtime, format, fingerprint and the options that shape the index
- * (stamp.h).  Nothing about the host is recorded, so an index built elsewhere for the same
- * file is valid here.  For a remote archive, see idx_subject.
+ * (stamp.h); one made without the password an encrypted entry needed (meta 'locked') is stale
+ * when passwords are given now.  Nothing about the host is recorded, so an index built
+ * elsewhere for the same file is valid here.  For a remote archive, see idx_subject.
  */
 #ifndef TARSEEK_VALIDATE_H
 #define TARSEEK_VALIDATE_H

@@ -38,6 +38,8 @@ struct prefetch {
 	size_t nitems, cap;
 	size_t cur_item, cur_chunk; /* the next item to hand out */
 	unsigned running;	    /* threads not yet done */
+	uint64_t locked;	    /* chunks no password opens (-EACCES: counted failed, but
+				       nothing was logged: the reads that meet them say so) */
 	struct pf_stats st;
 };
 
@@ -161,14 +163,17 @@ static void *pf_thread(void *arg)
 			pf->st.chunks_done++;
 		else if (err != -ECANCELED)
 			pf->st.chunks_failed++;
+		if (err == -EACCES)
+			pf->locked++;
 		pthread_mutex_unlock(&pf->lock);
 	}
 	pthread_mutex_lock(&pf->lock);
 	if (--pf->running == 0 && !atomic_load(&pf->stop)) {
 		pf->st.finished = true;
-		tfs_log(TFS_LOG_INFO, "prefetch done: %llu chunks decoded%s",
+		tfs_log(TFS_LOG_INFO, "prefetch done: %llu chunks decoded%s%s",
 			(unsigned long long)pf->st.chunks_done,
-			pf->st.chunks_failed ? ", some failed (see above)" : "");
+			pf->st.chunks_failed > pf->locked ? ", some failed (see above)" : "",
+			pf->locked ? ", some encrypted (no password given opens them)" : "");
 	}
 	pthread_mutex_unlock(&pf->lock);
 	return NULL;

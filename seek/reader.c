@@ -62,6 +62,7 @@ struct creader {
 	void *params;
 	size_t params_len;
 	uint64_t stream;
+	bool secret; /* its segments are marked secret (cache.h: never on the disk tier) */
 	unsigned max_decoders;
 
 	atomic_bool closing; /* creader_free has begun: background jobs stop */
@@ -141,6 +142,7 @@ int creader_new(const struct creader_params *p, struct creader **out)
 		r->params_len = p->params_len;
 	}
 	r->stream = cache_new_stream_id(r->cache);
+	r->secret = p->secret;
 	list_init(&r->bg_list);
 	pthread_mutex_init(&r->pool_lock, NULL);
 	pthread_cond_init(&r->bg_done, NULL);
@@ -419,6 +421,7 @@ static int step_segment(struct creader *r, struct rd_live *l, bool mine, uint8_t
 		b = cache_buf_new(len);
 		if (!b)
 			return -ENOMEM;
+		b->secret = r->secret;
 		dst = b->data;
 	} else {
 		if (!*scratch && !(*scratch = malloc(((size_t)3 << r->seg_shift) / 2)))
@@ -642,6 +645,7 @@ static int whole_decode(struct creader *r, const bool *mine, uint64_t want, stru
 			err = -ENOMEM;
 			break;
 		}
+		bufs[k]->secret = r->secret;
 		while (!err && done < len) {
 			ssize_t n = r->codec->scan_read(scan, bufs[k]->data + done, len - done);
 			if (n < 0)

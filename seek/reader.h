@@ -56,6 +56,8 @@ struct creader_params {
 	size_t nranges;
 	const void *params;
 	size_t params_len;
+	bool secret; /* decrypted bytes: the segments are cache.h's secret buffers (kept off the
+			cache's disk tier) */
 };
 
 /* 0 or -errno (-EINVAL if the checkpoints or CRCs are inconsistent). *out = NULL on error. */

@@ -1,6 +1,7 @@
 /* The 7z folder blob (sevenzip_chain.h): written by the container, read by the codec.  Both
  * sides go through szc_check, so a blob the codec accepts describes a tree of coders whose
- * every input is fed exactly once, whatever the archive said. */
+ * every input is fed exactly once, whatever the archive said.  At the end, the questions the
+ * decoder asks of a folder's graph (what feeds an input, which coders are BCJ filters). */
 #include "codecs/7z/sevenzip_chain.h"
 
 #include <errno.h>
@@ -21,7 +22,7 @@ static const struct {
 	{SZM_BCJ2, "BCJ2", true},	    {SZM_LZMA, "LZMA", true},
 	{SZM_LZMA2, "LZMA2", true},	    {SZM_PPMD, "PPMd", false},
 	{SZM_DEFLATE, "Deflate", true},	    {SZM_DEFLATE64, "Deflate64", false},
-	{SZM_BZIP2, "BZip2", true},	    {SZM_AES, "AES-256", false},
+	{SZM_BZIP2, "BZip2", true},	    {SZM_AES, "AES-256", true},
 	{0x04F71101u, "ZSTD", false},	    {0x04F71102u, "Brotli", false},
 	{0x04F71104u, "LZ4", false},	    {0x04F71105u, "LZ5", false},
 	{0x04F71106u, "Lizard", false},	    {0x020302u, "Swap2", false},
@@ -298,4 +299,45 @@ void szc_get_sub(const struct szc_folder *f, uint32_t i, uint64_t *size, bool *h
 	*size = le64(p);
 	*crc = le32(p + 8);
 	*has_crc = p[12] != 0;
+}
+
+bool szc_is_bcj(uint64_t m)
+{
+	return m == SZM_X86 || m == SZM_PPC || m == SZM_IA64 || m == SZM_ARM || m == SZM_ARMT ||
+	       m == SZM_SPARC || m == SZM_ARM64;
+}
+
+unsigned szc_bcj_align(uint64_t m)
+{
+	switch (m) {
+	case SZM_X86:
+		return 1;
+	case SZM_ARMT:
+		return 2;
+	case SZM_IA64:
+		return 16;
+	default:
+		return 4;
+	}
+}
+
+/* Input i (folder-wide numbering) of the folder: the coder bound to it, or -1 - packed index. */
+int szc_source_of(const struct szc_folder *f, unsigned in)
+{
+	for (unsigned b = 0; b < f->nbind; b++)
+		if (f->bind[b].in == in)
+			return f->bind[b].out;
+	for (unsigned p = 0; p < f->npacked; p++)
+		if (f->packed[p] == in)
+			return -1 - (int)p;
+	return -1 - SZC_MAX_PACKED; /* never: szc_check guarantees one */
+}
+
+unsigned szc_first_in(const struct szc_folder *f, unsigned c)
+{
+	unsigned n = 0;
+
+	for (unsigned k = 0; k < c; k++)
+		n += f->coders[k].nin;
+	return n;
 }

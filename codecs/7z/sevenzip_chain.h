@@ -129,4 +129,13 @@ int szc_parse(const void *blob, size_t len, struct szc_folder *f, size_t *coder_
 void szc_get_sub(const struct szc_folder *f, uint32_t i, uint64_t *size, bool *has_crc,
 		 uint32_t *crc);
 
+/* The folder's coder graph, for the decoder (sevenzip_graph.c builds it, sevenzip_folder.c
+ * judges restart points with them): whether m is a BCJ filter (x86, PPC, IA64, ARM, ARMT,
+ * SPARC, ARM64) and the alignment its restarts need; what feeds input `in` (folder-wide
+ * numbering): the coder bound to it, or -1 - the packed stream's index; coder c's first input. */
+bool szc_is_bcj(uint64_t m);
+unsigned szc_bcj_align(uint64_t m);
+int szc_source_of(const struct szc_folder *f, unsigned in);
+unsigned szc_first_in(const struct szc_folder *f, unsigned c);
+
 #endif

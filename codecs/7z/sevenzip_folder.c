@@ -8,30 +8,31 @@
  * Checkpoints.  Checkpoint 0 (uoff 0, coff 0) carries the coder part of the params blob as
  * its aux.  Decoding can restart elsewhere only in two shapes of folder, both with one packed
  * stream:
- *   - Copy over the packed stream: anywhere; a checkpoint every spacing bytes, coff = uoff;
- *   - LZMA2 over the packed stream, with BCJ filters on it in the same liblzma chain and
- *     optionally Delta as the outermost coder: at an LZMA2 chunk that resets the dictionary
- *     (control 0x01, or 0xE0 and above -- 7-Zip's multi-threaded LZMA2 encoder starts each of
- *     its blocks with one; a single-threaded one writes one block).  The scan walks the chunk
- *     headers ahead of the decoder (six bytes a chunk) to find them, and takes the first one at
- *     least spacing bytes after the previous checkpoint.  A fresh LZMA2 decoder started at such
- *     a chunk is in the same state as the sequential one there (nothing before the reset can
- *     be referenced, and the chunk sets new properties), but the filters above it are not:
- *     BCJ filters convert relative to the position (given as their start offset) and x86's
- *     keeps a few bytes of state, and Delta needs its last `distance` bytes.  So before a
- *     candidate is emitted the scan decodes from it with a fresh decoder, exactly as dec_new
- *     would, and compares with the sequential output: at least SZ_VERIFY bytes, and for x86
- *     until four bytes without E8/E9 (after which the x86 filter's state provably no longer
- *     depends on where it started), at most SZ_VERIFY_MAX; the candidate is dropped when they
- *     differ or no such point comes.  The other BCJ filters convert aligned words with no
- *     state, so a candidate must be aligned (ARMT 2, IA64 16, the others 4).  Delta's history
- *     is stored in the aux.  Other shapes (BCJ2, LZMA1, Deflate, BZip2, several packed
- *     streams) have checkpoint 0 only.
+ *   - Copy over the packed stream (or over AES over it, see below): anywhere; a checkpoint
+ *     every spacing bytes, coff = uoff;
+ *   - LZMA2 over the packed stream (or over AES over it), with BCJ filters on it in the same
+ *     liblzma chain and optionally Delta as the outermost coder: at an LZMA2 chunk that resets the
+ *     dictionary (control 0x01, or 0xE0 and above -- 7-Zip's multi-threaded LZMA2 encoder starts
+ *     each of its blocks with one; a single-threaded one writes one block).  The scan walks the
+ *     chunk headers ahead of the decoder (six bytes a chunk) to find them, and takes the first one
+ *     at least spacing bytes after the previous checkpoint.  A fresh LZMA2 decoder started at such
+ *     a chunk is in the same state as the sequential one there (nothing before the reset can be
+ *     referenced, and the chunk sets new properties), but the filters above it are not: BCJ filters
+ *     convert relative to the position (given as their start offset) and x86's keeps a few bytes of
+ *     state, and Delta needs its last `distance` bytes.  So before a candidate is emitted the scan
+ *     decodes from it with a fresh decoder, exactly as dec_new would, and compares with the
+ *     sequential output: at least SZ_VERIFY bytes, and for x86 until four bytes without E8/E9
+ *     (after which the x86 filter's state provably no longer depends on where it started), at most
+ *     SZ_VERIFY_MAX; the candidate is dropped when they differ or no such point comes.  The other
+ *     BCJ filters convert aligned words with no state, so a candidate must be aligned (ARMT 2, IA64
+ *     16, the others 4).  Delta's history is stored in the aux.  Other shapes (BCJ2, LZMA1,
+ *     Deflate, BZip2, several packed streams) have checkpoint 0 only.
  *
  * Checkpoint fields for 7z:
  *   uoff   decoded offset in the folder
  *   coff   offset in the folder's packed bytes (the window) where the restart reads: the LZMA2
- *          chunk header (SZ_CK_LZMA2), the byte itself (SZ_CK_COPY), 0 (checkpoint 0)
+ *          chunk header (SZ_CK_LZMA2), the byte itself (SZ_CK_COPY), 0 (checkpoint 0); in
+ *          an encrypted folder, the offset in what AES decrypts of them
  *   clen, extra, bits  0
  *   flags  0 (start of the folder), SZ_CK_LZMA2 or SZ_CK_COPY
  *   aux    the coder part of the params blob; with SZ_CK_LZMA2 and an outermost Delta, the
@@ -44,6 +45,21 @@
  * return is checked by the index's segment CRCs.  Memory: an LZMA dictionary is allocated at
  * the size the coder states, but never larger than that coder's output (7-Zip states more
  * for small files); one above SZ_DICT_MAX (1.5 GiB) is refused with -ENOMEM.
+ *
+ * Encrypted folders (an AES coder, sevenzip_aes.h).  7z stores nothing that tells a right
+ * password from a wrong one, so the passwords of the keyring (crypto/keyring.h) are tried in
+ * order by decoding: a password opens the folder when its first SZ_TRY bytes decode without an
+ * error (a wrong key turns LZMA's input into noise, which fails within bytes) and, if a CRC
+ * comes within SZ_TRY_MAX bytes (a file's, from the scan's substream table, or the folder's),
+ * it matches -- a folder of Copy has nothing else to fail.  The keyring remembers the verdict
+ * for the coder's salt and IV, and the derived key for its salt and cycles, for the process:
+ * the scan, every decoder and every folder of the archive try once.  When none opens it,
+ * scan_new and dec_new return -EACCES without logging (the reader names the file); a
+ * password that passed the trial but is wrong after all fails a CRC later (-EIO), never gives
+ * other bytes.  Restarts work as in a plain folder when the AES coder sits between the packed
+ * stream and the LZMA2 or Copy coder that restarts (7-Zip's layout): CBC decrypts any block
+ * from the one before it, so coff is an offset in AES's output (the walker reads the chunk
+ * headers through sz_aes_pread) and a decoder there starts the packed stream at its block.
  */
 #include "codecs/codec.h"
 
@@ -57,6 +73,8 @@
 #include "common/crc32.h"
 #include "common/log.h"
 #include "codecs/7z/sevenzip_graph.h"
+#include "crypto/cipher.h"
+#include "crypto/keyring.h"
 
 #define SZ_FILL ((size_t)256 << 10)	      /* decoded bytes the scan asks for at once */
 #define SZ_HIST 256			      /* bytes kept behind the scan's position (Delta) */
@@ -74,7 +92,24 @@ struct sz_shape {
 	unsigned align;	    /* restart offsets must be multiples of this */
 	bool x86;	    /* an x86 BCJ filter is in the chain: compare up to a quiet point */
 	unsigned delta;	    /* an outermost Delta's distance, or 0 */
+	bool aes;	    /* the restarting coder (LZMA2, Copy) reads an AES coder's output ... */
+	unsigned aes_coder; /* ... this one, over the packed stream */
 };
+
+/* Whether coder c's input is the packed stream, directly or through an AES coder (whose
+ * output can be read from any byte too: CBC needs only the block before it). */
+static bool sz_reads_pack(const struct szc_folder *f, unsigned c, struct sz_shape *sh)
+{
+	int src = szc_source_of(f, szc_first_in(f, c));
+
+	if (src < 0)
+		return true;
+	if (f->coders[src].method != SZM_AES || szc_source_of(f, szc_first_in(f, (unsigned)src)) >= 0)
+		return false;
+	sh->aes = true;
+	sh->aes_coder = (unsigned)src;
+	return true;
+}
 
 static void sz_restart_shape(const struct szc_folder *f, struct sz_shape *sh)
 {
@@ -87,12 +122,12 @@ static void sz_restart_shape(const struct szc_folder *f, struct sz_shape *sh)
 		return;
 	if (f->coders[c].method == SZM_DELTA && f->coders[c].nprops == 1) {
 		sh->delta = f->coders[c].props[0] + 1u;
-		src = sz_source_of(f, sz_first_in(f, c));
+		src = szc_source_of(f, szc_first_in(f, c));
 		if (src < 0)
 			return;
 		c = (unsigned)src;
 	} else if (f->coders[c].method == SZM_COPY) {
-		if (sz_source_of(f, sz_first_in(f, c)) < 0)
+		if (sz_reads_pack(f, c, sh))
 			sh->kind = SZ_CK_COPY;
 		return;
 	}
@@ -101,20 +136,119 @@ static void sz_restart_shape(const struct szc_folder *f, struct sz_shape *sh)
 
 		if (m == SZM_LZMA2)
 			break;
-		if (!sz_is_bcj(m))
+		if (!szc_is_bcj(m))
 			return;
 		if (m == SZM_X86)
 			sh->x86 = true;
-		if (sz_bcj_align(m) > sh->align)
-			sh->align = sz_bcj_align(m);
-		src = sz_source_of(f, sz_first_in(f, c));
+		if (szc_bcj_align(m) > sh->align)
+			sh->align = szc_bcj_align(m);
+		src = szc_source_of(f, szc_first_in(f, c));
 		if (src < 0)
 			return;
 		c = (unsigned)src;
 	}
-	if (sz_source_of(f, sz_first_in(f, c)) >= 0)
-		return;
-	sh->kind = SZ_CK_LZMA2;
+	if (sz_reads_pack(f, c, sh))
+		sh->kind = SZ_CK_LZMA2;
+}
+
+/* ---- the password of an encrypted folder --------------------------------------------------- */
+
+#define SZ_TRY ((uint64_t)64 << 10)	     /* decoded bytes a password must give without an error */
+#define SZ_TRY_MAX ((uint64_t)4 << 20) /* ... or more, up to this, until a CRC was checked */
+
+/* The properties of f's first AES coder: 1 if it has one, 0 if not, -EIO if they are bad. */
+static int sz_aes_of(const struct szc_folder *f, struct sz_aes_props *ap)
+{
+	for (unsigned c = 0; c < f->ncoders; c++)
+		if (f->coders[c].method == SZM_AES)
+			return sz_aes_props(f->coders[c].props, f->coders[c].nprops, ap) ? -EIO : 1;
+	return 0;
+}
+
+/* Whether password i opens folder f: its chain decodes the folder's first SZ_TRY bytes without
+ * an error, and on until a CRC was checked (a file's, from f's substream table when it has
+ * one, or the folder's at its end) if one comes within SZ_TRY_MAX bytes: a folder of Copy has
+ * no coder that could fail.  1 yes, 0 no, or -errno when no password could say (-ENOMEM;
+ * -ENOTSUP: no libcrypto). */
+static int sz_try_password(struct src *in, const struct szc_folder *f, size_t i)
+{
+	struct sz_chain *ch = NULL;
+	uint8_t *buf = malloc(SZ_IBUF);
+	uint64_t got = 0, sub_end = 0, size = 0;
+	uint32_t crc = 0, sub_crc = 0, want = 0;
+	uint32_t sub = 0;
+	bool has = false, checked = false;
+	int err = buf ? sz_chain_new(in, f, NULL, (int)i, &ch) : -ENOMEM;
+
+	while (!err && (got < SZ_TRY || (!checked && got < SZ_TRY_MAX))) {
+		ssize_t n = sz_read(ch->root, buf, SZ_IBUF);
+
+		if (n <= 0) {
+			err = (int)n;
+			if (!n && f->has_crc && crc != f->crc)
+				err = -EIO;
+			break;
+		}
+		crc = tfs_crc32(crc, buf, (size_t)n);
+		for (size_t k = 0; !err && k < (size_t)n;) { /* the files ending in these bytes */
+			while (got + k == sub_end && sub < f->nsubs) {
+				szc_get_sub(f, sub++, &size, &has, &want);
+				sub_end += size;
+				sub_crc = 0;
+			}
+			if (got + k >= sub_end)
+				break;
+			size_t take = (size_t)(sub_end - got - k) < (size_t)n - k
+					      ? (size_t)(sub_end - got - k)
+					      : (size_t)n - k;
+			sub_crc = tfs_crc32(sub_crc, buf + k, take);
+			k += take;
+			if (got + k == sub_end && has) {
+				checked = true;
+				err = sub_crc == want ? 0 : -EIO;
+			}
+		}
+		got += (uint64_t)n;
+	}
+	sz_chain_free(ch);
+	free(buf);
+	if (err == -ENOMEM || err == -ENOTSUP)
+		return err;
+	return err ? 0 : 1;
+}
+
+/* The chain of folder f from st (sz_chain_new's contract), with the password that opens it
+ * when it is encrypted: the one the keyring remembers for its first AES coder (salt and IV),
+ * else the first, in order, that sz_try_password accepts (then remembered).  When none does,
+ * the chain refuses with -EACCES, its message saying so (the callers do not log it: the reader
+ * names the file). */
+static int sz_chain_open(struct src *in, const struct szc_folder *f, const struct sz_start *st,
+			 struct sz_chain **out)
+{
+	uint8_t id[SZ_AES_ID_MAX];
+	struct sz_aes_props ap;
+	size_t idlen;
+	int pw = -1, r = sz_aes_of(f, &ap);
+
+	if (r <= 0) /* not encrypted, or bad properties (the chain says which) */
+		return sz_chain_new(in, f, st, -1, out);
+	idlen = sz_aes_id(&ap, true, id);
+	pw = kr_verdict_get(id, idlen);
+	for (size_t i = 0; pw < 0 && i < kr_count(); i++) {
+		r = sz_try_password(in, f, i);
+		if (r < 0) { /* the chain that failed so, for its message (none: out of memory) */
+			if (!sz_chain_new(in, f, st, (int)i, out)) {
+				sz_chain_free(*out);
+				*out = NULL;
+			}
+			return r;
+		}
+		if (r) {
+			pw = (int)i;
+			kr_verdict_put(id, idlen, i);
+		}
+	}
+	return sz_chain_new(in, f, st, pw, out);
 }
 
 /* ---- decoders ------------------------------------------------------------------------------ */
@@ -177,9 +311,9 @@ static int sz_dec_open(struct src *in, const struct codec_ckpt *ck, const void *
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	err = sz_chain_new(in, &f, ck->flags ? &st : NULL, &d->ch);
+	err = sz_chain_open(in, &f, ck->flags ? &st : NULL, &d->ch);
 	if (err) {
-		if (!quiet && d->ch)
+		if (!quiet && d->ch && err != -EACCES)
 			tfs_log(err == -ENOTSUP ? TFS_LOG_WARNING : TFS_LOG_ERR, "%s", d->ch->msg);
 		sz_dec_free(d);
 		return err;
@@ -237,6 +371,7 @@ struct codec_scan {
 	uint64_t wk_off, wk_u; /* the chunk walker: next LZMA2 chunk header and its uoff */
 	bool wk_end;
 	uint8_t *aux; /* coder part + Delta history, for checkpoints and trial decoders */
+	struct sz_aes_dec aes; /* sh.aes: the key and first IV, for the walker (wiped) */
 
 	/* integrity */
 	uint32_t sub;	   /* current substream */
@@ -257,6 +392,7 @@ static void sz_scan_free(struct codec_scan *s)
 	free(s->params);
 	free(s->buf);
 	free(s->aux);
+	cr_wipe(&s->aes, sizeof(s->aes));
 	free(s);
 }
 
@@ -376,11 +512,19 @@ static int sz_scan_fill(struct codec_scan *s, uint64_t upto)
 	return 0;
 }
 
+/* Bytes of the restarting coder's input (the packed stream, or what AES decrypts of it). */
+static ssize_t sz_scan_pread(struct codec_scan *s, uint8_t *buf, size_t len, uint64_t off)
+{
+	if (!s->sh.aes)
+		return src_pread(s->in, buf, len, off);
+	return sz_aes_pread(s->aes.key, s->aes.iv, s->in, s->f.pack_size[0], buf, len, off);
+}
+
 /* The next restart candidate from the chunk walker: an LZMA2 chunk resetting the dictionary,
  * spacing bytes or more after the last checkpoint, aligned for the filters. */
 static void sz_walk_next(struct codec_scan *s)
 {
-	uint64_t psize = s->f.pack_size[0];
+	uint64_t psize = s->sh.aes ? s->f.unpack_size[s->sh.aes_coder] : s->f.pack_size[0];
 
 	s->cand = false;
 	if (s->sh.kind == SZ_CK_COPY) {
@@ -399,7 +543,7 @@ static void sz_walk_next(struct codec_scan *s)
 		ssize_t n;
 
 		n = psize - s->wk_off >= 6 ? 6 : (ssize_t)(psize - s->wk_off);
-		if (n < 1 || src_pread(s->in, h, (size_t)n, s->wk_off) != n)
+		if (n < 1 || sz_scan_pread(s, h, (size_t)n, s->wk_off) != n)
 			break;
 		if (h[0] == 0x00) {
 			break;
@@ -613,13 +757,16 @@ static int sz_scan_new(struct src *in, const struct codec_opts *opts, const stru
 		goto fail;
 	}
 	sz_sub_next(s);
-	err = sz_chain_new(in, &s->f, NULL, &s->ch);
+	err = sz_chain_open(in, &s->f, NULL, &s->ch);
 	if (err) {
-		if (s->ch)
+		if (s->ch && err != -EACCES)
 			tfs_log(err == -ENOTSUP ? TFS_LOG_WARNING : TFS_LOG_ERR, "%s", s->ch->msg);
 		goto fail;
 	}
 	sz_restart_shape(&s->f, &s->sh);
+	for (unsigned i = 0; s->sh.aes && i < s->ch->nnodes; i++) /* the walker's key */
+		if (s->ch->nodes[i].kind == SZN_AES)
+			s->aes = s->ch->nodes[i].u.aes.dec;
 	s->aux = malloc(s->coder_len + 256);
 	if (!s->aux) {
 		err = -ENOMEM;

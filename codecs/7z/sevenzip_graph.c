@@ -12,6 +12,7 @@
 #include "common/byteio.h"
 #include "common/log.h"
 #include "codecs/liberr.h"
+#include "crypto/cipher.h"
 
 /* ---- errors -------------------------------------------------------------------------------- */
 
@@ -450,6 +451,25 @@ static ssize_t sz_bcj2_read(struct sz_node *n, uint8_t *buf, size_t len)
 	}
 }
 
+static ssize_t sz_pull_child(void *opaque, uint8_t *buf, size_t len)
+{
+	return sz_read(opaque, buf, len);
+}
+
+/* AES over its packed stream (child 0), by sevenzip_aes.c's decryptor. */
+static ssize_t sz_aes_read(struct sz_node *n, uint8_t *buf, size_t len)
+{
+	ssize_t r;
+
+	if (len > n->size - n->done)
+		len = (size_t)(n->size - n->done);
+	r = sz_aes_dec_read(&n->u.aes.dec, buf, len, &n->u.aes.skip, sz_pull_child,
+			    n->child[0]);
+	if (r < 0 && !n->ch->err)
+		return sz_fail(n, (int)r, "cannot decrypt (its packed stream ends early?)");
+	return r;
+}
+
 /* At the end of a coder without an end mark of its own: its inputs must be used up. */
 static int sz_end_plain(struct sz_node *n)
 {
@@ -458,7 +478,7 @@ static int sz_end_plain(struct sz_node *n)
 
 		if (n->kind == SZN_BCJ2 && k == BCJ2_RC)
 			continue; /* the range coder's last bytes are flush, not all read */
-		if (n->kind == SZN_COPY || n->kind == SZN_DELTA) {
+		if (n->kind == SZN_COPY || n->kind == SZN_DELTA || n->kind == SZN_AES) {
 			uint8_t x;
 			ssize_t r = sz_read(n->child[k], &x, 1);
 			if (r < 0)
@@ -531,6 +551,9 @@ ssize_t sz_read(struct sz_node *n, uint8_t *buf, size_t len)
 	case SZN_BCJ2:
 		r = sz_bcj2_read(n, buf, len);
 		break;
+	case SZN_AES:
+		r = sz_aes_read(n, buf, len);
+		break;
 	default:
 		r = -EINVAL;
 		break;
@@ -545,26 +568,6 @@ ssize_t sz_read(struct sz_node *n, uint8_t *buf, size_t len)
 
 /* ---- building the graph -------------------------------------------------------------------- */
 
-
-bool sz_is_bcj(uint64_t m)
-{
-	return m == SZM_X86 || m == SZM_PPC || m == SZM_IA64 || m == SZM_ARM || m == SZM_ARMT ||
-	       m == SZM_SPARC || m == SZM_ARM64;
-}
-
-unsigned sz_bcj_align(uint64_t m)
-{
-	switch (m) {
-	case SZM_X86:
-		return 1;
-	case SZM_ARMT:
-		return 2;
-	case SZM_IA64:
-		return 16;
-	default:
-		return 4;
-	}
-}
 
 static lzma_vli sz_bcj_filter(uint64_t m)
 {
@@ -584,27 +587,6 @@ static lzma_vli sz_bcj_filter(uint64_t m)
 	default:
 		return LZMA_FILTER_ARM64;
 	}
-}
-
-/* Input i (folder-wide numbering) of the folder: the coder bound to it, or -1 - packed index. */
-int sz_source_of(const struct szc_folder *f, unsigned in)
-{
-	for (unsigned b = 0; b < f->nbind; b++)
-		if (f->bind[b].in == in)
-			return f->bind[b].out;
-	for (unsigned p = 0; p < f->npacked; p++)
-		if (f->packed[p] == in)
-			return -1 - (int)p;
-	return -1 - SZC_MAX_PACKED; /* never: szc_check guarantees one */
-}
-
-unsigned sz_first_in(const struct szc_folder *f, unsigned c)
-{
-	unsigned n = 0;
-
-	for (unsigned k = 0; k < c; k++)
-		n += f->coders[k].nin;
-	return n;
 }
 
 static struct sz_node *sz_node_new(struct sz_chain *ch, enum sz_kind kind, int coder,
@@ -757,9 +739,59 @@ static int sz_build_xz(struct sz_chain *ch, const unsigned *cs, unsigned ncs, bo
 	n->nin = 1;
 	err = sz_ibuf_alloc(ch, &n->ib[0], wrap ? 3 + ((size_t)1 << 16) : SZ_IBUF);
 	if (!err)
-		err = sz_build_input(ch, sz_first_in(f, lc), st, depth + 1, &n->child[0]);
+		err = sz_build_input(ch, szc_first_in(f, lc), st, depth + 1, &n->child[0]);
 	*out = n;
 	return err;
+}
+
+/* An AES coder: over a packed stream of its output's size rounded up to whole blocks, with
+ * the key of the chain's password.  A restart (st) at a byte of its output starts its packed
+ * stream at that byte's block, with the ciphertext block before it as the IV. */
+static int sz_build_aes(struct sz_chain *ch, unsigned c, const struct sz_start *st,
+			unsigned depth, struct sz_node **out)
+{
+	const struct szc_folder *f = &ch->f;
+	const struct szc_coder *k = &f->coders[c];
+	int src = szc_source_of(f, szc_first_in(f, c)), err;
+	uint64_t size = f->unpack_size[c], psize, off = 0;
+	struct sz_start bst = {0};
+	struct sz_aes_props ap;
+	struct sz_node *n;
+
+	if (src >= 0 || -1 - src >= (int)f->npacked)
+		return sz_refuse(ch, -ENOTSUP, "AES over another coder (7-Zip puts it over packed "
+				 "streams only)");
+	err = sz_aes_props(k->props, k->nprops, &ap);
+	if (err == -ENOTSUP)
+		return sz_refuse(ch, err, "AES with 2^%u rounds of key derivation (7-Zip reads "
+				 "at most 2^%u)", ap.cycles, SZ_AES_CYCLES_MAX);
+	if (err)
+		return sz_refuse(ch, err, "bad AES properties");
+	psize = f->pack_size[-1 - src];
+	for (int p = 0; p < -1 - src; p++)
+		off += f->pack_size[p];
+	if (psize % SZ_AES_BLOCK || psize < size || psize - size >= SZ_AES_BLOCK)
+		return sz_refuse(ch, -EIO, "AES over %" PRIu64 " packed bytes for %" PRIu64
+				 " bytes out", psize, size);
+	if (st && st->coff > size)
+		return sz_refuse(ch, -EINVAL, "checkpoint past the end of the decrypted data");
+	if (ch->pw < 0)
+		return sz_refuse(ch, -EACCES, "encrypted (AES-256), and no password opens it");
+	n = sz_node_new(ch, SZN_AES, (int)c, size - (st ? st->coff : 0));
+	*out = n;
+	memcpy(n->u.aes.dec.iv, ap.iv, SZ_AES_BLOCK);
+	if (st) { /* the packed stream from the block holding st->coff */
+		bst.coff = st->coff / SZ_AES_BLOCK * SZ_AES_BLOCK;
+		n->u.aes.skip = (unsigned)(st->coff - bst.coff);
+		if (bst.coff && src_pread(ch->in, n->u.aes.dec.iv, SZ_AES_BLOCK,
+					  off + bst.coff - SZ_AES_BLOCK) != SZ_AES_BLOCK)
+			return sz_refuse(ch, -EIO, "cannot read the AES block before a checkpoint");
+	}
+	err = sz_aes_key(&ap, (size_t)ch->pw, n->u.aes.dec.key);
+	if (err)
+		return sz_refuse(ch, err, "cannot derive the AES key");
+	n->nin = 1;
+	return sz_build_input(ch, szc_first_in(f, c), st ? &bst : NULL, depth + 1, &n->child[0]);
 }
 
 static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start *st,
@@ -768,7 +800,7 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 	const struct szc_folder *f = &ch->f;
 	const struct szc_coder *k = &f->coders[c];
 	uint64_t start = st ? st->uoff : 0;
-	struct sz_node *n;
+	struct sz_node *n = NULL;
 	int err;
 
 	*out = NULL;
@@ -783,9 +815,9 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 	if (k->nin != (k->method == SZM_BCJ2 ? 4 : 1))
 		return sz_refuse(ch, -EIO, "%s coder with %u inputs", sz_coder_name(ch, (int)c),
 				 k->nin);
-	if (f->unpack_size[c] < start)
+	if (f->unpack_size[c] < start && k->method != SZM_AES) /* AES: a restart is at st->coff */
 		return sz_refuse(ch, -EINVAL, "checkpoint past the end of the folder");
-	if (sz_is_bcj(k->method) || k->method == SZM_LZMA || k->method == SZM_LZMA2) {
+	if (szc_is_bcj(k->method) || k->method == SZM_LZMA || k->method == SZM_LZMA2) {
 		unsigned cs[LZMA_FILTERS_MAX], ncs = 0, cur = c;
 
 		for (;;) {
@@ -799,8 +831,8 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 				break;
 			if (x->nin != 1 || x->nprops > 4)
 				return sz_refuse(ch, -EIO, "bad %s filter", sz_coder_name(ch, (int)cur));
-			src = sz_source_of(f, sz_first_in(f, cur));
-			if (src < 0 || !(sz_is_bcj(f->coders[src].method) ||
+			src = szc_source_of(f, szc_first_in(f, cur));
+			if (src < 0 || !(szc_is_bcj(f->coders[src].method) ||
 					 f->coders[src].method == SZM_LZMA ||
 					 f->coders[src].method == SZM_LZMA2))
 				return sz_build_xz(ch, cs, ncs, true, st, depth, out);
@@ -847,6 +879,8 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 		n = sz_node_new(ch, SZN_BCJ2, (int)c, f->unpack_size[c]);
 		bcj2_init(&n->u.bcj2, f->unpack_size[c]);
 		break;
+	case SZM_AES: /* builds its input itself (a restart moves it to a block) */
+		return sz_build_aes(ch, c, st, depth, out);
 	default:
 		return sz_refuse(ch, -ENOTSUP, "method %s is not supported",
 				 sz_coder_name(ch, (int)c));
@@ -860,7 +894,7 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 			if (err)
 				return err;
 		}
-		err = sz_build_input(ch, sz_first_in(f, c) + i,
+		err = sz_build_input(ch, szc_first_in(f, c) + i,
 				     n->kind == SZN_COPY || n->kind == SZN_DELTA ? st : NULL,
 				     depth + 1, &n->child[i]);
 		if (err)
@@ -873,7 +907,7 @@ static int sz_build_input(struct sz_chain *ch, unsigned in, const struct sz_star
 			  unsigned depth, struct sz_node **out)
 {
 	const struct szc_folder *f = &ch->f;
-	int src = sz_source_of(f, in);
+	int src = szc_source_of(f, in);
 	uint64_t off = 0;
 	unsigned p;
 	struct sz_node *n;
@@ -912,14 +946,14 @@ void sz_chain_free(struct sz_chain *ch)
 			infl_free(n->u.zl.inf);
 		else if (n->kind == SZN_BZIP2 && n->u.bz.init)
 			BZ2_bzDecompressEnd(&n->u.bz.bz);
+		else if (n->kind == SZN_AES)
+			cr_wipe(&n->u.aes, sizeof(n->u.aes));
 	}
 	free(ch);
 }
 
-/* Builds the graph of folder f, started at st (NULL: its start).  0 and *out, or -errno with
- * the reason in the returned chain's msg (*out is then the failed chain, for the message, and
- * must be freed). */
-int sz_chain_new(struct src *in, const struct szc_folder *f, const struct sz_start *st,
+/* Builds the graph of folder f (see sevenzip_graph.h). */
+int sz_chain_new(struct src *in, const struct szc_folder *f, const struct sz_start *st, int pw,
 		 struct sz_chain **out)
 {
 	struct sz_chain *ch = calloc(1, sizeof(*ch));
@@ -929,6 +963,7 @@ int sz_chain_new(struct src *in, const struct szc_folder *f, const struct sz_sta
 	if (!ch)
 		return -ENOMEM;
 	ch->in = in;
+	ch->pw = pw;
 	ch->f = *f;
 	ch->f.subs = NULL;
 	ch->f.nsubs = 0;

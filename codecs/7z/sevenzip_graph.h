@@ -8,12 +8,18 @@
  * ARMT, SPARC, ARM64), are one liblzma raw decoder (LZMA as LZMA1EXT with the size the folder
  * states, so its end is known without an end marker); Delta is done here (so that a decoder can
  * start with a saved history); Deflate is inflater.h (ISA-L, or zlib); BZip2 is libbz2
- * (concatenated streams included); BCJ2 is bcj2.c with its four inputs.  Each node checks that its coder
- * ends exactly at the stated size (LZMA2's end marker, deflate's last block, bzip2's stream
- * end) and that its input is used up, so a folder whose sizes or data do not agree fails
- * with -EIO rather than giving other bytes.  A filter stacked on anything but LZMA/LZMA2
- * (BCJ over Deflate), Delta under a BCJ, PPMd, AES, Deflate64 and unknown methods are refused
- * with -ENOTSUP; the container already marks the files of such folders unreadable.
+ * (concatenated streams included); BCJ2 is bcj2.c with its four inputs; AES-256 (7zAES,
+ * sevenzip_aes.h) decrypts a packed stream, and only a packed stream (7-Zip puts it nowhere
+ * else), whose size must be its output's rounded up to whole blocks, with the key of the
+ * chain's password (pw: the caller chose it; none, -1, refuses the coder with -EACCES); a
+ * restart inside it (sz_start.coff: an offset in its output) starts the packed stream at that
+ * offset's block, with the block before as the IV.
+ * Each node checks that its coder ends exactly at the stated size (LZMA2's end marker,
+ * deflate's last block, bzip2's stream end) and that its input is used up, so a folder whose
+ * sizes or data do not agree fails with -EIO rather than giving other bytes.  A filter stacked
+ * on anything but LZMA/LZMA2 (BCJ over Deflate), Delta under a BCJ, PPMd, Deflate64 and unknown
+ * methods are refused with -ENOTSUP; the container already marks the files of such folders
+ * unreadable.
  *
  * Errors: sz_chain_new and sz_read return -errno with the reason in the chain's msg (the
  * first failure is kept; callers log it once).
@@ -29,6 +35,7 @@
 
 #include "common/source.h"
 #include "codecs/7z/bcj2.h"
+#include "codecs/7z/sevenzip_aes.h"
 #include "codecs/gzip/inflater.h"
 #include "codecs/7z/sevenzip_chain.h"
 
@@ -41,7 +48,7 @@
 #define SZ_MSG 320
 #define SZ_MAX_NODES (SZC_MAX_CODERS + SZC_MAX_PACKED)
 
-enum sz_kind { SZN_PACK, SZN_COPY, SZN_XZ, SZN_DELTA, SZN_DEFLATE, SZN_BZIP2, SZN_BCJ2 };
+enum sz_kind { SZN_PACK, SZN_COPY, SZN_XZ, SZN_DELTA, SZN_DEFLATE, SZN_BZIP2, SZN_BCJ2, SZN_AES };
 
 struct sz_chain;
 
@@ -90,6 +97,10 @@ struct sz_node {
 			uint64_t pos;
 		} delta;
 		struct bcj2_dec bcj2;
+		struct {
+			struct sz_aes_dec dec; /* wiped by sz_chain_free */
+			unsigned skip; /* bytes of the first block before the start */
+		} aes;
 	} u;
 };
 
@@ -101,6 +112,7 @@ struct sz_chain {
 	unsigned nnodes;
 	struct sz_node *root;
 	uint64_t last_pack; /* window offset of the last packed byte read (messages) */
+	int pw;		    /* the password (keyring.h) its AES coders decrypt with, or -1 */
 	size_t mem;
 	int err;
 	char msg[SZ_MSG];
@@ -114,20 +126,15 @@ struct sz_start {
 	const uint8_t *hist; /* Delta's last bytes before uoff (dist of them), or NULL */
 };
 
-/* Builds the graph of folder f, started at st (NULL: its start).  0 and *out, or -errno with
- * the reason in the returned chain's msg (*out is then the failed chain, for the message, and
- * must be freed). */
-int sz_chain_new(struct src *in, const struct szc_folder *f, const struct sz_start *st,
+/* Builds the graph of folder f, started at st (NULL: its start), its AES coders decrypting
+ * with password pw (-1: none).  0 and *out, or -errno with the reason in the returned chain's
+ * msg (*out is then the failed chain, for the message, and must be freed). */
+int sz_chain_new(struct src *in, const struct szc_folder *f, const struct sz_start *st, int pw,
 		 struct sz_chain **out);
 void sz_chain_free(struct sz_chain *ch); /* NULL does nothing */
 
 /* The next bytes of node n (the root: the folder's): > 0, 0 at its end (checked), -errno. */
 ssize_t sz_read(struct sz_node *n, uint8_t *buf, size_t len);
 
-/* Coder graph helpers of the folder (the scan uses them to judge restart points). */
-bool sz_is_bcj(uint64_t m);
-unsigned sz_bcj_align(uint64_t m);
-int sz_source_of(const struct szc_folder *f, unsigned in);
-unsigned sz_first_in(const struct szc_folder *f, unsigned c);
 
 #endif

@@ -1,5 +1,5 @@
 /* 7z folders as the 7z codec (codecs/7z/) takes them (sza_int.h): whether a folder decodes
- * (its methods, its graph, no AES) and why not, the params blob its stream carries (the coder
+ * (its methods, its graph) and why not, the params blob its stream carries (the coder
  * chain of codecs/7z/sevenzip_chain.h with its files' sizes and CRCs), the encoded header
  * decoded in memory through the codec, and a folder declared to the sink as one stream.
  */
@@ -13,11 +13,12 @@
 
 #include "codecs/codec.h"
 #include "common/log.h"
+#include "crypto/keyring.h"
 
 /* ---- folder blobs and decoding ------------------------------------------------------------- */
 
-/* Why folder i cannot be decoded (0 if it can): -EACCES for AES, -EOPNOTSUPP otherwise, with
- * why set; f filled when it can. */
+/* Why folder i cannot be decoded (0 if it can): -EOPNOTSUPP with why set; f filled when it
+ * can.  An encrypted folder (AES) can: the codec decrypts it with the passwords given. */
 static int sza_fold_check(struct sza_db *db, uint64_t i, struct szc_folder *f, const char **why)
 {
 	static __thread char buf[96];
@@ -29,13 +30,6 @@ static int sza_fold_check(struct sza_db *db, uint64_t i, struct szc_folder *f, c
 	if (r > 0) {
 		*why = "7z folder with more coders or streams than tarseek reads";
 		return -EOPNOTSUPP;
-	}
-	for (unsigned c = 0; c < f->ncoders; c++) {
-		uint64_t m = f->coders[c].method;
-		if (m == SZM_AES) {
-			*why = "7z encrypted (AES-256)";
-			return -EACCES;
-		}
 	}
 	for (unsigned c = 0; c < f->ncoders; c++) {
 		uint64_t m = f->coders[c].method;
@@ -106,10 +100,6 @@ int sza_decode_header(struct sza_db *db, uint8_t **out, size_t *outlen)
 	if (db->nfold != 1)
 		return sza_damaged(db, NULL, "an encoded header that is not one folder");
 	err = sza_fold_check(db, 0, &f, &why);
-	if (err == -EACCES)
-		return sza_bad(db, -ENOTSUP,
-			       "7z: the headers are encrypted (7-Zip -mhe): the file list cannot be "
-			       "read without the password");
 	if (err)
 		return sza_bad(db, err < 0 && err != -EOPNOTSUPP ? err : -ENOTSUP,
 			       "7z: the header is compressed with what tarseek cannot decode (%s)",
@@ -135,6 +125,11 @@ int sza_decode_header(struct sza_db *db, uint8_t **out, size_t *outlen)
 	struct codec_opts opts = {.spacing = UINT64_MAX, .threads = 1, .params = blob,
 				  .params_len = bloblen};
 	err = codec_7z.scan_new(win, &opts, &sink, &scan);
+	if (err == -EACCES) { /* encrypted (7-Zip -mhe), and no password given opens it */
+		err = sza_bad(db, -EACCES, "the archive's header is encrypted: give its password "
+			      "with --password%s", kr_count() ? " (none of those given opens it)" : "");
+		goto out;
+	}
 	if (err) {
 		err = sza_bad(db, err == -ENOTSUP ? -ENOTSUP : err == -ENOMEM ? -ENOMEM : -EIO,
 			      "7z: cannot decode the encoded header");
@@ -205,6 +200,8 @@ int sza_enter_folder(struct sza_db *db, uint64_t fi, uint64_t *stream, int *unre
 		return err;
 	struct cont_stream cs = {.codec = codec_7z.name, .coff = fo->coff, .clen = fo->clen,
 				 .usize = fo->usize, .params = blob, .params_len = len};
+	for (unsigned c = 0; c < f.ncoders; c++)
+		cs.encrypted |= f.coders[c].method == SZM_AES;
 	err = db->sink->stream(db->sink->opaque, &cs, stream);
 	free(blob);
 	if (err)

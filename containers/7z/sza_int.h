@@ -162,7 +162,7 @@ int sza_fold_get(struct sza_db *db, uint64_t i, struct szc_folder *f);
 int sza_decode_header(struct sza_db *db, uint8_t **out, size_t *outlen);
 
 /* Declares folder fi's stream to the sink when it decodes (*stream its id, else 0) and says
- * how its files are read: *unreadable 0 or -errno (-EACCES AES, -EOPNOTSUPP a method the
+ * how its files are read: *unreadable 0 or -errno (-EOPNOTSUPP a method the
  * codec lacks, -EIO packed data past the end) with *why.  0 or db's error. */
 int sza_enter_folder(struct sza_db *db, uint64_t fi, uint64_t *stream, int *unreadable,
 		     const char **why);

@@ -228,6 +228,8 @@ if have 7zz; then
 	z7 ppmd "$small" -snl -m0=PPMd -mhc=off
 	z7 aes "$small" -snl -psecret -mhe=off -mhc=off
 	z7 aes-headers "$small" -snl -psecret -mhe=on
+	z7 aes-copy "$small" -snl -psecret -m0=Copy -mhc=off
+	z7 aes-lzma "$small" -snl -psecret -m0=LZMA -mx1 -mhc=off
 	z7 nonsolid "$small" -snl -ms=off -mhc=off
 	mkdir -p "$work/z7big"
 	cp "$work/big" "$work/z7big/big"

@@ -1226,6 +1226,32 @@ static void test_disk_beyond_ram(void)
 	cache_free(c);
 }
 
+/* A secret buffer (decrypted bytes) is never written to the disk tier: evicted, it is gone,
+ * and the writer never had it (the plain buffer published after it is written alone). */
+static void test_disk_secret(void)
+{
+	const size_t L = 5000;
+	struct cache *c = disk_only(1u << 20);
+	struct cache_key ks = {1, 0}, kp = {1, 1};
+	struct cache_buf *b;
+
+	CHECK(cache_try_reserve(c, &ks));
+	b = make_buf(&ks, L);
+	b->secret = true;
+	cache_publish(c, &ks, b);
+	CHECK_EQ(refs(b), 1); /* evicted at once (no memory), and not queued for the disk */
+	cache_buf_put(b);
+	b = publish(c, &kp, L, true);
+	CHECK(!b->secret);
+	TU_WAIT(disk_writes(c) == 1);
+	TU_WAIT(refs(b) == 1);
+	CHECK_EQ(stats(c).disk_bytes, L);
+	EXPECT_MISS(c, &ks);
+	EXPECT_HIT(c, &kp, L);
+	cache_buf_put(b);
+	cache_free(c);
+}
+
 /* drop_stream also drops the stream's disk slots and its queued writes. */
 static void test_disk_drop_stream(void)
 {
@@ -1341,6 +1367,7 @@ int main(void)
 	test_disk_ring();
 	test_disk_beyond_ram();
 	test_disk_drop_stream();
+	test_disk_secret();
 	test_free_busy();
 	test_stress(true);
 	test_drop_in_flight();
