@@ -275,6 +275,16 @@ def run_tarseek(*args, timeout=120, env=None):
                           timeout=timeout, env=dict(os.environ, **env) if env else None)
 
 
+def read_errno(path):
+    """None if path reads whole, else the errno of the failure."""
+    try:
+        with open(path, "rb") as f:
+            f.read()
+        return None
+    except OSError as e:
+        return e.errno
+
+
 def have(tool):
     return shutil.which(tool) is not None
 

@@ -47,7 +47,7 @@ import zlib
 
 import pytest
 
-from conftest import compare_trees, make_tree, random_bytes, run, semi_random
+from conftest import compare_trees, make_tree, random_bytes, read_errno, run, semi_random
 from test_damage import (Daemon, check_no_sanitizer, check_refusal, judge, read_all,
                          text_data)
 
@@ -177,15 +177,6 @@ def info(path):
     text = os.getxattr(path, "user.tarseek.info", follow_symlinks=False).decode()
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
-
-def read_errno(path):
-    """None if path reads whole, else the errno of the failure."""
-    try:
-        with open(path, "rb") as f:
-            f.read()
-        return None
-    except OSError as e:
-        return e.errno
 
 
 def random_reads(path, want, n=80, seed=0):

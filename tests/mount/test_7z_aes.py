@@ -18,12 +18,11 @@ import errno
 import os
 import shutil
 import sqlite3
-import subprocess
 
 import pytest
 
-from conftest import run
-from test_7z import ENV7, index_of, make_7z, read_errno
+from conftest import read_errno, run
+from test_7z import ENV7, index_of, make_7z
 from test_damage import Daemon, check_refusal, text_data
 
 pytestmark = pytest.mark.skipif(shutil.which("7zz") is None,

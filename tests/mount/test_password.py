@@ -19,7 +19,7 @@ import zlib
 
 import pytest
 
-from conftest import random_bytes, require_tool, run, text_data
+from conftest import random_bytes, read_errno, require_tool, run, text_data
 
 PW = "Qx7-unlikely-pw"  # found nowhere else: grepped for in what must not hold it
 
@@ -110,14 +110,6 @@ def extract(tmp_path, archive, kind):
                 got[os.path.relpath(p, out)] = f.read()
     return got
 
-
-def read_errno(path):
-    try:
-        with open(path, "rb") as f:
-            f.read()
-        return None
-    except OSError as e:
-        return e.errno
 
 
 def assert_no_password(m, archive, pw=PW):

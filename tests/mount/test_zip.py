@@ -38,7 +38,7 @@ import pytest
 
 import conftest
 from conftest import (MATRIX_ALL, compare_trees, exe_sanitized, make_tree, random_bytes,
-                      require_tool, run, semi_random, snapshot)
+                      read_errno, require_tool, run, semi_random, snapshot)
 from test_damage import Daemon, check_refusal, judge, read_all
 
 pytestmark = pytest.mark.skipif(not all(os.path.exists(f"/usr/bin/{t}") for t in ("zip", "unzip")),
@@ -136,15 +136,6 @@ def random_reads(path, want, n=60, seed=0):
     finally:
         os.close(fd)
 
-
-def read_errno(path):
-    """None if path reads whole, else the errno of the failure."""
-    try:
-        with open(path, "rb") as f:
-            f.read()
-        return None
-    except OSError as e:
-        return e.errno
 
 
 # ---- Info-ZIP ---------------------------------------------------------------------------
