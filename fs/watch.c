@@ -15,11 +15,11 @@
 
 #include "common/log.h"
 #include "common/pool.h"
+#include "mount/union.h"
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 
 #define WATCH_EVENTS (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF)
-#define SRC_SHIFT 40 /* mount/union.h's inode numbers */
 
 struct watched {
 	char *path;
@@ -88,14 +88,12 @@ static bool attr_changed(const struct watched *e)
 
 static void invalidate(struct watch *w, struct watched *e)
 {
-	uint64_t base = (uint64_t)(e->src + 1) << SRC_SHIFT;
-
 	tfs_log(TFS_LOG_WARNING, "%s changed under the mount: its files' cached pages are "
 		"dropped, and their reads fail until it is mounted again", e->path);
 	inotify_rm_watch(w->ifd, e->wd);
 	e->wd = -1;
 	for (uint64_t i = 1; i <= e->entries; i++)
-		fuse_lowlevel_notify_inval_inode(w->se, (fuse_ino_t)(base | i), 0, 0);
+		fuse_lowlevel_notify_inval_inode(w->se, (fuse_ino_t)un_source_ino(e->src, i), 0, 0);
 }
 
 static void handle(struct watch *w, const struct inotify_event *ev)

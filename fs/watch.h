@@ -25,7 +25,7 @@ struct fuse_session;
 struct watch *watch_new(void);
 
 /* Watches path, the archive of union source number src (0-based: its inodes are
- * ((src + 1) << 40) | 1..entries, mount/union.h).  Before watch_start. */
+ * un_source_ino(src, 1..entries), mount/union.h).  Before watch_start. */
 void watch_add(struct watch *w, const char *path, unsigned src, uint64_t entries);
 
 /* Starts the job, which invalidates through se.  NULL w: nothing. */

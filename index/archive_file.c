@@ -162,7 +162,7 @@ static bool file_changed(struct arch_file *f, const struct stat *now)
 	if (!f->said)
 		tfs_log(TFS_LOG_ERR, "%s: %s: the archive changed since it was opened (its size or "
 			"modification time is not the same): its members cannot be read; mount "
-			"it again", f->a->path, f->name ? f->name : "?");
+			"it again", f->a->path, f->name);
 	f->said = true;
 	return true;
 }

@@ -34,6 +34,13 @@ struct un_dir;
 struct un_file;
 
 #define UN_ROOT 1
+#define UN_SRC_SHIFT 40
+
+/* The mount's inode of local inode local of source s (0-based, in the order added). */
+static inline uint64_t un_source_ino(unsigned s, uint64_t local)
+{
+	return ((uint64_t)(s + 1) << UN_SRC_SHIFT) | local;
+}
 
 /* 0 or -ENOMEM. */
 int un_new(bool no_union, struct un **out);

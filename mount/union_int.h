@@ -23,7 +23,7 @@
 #include "common/list.h"
 #include "mount/union.h"
 
-#define SRC_SHIFT 40
+#define SRC_SHIFT UN_SRC_SHIFT
 #define LOCAL_MASK ((1ull << SRC_SHIFT) - 1)
 #define VIRT (1ull << 63)
 #define MAX_SOURCES (1u << 16)
@@ -114,7 +114,7 @@ struct un_dir {
 /* Re-numbers a source's attributes into the mount's inodes. */
 static inline void un_from_source(unsigned s, struct arch_attr *a)
 {
-	a->ino = ((uint64_t)(s + 1) << SRC_SHIFT) | a->ino;
+	a->ino = un_source_ino(s, a->ino);
 }
 
 /* ---- union_nodes.c ---- */
