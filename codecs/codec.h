@@ -154,6 +154,12 @@ struct codec {
 	 * there, not a whole input buffer (64 KiB) further: on a chunk of 60 KiB that slack
 	 * doubled what a read took from the disk. */
 	bool exact_input;
+
+	/* True if the scan decodes every stream on all opts->threads workers, whatever its
+	 * layout (bzip2: every block is a job), and the decoding is the costly part: a shadow
+	 * compressed while it runs takes its cores from the decoder, so the daemon's first mount
+	 * of a large such stream leaves the shadow for after the mount (build_shadow.c). */
+	bool scan_holds_cores;
 };
 
 extern const struct codec codec_gzip;

@@ -130,8 +130,11 @@ static int add_source(struct un *un, const char *path, const struct arch_opts *a
 	err = arch_open(path, ao, &a);
 	if (err)
 		return err;
-	if (!http_is_url(path) && !arch_get_info(a)->built) /* an index without a shadow gets */
-		sl_add(later, path, arch_get_info(a)->index);  /* one once mounted */
+	/* an index without a shadow gets one once mounted: one there already, or one this open
+	 * built with its shadow left for later (idx_build_opts' shadow_later) */
+	const struct arch_info *ai = arch_get_info(a);
+	if (!http_is_url(path) && (!ai->built || ai->build.shadow_later))
+		sl_add(later, path, ai->index);
 	if (!http_is_url(path)) /* a change under the mount drops the kernel's pages of it */
 		watch_add(watch, path, nth, arch_get_info(a)->entries);
 	if (pf && http_is_url(path)) { /* a remote archive fetches only what is read */
@@ -335,6 +338,18 @@ static unsigned warmup_quiet_ms(void)
 	unsigned long ms = v && *v ? strtoul(v, &end, 10) : WARMUP_QUIET_MS;
 
 	return v && *v && (*end || ms > 600000) ? WARMUP_QUIET_MS : (unsigned)ms;
+}
+
+/* The smallest archive whose shadow a first mount leaves for after it (idx_build_opts'
+ * shadow_later): IDX_SHADOW_LATER_MIN, or TARSEEK_SHADOW_LATER_MIN bytes (the tests make it
+ * small, to see a small archive take that path). */
+static uint64_t shadow_later_min(void)
+{
+	const char *v = getenv("TARSEEK_SHADOW_LATER_MIN");
+	char *end;
+	unsigned long long n = v && *v ? strtoull(v, &end, 10) : 0;
+
+	return v && *v && !*end ? (uint64_t)n : IDX_SHADOW_LATER_MIN;
 }
 
 /* Detaches from the terminal unless foreground: forks, and the parent waits until the child
@@ -605,7 +620,8 @@ int main(int argc, char **argv)
 				  .spacing_any = !o.gzip_spacing_set, .threads = o.threads,
 				  .progress = o.quiet ? NULL : tprog_index, .recursion = o.recursion,
 				  .strip_ext = o.strip_ext, .ignore_zeros = o.ignore_zeros,
-				  .shadow = o.shadow, .shadow_max = o.shadow_max}},
+				  .shadow = o.shadow, .shadow_max = o.shadow_max,
+				  .shadow_later = shadow_later_min()}},
 		.env = env,
 	};
 	if (un_new(o.no_union, &t.un) < 0 || !(t.handles = th_new(t.un, TFS_HANDLES)) ||

@@ -392,7 +392,8 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 		b.sink.checkpoint = on_ckpt;
 		b.sink.opaque = &b;
 		b.sink.seg_shift = stream_seg_shift(b.codec);
-		if (bld_shadow_wants(&sh, b.codec, in->src)) /* 64 KiB segments then */
+		if (!bld_shadow_later(&sh, b.codec, in->src) &&
+		    bld_shadow_wants(&sh, b.codec, in->src)) /* 64 KiB segments then */
 			b.sh_stream = bld_shadow_tap(&sh, IDX_STREAM, &b.sink);
 		err = cstream_new(b.codec, in->src, &co, &b.sink, &cs);
 		if (err) {
@@ -419,6 +420,7 @@ int idx_build_base(const struct idx_input *in, const char *tmp, const struct idx
 	if (err)
 		goto out;
 	st.checkpoints = b.nckpt;
+	st.shadow_later = sh.later;
 	err = bld_shadow_finish(&sh, b.db, in->src, &st);
 	err = err ? err : build_meta(&b, &st, fast);
 	err = err ? err : db_exec(b.db, "COMMIT");

@@ -34,6 +34,8 @@ struct bld_shadow {
 	struct shadow_writer *w;
 	uint64_t id;
 	bool failed;	    /* it could not be made: no stream gets one */
+	uint64_t later_min; /* the build's shadow_later option */
+	bool later;	    /* a stream's shadow was left for after the mount */
 };
 
 struct builder {
@@ -92,6 +94,10 @@ void bld_shadow_init(struct bld_shadow *s, const struct idx_input *in,
  * gets a shadow; the writer is made at the first that does.  Not thread-safe (build_cont.c
  * asks under db_lock, before its jobs start). */
 bool bld_shadow_wants(struct bld_shadow *s, const struct codec *c, struct src *in);
+
+/* True if the archive's own stream (codec c over in) leaves its shadow for after the mount
+ * (idx_build_opts' shadow_later; logged, and recorded in s->later): then it gets none now. */
+bool bld_shadow_later(struct bld_shadow *s, const struct codec *c, struct src *in);
 
 /* The shadow's handle for stream id, and the sink's tap on it (cstream_sink.tap_*).  NULL
  * when there is no writer (any more). */

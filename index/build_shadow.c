@@ -28,7 +28,8 @@ void bld_shadow_init(struct bld_shadow *s, const struct idx_input *in,
 				 .name = in->name,
 				 .mode = o->shadow,
 				 .max = o->shadow_max,
-				 .threads = o->threads ? o->threads : 1};
+				 .threads = o->threads ? o->threads : 1,
+				 .later_min = o->shadow_later};
 }
 
 /* A zstd file whose seek table lists frames of ZSTD_SMALL_FRAMES or less on average. */
@@ -45,6 +46,22 @@ static bool zstd_small_frames(struct src *in)
 	}
 	zsk_table_free(t);
 	return n && sum / n <= ZSTD_SMALL_FRAMES;
+}
+
+bool bld_shadow_later(struct bld_shadow *s, const struct codec *c, struct src *in)
+{
+#if HAVE_SHADOW
+	/* its decoder holds every core: compressing the shadow now would delay the mount */
+	if (!s || !s->path || s->failed || !s->later_min || s->mode != SHADOW_AUTO || !c ||
+	    !c->scan_holds_cores || s->threads < 2 || src_size(in) < s->later_min)
+		return false;
+	tfs_log(TFS_LOG_INFO, "%s: its shadow is made after the mount", s->name);
+	s->later = true;
+	return true;
+#else
+	(void)s, (void)c, (void)in;
+	return false;
+#endif
 }
 
 bool bld_shadow_wants(struct bld_shadow *s, const struct codec *c, struct src *in)

@@ -313,4 +313,5 @@ const struct codec codec_bzip2 = {
 	.dec_read = bz_dec_read,
 	.dec_memory = bz_dec_memory,
 	.dec_free = bz_dec_free,
+	.scan_holds_cores = true,
 };

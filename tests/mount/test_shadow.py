@@ -232,6 +232,40 @@ def test_old_index_without_shadow(tree, tmp_path, mount):
         assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "open"
 
 
+def test_shadow_after_the_first_mount(tree, tmp_path, mount):
+    """A large stream whose decoder holds every core (bzip2 with -P 2) leaves its shadow for
+    after the first mount (TARSEEK_SHADOW_LATER_MIN makes this small archive "large"): the
+    mount is ready without it, the shadow is made in the background while mounted, and the
+    next mount reads through it.  (The default threshold keeps a small one's shadow in the
+    build: test_codec_reads_through_the_shadow's bzip2 finds it right after the first mount.)"""
+    require_tool("bzip2")
+    require_codec("bzip2")
+    archive = make(tree, tmp_path, ["bzip2", "-1", "-c"], ".tar.bz2")
+    index = tmp_path / "l.index.sqlite"
+    env = {"TARSEEK_SHADOW_LATER_MIN": "1"}
+    with mount(archive, "--index-file", index, "--shadow", "auto", "-P", "2", "--no-prefetch",
+               env=env) as m:
+        assert "its shadow is made after the mount" in m.log(), m.log()
+        compare_trees(m.path, tree[1])
+        deadline = time.monotonic() + 60
+        while "shadow made" not in m.log():
+            assert time.monotonic() < deadline, m.log()
+            time.sleep(0.05)
+    assert os.path.exists(shadow_of(index))
+    with mount(archive, "--index-file", index, "--shadow", "auto", "-P", "2", "--no-prefetch",
+               env=env) as m:
+        assert "indexed" not in m.log()
+        compare_trees(m.path, tree[1])
+        assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "open"
+    # one core: the decoder leaves none idle to wait for, so the build makes the shadow
+    os.unlink(index)
+    os.unlink(shadow_of(index))
+    with mount(archive, "--index-file", index, "--shadow", "auto", "-P", "1", "--no-prefetch",
+               env=env) as m:
+        assert "after the mount" not in m.log(), m.log()
+    assert os.path.exists(shadow_of(index))
+
+
 def test_tarseek_index_makes_the_shadow(tree, tmp_path, mount):
     """tarseek-index makes shadows as the mount would: with the index, or for one without."""
     require_tool("lzip")
