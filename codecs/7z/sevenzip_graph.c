@@ -304,18 +304,26 @@ static ssize_t sz_deflate_read(struct sz_node *n, uint8_t *buf, size_t len)
 	return (ssize_t)got;
 }
 
-/* Deflate64 (inflate64.h), fed from input 0; at the stated size its last block must end there
- * and its input with it. */
+/* Deflate64 (inflate64.h), fed from input 0.  Never past the stated size; at it (len 0), the
+ * last block must end there and the input with it. */
 static ssize_t sz_deflate64_read(struct sz_node *n, uint8_t *buf, size_t len)
 {
 	struct inf64 *z = n->u.d64;
 	struct sz_ibuf *ib = &n->ib[0];
+	bool check_end = false;
 	uint8_t x;
-	bool check_end = len == 0;
 
-	for (len = check_end ? 1 : len, buf = check_end ? &x : buf;;) {
+	if (len > n->size - n->done)
+		len = (size_t)(n->size - n->done);
+	if (len == 0) { /* one byte more must not come */
+		buf = &x;
+		len = 1;
+		check_end = true;
+	}
+	for (;;) {
 		size_t got;
 		int ret = inf64_out(z, buf, len, &got);
+		ssize_t r;
 
 		if (ret == INF64_BAD)
 			return sz_fail(n, -EIO, "%s after %" PRIu64 " decoded bytes", inf64_msg(z),
@@ -328,10 +336,11 @@ static ssize_t sz_deflate64_read(struct sz_node *n, uint8_t *buf, size_t len)
 		if (ret == INF64_END && !check_end)
 			return sz_fail(n, -EIO, "the stream ends after %" PRIu64 " of the %" PRIu64
 						" bytes the header states", n->done, n->size);
+		if (ret == INF64_END && inf64_unused(z))
+			return sz_fail(n, -EIO, "data follows the end of the coded stream");
 		if (ret == INF64_END)
-			return inf64_unused(z) ? sz_fail(n, -EIO, "data follows the end of the coded "
-							      "stream") : sz_drained(n, 0);
-		ssize_t r = sz_fill(n, 0);
+			return sz_drained(n, 0);
+		r = sz_fill(n, 0);
 		if (r < 0)
 			return r;
 		if (r == 0)
