@@ -4,9 +4,9 @@
  * compacted as it is consumed), the 64 KiB window (every decoded byte, for matches), where
  * the decoder is (before a block header, in a stored block with `stored` bytes left, in a
  * Huffman block before a symbol), a match with `mlen` bytes left to copy from `mdist` back,
- * and the current block's code tables.  Tables are canonical Huffman codes as counts per
- * length and symbols in code order (puff.c's representation); decoding walks the lengths a
- * bit at a time.
+ * and the current block's code tables.  A table is a canonical Huffman code kept as its count
+ * of codes per length and its symbols in code order; decoding reads a code a bit at a time
+ * (about 50 MB/s of output: Deflate64 is rare, and a simple decoder is easy to check).
  */
 #include "codecs/inflate64.h"
 
@@ -121,50 +121,54 @@ static uint32_t bits(struct inf64 *s, unsigned n)
 	return v;
 }
 
-/* The next symbol of h, or -1 (no such code, or input short). */
+/* Canonical Huffman codes (RFC 1951 3.2.2): the codes of one length are consecutive and go
+ * to their symbols in symbol order; the first code of a length follows the last one of the
+ * length before, shifted left a bit.  So a code is found by reading it a bit at a time (most
+ * significant first) and asking, at each length, whether it falls among that length's codes.
+ * (code - first never wraps: a code that is not among the codes of its length is at least
+ * the first code of the next length once a bit is added.) */
+
+/* The next symbol of h, or -1 (a code h does not have, or the input is short). */
 static int decode(struct inf64 *s, const struct huff *h)
 {
-	int code = 0, first = 0, index = 0;
+	uint32_t code = 0, first = 0; /* the bits read; the first code of this length */
+	unsigned at = 0;	      /* symbol[] index of that first code's symbol */
 
 	for (unsigned len = 1; len <= MAXBITS; len++) {
-		code |= (int)bits(s, 1);
+		code = code << 1 | bits(s, 1);
 		if (s->short_input)
 			return -1;
-		int count = h->count[len];
-		if (code - count < first)
-			return h->symbol[index + (code - first)];
-		index += count;
-		first += count;
-		first <<= 1;
-		code <<= 1;
+		if (code - first < h->count[len])
+			return h->symbol[at + (code - first)];
+		at += h->count[len];
+		first = (first + h->count[len]) << 1;
 	}
 	return -1;
 }
 
-/* Builds h from n code lengths: < 0 over-subscribed, else the codes left unused. */
+/* Builds h from the code lengths of n symbols (0: no code).  Returns < 0 if the lengths ask
+ * for more codes than there are, 0 for a complete code, > 0 (the codes left over, counted at
+ * 15 bits) for an incomplete one -- an empty one included. */
 static int construct(struct huff *h, const uint8_t *length, unsigned n)
 {
-	uint16_t offs[MAXBITS + 1];
-	int left = 1;
+	uint16_t next[MAXBITS + 2];
+	int spare = 1; /* codes not yet given out, at the length being looked at */
 
 	memset(h->count, 0, sizeof(h->count));
 	for (unsigned i = 0; i < n; i++)
 		h->count[length[i]]++;
-	if (h->count[0] == n)
-		return 0;
 	for (unsigned len = 1; len <= MAXBITS; len++) {
-		left <<= 1;
-		left -= h->count[len];
-		if (left < 0)
-			return left;
+		spare = 2 * spare - h->count[len];
+		if (spare < 0)
+			return spare;
 	}
-	offs[1] = 0;
-	for (unsigned len = 1; len < MAXBITS; len++)
-		offs[len + 1] = (uint16_t)(offs[len] + h->count[len]);
+	next[1] = 0;
+	for (unsigned len = 1; len <= MAXBITS; len++)
+		next[len + 1] = (uint16_t)(next[len] + h->count[len]);
 	for (unsigned i = 0; i < n; i++)
 		if (length[i])
-			h->symbol[offs[length[i]]++] = (uint16_t)i;
-	return left;
+			h->symbol[next[length[i]]++] = (uint16_t)i;
+	return spare;
 }
 
 static int bad(struct inf64 *s, const char *msg)
@@ -174,7 +178,7 @@ static int bad(struct inf64 *s, const char *msg)
 	return INF64_BAD;
 }
 
-static int fixed_tables(struct inf64 *s)
+static void fixed_tables(struct inf64 *s)
 {
 	uint8_t l[288];
 	unsigned i = 0;
@@ -191,7 +195,6 @@ static int fixed_tables(struct inf64 *s)
 	for (i = 0; i < 32; i++)
 		l[i] = 5;
 	construct(&s->dist, l, 32);
-	return 0;
 }
 
 static int dynamic_tables(struct inf64 *s)
@@ -206,7 +209,7 @@ static int dynamic_tables(struct inf64 *s)
 	memset(l, 0, sizeof(l));
 	for (i = 0; i < ncode; i++)
 		l[order[i]] = (uint8_t)bits(s, 3);
-	if (construct(&s->lit, l, 19) != 0)
+	if (construct(&s->lit, l, 19) != 0) /* incomplete or empty: refused, as zlib does */
 		return bad(s, "incomplete code-length code");
 	for (i = 0; i < nlen + ndist;) {
 		int sym = decode(s, &s->lit);
@@ -276,7 +279,7 @@ static void put(struct inf64 *s, uint8_t b)
 }
 
 /* One symbol of a Huffman block, with enough input held: 1 at its end-of-block, 0, or bad. */
-static int symbol(struct inf64 *s, uint8_t *out, size_t len, size_t *got)
+static int symbol(struct inf64 *s, uint8_t *out, size_t *got)
 {
 	int sym = decode(s, &s->lit);
 
@@ -303,7 +306,6 @@ static int symbol(struct inf64 *s, uint8_t *out, size_t len, size_t *got)
 		return bad(s, "a distance before the first byte");
 	s->mlen = ml;
 	s->mdist = d;
-	(void)len;
 	return 0;
 }
 
@@ -348,7 +350,7 @@ int inf64_out(struct inf64 *s, uint8_t *out, size_t len, size_t *got)
 		case ST_HUFF: {
 			if (held(s) < SYM_NEED && !s->in_end)
 				return INF64_MORE;
-			int r = symbol(s, out, len, got);
+			int r = symbol(s, out, got);
 			if (r < 0)
 				return INF64_BAD;
 			if (r == 1)

@@ -2,8 +2,8 @@
  * with a 64 KiB window, length code 285 meaning 3 + 16 extra bits (not 258), and distance
  * codes 30 and 31 (32769 and 49153, 14 extra bits).  Neither zlib nor libarchive decodes it;
  * 7-Zip and Info-ZIP's unzip do.  This is our own decoder, written from the format's
- * description (APPNOTE 4.4.5, RFC 1951 for the rest), in the manner of zlib's puff.c: a
- * canonical Huffman decode a bit at a time -- simple and checked rather than fast.
+ * description (APPNOTE 4.4.5, RFC 1951 for the rest): a canonical Huffman decode a bit at a
+ * time -- simple and checked rather than fast.
  *
  * Push in, pull out: the caller feeds compressed bytes (inf64_feed copies what fits into the
  * decoder's own buffer) and takes decoded bytes (inf64_out).  The decoder suspends only where
