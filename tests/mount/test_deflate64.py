@@ -3,6 +3,8 @@
 with what `7zz x` extracts: every path, type, size and byte (conftest.compare_trees; modes,
 owners and times are test_zip's and test_7z's business, the same code for every method).
 
+Also WinZip AES (7zz -mem=AES256) over Deflate64.
+
 The tree: a text file over 200 KB whose paragraphs come back 60 KB later (matches from beyond
 deflate's 32 KiB, distance codes 30 and 31), a 1.5 MB one read at random offsets, random bytes
 (stored blocks), a small and an empty file, a folder.  (7-Zip's encoder writes no match over
@@ -84,6 +86,16 @@ def test_zip(mount, tmp_path, src):
     assert all(methods[n] == 9 for n in ("far.txt", "small.txt", "sub/large.txt")), methods
     ref = extract(archive, tmp_path / "ref")
     with mount(archive) as m:
+        check_tree(m, ref)
+
+
+def test_zip_aes(mount, tmp_path, src):
+    """WinZip AES (method 99) over Deflate64: the real method comes from the 0x9901 field."""
+    archive = make(tmp_path / "aes.zip", src, "-tzip", "-mm=Deflate64", "-mem=AES256",
+                   "-psecret")
+    ref = tmp_path / "ref"
+    run("7zz", "x", "-y", "-bd", "-bsp0", "-psecret", f"-o{ref}", archive, env=ENV7)
+    with mount("--password", "secret", archive) as m:
         check_tree(m, ref)
 
 
