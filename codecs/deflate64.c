@@ -51,9 +51,10 @@ static ssize_t d64_read(struct d64 *d, uint8_t *out, size_t len)
 		if (r == INF64_END)
 			return 0;
 		if (r == INF64_BAD) {
-			tfs_log(TFS_LOG_ERR, "deflate64: %s after %" PRIu64 " decoded bytes "
-				"(compressed offset about %" PRIu64 ")", inf64_msg(d->z), d->upos,
-				d->cpos);
+			tfs_log(TFS_LOG_ERR,
+				"deflate64: %s after %" PRIu64 " decoded bytes "
+				"(compressed offset about %" PRIu64 ")",
+				inf64_msg(d->z), d->upos, d->cpos);
 			return d->err = -EIO;
 		}
 		uint64_t size = src_size(d->in);
@@ -127,8 +128,8 @@ struct codec_dec {
 	struct d64 d;
 };
 
-static int d64_dec_new(struct src *in, const struct codec_ckpt *ck, const void *aux,
-		       size_t auxlen, struct codec_dec **out)
+static int d64_dec_new(struct src *in, const struct codec_ckpt *ck, const void *aux, size_t auxlen,
+		       struct codec_dec **out)
 {
 	struct codec_dec *d;
 	int err;

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define W64 65536u		/* the window */
-#define IN_CAP (128u << 10)	/* input held */
-#define HDR_NEED 1024u		/* bytes a block header fits in (at most ~4,600 bits) */
-#define SYM_NEED 8u		/* bytes a symbol and its extra bits fit in (60 bits) */
+#define W64 65536u	    /* the window */
+#define IN_CAP (128u << 10) /* input held */
+#define HDR_NEED 1024u	    /* bytes a block header fits in (at most ~4,600 bits) */
+#define SYM_NEED 8u	    /* bytes a symbol and its extra bits fit in (60 bits) */
 #define MAXBITS 15
 
 struct huff {
@@ -44,15 +44,15 @@ struct inf64 {
 	const char *msg;
 };
 
-static const uint16_t lbase[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
+static const uint16_t lbase[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,	13,  15,  17,  19,  23, 27,
 				   31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 3};
 static const uint8_t lext[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
 				 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 16};
-static const uint16_t dbase[32] = {1,    2,	   3,	  4,	 5,	7,     9,     13,
-				   17,	 25,   33,    49,    65,    97,    129,   193,
-				   257,	 385,  513,   769,   1025,  1537,  2049,  3073,
-				   4097, 6145, 8193,  12289, 16385, 24577, 32769, 49153};
-static const uint8_t dext[32] = {0, 0, 0, 0, 1, 1, 2, 2,  3,  3,  4,  4,  5,  5,  6,  6,
+static const uint16_t dbase[32] = {1,	 2,    3,    4,	    5,	   7,	  9,	 13,
+				   17,	 25,   33,   49,    65,	   97,	  129,	 193,
+				   257,	 385,  513,  769,   1025,  1537,  2049,	 3073,
+				   4097, 6145, 8193, 12289, 16385, 24577, 32769, 49153};
+static const uint8_t dext[32] = {0, 0, 0, 0, 1, 1, 2,  2,  3,  3,  4,  4,  5,  5,  6,  6,
 				 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14};
 
 struct inf64 *inf64_new(void)
@@ -199,7 +199,7 @@ static void fixed_tables(struct inf64 *s)
 
 static int dynamic_tables(struct inf64 *s)
 {
-	static const uint8_t order[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5,
+	static const uint8_t order[19] = {16, 17, 18, 0, 8,  7, 9,  6, 10, 5,
 					  11, 4,  12, 3, 13, 2, 14, 1, 15};
 	uint8_t l[320];
 	unsigned nlen = bits(s, 5) + 257, ndist = bits(s, 5) + 1, ncode = bits(s, 4) + 4, i;
@@ -298,7 +298,8 @@ static int symbol(struct inf64 *s, uint8_t *out, size_t *got)
 	uint32_t ml = lbase[sym] + bits(s, lext[sym]);
 	int ds = decode(s, &s->dist);
 	if (ds < 0 || ds >= 32)
-		return bad(s, s->short_input ? "the data ends inside a block" : "invalid distance code");
+		return bad(s, s->short_input ? "the data ends inside a block"
+					     : "invalid distance code");
 	uint32_t d = dbase[ds] + bits(s, dext[ds]);
 	if (s->short_input)
 		return bad(s, "the data ends inside a block");

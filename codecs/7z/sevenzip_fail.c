@@ -1,6 +1,7 @@
-/* The 7z folder graph's error recorders and the name of a coder for messages (sevenzip_graph.h): the first failure of a chain
- * is kept in its msg, with the folder, the coder and where in the archive, for the caller to
- * log once.  A leaf of sevenzip_graph.c, apart so that file stays under its size. */
+/* The 7z folder graph's error recorders and the name of a coder for messages (sevenzip_graph.h):
+ * the first failure of a chain is kept in its msg, with the folder, the coder and where in the
+ * archive, for the caller to log once.  A leaf of sevenzip_graph.c, apart so that file stays under
+ * its size. */
 #include "codecs/7z/sevenzip_graph.h"
 
 #include <inttypes.h>
