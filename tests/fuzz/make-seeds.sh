@@ -9,7 +9,7 @@
 #   DIR/fuzz_7z/             7z archives of a small tree by 7zz in every method and filter,
 #                            plain and compressed headers, encrypted ones, damaged ones
 #   DIR/fuzz_zip/            zips by Info-ZIP (-0/-6/-9, bzip2, -P, to a pipe: data
-#                            descriptors), 7zz's AES and ZipCrypto (-psecret), Python's zipfile (LZMA, zip64 forced), bsdtar, xz and
+#                            descriptors), 7zz's AES and ZipCrypto (-psecret), 7zz's Deflate64, Python's zipfile (LZMA, zip64 forced), bsdtar, xz and
 #                            zstd entries written by hand, a prefixed one, a split one (zip -s
 #                            64k: its parts one after the other), damaged ones
 #   DIR/fuzz_deflate64/      raw Deflate64 streams: zip entries 7zz wrote with -mm=Deflate64
@@ -223,6 +223,7 @@ if have 7zz; then
 	z7 lzma2 "$small" -snl -mx1
 	z7 plain "$small" -snl -mx1 -mhc=off
 	z7 deflate "$small" -snl -m0=Deflate -mhc=off
+	z7 deflate64 "$small" -snl -m0=Deflate64 -mhc=off
 	z7 bzip2 "$small" -snl -m0=BZip2 -mhc=off
 	z7 bcj "$small" -snl -mf=BCJ -mhc=off
 	z7 bcj2 "$small" -snl -mf=BCJ2 -mhc=off
@@ -288,6 +289,11 @@ if have 7zz; then
 		(cd "$small" && 7zz a -bd -tzip -mem=$m -psecret "$Zp/7zz-$m.zip" . >/dev/null 2>&1) ||
 			rm -f "$Zp/7zz-$m.zip"
 	done
+	# Deflate64 (method 9), and under AES
+	(cd "$small" && 7zz a -bd -tzip -mm=Deflate64 "$Zp/7zz-deflate64.zip" . >/dev/null 2>&1) ||
+		rm -f "$Zp/7zz-deflate64.zip"
+	(cd "$small" && 7zz a -bd -tzip -mm=Deflate64 -mem=AES256 -psecret "$Zp/7zz-deflate64-aes.zip" . >/dev/null 2>&1) ||
+		rm -f "$Zp/7zz-deflate64-aes.zip"
 else
 	note "7zz missing: no AES zip seeds"
 fi
