@@ -35,6 +35,7 @@ static const struct codec *const stream_codecs[] = {
 	&codec_deflate,
 	&codec_lzma_zip,
 	&codec_stored,
+	&codec_deflate64,
 	&codec_7z,
 #if HAVE_LIBARCHIVE
 	&codec_libarchive,

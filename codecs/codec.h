@@ -166,6 +166,7 @@ extern const struct codec codec_gzip;
 extern const struct codec codec_deflate;  /* raw deflate (zip entries): never probed */
 extern const struct codec codec_lzma_zip; /* zip's LZMA (method 14): never probed */
 extern const struct codec codec_stored;   /* bytes as they are (zip's method 0): never probed */
+extern const struct codec codec_deflate64; /* zip's Deflate64 (method 9): never probed */
 extern const struct codec codec_bzip2;
 extern const struct codec codec_xz;
 extern const struct codec codec_7z; /* 7z folders (container streams only; probe says no) */

@@ -70,7 +70,7 @@ struct arc_member {
 	bool no_owner;	   /* the archive says nothing of uid/gid: the archive file's owner */
 	int unreadable;	   /* 0, or why its bytes cannot be read: -EOPNOTSUPP (a method or filter
 			      tarseek lacks), -EACCES (encrypted); it is listed, its reads fail */
-	const char *why;   /* for unreadable: what, e.g. "compression method 9 (deflate64)" */
+	const char *why;   /* for unreadable: what, e.g. "compression method 6 (implode)" */
 };
 
 #endif

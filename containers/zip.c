@@ -436,6 +436,8 @@ static const char *method_codec(unsigned method)
 		return "stored";
 	case 8:
 		return "deflate";
+	case 9:
+		return "deflate64";
 	case 12:
 		return "bzip2";
 	case 14:

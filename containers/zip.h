@@ -18,9 +18,9 @@
  * need not be the central directory's: it is read only when the data is (zip_local_data), so
  * a zip of 70,000 files is indexed from its directory alone.
  *
- * Methods: stored (read in place), deflate ("deflate": raw deflate), bzip2, LZMA ("lzma-zip"),
- * xz, zstd.  Others (deflate64, implode, PPMd, ...) are listed and fail to read with
- * EOPNOTSUPP.
+ * Methods: stored (read in place), deflate ("deflate": raw deflate), Deflate64 ("deflate64"),
+ * bzip2, LZMA ("lzma-zip"), xz, zstd.  Others (implode, PPMd, ...) are listed and fail to read
+ * with EOPNOTSUPP.
  *
  * Encrypted entries (flag bit 0): traditional PKWARE encryption ("ZipCrypto") and WinZip's
  * AES (method 99, extra field 0x9901 with the AE version, the strength and the real method)

@@ -14,49 +14,7 @@
 #include "codecs/liberr.h"
 #include "crypto/cipher.h"
 
-/* ---- errors -------------------------------------------------------------------------------- */
-
-static const char *sz_coder_name(const struct sz_chain *ch, int coder)
-{
-	const char *n;
-
-	if (coder < 0)
-		return "packed stream";
-	n = szc_method_name(ch->f.coders[coder].method);
-	return n ? n : "unknown method";
-}
-
-__attribute__((format(printf, 3, 4))) static int sz_fail(struct sz_node *n, int err,
-							  const char *fmt, ...);
-
-/* Records the chain's first error, with where it happened, for the caller to log once. */
-static int sz_fail(struct sz_node *n, int err, const char *fmt, ...)
-{
-	struct sz_chain *ch = n->ch;
-	va_list ap;
-	int k;
-
-	if (ch->err)
-		return ch->err;
-	k = snprintf(ch->msg, sizeof(ch->msg),
-		     "7z: folder %" PRIu32 " (packed data at archive offset %" PRIu64 "), %s: ",
-		     ch->f.index, ch->f.arc_off, sz_coder_name(ch, n->coder));
-	if (k < 0 || (size_t)k >= sizeof(ch->msg))
-		k = 0;
-	va_start(ap, fmt);
-	vsnprintf(ch->msg + k, sizeof(ch->msg) - (size_t)k, fmt, ap);
-	va_end(ap);
-	k = (int)strlen(ch->msg);
-	if ((size_t)k < sizeof(ch->msg))
-		snprintf(ch->msg + k, sizeof(ch->msg) - (size_t)k,
-			 " (near compressed offset %" PRIu64 " of the archive)",
-			 ch->f.arc_off + ch->last_pack);
-	ch->err = err;
-	return err;
-}
-
 /* ---- nodes --------------------------------------------------------------------------------- */
-
 
 /* Makes input k of n hold bytes: > 0 bytes available, 0 at the end of that input, or -errno. */
 static ssize_t sz_fill(struct sz_node *n, unsigned k)
@@ -346,6 +304,52 @@ static ssize_t sz_deflate_read(struct sz_node *n, uint8_t *buf, size_t len)
 	return (ssize_t)got;
 }
 
+/* Deflate64 (inflate64.h), fed from input 0.  Never past the stated size; at it (len 0), the
+ * last block must end there and the input with it. */
+static ssize_t sz_deflate64_read(struct sz_node *n, uint8_t *buf, size_t len)
+{
+	struct inf64 *z = n->u.d64;
+	struct sz_ibuf *ib = &n->ib[0];
+	bool check_end = false;
+	uint8_t x;
+
+	if (len > n->size - n->done)
+		len = (size_t)(n->size - n->done);
+	if (len == 0) { /* one byte more must not come */
+		buf = &x;
+		len = 1;
+		check_end = true;
+	}
+	for (;;) {
+		size_t got;
+		int ret = inf64_out(z, buf, len, &got);
+		ssize_t r;
+
+		if (ret == INF64_BAD)
+			return sz_fail(n, -EIO, "%s after %" PRIu64 " decoded bytes", inf64_msg(z),
+				       n->done + got);
+		if (check_end && got)
+			return sz_fail(n, -EIO, "decodes to more than the %" PRIu64
+						" bytes the header states", n->size);
+		if (got)
+			return (ssize_t)got;
+		if (ret == INF64_END && !check_end)
+			return sz_fail(n, -EIO, "the stream ends after %" PRIu64 " of the %" PRIu64
+						" bytes the header states", n->done, n->size);
+		if (ret == INF64_END && inf64_unused(z))
+			return sz_fail(n, -EIO, "data follows the end of the coded stream");
+		if (ret == INF64_END)
+			return sz_drained(n, 0);
+		r = sz_fill(n, 0);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			inf64_input_end(z);
+		else
+			ib->pos += inf64_feed(z, ib->buf + ib->pos, ib->len - ib->pos);
+	}
+}
+
 static ssize_t sz_bzip2_read(struct sz_node *n, uint8_t *buf, size_t len)
 {
 	bz_stream *b = &n->u.bz.bz;
@@ -518,6 +522,9 @@ ssize_t sz_read(struct sz_node *n, uint8_t *buf, size_t len)
 		case SZN_BZIP2:
 			err = (int)sz_bzip2_read(n, buf, 0);
 			break;
+		case SZN_DEFLATE64:
+			err = (int)sz_deflate64_read(n, buf, 0);
+			break;
 		default:
 			err = sz_end_plain(n);
 			break;
@@ -548,6 +555,9 @@ ssize_t sz_read(struct sz_node *n, uint8_t *buf, size_t len)
 	case SZN_BZIP2:
 		r = sz_bzip2_read(n, buf, len);
 		break;
+	case SZN_DEFLATE64:
+		r = sz_deflate64_read(n, buf, len);
+		break;
 	case SZN_BCJ2:
 		r = sz_bcj2_read(n, buf, len);
 		break;
@@ -568,25 +578,17 @@ ssize_t sz_read(struct sz_node *n, uint8_t *buf, size_t len)
 
 /* ---- building the graph -------------------------------------------------------------------- */
 
-
 static lzma_vli sz_bcj_filter(uint64_t m)
 {
-	switch (m) {
-	case SZM_X86:
-		return LZMA_FILTER_X86;
-	case SZM_PPC:
-		return LZMA_FILTER_POWERPC;
-	case SZM_IA64:
-		return LZMA_FILTER_IA64;
-	case SZM_ARM:
-		return LZMA_FILTER_ARM;
-	case SZM_ARMT:
-		return LZMA_FILTER_ARMTHUMB;
-	case SZM_SPARC:
-		return LZMA_FILTER_SPARC;
-	default:
-		return LZMA_FILTER_ARM64;
-	}
+	static const struct { uint64_t m; lzma_vli id; } t[] = {
+		{SZM_X86, LZMA_FILTER_X86}, {SZM_PPC, LZMA_FILTER_POWERPC},
+		{SZM_IA64, LZMA_FILTER_IA64}, {SZM_ARM, LZMA_FILTER_ARM},
+		{SZM_ARMT, LZMA_FILTER_ARMTHUMB}, {SZM_SPARC, LZMA_FILTER_SPARC}};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (t[i].m == m)
+			return t[i].id;
+	return LZMA_FILTER_ARM64;
 }
 
 static struct sz_node *sz_node_new(struct sz_chain *ch, enum sz_kind kind, int coder,
@@ -610,26 +612,6 @@ static int sz_ibuf_alloc(struct sz_chain *ch, struct sz_ibuf *ib, size_t cap)
 	ib->cap = cap;
 	ch->mem += cap;
 	return 0;
-}
-
-__attribute__((format(printf, 3, 4))) static int sz_refuse(struct sz_chain *ch, int err,
-							    const char *fmt, ...);
-
-static int sz_refuse(struct sz_chain *ch, int err, const char *fmt, ...)
-{
-	va_list ap;
-	int k;
-
-	if (ch->err)
-		return ch->err;
-	k = snprintf(ch->msg, sizeof(ch->msg), "7z: folder %" PRIu32 ": ", ch->f.index);
-	if (k < 0 || (size_t)k >= sizeof(ch->msg))
-		k = 0;
-	va_start(ap, fmt);
-	vsnprintf(ch->msg + k, sizeof(ch->msg) - (size_t)k, fmt, ap);
-	va_end(ap);
-	ch->err = err;
-	return err;
 }
 
 static int sz_build_input(struct sz_chain *ch, unsigned in, const struct sz_start *st,
@@ -862,6 +844,13 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 		ch->mem += infl_memory(n->u.zl.inf);
 		break;
 	}
+	case SZM_DEFLATE64:
+		n = sz_node_new(ch, SZN_DEFLATE64, (int)c, f->unpack_size[c]);
+		n->u.d64 = inf64_new();
+		if (!n->u.d64)
+			return sz_refuse(ch, -ENOMEM, "cannot start Deflate64");
+		ch->mem += inf64_memory();
+		break;
 	case SZM_BZIP2: {
 		int ret;
 
@@ -944,6 +933,8 @@ void sz_chain_free(struct sz_chain *ch)
 			lzma_end(&n->u.xz.strm);
 		else if (n->kind == SZN_DEFLATE)
 			infl_free(n->u.zl.inf);
+		else if (n->kind == SZN_DEFLATE64)
+			inf64_free(n->u.d64);
 		else if (n->kind == SZN_BZIP2 && n->u.bz.init)
 			BZ2_bzDecompressEnd(&n->u.bz.bz);
 		else if (n->kind == SZN_AES)

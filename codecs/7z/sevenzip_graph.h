@@ -7,7 +7,8 @@
  * bytes on; LZMA and LZMA2, with any BCJ filters stacked directly on them (x86, PPC, IA64, ARM,
  * ARMT, SPARC, ARM64), are one liblzma raw decoder (LZMA as LZMA1EXT with the size the folder
  * states, so its end is known without an end marker); Delta is done here (so that a decoder can
- * start with a saved history); Deflate is inflater.h (ISA-L, or zlib); BZip2 is libbz2
+ * start with a saved history); Deflate is inflater.h (ISA-L, or zlib); Deflate64 is
+ * inflate64.h (our own); BZip2 is libbz2
  * (concatenated streams included); BCJ2 is bcj2.c with its four inputs; AES-256 (7zAES,
  * sevenzip_aes.h) decrypts a packed stream, and only a packed stream (7-Zip puts it nowhere
  * else), whose size must be its output's rounded up to whole blocks, with the key of the
@@ -17,7 +18,7 @@
  * Each node checks that its coder ends exactly at the stated size (LZMA2's end marker,
  * deflate's last block, bzip2's stream end) and that its input is used up, so a folder whose
  * sizes or data do not agree fails with -EIO rather than giving other bytes.  A filter stacked
- * on anything but LZMA/LZMA2 (BCJ over Deflate), Delta under a BCJ, PPMd, Deflate64 and unknown
+ * on anything but LZMA/LZMA2 (BCJ over Deflate), Delta under a BCJ, PPMd and unknown
  * methods are refused with -ENOTSUP; the container already marks the files of such folders
  * unreadable.
  *
@@ -37,6 +38,7 @@
 #include "codecs/7z/bcj2.h"
 #include "codecs/7z/sevenzip_aes.h"
 #include "codecs/gzip/inflater.h"
+#include "codecs/inflate64.h"
 #include "codecs/7z/sevenzip_chain.h"
 
 #define SZ_CK_LZMA2 1u /* checkpoint flags: at an LZMA2 chunk that resets the dictionary */
@@ -48,7 +50,8 @@
 #define SZ_MSG 320
 #define SZ_MAX_NODES (SZC_MAX_CODERS + SZC_MAX_PACKED)
 
-enum sz_kind { SZN_PACK, SZN_COPY, SZN_XZ, SZN_DELTA, SZN_DEFLATE, SZN_BZIP2, SZN_BCJ2, SZN_AES };
+enum sz_kind { SZN_PACK, SZN_COPY, SZN_XZ, SZN_DELTA, SZN_DEFLATE, SZN_BZIP2, SZN_BCJ2, SZN_AES,
+	      SZN_DEFLATE64 };
 
 struct sz_chain;
 
@@ -87,6 +90,7 @@ struct sz_node {
 		struct {
 			struct inflater *inf; /* zlib's or ISA-L's (inflater.h) */
 		} zl;
+		struct inf64 *d64; /* Deflate64 (inflate64.h) */
 		struct {
 			bz_stream bz;
 			bool init;
@@ -132,6 +136,17 @@ struct sz_start {
 int sz_chain_new(struct src *in, const struct szc_folder *f, const struct sz_start *st, int pw,
 		 struct sz_chain **out);
 void sz_chain_free(struct sz_chain *ch); /* NULL does nothing */
+
+/* The name of the chain's coder ("LZMA2", "packed stream" for -1), for messages. */
+const char *sz_coder_name(const struct sz_chain *ch, int coder);
+
+/* Record the chain's first error (sevenzip_fail.c; a later one leaves it) and return it
+ * (or the first): sz_fail while node n decodes, with where in the archive; sz_refuse while the
+ * graph is built. */
+__attribute__((format(printf, 3, 4))) int sz_fail(struct sz_node *n, int err, const char *fmt,
+						   ...);
+__attribute__((format(printf, 3, 4))) int sz_refuse(struct sz_chain *ch, int err,
+						     const char *fmt, ...);
 
 /* The next bytes of node n (the root: the folder's): > 0, 0 at its end (checked), -errno. */
 ssize_t sz_read(struct sz_node *n, uint8_t *buf, size_t len);

@@ -13,8 +13,8 @@
  *     codec (codec_by_name) through the window of the input that follows its local header,
  *     in reads of varying size.  It may fail.  The codecs that are told the size -- "stored"
  *     (the window is the data) and "lzma-zip" (the size in its params) -- must never return
- *     more than usize, and exactly usize when they end cleanly; the others (deflate, bzip2, xz,
- *     zstd) do not know it, so they are read to at most usize + 1 bytes (one more is a
+ *     more than usize, and exactly usize when they end cleanly; the others (deflate, deflate64,
+ *     bzip2, xz, zstd) do not know it, so they are read to at most usize + 1 bytes (one more is a
  *     stream the reader refuses: reader.c's "decodes to more than its size");
  *  4. decoders started at (some of) the checkpoints the scan emitted: they must start (or run
  *     out of memory), and every byte they return below the scan's verified offset must be the
@@ -72,7 +72,8 @@ struct fz_walk {
 
 static bool known_codec(const char *name)
 {
-	static const char *const names[] = {"deflate", "bzip2", "lzma-zip", "stored", "xz", "zstd"};
+	static const char *const names[] = {"deflate", "deflate64", "bzip2", "lzma-zip",
+					    "stored", "xz", "zstd"};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strcmp(name, names[i]) == 0)

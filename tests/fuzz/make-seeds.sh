@@ -9,9 +9,12 @@
 #   DIR/fuzz_7z/             7z archives of a small tree by 7zz in every method and filter,
 #                            plain and compressed headers, encrypted ones, damaged ones
 #   DIR/fuzz_zip/            zips by Info-ZIP (-0/-6/-9, bzip2, -P, to a pipe: data
-#                            descriptors), 7zz's AES and ZipCrypto (-psecret), Python's zipfile (LZMA, zip64 forced), bsdtar, xz and
+#                            descriptors), 7zz's AES and ZipCrypto (-psecret), 7zz's Deflate64, Python's zipfile (LZMA, zip64 forced), bsdtar, xz and
 #                            zstd entries written by hand, a prefixed one, a split one (zip -s
 #                            64k: its parts one after the other), damaged ones
+#   DIR/fuzz_deflate64/      raw Deflate64 streams: zip entries 7zz wrote with -mm=Deflate64
+#                            (a tar, text, random bytes repeated 54 KB later), cut out of
+#                            their zips, a truncated and a flipped one
 #   DIR/fuzz_http/           HTTP answers (nginx, S3, HTTP/2) and AWS credentials/config files
 #   DIR/fuzz_libarchive/     cpio (newc, odc, bin, crc), ar, iso9660, xar and warc of a small
 #                            tree, libarchive's rar/cab/lha samples, damaged copies
@@ -220,6 +223,7 @@ if have 7zz; then
 	z7 lzma2 "$small" -snl -mx1
 	z7 plain "$small" -snl -mx1 -mhc=off
 	z7 deflate "$small" -snl -m0=Deflate -mhc=off
+	z7 deflate64 "$small" -snl -m0=Deflate64 -mhc=off
 	z7 bzip2 "$small" -snl -m0=BZip2 -mhc=off
 	z7 bcj "$small" -snl -mf=BCJ -mhc=off
 	z7 bcj2 "$small" -snl -mf=BCJ2 -mhc=off
@@ -285,6 +289,11 @@ if have 7zz; then
 		(cd "$small" && 7zz a -bd -tzip -mem=$m -psecret "$Zp/7zz-$m.zip" . >/dev/null 2>&1) ||
 			rm -f "$Zp/7zz-$m.zip"
 	done
+	# Deflate64 (method 9), and under AES
+	(cd "$small" && 7zz a -bd -tzip -mm=Deflate64 "$Zp/7zz-deflate64.zip" . >/dev/null 2>&1) ||
+		rm -f "$Zp/7zz-deflate64.zip"
+	(cd "$small" && 7zz a -bd -tzip -mm=Deflate64 -mem=AES256 -psecret "$Zp/7zz-deflate64-aes.zip" . >/dev/null 2>&1) ||
+		rm -f "$Zp/7zz-deflate64-aes.zip"
 else
 	note "7zz missing: no AES zip seeds"
 fi
@@ -379,6 +388,42 @@ for f in "$L"/*; do
 	cp "$f" "$f.flipped"
 	printf '\x55' | dd of="$f.flipped" bs=1 seek=$((n * 2 / 3)) conv=notrunc status=none
 done
+
+# ---- Deflate64: raw streams, the entries of zips by 7zz -mm=Deflate64 -------------------------
+D=$out/fuzz_deflate64
+mkdir -p "$D"
+py=$(command -v /usr/bin/python3 || command -v python3 || true)
+if have 7zz && [ -n "$py" ]; then
+	mkdir -p "$work/d64"
+	"$py" -c 'import random, sys; sys.stdout.buffer.write(random.Random(1).randbytes(40000))' >"$work/d64/p"
+	{ cat "$work/d64/p"; seq 1 3000; cat "$work/d64/p"; } >"$work/d64/far" # 54 KB back
+	head -c 300000 "$work/big" >"$work/d64/text"
+	cp "$T/gnu.tar" "$work/d64/tar" 2>/dev/null || true
+	for f in far text tar; do
+		[ -f "$work/d64/$f" ] || continue
+		for fb in 32 257; do
+			rm -f "$work/d64/z.zip"
+			(cd "$work/d64" && 7zz a -bd -tzip -mm=Deflate64 -mfb=$fb z.zip "$f" >/dev/null 2>&1) || continue
+			"$py" - "$work/d64/z.zip" "$f" "$D/$f-fb$fb" <<'PY' || rm -f "$D/$f-fb$fb"
+import struct, sys, zipfile
+i = zipfile.ZipFile(sys.argv[1]).getinfo(sys.argv[2])
+d = open(sys.argv[1], "rb").read()
+n, e = struct.unpack_from("<HH", d, i.header_offset + 26)
+start = i.header_offset + 30 + n + e
+open(sys.argv[3], "wb").write(d[start:start + i.compress_size])
+PY
+		done
+	done
+	# damaged: truncated, a flipped byte
+	if [ -f "$D/far-fb257" ]; then
+		n=$(stat -c %s "$D/far-fb257")
+		head -c $((n / 2)) "$D/far-fb257" >"$D/trunc-far"
+		cp "$D/far-fb257" "$D/flipped-far"
+		printf '\x55' | dd of="$D/flipped-far" bs=1 seek=$((n * 2 / 3)) conv=notrunc status=none
+	fi
+else
+	note "7zz or python3 missing: no Deflate64 seeds"
+fi
 
 # fuzz_http: answers of nginx and S3 as curl receives them, and AWS credentials and config
 H=$out/fuzz_http

@@ -14,7 +14,7 @@ size, mtime, symlink target and byte: conftest.compare_trees).
   offsets; an entry over 4 GiB (zip64); large bzip2 and LZMA entries with a small spacing.
 - A zip inside a tar.gz and a tar.gz inside a zip with -r; a union of a zip and a tar; a name
   stored twice (PATH.versions); user.tarseek.info.
-- Encrypted (zip -P) and unsupported (method 9) entries: listed with their size, reads fail
+- Encrypted (zip -P) and unsupported (method 6, implode) entries: listed with their size, reads fail
   with EACCES / EOPNOTSUPP, the rest works.
 - Damage: a flipped byte in a small deflated entry (EIO at its first read), in a large one
   (found while indexing: EIO), in a stored one, in the central directory; truncations and
@@ -491,25 +491,25 @@ def test_encrypted_and_unsupported(mount, tmp_path):
     src = tmp_path / "src"
     src.mkdir()
     files = {"plain.txt": text_data(5000, 1), "secret.txt": text_data(7000, 2),
-             "d64.txt": text_data(9000, 3), "after.txt": text_data(3000, 4)}
+             "imploded.txt": text_data(9000, 3), "after.txt": text_data(3000, 4)}
     for n, d in files.items():
         (src / n).write_bytes(d)
     archive = tmp_path / "mixed.zip"
     run("zip", "-q", archive, "plain.txt", cwd=src)
     run("zip", "-q", "-P", "pw", archive, "secret.txt", cwd=src)
-    run("zip", "-q", archive, "d64.txt", "after.txt", cwd=src)
-    patch_method(archive, "d64.txt", 9)  # deflate64: a method tarseek lacks
+    run("zip", "-q", archive, "imploded.txt", "after.txt", cwd=src)
+    patch_method(archive, "imploded.txt", 6)  # implode: a method tarseek lacks
     with mount(archive, allow_errors=True) as m:
         j = lambda p: os.path.join(m.path, p)
         assert sorted(os.listdir(m.path)) == sorted(files)
         for n, d in files.items():
             assert os.stat(j(n)).st_size == len(d), n  # listed with their sizes
         assert read_errno(j("secret.txt")) == 13  # EACCES
-        assert read_errno(j("d64.txt")) == 95  # EOPNOTSUPP
+        assert read_errno(j("imploded.txt")) == 95  # EOPNOTSUPP
         assert open(j("plain.txt"), "rb").read() == files["plain.txt"]
         assert open(j("after.txt"), "rb").read() == files["after.txt"]
     log = m.log()
-    assert "encrypted" in log and "deflate64" in log, log
+    assert "encrypted" in log and "implode" in log, log
 
 
 # ---- damage ----------------------------------------------------------------------------------
