@@ -650,9 +650,12 @@ static int whole_decode(struct creader *r, const bool *mine, uint64_t want, stru
 			ssize_t n = r->codec->scan_read(scan, bufs[k]->data + done, len - done);
 			if (n < 0)
 				err = (int)n;
-			else if (n == 0)
-				err = -EIO; /* shorter than the directory says */
-			else
+			else if (n == 0) { /* shorter than the directory says */
+				tfs_log(TFS_LOG_ERR, "%s: the stream ends at %llu of its %llu bytes",
+					r->codec->name, (unsigned long long)(start + done),
+					(unsigned long long)r->usize);
+				err = -EIO;
+			} else
 				done += (uint64_t)n;
 		}
 		if (err)
