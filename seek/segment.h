@@ -30,10 +30,14 @@ static inline bool seg_shift_ok(unsigned shift)
 	return shift == 0 || (shift >= SEG_SHIFT_FINE && shift <= SEG_SHIFT);
 }
 
-/* Number of segments of a chunk of ulen bytes (0 for an empty chunk). */
+/* Number of segments of a chunk of ulen bytes (0 for an empty chunk): ulen / 2^shift rounded
+ * to the nearest, without adding first (ulen comes from the archive, up to UINT64_MAX: a
+ * zstd frame header may claim it, and the sum wrapped to a count so small that its last
+ * segment's length was the whole claim). */
 static inline uint64_t seg_count(uint64_t ulen, unsigned shift)
 {
-	uint64_t n = (ulen + ((uint64_t)1 << shift) / 2) >> shift;
+	uint64_t half = ((uint64_t)1 << shift) / 2;
+	uint64_t n = (ulen >> shift) + ((ulen & (((uint64_t)1 << shift) - 1)) >= half && half);
 
 	return ulen == 0 ? 0 : (n ? n : 1);
 }

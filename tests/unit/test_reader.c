@@ -789,6 +789,29 @@ static void test_advised_span(const uint8_t *data, size_t size)
 	free(st);
 }
 
+/* Segments of chunks whose size comes from the archive: rounding to the nearest as ever, and no
+ * wrap near UINT64_MAX (a zstd frame header claiming ~2^64 bytes once made one segment of the
+ * whole claim, and the reader asked the cache for it). */
+static void test_seg_count_edges(void)
+{
+	const unsigned s = SEG_SHIFT;
+	const uint64_t seg = (uint64_t)1 << s;
+
+	CHECK_EQ(seg_count(0, s), 0);
+	CHECK_EQ(seg_count(1, s), 1);
+	CHECK_EQ(seg_count(seg + seg / 2 - 1, s), 1); /* a tail under half merged */
+	CHECK_EQ(seg_count(seg + seg / 2, s), 2);
+	CHECK_EQ(seg_count(5, 0), 5);
+	for (uint64_t ulen = UINT64_MAX - 2 * seg; ulen != 0; ulen += seg / 4) {
+		uint64_t n = seg_count(ulen, s);
+		CHECK(n >= (ulen >> s));
+		CHECK(seg_len(ulen, n - 1, s) < seg + seg / 2);
+		CHECK_EQ(((n - 1) << s) + seg_len(ulen, n - 1, s), ulen);
+		if (ulen > UINT64_MAX - seg / 4)
+			break;
+	}
+}
+
 int main(void)
 {
 	size_t size = (10u << 20) + 12345;
@@ -796,6 +819,7 @@ int main(void)
 
 	tu_fill(data, size, 42, 0);
 	ahead = workers_new(4);
+	test_seg_count_edges();
 	test_cache();
 	run_case(data, size, 3u << 20, false);		/* 3 MiB chunks: 3 segments each */
 	run_case(data, size, 3u << 20, true);
