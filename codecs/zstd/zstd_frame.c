@@ -564,6 +564,15 @@ ssize_t zs_fr_read(struct zs_fr *fr, uint8_t *out, size_t len)
 		if (got && fr->check_sum)
 			XXH64_update(&fr->xxh, ahead ? &scratch : out + pos, got);
 		fr->out += got;
+		if (fr->hdr.content != ZS_UNKNOWN && fr->out > fr->hdr.content) {
+			/* libzstd checks this only at the frame's end, and a DCtx whose buffer
+			 * an earlier, larger frame sized decodes past it where a fresh one
+			 * fails: a frame cut short would keep bytes a decoder cannot give */
+			zs_fr_fail(fr, -EIO,
+				   "it decodes past the %" PRIu64 " bytes its header states",
+				   fr->hdr.content);
+			break;
+		}
 		if (ZSTD_isError(ret)) {
 			zs_fr_fail(fr, liberr_zstd(ret),
 				   "%s, near compressed offset %" PRIu64 ", after %" PRIu64

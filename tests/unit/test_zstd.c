@@ -1452,6 +1452,37 @@ static void test_hostile(const uint8_t *data, size_t len)
 	free(f.p);
 }
 
+/* A frame whose data runs past the content size its header states, cut short in its data,
+ * after a larger frame: libzstd checks the size only at a frame's end, and a DCtx whose buffer
+ * the larger frame sized copies the cut raw block on where a fresh decoder (at a checkpoint)
+ * fails.  The scan
+ * must not keep those bytes as if the cut were the only fault (fuzz_codec_zstd's finding). */
+static void test_content_overrun(void)
+{
+	static const uint8_t rle[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x79, /* no size, 36 MiB window */
+				      0x03, 0x00, 0x08, 'z'};	/* last, RLE, 65536 */
+	static const uint8_t hdr[] = {0x28, 0xb5, 0x2f, 0xfd, 0x40, 0x50, 0, 0}; /* says 256 */
+	static const uint8_t raw4k[] = {0x00, 0x80, 0x00}; /* a raw block of 4096, not the last */
+	static uint8_t want[65536];
+	struct zfile f = {0};
+	struct scan_res r;
+
+	memset(want, 'z', sizeof(want));
+	zf_put(&f, rle, sizeof(rle)); /* its window sizes the DCtx's buffer */
+	zf_put(&f, hdr, sizeof(hdr));
+	zf_put(&f, raw4k, sizeof(raw4k));
+	zf_put(&f, want, 300); /* cut: libzstd streams a raw block as it comes */
+	for (unsigned threads = 1; threads <= 2; threads++) {
+		log_reset();
+		CHECK_EQ(scan(f.p, f.len, threads, 65536, &r), -EIO);
+		CHECK(strstr(last_err, "decodes past the 256 bytes") != NULL);
+		CHECK_EQ(r.verified, 65536); /* the first frame, not the overrun */
+		CHECK(r.len <= 65536 && memcmp(r.out, want, r.len) == 0);
+		res_free(&r);
+	}
+	free(f.p);
+}
+
 static void test_sink_error_and_free(const uint8_t *data, size_t len)
 {
 	struct zfile f = {0};
@@ -1526,6 +1557,7 @@ static int test(void)
 	test_garbage(data, len);
 	test_random_damage(data, len / 4);
 	test_hostile(data, len);
+	test_content_overrun();
 	test_sink_error_and_free(data, len);
 	free(data);
 	return tu_exit();
