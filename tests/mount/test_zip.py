@@ -703,6 +703,37 @@ def test_backslash_names(mount, tmp_path):
         compare_trees(m.path, ref, check_root=False, dir_mtimes=False, implicit=("dir",))
 
 
+def test_shift_jis_backslash_names(mount, tmp_path):
+    """Japanese Windows names (cp932, no UTF-8 flag, MS-DOS host): 0x5C is the second byte of
+    many two-byte characters (\\x95\\x5c is one character).  Only a backslash that is a
+    character of its own separates folders, as a cp932 reader sees the name (unzip splits at
+    every 0x5C, bsdtar and 7-Zip under the C locale at none): Python's cp932 codec is the
+    reference here.  Names that are not Shift-JIS keep unzip's rule (test_backslash_names)."""
+    names = ["\u8868.txt",                      # one character that ends in 0x5C
+             "dir\\\u8868\u793a.txt",          # a separator, then such a character
+             "\u30bd\u30d5\u30c8\\a.txt"]      # three of them, then a separator
+    archive = tmp_path / "sjis.zip"
+    holders = [("N%d" % i).ljust(len(n.encode("cp932")), "x") for i, n in enumerate(names)]
+    with zipfile.ZipFile(archive, "w") as z:
+        for h, n in zip(holders, names):
+            zi = zipfile.ZipInfo(h, (2020, 1, 2, 3, 4, 6))
+            zi.create_system = 0
+            z.writestr(zi, n.encode())
+    data = archive.read_bytes()
+    for h, n in zip(holders, names):  # the raw cp932 bytes in place of the ASCII holder
+        assert data.count(h.encode()) == 2
+        data = data.replace(h.encode(), n.encode("cp932"))
+    archive.write_bytes(data)
+    with mount(archive) as m:
+        got = sorted(os.fsencode(os.path.relpath(os.path.join(d, f), m.path))
+                     for d, _, fs in os.walk(m.path) for f in fs)
+        assert got == sorted(n.replace("\\", "/").encode("cp932") for n in names)
+        for n in names:
+            path = os.path.join(os.fsencode(m.path), n.replace("\\", "/").encode("cp932"))
+            with open(path, "rb") as f:
+                assert f.read() == n.encode()
+
+
 def test_dot_name_message(mount, tmp_path):
     archive = tmp_path / "dot.zip"
     with zipfile.ZipFile(archive, "w") as z:
