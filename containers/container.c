@@ -11,6 +11,7 @@
 static const struct container *const all[] = {
 	&cont_zip,
 	&cont_7z,
+	&cont_ar,
 #if HAVE_LIBARCHIVE
 	&cont_libarchive,
 #endif
@@ -30,9 +31,9 @@ const char *cont_list(void)
 
 	if (!list[0]) {
 #if HAVE_LIBARCHIVE
-		snprintf(list, sizeof(list), "tar, zip, 7z, libarchive (%s)", la_formats());
+		snprintf(list, sizeof(list), "tar, zip, 7z, ar, libarchive (%s)", la_formats());
 #else
-		snprintf(list, sizeof(list), "tar, zip, 7z");
+		snprintf(list, sizeof(list), "tar, zip, 7z, ar");
 #endif
 	}
 	return list;

@@ -1,5 +1,5 @@
 /* Containers: the archive formats that say which members an archive holds and where their
- * bytes are -- zip (zip.c) and 7z (7z/sza_*.c) here; tar (tar.h) is the one read as a stream,
+ * bytes are -- zip (zip.c), 7z (7z/sza_*.c) and ar (ar.c) here; tar (tar.h) is the one read as a stream,
  * through a codec when compressed, and keeps its own interface.
  *
  * A container reads the archive file (random access, through the source interface) and
@@ -84,6 +84,7 @@ struct container {
 
 extern const struct container cont_zip;
 extern const struct container cont_7z;
+extern const struct container cont_ar; /* ar: static libraries, .deb (ar.c) */
 #if HAVE_LIBARCHIVE
 extern const struct container cont_libarchive; /* rar, iso9660, cpio, ar, ... (libarchive.c) */
 #endif

@@ -1,7 +1,7 @@
 /* Archives read through libarchive: rar (v4, v5), iso9660 (with Rock Ridge and Joliet as
- * libarchive reads them), cpio (every variant), ar (so a .deb opens, and -r opens its
- * data.tar.*), cab, lha, xar, warc, and rpm (its cpio payload).  The container "libarchive"
- * (container.h); tar, zip and 7z stay on tarseek's own parsers, which can seek inside entries.
+ * libarchive reads them), cpio (every variant), cab, lha, xar, warc, and rpm (its cpio
+ * payload).  The container "libarchive" (container.h); tar, zip, 7z and ar stay on tarseek's
+ * own parsers (ar.c: libarchive 3.6 cannot read a COFF import library).
  *
  * The parse reads the archive twice with libarchive (codecs/libarchive/libarchive_src.h):
  *   1. every header, and what each entry's data is: where the format stores an entry's bytes
@@ -45,8 +45,6 @@ static bool lac_probe(struct src *in, const uint8_t *h, size_t len)
 		return true; /* cpio: odc, newc, crc */
 	if (len >= 2 && ((h[0] == 0xc7 && h[1] == 0x71) || (h[0] == 0x71 && h[1] == 0xc7)))
 		return true; /* cpio: binary */
-	if (len >= 8 && !memcmp(h, "!<arch>\n", 8))
-		return true; /* ar (thin archives, "!<thin>", name other files: not read) */
 	if (len >= 7 && !memcmp(h, "Rar!\x1a\x07", 6) && (h[6] == 0 || h[6] == 1))
 		return true;
 	if (len >= 8 && !memcmp(h, "MSCF\0\0\0\0", 8))

@@ -11,7 +11,7 @@ pkgs=(
   tar gzip pigz bzip2 xz-utils pixz zstd lzop lz4 lzip plzip tarlz ncompress libarchive-tools 7zip attr e2fsprogs sqlite3
   cpio genisoimage xorriso zip unzip p7zip-full
   nginx-light openssl ca-certificates
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev llvm
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -425,6 +425,48 @@ else
 	note "7zz or python3 missing: no Deflate64 seeds"
 fi
 
+# fuzz_ar: GNU ar (short and long names, an odd size), deterministic, BSD and darwin
+# (llvm-ar), a COFF import library's layout (two "/" linker members, a "//" of NUL-ended names),
+# a .deb, and damaged ones (cut in a header, in the data; a long name past the table)
+A=$out/fuzz_ar
+mkdir -p "$A" "$work/ar"
+if have ar; then
+	printf 'odd\n!' >"$work/ar/o.txt"
+	printf 'x%.0s' $(seq 300) >"$work/ar/a_member_name_longer_than_sixteen.txt"
+	cp "$small"/* "$work/ar/" 2>/dev/null || true
+	(cd "$work/ar" && ar rcU "$A/gnu.a" o.txt a_member_name_longer_than_sixteen.txt &&
+		ar rcD "$A/gnu-det.a" o.txt) || note "ar failed"
+	for fmt in bsd darwin gnu; do
+		have llvm-ar && (cd "$work/ar" && llvm-ar --format=$fmt rc "$A/llvm-$fmt.a" o.txt \
+			a_member_name_longer_than_sixteen.txt) 2>/dev/null
+	done
+	if [ -f "$A/gnu.a" ]; then
+		n=$(stat -c %s "$A/gnu.a")
+		head -c 100 "$A/gnu.a" >"$A/cut-in-header.a"
+		head -c $((n - 5)) "$A/gnu.a" >"$A/cut-in-data.a"
+	fi
+	"$py" - "$A/coff.lib" <<'PY' || note "python ar seeds failed"
+import struct, sys
+def mem(name, data):
+    h = name.ljust(16) + b"0".ljust(12) + b"0".ljust(6) + b"0".ljust(6) + b"644".ljust(8)
+    h += str(len(data)).encode().ljust(10) + b"`\n"
+    return h + data + (b"\n" if len(data) % 2 else b"")
+objs = [(b"f1.obj/", b"one"), (b"/0", b"two!")]
+first = struct.pack(">I", 1) + struct.pack(">I", 0) + b"f1\0"
+second = struct.pack("<II", 1, 0) + struct.pack("<IH", 1, 1) + b"f1\0"
+out = b"!<arch>\n" + mem(b"/", first) + mem(b"/", second) + mem(b"//", b"a_long_object_name.obj\0")
+out += b"".join(mem(n, d) for n, d in objs)
+open(sys.argv[1], "wb").write(out)
+open(sys.argv[1] + "-bad-long-name", "wb").write(out.replace(b"/0  ", b"/99 "))
+PY
+	have dpkg-deb && [ -f "$T/gnu.tar" ] && {
+		mkdir -p "$work/deb/DEBIAN" && printf 'Package: x\nVersion: 1\nArchitecture: all\nMaintainer: x <x@x>\nDescription: x\n' >"$work/deb/DEBIAN/control" &&
+			cp "$work/ar/o.txt" "$work/deb/" && dpkg-deb -Zgzip --root-owner-group -b "$work/deb" "$A/x.deb" >/dev/null 2>&1
+	}
+else
+	note "ar missing: no ar seeds"
+fi
+
 # fuzz_http: answers of nginx and S3 as curl receives them, and AWS credentials and config
 H=$out/fuzz_http
 mkdir -p "$H"
