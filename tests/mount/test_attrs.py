@@ -119,3 +119,69 @@ def test_7z_readonly_attribute(mount, tmp_path):
         for p, mode in want.items():
             st = os.lstat(os.path.join(m.path, p))
             assert stat.S_IMODE(st.st_mode) == mode, (p, oct(st.st_mode))
+
+
+# ---- zip: an extended timestamp in the local header only ------------------------------------
+
+def zip_drop_central_times(data):
+    """data, a zip of one disk without zip64 or comment, with the extended timestamps (0x5455)
+    taken out of its central directory's extra fields (the local headers keep theirs): as
+    macOS's archivers write them."""
+    end = data.rindex(b"PK\x05\x06")
+    n, cd_size, cd_off = struct.unpack_from("<HII", data, end + 10)
+    out, p = bytearray(), cd_off
+    for _ in range(n):
+        assert data[p:p + 4] == b"PK\x01\x02"
+        nl, xl, cl = struct.unpack_from("<HHH", data, p + 28)
+        x, kept = data[p + 46 + nl:p + 46 + nl + xl], b""
+        while len(x) >= 4:
+            tag, ln = struct.unpack_from("<HH", x)
+            if tag != 0x5455:
+                kept += x[:4 + ln]
+            x = x[4 + ln:]
+        rec = bytearray(data[p:p + 46 + nl]) + kept + data[p + 46 + nl + xl:p + 46 + nl + xl + cl]
+        struct.pack_into("<H", rec, 30, len(kept))
+        out += rec
+        p += 46 + nl + xl + cl
+    assert p == cd_off + cd_size
+    e = bytearray(data[end:])
+    struct.pack_into("<I", e, 12, len(out))
+    return data[:cd_off] + bytes(out) + bytes(e)
+
+
+@pytest.mark.skipif(shutil.which("zip") is None, reason="zip (Info-ZIP) is needed")
+def test_zip_local_only_timestamp(mount, tmp_path):
+    src = tmp_path / "src"
+    (src / "d").mkdir(parents=True)
+    (src / "d" / "a.txt").write_bytes(b"a\n")
+    (src / "b.txt").write_bytes(b"bb\n")
+    # odd seconds (a DOS time has two-second steps), and zip run in New York: the DOS time
+    # (local time there) is hours away from the timestamp
+    times = {"d/a.txt": 1_234_567_891, "b.txt": 1_500_000_001, "d": 1_400_000_001}
+    for p, t in times.items():
+        os.utime(src / p, (t, t))
+    made = tmp_path / "made.zip"
+    run("zip", "-q", "-r", str(made), "d", "b.txt", cwd=src,
+        env=dict(os.environ, TZ="America/New_York"))
+    local = tmp_path / "local.zip"
+    local.write_bytes(zip_drop_central_times(made.read_bytes()))
+    data = local.read_bytes()
+    end = data.rindex(b"PK\x05\x06")
+    assert b"UT" not in data[struct.unpack_from("<I", data, end + 16)[0]:end]
+    assert data.count(b"UT") >= len(times)  # the local headers'
+
+    # the references: what unzip and bsdtar extract (unzip -t checks the archive too)
+    refs = []
+    for tool, argv in (("unzip", ["unzip", "-q", "-o", str(local), "-d"]),
+                       ("bsdtar", ["bsdtar", "-xf", str(local), "-C"])):
+        if shutil.which(tool):
+            ref = tmp_path / tool
+            ref.mkdir()
+            run(*argv, str(ref), env=dict(os.environ, TZ="UTC"))
+            refs.append(ref)
+    with mount(local) as m:
+        for p, t in times.items():
+            assert os.lstat(os.path.join(m.path, p)).st_mtime == t, p
+            for ref in refs:
+                assert os.lstat(ref / p).st_mtime == t, (p, ref.name)
+        assert open(os.path.join(m.path, "d", "a.txt"), "rb").read() == b"a\n"
