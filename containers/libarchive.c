@@ -15,10 +15,13 @@
  *      (segment CRCs, checkpoints at entry starts) and a read decodes the entries of one
  *      chunk.  Other formats' data is skipped here (libarchive seeks past it where it can).
  *   2. every header again, each reported as a member, with the place of its data from 1.
- * Encrypted entries are listed; their reads fail with EACCES (and a log line).  Sockets are
- * left out, with a notice.  A header libarchive cannot read, or in-place data it cannot read
- * whole (a cpio cut short), ends the listing there (what came before is kept, the archive is
- * reported damaged).
+ * Encrypted entries are listed; their reads fail with EACCES (and a log line) -- rar 5's
+ * found by rar5.c's walk of the headers too, as libarchive before 3.8 does not mark them and
+ * decoding one fails as damage (EIO) and cuts the stream short for the entries after it;
+ * left out of the stream, they leave those readable (in a solid archive libarchive lists
+ * nothing past one).  Sockets are left out, with a notice.  A header libarchive cannot read,
+ * or in-place data it cannot read whole (a cpio cut short), ends the listing there (what came
+ * before is kept, the archive is reported damaged).
  */
 #include "containers/container.h"
 
@@ -32,6 +35,7 @@
 #include "codecs/libarchive/libarchive_src.h"
 #include "common/byteio.h"
 #include "common/log.h"
+#include "containers/rar5.h"
 
 #define LAC_XATTRS_MAX 1024
 #define LAC_NONE UINT64_MAX
@@ -87,7 +91,26 @@ struct lac {
 	bool damaged;
 	struct lac_linkdata *ld; /* sorted by target after pass 1 */
 	size_t nld, ld_cap;
+	struct rar5_files rar5; /* a rar 5 archive's files, for the ones libarchive < 3.8
+				   does not mark encrypted (rar5.h) */
 };
+
+/* Whether entry k, of size bytes, is encrypted: as libarchive says, or (rar 5, which
+ * libarchive before 3.8 does not mark) as its file header says, when the k-th file header
+ * has the same size. */
+static bool lac_encrypted(const struct lac *c, struct archive_entry *e, uint64_t size)
+{
+	if (sym_archive_entry_is_data_encrypted(e))
+		return true;
+	if (c->n >= c->rar5.n || !c->rar5.f[c->n].encrypted)
+		return false;
+	if (c->rar5.f[c->n].usize == size)
+		return true;
+	tfs_log(TFS_LOG_WARNING, "%s: rar 5 file header %zu is encrypted, but its size (%llu) is "
+		"not the size of entry %zu (%llu): not taken for it", c->name, c->n,
+		(unsigned long long)c->rar5.f[c->n].usize, c->n, (unsigned long long)size);
+	return false;
+}
 
 static int ld_cmp(const void *a, const void *b)
 {
@@ -210,7 +233,7 @@ static int lac_pass1(struct lac *c)
 		x->unreadable = 0;
 		if (has_data(e)) {
 			uint64_t size = (uint64_t)sym_archive_entry_size(e);
-			if (sym_archive_entry_is_data_encrypted(e)) {
+			if (lac_encrypted(c, e, size)) {
 				x->unreadable = -EACCES;
 			} else {
 				if (in_place_format(sym_archive_format(l.a)))
@@ -404,7 +427,12 @@ static int lac_parse(struct src *in, const struct cont_sink *sink, struct cont_s
 	struct cont_stats st = {0};
 	struct lac c = {.in = in, .name = sink->name ? sink->name : "archive"};
 	uint64_t sid = 0;
-	int err = lac_pass1(&c);
+	int err = rar5_scan(in, &c.rar5);
+
+	if (err)
+		tfs_log(TFS_LOG_ERR, "%s: cannot read the rar headers: %s", c.name, strerror(-err));
+	else
+		err = lac_pass1(&c);
 
 	if (!err && c.nrecs) {
 		struct cont_stream s = {.codec = "libarchive", .coff = 0, .clen = src_size(in),
@@ -422,6 +450,7 @@ static int lac_parse(struct src *in, const struct cont_sink *sink, struct cont_s
 	free(c.ld);
 	free(c.e);
 	free(c.recs);
+	rar5_files_free(&c.rar5);
 	return err;
 }
 

@@ -597,11 +597,81 @@ static int entry_crypt(const struct zip_entry *z, struct zcr_rec *r, uint64_t *o
 	return 0;
 }
 
-/* Reports entry z: its stream if compressed, then the member.  namebuf: ZIP_NAME_MAX + 1
- * bytes for its name. */
-static int report(const struct zip_entry *z, int64_t shift, const struct cont_sink *sink,
-		  uint8_t *namebuf)
+/* The walk over the directory: what reporting an entry needs beside the entry. */
+struct zip_walk {
+	struct src *in;
+	const char *name; /* the archive's, for the log */
+	uint64_t size;
+	int64_t shift;
+	const struct cont_sink *sink;
+	uint8_t *namebuf;     /* ZIP_NAME_MAX + 1 bytes for an entry's name */
+	unsigned time_misses; /* local headers in a row read for a time that had none */
+};
+
+/* How many local headers in a row without an extended timestamp end the search for one; how
+ * many bytes of a local header are read at once (its name and extra field, mostly). */
+#define ZIP_LOCAL_TIME_MISSES 8
+#define ZIP_LOCAL_PEEK 512
+
+/* The extended timestamp of the local header at lho, for an entry whose directory record has
+ * no time but the DOS one.  Some tools (macOS's) write it there only, and unzip, bsdtar and
+ * 7-Zip show it.  Reading a local header costs a read at a place of its own in the archive
+ * (a request for a remote one): the archives that have no time in the directory but for the
+ * DOS one are mostly made by tools that write none in the local headers either (Windows',
+ * Java's, Python's zipfile), so after ZIP_LOCAL_TIME_MISSES local headers in a row without
+ * one the walk stops looking -- a handful of reads for such an archive, one per entry where
+ * the times are there to be had.  0 (m's mtime replaced if one is found; a local header that
+ * is not one, or damaged, leaves the DOS time: reading the entry will say why), or the
+ * source's -errno, logged. */
+static int local_time(struct zip_walk *w, uint64_t lho, struct arc_member *m)
 {
+	uint8_t peek[ZIP_LOCAL_PEEK], *big = NULL;
+	const uint8_t *x, *p;
+	size_t n, xl, len;
+	int err;
+
+	if (w->time_misses >= ZIP_LOCAL_TIME_MISSES || lho > w->size ||
+	    w->size - lho < ZIP_LOCAL_LEN)
+		return 0;
+	n = w->size - lho < sizeof(peek) ? (size_t)(w->size - lho) : sizeof(peek);
+	err = read_at(w->in, w->name, "local header", peek, n, lho);
+	if (err)
+		return err;
+	w->time_misses++;
+	if (le32(peek) != ZIP_LOCAL_SIG)
+		return 0;
+	size_t xoff = ZIP_LOCAL_LEN + le16(peek + 26);
+	xl = le16(peek + 28);
+	if (xoff + xl <= n) {
+		x = peek + xoff;
+	} else {
+		if (xoff + xl > w->size - lho)
+			return 0;
+		big = malloc(xl ? xl : 1);
+		if (!big)
+			return -ENOMEM;
+		err = read_at(w->in, w->name, "local header", big, xl, lho + xoff);
+		if (err)
+			goto out;
+		x = big;
+	}
+	p = extra_find(x, xl, ZIP_X_TIME, &len);
+	if (p && len >= 5 && (p[0] & 1)) {
+		m->mtime_sec = (int32_t)le32(p + 1);
+		m->mtime_nsec = 0;
+		m->dos_time = false;
+		w->time_misses = 0;
+	}
+out:
+	free(big);
+	return err;
+}
+
+/* Reports entry z: its stream if compressed, then the member. */
+static int report(const struct zip_entry *z, struct zip_walk *w)
+{
+	const struct cont_sink *sink = w->sink;
+	int err;
 	struct arc_member m = {.link = (const uint8_t *)"", .uname = "", .gname = ""};
 	char why[96];
 	struct zcr_rec cr;
@@ -610,11 +680,16 @@ static int report(const struct zip_entry *z, int64_t shift, const struct cont_si
 	unsigned method = z->method;
 	bool encrypted = (z->flags & ZIP_FLAG_ENCRYPTED) || z->method == ZIP_METHOD_AES;
 
-	entry_name(z, &m, namebuf);
+	entry_name(z, &m, w->namebuf);
 	entry_type(z, &m);
 	entry_times(z, &m);
 	entry_owner(z, &m);
-	m.hdr_off = z->lho + (uint64_t)shift;
+	m.hdr_off = z->lho + (uint64_t)w->shift;
+	if (m.dos_time) {
+		err = local_time(w, m.hdr_off, &m);
+		if (err)
+			return err;
+	}
 	m.has_crc = true;
 	m.crc = z->crc;
 	if (m.type == MEMBER_DIR)
@@ -658,7 +733,7 @@ static int report(const struct zip_entry *z, int64_t shift, const struct cont_si
 		s.params = size;
 		s.params_len = sizeof(size);
 	}
-	int err = sink->stream(sink->opaque, &s, &m.stream);
+	err = sink->stream(sink->opaque, &s, &m.stream);
 	return err ? err : sink->member(sink->opaque, &m);
 }
 
@@ -729,6 +804,8 @@ static int parse_directory(struct src *in, const char *name, uint64_t size,
 		free(namebuf);
 		return err;
 	}
+	struct zip_walk w = {.in = in, .name = name, .size = size, .shift = d->shift,
+			     .sink = sink, .namebuf = namebuf};
 	for (uint64_t i = 0; pos < d->size; i++) {
 		struct zip_entry z;
 		size_t used;
@@ -749,7 +826,7 @@ static int parse_directory(struct src *in, const char *name, uint64_t size,
 				"archive: left out", name, (unsigned long long)i);
 			st->damaged = true;
 		} else {
-			err = report(&z, d->shift, sink, namebuf);
+			err = report(&z, &w);
 			if (err)
 				break;
 			st->members++;
@@ -785,6 +862,9 @@ static int parse_local(struct src *in, const char *name, uint64_t size,
 	st->damaged = true;
 	tfs_log(TFS_LOG_WARNING, "%s: no zip central directory (truncated?): entries read from "
 		"their local headers", name);
+	/* its extra field is the local header's already: no time to look for elsewhere */
+	struct zip_walk w = {.in = in, .name = name, .size = size, .sink = sink,
+			     .namebuf = namebuf, .time_misses = ZIP_LOCAL_TIME_MISSES};
 	while (at + ZIP_LOCAL_LEN <= size) {
 		err = read_at(in, name, "local header", h, sizeof(h), at);
 		if (err || le32(h) != ZIP_LOCAL_SIG)
@@ -824,7 +904,7 @@ static int parse_local(struct src *in, const char *name, uint64_t size,
 				"%llu: left out", name, (unsigned long long)at);
 			break;
 		}
-		err = report(&z, 0, sink, namebuf);
+		err = report(&z, &w);
 		if (err)
 			break;
 		st->members++;

@@ -12,11 +12,15 @@
  * (from the external attributes of entries made on unix -- a symlink's data is its target;
  * else a name ending in '/' or the MS-DOS directory attribute is a folder, 0755, and the
  * rest files, 0644), the mtime (the extended timestamp extra field, else NTFS times, else the
- * DOS date and time, which have no zone: see member.h dos_time), uid/gid from the Info-ZIP
- * unix extra field, the sizes and the local header offset (zip64 extra field where the
- * 32-bit fields say so).  The data follows the local header, whose name and extra lengths
- * need not be the central directory's: it is read only when the data is (zip_local_data), so
- * a zip of 70,000 files is indexed from its directory alone.
+ * local header's extended timestamp -- macOS's archivers write it there only, and unzip,
+ * bsdtar and 7-Zip show it -- else the DOS date and time, which have no zone: see member.h
+ * dos_time), uid/gid from the Info-ZIP unix extra field, the sizes and the local header offset
+ * (zip64 extra field where the 32-bit fields say so).  The data follows the local header,
+ * whose name and extra lengths need not be the central directory's: it is read when the data
+ * is (zip_local_data), and while indexing only for the time of an entry whose directory
+ * record has none but the DOS one -- and no more once 8 local headers in a row had none
+ * either (Windows', Java's and Python's zips) -- so a zip of 70,000 files made by Info-ZIP
+ * or 7-Zip is indexed from its directory alone.
  *
  * Methods: stored (read in place), deflate ("deflate": raw deflate), Deflate64 ("deflate64"),
  * bzip2, LZMA ("lzma-zip"), xz, zstd.  Others (implode, PPMd, ...) are listed and fail to read

@@ -32,7 +32,7 @@
  * What members get: type and permissions from the attributes' unix extension (0x8000: st_mode
  * in the high 16 bits; a symlink's target is its data, link_in_data), else directories 0755
  * and files 0644 (FILE_ATTRIBUTE_DIRECTORY, or an empty stream that is not an empty file,
- * is a directory); the modification time from the FILETIME, or 0 (mtime_sec 0, mtime_nsec 0)
+ * is a directory), 0555 and 0444 with FILE_ATTRIBUTE_READONLY; the modification time from the FILETIME, or 0 (mtime_sec 0, mtime_nsec 0)
  * when the archive has none for the file; uid and gid 0 (7z stores no owner).  Anti items
  * (deletions in update archives) are not reported.
  *

@@ -153,7 +153,10 @@ static void sza_filetime(uint64_t ft, int64_t *sec, uint32_t *nsec)
 
 /* Type and permissions of a file from its attributes and whether it has data.  A file with
  * data is a regular file or a symlink whatever else its mode says (7-Zip's -si stores the mode
- * of its standard input, a pipe). */
+ * of its standard input, a pipe).  Without the unix extension (an archive made on Windows),
+ * FILE_ATTRIBUTE_READONLY takes the write bits away: 0444 and 0555, as bsdtar extracts them
+ * (7zz x does so for files only, and leaves a folder 0755 as Windows ignores the bit on
+ * folders).  The unix extension, when there is one, wins. */
 static void sza_file_mode(struct arc_member *m, bool has_attr, uint32_t attr, bool is_dir,
 			  bool has_data)
 {
@@ -193,6 +196,8 @@ static void sza_file_mode(struct arc_member *m, bool has_attr, uint32_t attr, bo
 		m->type = MEMBER_REG;
 		m->mode = 0644;
 	}
+	if (has_attr && (attr & SZA_ATTR_READONLY))
+		m->mode &= ~0222u;
 }
 
 /* FilesInfo: where its properties are, and the walk over its files. */

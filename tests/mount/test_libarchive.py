@@ -10,6 +10,9 @@ see its README): mounted and compared with what bsdtar extracts from the same ar
 - A .deb with -r: its data.tar.xz opens as a folder, equal to what dpkg-deb -x extracts.
 - An encrypted rar entry: listed, its reads fail with EACCES; a rar entry whose CRC fails
   (libarchive 3.6 reports one on this test file, bsdtar too): EIO, the daemon lives.
+- Encrypted rar 5 entries, which libarchive before 3.8 does not mark (containers/rar5.h):
+  EACCES and a log line, not EIO; the archive's plain entries read, also those after an
+  encrypted one (bsdtar stops at it); in a solid archive, what libarchive lists.
 - Damage: truncated copies mount with fewer members or are refused; every byte served is
   the reference's.
 """
@@ -216,6 +219,35 @@ def test_rar_encrypted_and_bad_crc(la, mount, tmp_path):
             open(p, "rb").read()
         assert e.value.errno == errno.EIO
         assert os.listdir(m.path)  # alive
+
+
+def test_rar5_encrypted(la, mount, tmp_path):
+    # a.txt and c.txt plain, b.txt and d.txt encrypted (libarchive's test_read_format_rar5_
+    # encrypted: "This is from X.txt" in each)
+    enc = uudecode("test_read_format_rar5_encrypted.rar", tmp_path)
+    with mount(enc, allow_errors=True) as m:
+        names = sorted(os.listdir(m.path))
+        assert names == ["a.txt", "b.txt", "c.txt", "d.txt"], names
+        for n in names:
+            p = os.path.join(m.path, n)
+            assert os.stat(p).st_size == 18, n
+            if n in ("a.txt", "c.txt"):
+                assert open(p, "rb").read() == f"This is from {n}".encode(), n
+            else:
+                with pytest.raises(OSError) as e:
+                    open(p, "rb").read()
+                assert e.value.errno == errno.EACCES, n
+    log = m.log()
+    assert "b.txt: encrypted" in log and "d.txt: encrypted" in log, log
+    assert "damaged" not in log, log
+    # solid: libarchive (bsdtar -t too) lists the first file alone, which is encrypted
+    solid = uudecode("test_read_format_rar5_solid_encrypted.rar", tmp_path)
+    with mount(solid, allow_errors=True) as m:
+        assert os.listdir(m.path) == ["a.txt"]
+        with pytest.raises(OSError) as e:
+            open(os.path.join(m.path, "a.txt"), "rb").read()
+        assert e.value.errno == errno.EACCES
+    assert "a.txt: encrypted" in m.log()
 
 
 @pytest.mark.parametrize("kind", ["cpio", "xar", "iso"])
