@@ -1475,7 +1475,10 @@ static void test_content_overrun(void)
 	for (unsigned threads = 1; threads <= 2; threads++) {
 		log_reset();
 		CHECK_EQ(scan(f.p, f.len, threads, 65536, &r), -EIO);
-		CHECK(strstr(last_err, "decodes past the 256 bytes") != NULL);
+		/* damage, not a cut (with two threads a worker's fresh DCtx may fail first) */
+		CHECK(strstr(last_err, "truncated") == NULL);
+		if (threads == 1) /* one DCtx, sized by the first frame: only our check stops it */
+			CHECK(strstr(last_err, "decodes past the 256 bytes") != NULL);
 		CHECK_EQ(r.verified, 65536); /* the first frame, not the overrun */
 		CHECK(r.len <= 65536 && memcmp(r.out, want, r.len) == 0);
 		res_free(&r);
