@@ -18,7 +18,7 @@ static const struct {
 	{SZM_X86, "BCJ", true},		    {SZM_PPC, "PPC", true},
 	{SZM_IA64, "IA64", true},	    {SZM_ARM, "ARM", true},
 	{SZM_ARMT, "ARMT", true},	    {SZM_SPARC, "SPARC", true},
-	{SZM_ARM64, "ARM64", true},	    {SZM_RISCV, "RISCV", false},
+	{SZM_ARM64, "ARM64", true},	    {SZM_RISCV, "RISCV", true},
 	{SZM_BCJ2, "BCJ2", true},	    {SZM_LZMA, "LZMA", true},
 	{SZM_LZMA2, "LZMA2", true},	    {SZM_PPMD, "PPMd", false},
 	{SZM_DEFLATE, "Deflate", true},	    {SZM_DEFLATE64, "Deflate64", true},

@@ -564,6 +564,9 @@ ssize_t sz_read(struct sz_node *n, uint8_t *buf, size_t len)
 	case SZN_AES:
 		r = sz_aes_read(n, buf, len);
 		break;
+	case SZN_RISCV:
+		r = sz_riscv_read(n, buf, len);
+		break;
 	default:
 		r = -EINVAL;
 		break;
@@ -867,6 +870,12 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 			return sz_refuse(ch, -EIO, "bad BCJ2 properties");
 		n = sz_node_new(ch, SZN_BCJ2, (int)c, f->unpack_size[c]);
 		bcj2_init(&n->u.bcj2, f->unpack_size[c]);
+		break;
+	case SZM_RISCV: /* never restarted inside: a checkpoint-0 folder (sevenzip_folder.c) */
+		if (k->nprops != 0 && k->nprops != 4)
+			return sz_refuse(ch, -EIO, "bad RISCV filter properties");
+		n = sz_node_new(ch, SZN_RISCV, (int)c, f->unpack_size[c]);
+		n->u.rv.at = k->nprops == 4 ? le32(k->props) : 0;
 		break;
 	case SZM_AES: /* builds its input itself (a restart moves it to a block) */
 		return sz_build_aes(ch, c, st, depth, out);

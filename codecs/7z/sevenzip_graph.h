@@ -8,7 +8,8 @@
  * ARMT, SPARC, ARM64), are one liblzma raw decoder (LZMA as LZMA1EXT with the size the folder
  * states, so its end is known without an end marker); Delta is done here (so that a decoder can
  * start with a saved history); Deflate is inflater.h (ISA-L, or zlib); Deflate64 is
- * inflate64.h (our own); BZip2 is libbz2
+ * inflate64.h (our own); RISCV (liblzma 5.4 has no such filter) is bcj_riscv.h, our own, over
+ * any coder; BZip2 is libbz2
  * (concatenated streams included); BCJ2 is bcj2.c with its four inputs; AES-256 (7zAES,
  * sevenzip_aes.h) decrypts a packed stream, and only a packed stream (7-Zip puts it nowhere
  * else), whose size must be its output's rounded up to whole blocks, with the key of the
@@ -51,7 +52,7 @@
 #define SZ_MAX_NODES (SZC_MAX_CODERS + SZC_MAX_PACKED)
 
 enum sz_kind { SZN_PACK, SZN_COPY, SZN_XZ, SZN_DELTA, SZN_DEFLATE, SZN_BZIP2, SZN_BCJ2, SZN_AES,
-	      SZN_DEFLATE64 };
+	      SZN_DEFLATE64, SZN_RISCV };
 
 struct sz_chain;
 
@@ -102,6 +103,10 @@ struct sz_node {
 		} delta;
 		struct bcj2_dec bcj2;
 		struct {
+			uint32_t at;  /* stream position of ib[0].buf[0] (mod 2^32) */
+			size_t ready; /* ib[0] is converted up to here */
+		} rv;
+		struct {
 			struct sz_aes_dec dec; /* wiped by sz_chain_free */
 			unsigned skip; /* bytes of the first block before the start */
 		} aes;
@@ -150,6 +155,8 @@ __attribute__((format(printf, 3, 4))) int sz_refuse(struct sz_chain *ch, int err
 
 /* The next bytes of node n (the root: the folder's): > 0, 0 at its end (checked), -errno. */
 ssize_t sz_read(struct sz_node *n, uint8_t *buf, size_t len);
+/* The RISCV node's read (bcj_riscv.c). */
+ssize_t sz_riscv_read(struct sz_node *n, uint8_t *buf, size_t len);
 
 
 #endif

@@ -228,6 +228,8 @@ if have 7zz; then
 	z7 bcj "$small" -snl -mf=BCJ -mhc=off
 	z7 bcj2 "$small" -snl -mf=BCJ2 -mhc=off
 	z7 arm64 "$small" -snl -mf=ARM64 -mhc=off
+	z7 riscv "$small" -snl -mf=RISCV -mhc=off
+	z7 riscv-deflate "$small" -snl -m0=RISCV -m1=Deflate -mhc=off
 	z7 delta "$small" -snl -mf=Delta:4 -mhc=off
 	z7 ppmd "$small" -snl -m0=PPMd -mhc=off
 	z7 aes "$small" -snl -psecret -mhe=off -mhc=off
@@ -465,6 +467,35 @@ PY
 	}
 else
 	note "ar missing: no ar seeds"
+fi
+
+# fuzz_bcj_riscv: 4 bytes of start position, then a RISC-V-like instruction stream (JALs,
+# AUIPC pairs, 16-bit instructions) as 7zz's RISCV filter converts it (the packed stream of a
+# -m0=RISCV -m1=Copy archive, which starts at offset 32), and the stream as it is
+R=$out/fuzz_bcj_riscv
+mkdir -p "$R"
+if [ -n "$py" ]; then
+	"$py" - "$work/rv.bin" <<'PY' || note "python riscv seeds failed"
+import random, struct, sys
+r = random.Random(5)
+out = bytearray()
+for _ in range(3000):
+    c = r.random()
+    if c < 0.25:
+        out += struct.pack("<I", r.getrandbits(20) << 12 | r.choice([1, 5, 0]) << 7 | 0x6F)
+    elif c < 0.5:
+        rd = r.choice([1, 5, 6, 10, 2, 0])
+        out += struct.pack("<I", r.getrandbits(20) << 12 | rd << 7 | 0x17)
+        out += struct.pack("<I", r.getrandbits(12) << 20 | rd << 15 | r.choice([0x67, 0x13, 0x03]))
+    else:
+        out += struct.pack("<H", r.getrandbits(16))
+open(sys.argv[1], "wb").write(out)
+PY
+	[ -f "$work/rv.bin" ] && { printf '\0\0\0\0'; cat "$work/rv.bin"; } >"$R/plain"
+	if have 7zz && [ -f "$work/rv.bin" ]; then
+		(cd "$work" && 7zz a -bd -bso0 -bsp0 -y rv.7z rv.bin -m0=RISCV -m1=Copy >/dev/null 2>&1) &&
+			{ printf '\0\0\0\0'; tail -c +33 "$work/rv.7z" | head -c "$(stat -c %s "$work/rv.bin")"; } >"$R/converted"
+	fi
 fi
 
 # fuzz_http: answers of nginx and S3 as curl receives them, and AWS credentials and config

@@ -6,7 +6,8 @@ conftest.compare_trees).
   backslashes, colons and wildcards, empty files and folders, symlinks stored with -snl):
   solid and non-solid, -mx1/-mx5/-mx9, -m0=Copy, LZMA, BZip2, Deflate, a header not
   compressed; a second mount reuses the index.
-- The BCJ, BCJ2 and ARM64 filters on ELF binaries; multi-threaded LZMA2 (-mmt2) of 40 MiB,
+- The BCJ, BCJ2, ARM64 and RISCV filters on ELF binaries (and RISC-V-like code; RISCV also
+  over Deflate, Copy and LZMA); multi-threaded LZMA2 (-mmt2) of 40 MiB,
   decoded while indexing with a checkpoint at the dictionary resets, read at many random
   offsets; an archive of stdin (-si, from a pipe and from a file); an empty archive and one
   of empty files and folders only.
@@ -287,15 +288,52 @@ def elf_dir(tmp_path_factory):
     shutil.copy2("/bin/ls", src / "ls")
     shutil.copy2("/bin/ls", src / "ls.copy")
     (src / "notes.txt").write_bytes(text_data(30_000, 9))
+    (src / "rv.bin").write_bytes(riscv_like(400_000, 3))
     return src
 
 
-@pytest.mark.parametrize("filt", ["BCJ", "BCJ2", "ARM64"])
+def riscv_like(n, seed):
+    """RISC-V-like code (no RISC-V binary is at hand here): JALs with rd ra/t0/zero, AUIPC
+    followed by an instruction reading its rd (JALR, ADDI, loads) or another register, AUIPCs
+    with rd sp (what the filter's special form uses), 16-bit instructions, random words."""
+    r = random.Random(seed)
+    out = bytearray()
+    while len(out) < n:
+        c = r.random()
+        if c < 0.2:
+            out += struct.pack("<I", r.getrandbits(20) << 12 | r.choice([1, 5, 0, 3]) << 7 | 0x6F)
+        elif c < 0.45:
+            rd = r.choice([1, 5, 6, 10, 11, 2, 0])
+            rs1 = rd if r.random() < 0.8 else r.randrange(32)
+            out += struct.pack("<I", r.getrandbits(20) << 12 | rd << 7 | 0x17)
+            out += struct.pack("<I", r.getrandbits(12) << 20 | rs1 << 15 | r.getrandbits(3) << 12
+                               | r.randrange(32) << 7 | r.choice([0x67, 0x13, 0x03, 0x23, 0x01]))
+        elif c < 0.65:
+            out += struct.pack("<H", r.getrandbits(16))
+        else:
+            out += struct.pack("<I", r.getrandbits(32))
+    return bytes(out[:n])
+
+
+@pytest.mark.parametrize("filt", ["BCJ", "BCJ2", "ARM64", "RISCV"])
 def test_filters_on_elf(mount, tmp_path, elf_dir, filt):
     archive = make_7z(elf_dir, tmp_path / "elf.7z", f"-mf={filt}")
     _, items = listing(archive)
     methods = {i["Path"]: i["Method"] for i in items}
     assert filt in methods["ls"].split(), methods
+    ref = tmp_path / "ref"
+    assert extract(archive, ref) == {}
+    check_mount(mount, archive, ref)
+
+
+@pytest.mark.parametrize("chain", [("-m0=RISCV", "-m1=Deflate"), ("-m0=RISCV", "-m1=Copy"),
+                                   ("-mf=RISCV", "-m0=LZMA")])
+def test_riscv_over_other_coders(mount, tmp_path, elf_dir, chain):
+    """The RISCV filter (ours: liblzma 5.4 has none) over Deflate, Copy and LZMA, as 7zz
+    writes them; 7zz x is the reference."""
+    archive = make_7z(elf_dir, tmp_path / "rv.7z", *chain)
+    _, items = listing(archive)
+    assert "RISCV" in {i["Path"]: i["Method"] for i in items}["rv.bin"].split(), items
     ref = tmp_path / "ref"
     assert extract(archive, ref) == {}
     check_mount(mount, archive, ref)
@@ -614,6 +652,18 @@ def test_damage_small_folder(tmp_path, damage_src, method):
     checks its CRC before any byte is returned); the other folders read."""
     archive = tmp_path / "d.7z"
     data, where = make_damage_7z(damage_src, archive, "-ms=off", f"-m0={method}")
+    off, n = where["d/small.txt"]
+    archive.write_bytes(flip(data, off + n // 2))
+    counts, log = outcome(tmp_path, archive, damage_src[1])
+    assert counts == {"intact": len(damage_src[1]) - 1, "eio": 1, "as-stored": 0,
+                      "absent": 0}, (counts, log)
+
+
+def test_damage_riscv_folder(tmp_path, damage_src):
+    """A flipped byte under the RISCV filter (over Copy, so no coder below notices): the
+    file's CRC fails, EIO; the other folders read."""
+    archive = tmp_path / "d.7z"
+    data, where = make_damage_7z(damage_src, archive, "-ms=off", "-m0=RISCV", "-m1=Copy")
     off, n = where["d/small.txt"]
     archive.write_bytes(flip(data, off + n // 2))
     counts, log = outcome(tmp_path, archive, damage_src[1])
