@@ -96,15 +96,15 @@ static int rar5_add_file(struct rar5_files *out, size_t *cap, const uint8_t *h, 
 int rar5_scan(struct src *in, struct rar5_files *out)
 {
 	uint64_t size = src_size(in), off = RAR5_SIG_LEN;
-	uint8_t head[4 + 3], *buf = NULL;
+	uint8_t sig[RAR5_SIG_LEN], head[4 + 3], *buf = NULL; /* CRC, and a size of 3 vint bytes */
 	size_t buf_cap = 0, cap = 0;
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (size == SRC_SIZE_UNKNOWN || size < RAR5_SIG_LEN)
 		return 0;
-	err = src_pread_full(in, head, RAR5_SIG_LEN, 0);
-	if (err || memcmp(head, rar5_sig, RAR5_SIG_LEN))
+	err = src_pread_full(in, sig, RAR5_SIG_LEN, 0);
+	if (err || memcmp(sig, rar5_sig, RAR5_SIG_LEN))
 		return err;
 	while (size - off > 4) {
 		size_t n = size - off < sizeof(head) ? (size_t)(size - off) : sizeof(head), pos = 4;
