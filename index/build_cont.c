@@ -16,7 +16,9 @@
  *     An encrypted stream no password given opens has its members marked -EACCES, and the
  *     index is made again when a later mount gives passwords (locked_stream, validate.c).
  * Symbolic links whose target is their data (zip, 7z) get the target read now: from the
- * archive for a stored entry, from the decoded bytes otherwise.
+ * archive for a stored entry, from the decoded bytes otherwise.  A target not read now
+ * (damaged, or encrypted) stays NULL in the index, never "": arch_readlink then reads it
+ * through the entry's reader, so that it fails as the entry's reads do (EIO, EACCES).
  *
  * An encrypted zip entry (cont_stream.crypt) is always whole, whatever its size, flagged
  * IDX_S_CRYPT, its encryption record at the head of its params (crypto/zip_crypt.h): nothing
@@ -554,8 +556,8 @@ static int whole_stream(struct bld_streams *S, struct bstream *s)
 	if (!err)
 		err = job_read(&j, cs, &read);
 	if (err == -EIO || err == -EACCES) { /* their reads fail: they stay without a target */
-		tfs_log(TFS_LOG_WARNING, "%s: cannot decode the targets of its symbolic links",
-			S->in->name);
+		tfs_log(TFS_LOG_WARNING, "%s: cannot decode the targets of its symbolic links: "
+			"reading them fails as their reads do", S->in->name);
 		err = 0;
 	}
 	cstream_free(cs);
@@ -572,7 +574,7 @@ static int stored_links(struct bld_streams *S)
 	for (size_t i = 0; !err && i < S->nlinks; i++) {
 		struct smember *m = &S->links[i];
 		if (src_pread(S->in->src, buf, (size_t)m->size, m->off) != (ssize_t)m->size)
-			continue;
+			continue; /* cut short: left unread, its readlink fails (arch_readlink) */
 		err = set_link(S->b, m->id, buf, (size_t)m->size);
 	}
 	return err;
