@@ -25,7 +25,9 @@
  * is decrypted while indexing, so indexing needs no password and the index holds nothing of
  * the plaintext (no gzip-like window, no segment CRC) nor of a password.  Its reader
  * (index/streams.c) decrypts it under the password that opens it.  An encrypted symlink
- * stays without a target.
+ * (a zip entry, or in a 7z folder with an AES coder, even one a password given opens now)
+ * keeps its target out of the index as it keeps the rest of the plaintext: arch_readlink
+ * reads it through the reader, under the passwords of the mount (EACCES without one).
  */
 #include "index/build_int.h"
 
@@ -322,7 +324,7 @@ static int job_read(struct job *j, struct cstream *cs, uint64_t *end)
 		err = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < s->nm; i++)
+	for (size_t i = 0; i < s->nm && !s->encrypted; i++) /* encrypted: see the top */
 		if (s->m[i].link && !(link[i] = malloc(s->m[i].size ? s->m[i].size : 1))) {
 			err = -ENOMEM;
 			goto out;
@@ -536,11 +538,8 @@ static int whole_stream(struct bld_streams *S, struct bstream *s)
 
 	for (size_t i = 0; i < s->nm; i++)
 		links |= s->m[i].link;
-	if (!err && links && s->crypt) /* not decrypted while indexing */
-		tfs_log(TFS_LOG_WARNING, "%s: an encrypted symbolic link: left without a target",
-			S->in->name);
-	if (err || !links || s->crypt)
-		return err;
+	if (err || !links || s->crypt || s->encrypted)
+		return err; /* an encrypted target is read at readlink (see the top) */
 	/* a symlink's target is needed now: decode the (small) stream with its scan */
 	struct job j = {S, s};
 	struct src *win = NULL;
