@@ -860,8 +860,17 @@ static int parse_local(struct src *in, const char *name, uint64_t size,
 		return -ENOMEM;
 	}
 	st->damaged = true;
+	/* A local header keeps no host, no external attributes (made_by 0 below: entry_type's
+	 * FAT rule), and Info-ZIP's local extra fields ('UT' times, 'ux' owners) keep no type:
+	 * a symbolic link (zip -y) is a file of 0644 whose bytes are its target.  The tools
+	 * agree on the type (issue 38): bsdtar -x, which reads the local headers as they come,
+	 * writes such a file (mode 0664, libarchive's for an entry of unknown mode); 7zz x
+	 * writes it too (0644: 0666 less the umask, which tarseek shows for an entry without a
+	 * unix mode); Info-ZIP's unzip, the format's tool, refuses an archive without its
+	 * directory. */
 	tfs_log(TFS_LOG_WARNING, "%s: no zip central directory (truncated?): entries read from "
-		"their local headers", name);
+		"their local headers, which keep no type or mode (a symbolic link shows as a file "
+		"holding its target)", name);
 	/* its extra field is the local header's already: no time to look for elsewhere */
 	struct zip_walk w = {.in = in, .name = name, .size = size, .sink = sink,
 			     .namebuf = namebuf, .time_misses = ZIP_LOCAL_TIME_MISSES};

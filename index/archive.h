@@ -90,7 +90,10 @@ int arch_getattr(struct arch *a, uint64_t ino, struct arch_attr *out); /* -ENOEN
 int arch_readdir(struct arch *a, uint64_t dir, uint64_t after, arch_dirent_fn fn, void *opaque);
 
 /* The symlink target of ino into buf (not NUL-terminated), its length in *len.  Fails with
- * -EINVAL if ino is not a symlink, -ERANGE if size is too small. */
+ * -EINVAL if ino is not a symlink, -ERANGE if size is too small.  A target that is the
+ * entry's data (zip, 7z) and that the index does not hold (encrypted, or damaged) is read
+ * from the archive now, and fails as the entry's reads would: -EIO (damaged), -EACCES
+ * (encrypted, no password given opens it), logged -- never an empty target. */
 int arch_readlink(struct arch *a, uint64_t ino, char *buf, size_t size, size_t *len);
 
 /* Extended attributes stored in the archive.  listxattr writes NUL-terminated names

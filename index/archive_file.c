@@ -75,7 +75,9 @@ static int load_sparse(struct arch_file *f, struct conn *c, uint64_t ino)
 	return 0;
 }
 
-int arch_file_open(struct arch *a, uint64_t ino, struct arch_file **out)
+/* Opens entry ino's data: a regular file's, or (link) a symlink's whose target is its data
+ * (arch_link_read). */
+static int file_open(struct arch *a, uint64_t ino, bool link, struct arch_file **out)
 {
 	struct arch_file *f = NULL;
 	struct conn *c;
@@ -94,7 +96,7 @@ int arch_file_open(struct arch *a, uint64_t ino, struct arch_file **out)
 	}
 	mode = (uint32_t)sqlite3_column_int64(c->file, 0);
 	flags = (uint64_t)sqlite3_column_int64(c->file, 4);
-	if (!S_ISREG(mode)) {
+	if (!S_ISREG(mode) && !(link && S_ISLNK(mode))) {
 		err = S_ISDIR(mode) ? -EISDIR : -EINVAL;
 		goto out;
 	}
@@ -140,6 +142,35 @@ out:
 	}
 	*out = f;
 	return 0;
+}
+
+int arch_file_open(struct arch *a, uint64_t ino, struct arch_file **out)
+{
+	return file_open(a, ino, false, out);
+}
+
+int arch_link_read(struct arch *a, uint64_t ino, char *buf, size_t size, size_t *len)
+{
+	struct arch_file *f;
+	ssize_t n;
+	int err = file_open(a, ino, true, &f);
+
+	if (err)
+		return err; /* an entry marked unreadable: logged, with why */
+	*len = (size_t)f->size;
+	if (f->size > ARCH_LINK_MAX) {
+		tfs_log(TFS_LOG_ERR, "%s: %s: a symbolic link of %llu bytes: too long to be a "
+			"target", a->path, f->name, (unsigned long long)f->size);
+		err = -EIO;
+	} else if (f->size > size) {
+		err = -ERANGE;
+	} else if ((n = arch_file_read(f, buf, (size_t)f->size, 0)) < 0) {
+		err = (int)n; /* logged by the read (EIO, EACCES) */
+	} else if ((uint64_t)n != f->size) {
+		err = -EIO; /* cannot be: a short read is an error already */
+	}
+	arch_file_close(f);
+	return err;
 }
 
 uint64_t arch_file_size(const struct arch_file *f)

@@ -131,6 +131,18 @@ void arch_streams_free(struct arch *a);
 ssize_t arch_stream_read(struct astream *st, void *buf, size_t len, uint64_t off,
 			 uint64_t ahead_to);
 
+/* The longest symlink target read from an entry's data (PATH_MAX with its NUL): a longer
+ * "target" cannot be one (symlink(2) refuses it too). */
+#define ARCH_LINK_MAX 4095
+
+/* The target of symlink ino read from its data through its reader (query.c's arch_readlink,
+ * for a target the index does not hold: encrypted, or not decoded while indexing).  Its bytes
+ * are checked as a file's are (the CRC-32, the stream's); 0 and *len, -ERANGE (*len set) if
+ * size is too small, or the read's error: -EIO (damaged, logged), -EACCES (encrypted and no
+ * password given opens it, logged), the error an entry was marked unreadable with (logged
+ * with why). */
+int arch_link_read(struct arch *a, uint64_t ino, char *buf, size_t size, size_t *len);
+
 /* A connection from the pool (or a new one): 0 and *out, or -errno (-ENOMEM, -EIO when the
  * index cannot be opened: logged).  arch_conn_put gives it back. */
 int arch_conn_get(struct arch *a, struct conn **out);

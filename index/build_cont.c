@@ -16,14 +16,18 @@
  *     An encrypted stream no password given opens has its members marked -EACCES, and the
  *     index is made again when a later mount gives passwords (locked_stream, validate.c).
  * Symbolic links whose target is their data (zip, 7z) get the target read now: from the
- * archive for a stored entry, from the decoded bytes otherwise.
+ * archive for a stored entry, from the decoded bytes otherwise.  A target not read now
+ * (damaged, or encrypted) stays NULL in the index, never "": arch_readlink then reads it
+ * through the entry's reader, so that it fails as the entry's reads do (EIO, EACCES).
  *
  * An encrypted zip entry (cont_stream.crypt) is always whole, whatever its size, flagged
  * IDX_S_CRYPT, its encryption record at the head of its params (crypto/zip_crypt.h): nothing
  * is decrypted while indexing, so indexing needs no password and the index holds nothing of
  * the plaintext (no gzip-like window, no segment CRC) nor of a password.  Its reader
  * (index/streams.c) decrypts it under the password that opens it.  An encrypted symlink
- * stays without a target.
+ * (a zip entry, or in a 7z folder with an AES coder, even one a password given opens now)
+ * keeps its target out of the index as it keeps the rest of the plaintext: arch_readlink
+ * reads it through the reader, under the passwords of the mount (EACCES without one).
  */
 #include "index/build_int.h"
 
@@ -320,7 +324,7 @@ static int job_read(struct job *j, struct cstream *cs, uint64_t *end)
 		err = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < s->nm; i++)
+	for (size_t i = 0; i < s->nm && !s->encrypted; i++) /* encrypted: see the top */
 		if (s->m[i].link && !(link[i] = malloc(s->m[i].size ? s->m[i].size : 1))) {
 			err = -ENOMEM;
 			goto out;
@@ -534,11 +538,8 @@ static int whole_stream(struct bld_streams *S, struct bstream *s)
 
 	for (size_t i = 0; i < s->nm; i++)
 		links |= s->m[i].link;
-	if (!err && links && s->crypt) /* not decrypted while indexing */
-		tfs_log(TFS_LOG_WARNING, "%s: an encrypted symbolic link: left without a target",
-			S->in->name);
-	if (err || !links || s->crypt)
-		return err;
+	if (err || !links || s->crypt || s->encrypted)
+		return err; /* an encrypted target is read at readlink (see the top) */
 	/* a symlink's target is needed now: decode the (small) stream with its scan */
 	struct job j = {S, s};
 	struct src *win = NULL;
@@ -554,8 +555,8 @@ static int whole_stream(struct bld_streams *S, struct bstream *s)
 	if (!err)
 		err = job_read(&j, cs, &read);
 	if (err == -EIO || err == -EACCES) { /* their reads fail: they stay without a target */
-		tfs_log(TFS_LOG_WARNING, "%s: cannot decode the targets of its symbolic links",
-			S->in->name);
+		tfs_log(TFS_LOG_WARNING, "%s: cannot decode the targets of its symbolic links: "
+			"reading them fails as their reads do", S->in->name);
 		err = 0;
 	}
 	cstream_free(cs);
@@ -572,7 +573,7 @@ static int stored_links(struct bld_streams *S)
 	for (size_t i = 0; !err && i < S->nlinks; i++) {
 		struct smember *m = &S->links[i];
 		if (src_pread(S->in->src, buf, (size_t)m->size, m->off) != (ssize_t)m->size)
-			continue;
+			continue; /* cut short: left unread, its readlink fails (arch_readlink) */
 		err = set_link(S->b, m->id, buf, (size_t)m->size);
 	}
 	return err;

@@ -271,6 +271,7 @@ int arch_readlink(struct arch *a, uint64_t ino, char *buf, size_t size, size_t *
 {
 	struct conn *c;
 	int r = arch_conn_get(a, &c), err = 0;
+	bool in_data = false;
 
 	if (r)
 		return r;
@@ -280,6 +281,12 @@ int arch_readlink(struct arch *a, uint64_t ino, char *buf, size_t size, size_t *
 		err = r < 0 ? r : -ENOENT;
 	} else if (!S_ISLNK(sqlite3_column_int64(c->readlink, 0))) {
 		err = -EINVAL;
+	} else if (sqlite3_column_type(c->readlink, 1) == SQLITE_NULL) {
+		/* a target that is the entry's data (zip, 7z) and that the index does not hold:
+		 * encrypted, or not decoded while indexing (damaged): read now, through the
+		 * entry's reader, so that it fails as the entry's reads would (EIO, EACCES) --
+		 * never an empty target (issue 38) */
+		in_data = true;
 	} else {
 		size_t n = (size_t)sqlite3_column_bytes(c->readlink, 1);
 		const void *p = sqlite3_column_blob(c->readlink, 1);
@@ -291,7 +298,7 @@ int arch_readlink(struct arch *a, uint64_t ino, char *buf, size_t size, size_t *
 	}
 	sqlite3_reset(c->readlink);
 	arch_conn_put(a, c);
-	return err;
+	return in_data ? arch_link_read(a, ino, buf, size, len) : err;
 }
 
 ssize_t arch_listxattr(struct arch *a, uint64_t ino, char *buf, size_t size)

@@ -13,7 +13,9 @@ entry, however often it is read; never other bytes.  The password never shows in
 """
 import errno
 import os
+import stat
 import struct
+import subprocess
 import zipfile
 import zlib
 
@@ -267,3 +269,69 @@ def test_wrong_password_passing_the_check_byte(mount, tmp_path):
     with mount(archive, "--password", wrong.decode(), "--password", PW) as m:
         with open(os.path.join(m.path, "rand.bin"), "rb") as f:
             assert f.read() == files()["rand.bin"]
+
+
+# the targets: unique strings, so that the index's bytes can be searched for them
+LINK_TARGETS = {"link1": "Tg1-only-here.txt", "sub/link2": "../Tg2/only/here"}
+
+
+@pytest.mark.parametrize("kind", ["zip -y -P", "7zz -snl AES256"])
+def test_encrypted_symlinks(mount, tmp_path, kind):
+    """Symlinks stored encrypted (their target is their data): with no password, or a wrong
+    one, they are listed as symlinks of their target's length and readlink fails with EACCES
+    and a log line naming them -- never an empty or garbled target; with the password,
+    readlink gives the target.  The index holds no target (nor any other plaintext), whether
+    it was made with the password or without (the second mount reuses the first's index).
+
+    The format's tools: Info-ZIP's unzip -P makes the links (zip -y); without the password
+    it skips them ("unable to get password").  7zz x -p makes them (7-Zip's AES zip, which
+    unzip 6.0 cannot read).  bsdtar (libarchive 3.6) writes a ZipCrypto link's ciphertext as
+    its target, with --passphrase or without: the format's tool is followed."""
+    require_tool("zip", "unzip", "7zz")
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "text.txt").write_bytes(text_data(5_000, 1))
+    for name, target in LINK_TARGETS.items():
+        os.symlink(target, src / name)
+    archive = tmp_path / "links.zip"
+    names = ["text.txt", *LINK_TARGETS]
+    if kind == "zip -y -P":
+        run("zip", "-q", "-y", "-P", PW, archive, *names, cwd=src)
+        ref, skipped = tmp_path / "ref", tmp_path / "nopw"
+        run("unzip", "-q", "-P", PW, archive, "-d", ref)
+        r = run("unzip", archive, "-d", skipped, check=False, stdin=subprocess.DEVNULL)
+        out = r.stdout.decode() + r.stderr.decode()
+        assert all(f"skipping: {n}" in out for n in LINK_TARGETS), out
+        assert not any(os.path.lexists(skipped / n) for n in LINK_TARGETS), out
+    else:
+        run("7zz", "a", "-bd", "-bso0", "-tzip", "-snl", "-mem=AES256", "-p" + PW, archive,
+            *names, cwd=src)
+        ref = tmp_path / "ref"
+        run("7zz", "x", "-bd", "-bso0", "-snld", "-p" + PW, "-o" + str(ref), archive)
+    for name, target in LINK_TARGETS.items():  # what the format's tool makes
+        assert os.readlink(ref / name) == target, name
+    index = str(archive) + ".index.sqlite"
+    for given in ((), ("--password", "Wr0ng-pw-Zz")):
+        with mount(archive, *given, allow_errors=True) as m:
+            for name, target in LINK_TARGETS.items():
+                p = os.path.join(m.path, name)
+                st = os.lstat(p)
+                assert stat.S_ISLNK(st.st_mode) and st.st_size == len(target), (name, st)
+                for _ in range(2):
+                    with pytest.raises(OSError) as e:
+                        os.readlink(p)
+                    assert e.value.errno == errno.EACCES, (name, e.value)
+        log = m.log()
+        for name in LINK_TARGETS:
+            assert f": {name}: encrypted" in log, (name, log)
+        assert "damaged" not in log, log
+    with mount(archive, "--password", PW) as m:
+        for name, target in LINK_TARGETS.items():
+            assert os.readlink(os.path.join(m.path, name)) == target, name
+        with open(os.path.join(m.path, "text.txt"), "rb") as f:
+            assert f.read() == text_data(5_000, 1)
+        assert_no_password(m, archive)
+    with open(index, "rb") as f:
+        held = f.read()
+    for target in LINK_TARGETS.values():
+        assert target.encode() not in held, target

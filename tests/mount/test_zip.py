@@ -654,6 +654,52 @@ def test_damage_matrix(tmp_path, damage_src):
     print(results)
 
 
+def test_truncated_symlinks(mount, tmp_path):
+    """zip -y stores a symlink as an entry whose data is its target and whose type is in the
+    central directory only (the unix mode in the external attributes; the local header keeps
+    none, and Info-ZIP's local extra fields, 'UT' and 'ux', keep times and owners).  Cut
+    before the directory, the archive is read from its local headers: the links show as
+    regular files holding their targets, 0644.  The reference tools on the same bytes:
+    Info-ZIP's unzip (the format's tool) refuses the archive; bsdtar -x, which reads the local
+    headers as they come, writes regular files holding the targets (mode 0664); 7zz x the
+    same (0644), with an error.  Never a symlink with an empty target, never an error."""
+    require_tool("bsdtar")
+    src = tmp_path / "src"
+    src.mkdir()
+    links = {"link1": "a.txt", "link2": "some/long/target/path"}
+    (src / "a.txt").write_bytes(text_data(20_000, 1))
+    for name, target in links.items():
+        os.symlink(target, src / name)
+    archive = tmp_path / "l.zip"
+    run("zip", "-q", "-y", archive, "a.txt", *links, cwd=src)
+    with zipfile.ZipFile(archive) as z:
+        assert all(stat.S_ISLNK(z.getinfo(n).external_attr >> 16) for n in links)
+    data = archive.read_bytes()
+    cd = struct.unpack_from("<I", data, data.rindex(b"PK\5\6") + 16)[0]
+    archive.write_bytes(data[:cd + 10])  # the directory's first record cut
+    assert run("unzip", "-o", "-d", tmp_path / "unzip", archive, check=False).returncode != 0
+    assert not os.path.exists(tmp_path / "unzip" / "link1")
+    tools = {"bsdtar": lambda dest: ["bsdtar", "-xf", archive, "-C", dest],
+             "7zz": lambda dest: ["7zz", "x", "-snld", "-y", "-bd", f"-o{dest}", archive]}
+    for tool, argv in tools.items():
+        if not conftest.have(tool):
+            continue
+        dest = tmp_path / tool
+        dest.mkdir()
+        run(*argv(dest), check=False)
+        for name, target in links.items():
+            p = dest / name
+            assert not p.is_symlink() and p.read_bytes() == target.encode(), (tool, name)
+    with mount(archive) as m:
+        for name, target in links.items():
+            p = os.path.join(m.path, name)
+            st = os.lstat(p)
+            assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o644, (name, st)
+            assert open(p, "rb").read() == target.encode(), name
+        assert open(os.path.join(m.path, "a.txt"), "rb").read() == text_data(20_000, 1)
+    assert "no zip central directory" in m.log(), m.log()
+
+
 def test_garbage_after_end_record(mount, tmp_path, tree):
     archive = tmp_path / "g.zip"
     zip_dir(tree, archive, "-y")
