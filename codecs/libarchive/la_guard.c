@@ -215,8 +215,11 @@ static int lag_serve(struct lag *g, struct src *in, struct lag_watch *w, const s
 	}
 }
 
-/* Watches the child until it is done or breaks a bound: 0, or -EINVAL (logged). */
-static int lag_watch(struct lag *g, struct src *in, const char *name, pid_t pid)
+/* Watches the child until it is done or breaks a bound: 0, -EINVAL (logged), or 1 if it ended
+ * without saying it was done (*status then holds its wait status if it was reaped here: a
+ * pipe end that another thread's fork copied may keep the pipe open after it died). */
+static int lag_watch(struct lag *g, struct src *in, const char *name, pid_t pid, int *status,
+		     bool *reaped)
 {
 	unsigned limit_s = lag_env("TARSEEK_LA_WATCHDOG", LAG_WATCHDOG_S);
 	uint64_t budget = (uint64_t)lag_env("TARSEEK_LA_MEMORY", LAG_MEMORY_MIB) << 20;
@@ -233,6 +236,9 @@ static int lag_watch(struct lag *g, struct src *in, const char *name, pid_t pid)
 		if (r > 0) {
 			if (lag_full(g->req[0], &m, sizeof(m), false) || lag_serve(g, in, &w, &m))
 				break; /* the child died: said below */
+		} else if (waitpid(pid, status, WNOHANG) == pid) {
+			*reaped = true;
+			break;
 		}
 		uint64_t now = lag_ms();
 		if (now - w.progress > (uint64_t)limit_s * 1000) {
@@ -270,7 +276,8 @@ int la_guard(struct src *in, const char *name)
 	struct lag g = {.req = {-1, -1}, .rep = {-1, -1}, .shm = MAP_FAILED};
 	struct src *pipe_src = NULL;
 	pid_t pid = -1;
-	int err, status;
+	int err, status = 0;
+	bool reaped = false;
 	const char *off = getenv("TARSEEK_LA_GUARD");
 
 	if (off && !strcmp(off, "0"))
@@ -297,10 +304,10 @@ int la_guard(struct src *in, const char *name)
 	close(g.req[1]);
 	close(g.rep[0]);
 	g.req[1] = g.rep[0] = -1;
-	err = lag_watch(&g, in, name, pid);
-	if (err)
+	err = lag_watch(&g, in, name, pid, &status, &reaped);
+	if (err && !reaped)
 		kill(pid, SIGKILL);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	while (!reaped && waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (err == 1 && WIFSIGNALED(status)) {
 		tfs_log(TFS_LOG_ERR, "%s: libarchive crashed reading it (signal %d): refused", name,
