@@ -27,6 +27,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -277,7 +278,7 @@ int la_guard(struct src *in, const char *name)
 	struct src *pipe_src = NULL;
 	pid_t pid = -1;
 	int err, status = 0;
-	bool reaped = false;
+	bool reaped = false, started = false;
 	const char *off = getenv("TARSEEK_LA_GUARD");
 
 	if (off && !strcmp(off, "0"))
@@ -301,6 +302,7 @@ int la_guard(struct src *in, const char *name)
 	}
 	if (pid == 0)
 		lag_child(&g, pipe_src);
+	started = true;
 	close(g.req[1]);
 	close(g.rep[0]);
 	g.req[1] = g.rep[0] = -1;
@@ -328,5 +330,11 @@ out:
 	src_free(pipe_src);
 	if (g.shm != MAP_FAILED)
 		munmap(g.shm, LA_BUF);
+	if (err && !started) {
+		/* (a daemon short of memory or of processes still mounts what it can) */
+		tfs_log(TFS_LOG_WARNING, "%s: cannot start libarchive's watched walk of it (%s): "
+			"it is read unguarded", name, strerror(-err));
+		err = 0;
+	}
 	return err;
 }

@@ -31,10 +31,11 @@
 #define LAG_REREADS 64
 #define LAG_ENTRIES ((uint64_t)1 << 26)
 
-/* 0 if libarchive walks the archive's headers within the bounds above (or the guard is
- * off); -EINVAL if it was refused (logged, naming the archive); -ENOTSUP if libarchive cannot
- * be loaded; -ENOMEM, or another -errno if the child could not be started or the source
- * could not be read. */
+/* 0 if libarchive walks the archive's headers within the bounds above, or the guard is off,
+ * or the child cannot be started (no memory, no process: a warning says the archive is read
+ * unguarded); -EINVAL if it was refused (logged, naming the archive); -ENOTSUP if libarchive
+ * cannot be loaded (la_load logged why).  A read error of the source is not an error here:
+ * the child's walk ends, and the container's own reads meet it again. */
 int la_guard(struct src *in, const char *name);
 
 #endif
