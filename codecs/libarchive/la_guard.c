@@ -13,7 +13,9 @@
  * the fork stays held.  So the child's source is a pipe: it writes a request (offset,
  * length), the parent reads the source into a shared buffer (mmap'd before the fork) and
  * answers with the byte count.  The parent sees every read, so it also knows how far the
- * child has got and how often it reads the same bytes again.  The child also reports how many
+ * child has got.  (Reading the same bytes again and again is bounded where every libarchive
+ * reader is, in libarchive_src.c's read callback: the child's walk then ends at that error,
+ * and the daemon's passes meet it too.)  The child also reports how many
  * headers it has read (at most every LAG_REPORT_MS, so a walk of many small headers costs
  * little).
  *
@@ -179,7 +181,6 @@ static uint64_t lag_rss(pid_t pid)
 /* What the parent knows of the walk. */
 struct lag_watch {
 	uint64_t reach;	   /* the furthest byte read, + 1 */
-	uint64_t served;   /* bytes read for the child in all */
 	uint64_t headers;  /* as the child last said */
 	uint64_t progress; /* lag_ms() of the last progress */
 	uint64_t rss0;	   /* the child's resident bytes at its first look */
@@ -195,7 +196,6 @@ static int lag_serve(struct lag *g, struct src *in, struct lag_watch *w, const s
 	case LAG_READ:
 		n = src_pread(in, g->shm, m->len < LA_BUF ? m->len : LA_BUF, m->off);
 		if (n > 0) {
-			w->served += (uint64_t)n;
 			if (m->off + (uint64_t)n > w->reach) {
 				w->reach = m->off + (uint64_t)n;
 				w->progress = lag_ms();
@@ -224,7 +224,7 @@ static int lag_watch(struct lag *g, struct src *in, const char *name, pid_t pid,
 {
 	unsigned limit_s = lag_env("TARSEEK_LA_WATCHDOG", LAG_WATCHDOG_S);
 	uint64_t budget = (uint64_t)lag_env("TARSEEK_LA_MEMORY", LAG_MEMORY_MIB) << 20;
-	uint64_t size = src_size(in), last_rss = 0;
+	uint64_t last_rss = 0;
 	struct lag_watch w = {.progress = lag_ms(), .done = -1};
 	struct pollfd p = {.fd = g->req[0], .events = POLLIN};
 	struct lag_msg m;
@@ -246,11 +246,6 @@ static int lag_watch(struct lag *g, struct src *in, const char *name, pid_t pid,
 			tfs_log(TFS_LOG_ERR, "%s: libarchive made no progress on it for %u s, after "
 				"%" PRIu64 " entries (a hostile archive?): refused", name, limit_s,
 				w.headers);
-			return -EINVAL;
-		}
-		if (size != SRC_SIZE_UNKNOWN && w.served > LAG_REREADS * size + LA_BUF * 4) {
-			tfs_log(TFS_LOG_ERR, "%s: libarchive read it %u times over without reaching "
-				"its end (a hostile archive?): refused", name, LAG_REREADS);
 			return -EINVAL;
 		}
 		if (now - last_rss >= LAG_POLL_MS) {

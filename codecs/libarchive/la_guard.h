@@ -11,13 +11,14 @@
  *   - it makes no progress for TARSEEK_LA_WATCHDOG seconds (default 10): no new header and no
  *     read past the furthest byte read so far;
  *   - its resident memory grows by more than TARSEEK_LA_MEMORY MiB (default 1024);
- *   - it has read the archive's bytes LAG_REREADS times over (repeated offsets);
  *   - it lists more than LAG_ENTRIES entries;
  *   - it dies of a signal (libarchive crashed).
  * libarchive is deterministic: an archive whose walk ends here (at its end, or at an error
  * libarchive reports -- damage is the container's business) is read the same way again in
- * the daemon.  TARSEEK_LA_GUARD=0 turns the guard off (the fuzzers: they want libarchive's
- * crashes in their own process).
+ * the daemon.  (A reader that reads the same bytes again and again is stopped in every
+ * process, by libarchive_src.h's LA_REREADS: an error, the archive damaged from there on.)
+ * TARSEEK_LA_GUARD=0 turns the guard off (the fuzzers: they want libarchive's crashes in
+ * their own process).
  *
  * Threads: safe to call from any thread.  The child touches only libarchive (loaded before
  * the fork), malloc, the pipes and the shared buffer: never a lock another thread might have
@@ -28,7 +29,6 @@
 
 #include "common/source.h"
 
-#define LAG_REREADS 64
 #define LAG_ENTRIES ((uint64_t)1 << 26)
 
 /* 0 if libarchive walks the archive's headers within the bounds above, or the guard is off,
