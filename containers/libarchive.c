@@ -3,6 +3,9 @@
  * payload).  The container "libarchive" (container.h); tar, zip, 7z and ar stay on tarseek's
  * own parsers (ar.c: libarchive 3.6 cannot read a COFF import library).
  *
+ * First libarchive walks the headers in a watched child (codecs/libarchive/la_guard.h): an
+ * archive that makes it loop or swell (libarchive 3.6 does on some) is refused there, with a
+ * log line, before libarchive runs in the daemon.
  * The parse reads the archive twice with libarchive (codecs/libarchive/libarchive_src.h):
  *   1. every header, and what each entry's data is: where the format stores an entry's bytes
  *      as they are (cpio, ar, iso9660), its data blocks are read and, if libarchive handed
@@ -32,6 +35,7 @@
 #include <string.h>
 
 #include "codecs/libarchive/la_dl.h"
+#include "codecs/libarchive/la_guard.h"
 #include "codecs/libarchive/libarchive_src.h"
 #include "common/byteio.h"
 #include "common/log.h"
@@ -427,11 +431,15 @@ static int lac_parse(struct src *in, const struct cont_sink *sink, struct cont_s
 	struct cont_stats st = {0};
 	struct lac c = {.in = in, .name = sink->name ? sink->name : "archive"};
 	uint64_t sid = 0;
-	int err = rar5_scan(in, &c.rar5);
+	int err = la_guard(in, c.name); /* a hostile archive that loops libarchive: refused */
 
-	if (err)
-		tfs_log(TFS_LOG_ERR, "%s: cannot read the rar headers: %s", c.name, strerror(-err));
-	else
+	if (!err) {
+		err = rar5_scan(in, &c.rar5);
+		if (err)
+			tfs_log(TFS_LOG_ERR, "%s: cannot read the rar headers: %s", c.name,
+				strerror(-err));
+	}
+	if (!err)
 		err = lac_pass1(&c);
 
 	if (!err && c.nrecs) {

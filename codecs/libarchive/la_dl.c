@@ -27,6 +27,7 @@ DL_DEFINE(archive_read_set_callback_data);
 DL_DEFINE(archive_read_open1);
 DL_DEFINE(archive_read_next_header);
 DL_DEFINE(archive_read_data_block);
+DL_DEFINE(archive_read_data_skip);
 DL_DEFINE(archive_read_header_position);
 DL_DEFINE(archive_format);
 DL_DEFINE(archive_error_string);
@@ -79,6 +80,7 @@ static const struct dl_sym la_syms[] = {
 	DL_SYM(archive_read_open1),
 	DL_SYM(archive_read_next_header),
 	DL_SYM(archive_read_data_block),
+	DL_SYM(archive_read_data_skip),
 	DL_SYM(archive_read_header_position),
 	DL_SYM(archive_format),
 	DL_SYM(archive_error_string),

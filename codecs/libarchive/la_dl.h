@@ -40,6 +40,7 @@ DL_DECLARE(archive_read_set_callback_data);
 DL_DECLARE(archive_read_open1);
 DL_DECLARE(archive_read_next_header);
 DL_DECLARE(archive_read_data_block);
+DL_DECLARE(archive_read_data_skip);
 DL_DECLARE(archive_read_header_position);
 DL_DECLARE(archive_format);
 DL_DECLARE(archive_error_string);

@@ -12,8 +12,15 @@
 static la_ssize_t la_read_cb(struct archive *a, void *opaque, const void **out)
 {
 	struct la_src *l = opaque;
-	ssize_t n = src_pread(l->in, l->buf, LA_BUF, l->pos);
+	uint64_t size = src_size(l->in);
+	ssize_t n;
 
+	if (size != SRC_SIZE_UNKNOWN && l->served > LA_REREADS * size + 4 * LA_BUF) {
+		sym_archive_set_error(a, EIO, "libarchive read the archive %d times over (a "
+				      "hostile archive?)", LA_REREADS);
+		return -1;
+	}
+	n = src_pread(l->in, l->buf, LA_BUF, l->pos);
 	if (n < 0) {
 		l->io_err = (int)n;
 		sym_archive_set_error(a, EIO, "read error at offset %llu",
@@ -23,6 +30,7 @@ static la_ssize_t la_read_cb(struct archive *a, void *opaque, const void **out)
 	l->buf_off = l->pos;
 	l->buf_len = (size_t)n;
 	l->pos += (uint64_t)n;
+	l->served += (uint64_t)n;
 	*out = l->buf;
 	return n;
 }

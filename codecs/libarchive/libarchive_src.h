@@ -6,7 +6,9 @@
  * filters an rpm payload needs.  The read callback hands libarchive LA_BUF bytes at a time
  * from its own buffer and remembers where they came from, so that la_where can say where in
  * the file a data block libarchive returns lies, when libarchive hands out the bytes in place
- * (uncompressed formats: cpio, ar, iso9660) instead of from a buffer of its own.
+ * (uncompressed formats: cpio, ar, iso9660) instead of from a buffer of its own.  Once it has
+ * given the archive LA_REREADS times over, it fails (libarchive reports damage, its message
+ * says why): a bound, cheap, on a loop that re-reads, here and when entries are decoded.
  */
 #ifndef TARSEEK_LIBARCHIVE_SRC_H
 #define TARSEEK_LIBARCHIVE_SRC_H
@@ -18,6 +20,9 @@
 
 #define LA_BUF ((size_t)1 << 20)
 #define LA_NOWHERE UINT64_MAX
+/* A reader that has read the archive this many times over (and 4 LA_BUF more) is stopped: a
+ * hostile archive that makes libarchive read the same bytes again and again */
+#define LA_REREADS 64
 
 struct archive;
 
@@ -29,6 +34,7 @@ struct la_src {
 	uint64_t buf_off; /* the bytes the last read callback gave: [buf_off, + buf_len) */
 	size_t buf_len;
 	int io_err;	  /* a read of the source failed: -errno */
+	uint64_t served;  /* bytes the read callback gave in all */
 };
 
 /* Once at program start, before any thread: libarchive converts names between the format's

@@ -20,6 +20,8 @@
  * Checks: what libarchive checks (rar's CRCs, cab's checksums, xar's digests); an entry that
  * decodes to more or fewer bytes than its size, a header that is missing or has another size
  * than the index says, and every libarchive error are -EIO, logged with the entry's number.
+ * Data that ends before its size is damage too, except where the gap is a hole: a sparse
+ * entry's, and a zisofs entry's tail (iso9660), which libarchive leaves out (all zeros).
  *
  * Checkpoint fields: uoff, ulen as always; coff 0; extra the number of the chunk's first
  * entry; bits the number of entries in the chunk; aux their records.
@@ -141,7 +143,12 @@ static int las_seek_entry(struct las *s)
 	s->active = true;
 	s->epos = 0;
 	s->have_blk = s->eof = false;
-	s->sparse = sym_archive_entry_sparse_count(e) > 0;
+	/* iso9660's entries that reach this stream are zisofs-compressed: libarchive stops
+	 * at the end of the compressed bytes, and the blocks past them, all zeros (their
+	 * pointers equal), it does not give at all; bsdtar's extraction extends the file to
+	 * its size.  So their tail reads as zeros, like a sparse entry's. */
+	s->sparse = sym_archive_entry_sparse_count(e) > 0 ||
+		    (sym_archive_format(s->l.a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_ISO9660;
 	return 0;
 }
 

@@ -10,9 +10,16 @@ see its README): mounted and compared with what bsdtar extracts from the same ar
 - A .deb with -r: its data.tar.xz opens as a folder, equal to what dpkg-deb -x extracts.
 - An encrypted rar entry: listed, its reads fail with EACCES; a rar entry whose CRC fails
   (libarchive 3.6 reports one on this test file, bsdtar too): EIO, the daemon lives.
+- A zisofs-compressed iso entry (libarchive's test file): equal to bsdtar's extraction, the
+  tail libarchive leaves out read as zeros (it read EIO).
 - Encrypted rar 5 entries, which libarchive before 3.8 does not mark (containers/rar5.h):
   EACCES and a log line, not EIO; the archive's plain entries read, also those after an
   encrypted one (bsdtar stops at it); in a solid archive, what libarchive lists.
+- Hostile archives (libarchive's test files; libarchive 3.6.2 loops on both, bsdtar -t too):
+  a xar whose file has two <link>s (it spins), an iso whose Rock Ridge continuation entry
+  points at itself (it swells): refused with the guard's message (la_guard.h) well within
+  the test's timeout, the peak memory of the daemon and its child bounded; inside a tar
+  mounted with -r the hostile xar is shown as a file, the archives beside it open.
 - Damage: truncated copies mount with fewer members or are refused; every byte served is
   the reference's.
 """
@@ -24,7 +31,7 @@ import sys
 
 import pytest
 
-from conftest import checkpoints, compare_trees, make_tree, require_tool, run
+from conftest import checkpoints, compare_trees, is_mounted, make_tree, require_tool, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data", "libarchive")
@@ -51,10 +58,14 @@ def bsdtar_extract(archive, dest):
 
 
 def uudecode(name, dest):
-    """A libarchive test file (uuencoded) into dest/NAME."""
+    """A libarchive test file (uuencoded; NAME.Z.uu: compress(1)ed too) into dest/NAME."""
     path = os.path.join(dest, name)
-    with open(path, "wb") as f:
-        f.write(uudata.decode(os.path.join(DATA, name + ".uu")))
+    z = os.path.exists(os.path.join(DATA, name + ".Z.uu"))
+    with open(path + ".Z" if z else path, "wb") as f:
+        f.write(uudata.decode(os.path.join(DATA, name + (".Z.uu" if z else ".uu"))))
+    if z:  # gzip reads compress's .Z
+        with open(path, "wb") as f:
+            subprocess.run(["gzip", "-dc", path + ".Z"], stdout=f, check=True)
     return path
 
 
@@ -186,7 +197,10 @@ def test_bsdtar_formats(la, mount, tmp_path, fmt):
 # sample: folders the archive does not list (bsdtar makes them at extraction)
 SAMPLES = {"test_read_format_rar.rar": (), "test_read_format_rar5_multiple_files.rar": (),
            "test_read_format_cab_1.cab": ("dir1", "dir2"), "test_read_format_lha_lh6.lzh": (),
-           "test_read_format_cpio_svr4_gzip_rpm.rpm": ("etc",)}
+           "test_read_format_cpio_svr4_gzip_rpm.rpm": ("etc",),
+           # zisofs: libarchive gives the compressed blocks' bytes and leaves out the tail of
+           # zeros; bsdtar extends the file to its size, and so does the mount
+           "test_read_format_iso_zisofs.iso": ()}
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
@@ -287,3 +301,55 @@ def test_truncated(la, mount, tmp_path, kind):
                     assert got == (ref / rel).read_bytes(), rel
         finally:
             cm.__exit__(None, None, None)
+
+
+# libarchive's hostile test files, and what the guard says of each (TARSEEK_LA_WATCHDOG=3,
+# TARSEEK_LA_MEMORY=256)
+HOSTILE = {"test_read_format_xar_doublelink.xar": "libarchive made no progress on it for 3 s",
+           "test_read_format_iso_rockridge_ce_loop.iso": "libarchive took more than 256 MiB"}
+GUARD_ENV = {"TARSEEK_LA_WATCHDOG": "3", "TARSEEK_LA_MEMORY": "256"}
+
+# runs argv and prints its exit code and the peak resident KiB of it and every process it
+# waited for (the daemon's child among them)
+PEAK = ("import resource, subprocess, sys\n"
+        "p = subprocess.run(sys.argv[1:], timeout=60)\n"
+        "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_refused(la, tarseek_bin, tmp_path, name):
+    archive = uudecode(name, tmp_path)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    # the bound on time is PEAK's timeout (the watchdog's 3 s, or the budget reached)
+    p = subprocess.run([sys.executable, "-c", PEAK, tarseek_bin, "-f", archive, mnt],
+                       capture_output=True, text=True, timeout=90,
+                       env=dict(os.environ, **GUARD_ENV))
+    code, peak_kib = map(int, p.stdout.split())
+    assert code != 0 and not is_mounted(mnt), p.stderr
+    assert HOSTILE[name] in p.stderr and "(a hostile archive?): refused" in p.stderr, p.stderr
+    assert peak_kib < 512 * 1024, peak_kib  # 256 MiB of budget, and what the daemon had
+
+
+def test_hostile_inside(la, mount, tmp_path):
+    """A hostile xar inside a tar (-r): refused, shown as a file; beside it a cpio and the
+    zisofs iso open as folders, equal to bsdtar's extraction."""
+    src = tmp_path / "outer"
+    src.mkdir()
+    bad = uudecode("test_read_format_xar_doublelink.xar", src)
+    iso = uudecode("test_read_format_iso_zisofs.iso", src)
+    os.remove(iso + ".Z")
+    tree = tree_with_big(tmp_path)
+    cpio(tree, src / "good.cpio", "newc")
+    tarball = tmp_path / "outer.tar"
+    run("tar", "-cf", tarball, "-C", src, ".")
+    with mount(tarball, "-r", allow_errors=True, timeout=60, env=GUARD_ENV) as m:
+        with open(os.path.join(m.path, os.path.basename(bad)), "rb") as f:
+            assert f.read() == open(bad, "rb").read()
+        compare_trees(os.path.join(m.path, "good.cpio"),
+                      bsdtar_extract(src / "good.cpio", tmp_path / "ref1"),
+                      check_root=False, xattrs=False)
+        compare_trees(os.path.join(m.path, os.path.basename(iso)),
+                      bsdtar_extract(iso, tmp_path / "ref2"), check_root=False,
+                      xattrs=False, owners=False)
+    assert HOSTILE["test_read_format_xar_doublelink.xar"] in m.log(), m.log()
