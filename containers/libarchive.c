@@ -44,6 +44,34 @@
 #define LAC_XATTRS_MAX 1024
 #define LAC_NONE UINT64_MAX
 
+/* A self-extracting rar: an executable (PE "MZ", ELF) with a rar signature past its stub where
+ * libarchive's rar readers look for one -- at a multiple of 16 bytes from 64 KiB on, before
+ * 128 KiB (rar 4) or 512 KiB (rar 5) -- which they find and skip to (as 7-Zip and bsdtar open
+ * it).  zip and 7z SFX are their own containers'. */
+#define LAC_SFX_FROM ((size_t)64 << 10)
+#define LAC_SFX_RAR4 ((size_t)128 << 10)
+#define LAC_SFX_RAR5 ((size_t)512 << 10)
+
+static bool lac_rar_sfx(struct src *in, const uint8_t *h, size_t len)
+{
+	uint8_t *buf;
+	ssize_t n;
+	bool found = false;
+
+	if (!(len >= 2 && h[0] == 'M' && h[1] == 'Z') && !(len >= 4 && !memcmp(h, "\x7f" "ELF", 4)))
+		return false;
+	buf = malloc(LAC_SFX_RAR5);
+	if (!buf)
+		return false;
+	n = src_pread(in, buf, LAC_SFX_RAR5, 0);
+	for (size_t i = LAC_SFX_FROM; !found && n > 0 && i + 8 <= (size_t)n; i += 16)
+		found = !memcmp(buf + i, "Rar!\x1a\x07", 6) &&
+			((buf[i + 6] == 0 && i + 7 <= LAC_SFX_RAR4) ||
+			 (buf[i + 6] == 1 && buf[i + 7] == 0));
+	free(buf);
+	return found;
+}
+
 static bool lac_probe(struct src *in, const uint8_t *h, size_t len)
 {
 	uint8_t cd[5];
@@ -65,6 +93,8 @@ static bool lac_probe(struct src *in, const uint8_t *h, size_t len)
 		return true;
 	if (len >= 4 && !memcmp(h, "\xed\xab\xee\xdb", 4))
 		return true; /* rpm */
+	if (lac_rar_sfx(in, h, len))
+		return true;
 	/* iso9660: the primary volume descriptor's "CD001" at 32769 */
 	return src_pread(in, cd, sizeof(cd), 32769) == (ssize_t)sizeof(cd) && !memcmp(cd, "CD001", 5);
 }

@@ -213,6 +213,35 @@ def test_libarchive_samples(la, mount, tmp_path, name):
                           implicit=SAMPLES[name])
 
 
+@pytest.mark.parametrize("stub", ["elf", "pe"])
+@pytest.mark.parametrize("name", ["test_read_format_rar.rar",
+                                  "test_read_format_rar5_multiple_files.rar"])
+def test_rar_sfx(la, mount, tarseek_bin, tmp_path, name, stub):
+    """A self-extracting rar: an executable stub, then the rar where libarchive's rar readers
+    look for it (past 64 KiB, at a multiple of 16); WinRAR makes these, no Debian tool does, so
+    the stub is this machine's /bin/ls (ELF) or an "MZ" header and zeros (PE), as long as
+    WinRAR's.  The mount equals bsdtar -x of the SFX; an executable without a rar in it stays
+    what it was (not an archive)."""
+    rar = uudecode(name, str(tmp_path))
+    if stub == "elf":
+        head = open("/bin/ls", "rb").read()[:0x10030]
+        assert len(head) == 0x10030 and head[:4] == b"\x7fELF"
+    else:
+        head = b"MZ" + bytes(0x1802e)
+    sfx = tmp_path / "x.exe"
+    sfx.write_bytes(head + open(rar, "rb").read())
+    ref = bsdtar_extract(sfx, tmp_path / "ref")
+    assert os.listdir(ref)
+    with mount(sfx) as m:
+        compare_trees(m.path, ref, check_root=False, xattrs=False, dir_mtimes=False)
+    plain = tmp_path / "plain.exe"
+    plain.write_bytes(head * 3)
+    (tmp_path / "nomount").mkdir()
+    r = subprocess.run([tarseek_bin, "-f", plain, tmp_path / "nomount"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode != 0 and "not an archive" in r.stderr, r
+
+
 def test_rar_encrypted_and_bad_crc(la, mount, tmp_path):
     enc = uudecode("test_read_format_rar_encryption_data.rar", tmp_path)
     with mount(enc, allow_errors=True) as m:
