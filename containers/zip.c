@@ -61,6 +61,7 @@
 
 #define ZIP_HOST_UNIX 3
 #define ZIP_DOS_DIR 0x10u
+#define ZIP_DOS_READONLY 0x01u
 
 /* Extra field tags. */
 #define ZIP_X_ZIP64 0x0001u
@@ -558,6 +559,10 @@ static void entry_type(const struct zip_entry *z, struct arc_member *m)
 		m->type = MEMBER_REG;
 		m->mode = 0644;
 	}
+	/* the DOS read-only attribute takes the write bits away, as unzip does for any host
+	 * without a unix mode (7-Zip: for files only; bsdtar: for FAT hosts only) */
+	if (z->ext_attr & ZIP_DOS_READONLY)
+		m->mode &= ~0222u;
 }
 
 /* How entry z is encrypted, into r, and how many bytes the encryption adds to its data

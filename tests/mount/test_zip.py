@@ -749,6 +749,32 @@ def test_backslash_names(mount, tmp_path):
         compare_trees(m.path, ref, check_root=False, dir_mtimes=False, implicit=("dir",))
 
 
+def test_dos_readonly_attribute(mount, tmp_path):
+    """Entries made on MS-DOS/Windows (FAT and NTFS hosts, no unix mode): the read-only
+    attribute takes the write bits away, files 0444 and folders 0555, as unzip extracts them
+    (7zz: files only; bsdtar: FAT hosts only); without it, 0644 and 0755."""
+    archive = tmp_path / "ro.zip"
+    entries = [("ro.txt", 0, 0x01), ("rw.txt", 0, 0x20), ("ro_dir/", 0, 0x11),
+               ("rw_dir/", 0, 0x10), ("ntfs_ro.txt", 11, 0x21), ("hidden.txt", 0, 0x02)]
+    with zipfile.ZipFile(archive, "w") as z:
+        for name, host, attr in entries:
+            zi = zipfile.ZipInfo(name, (2020, 1, 2, 3, 4, 6))
+            zi.create_system = host
+            zi.external_attr = attr
+            z.writestr(zi, b"" if name.endswith("/") else name.encode())
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    subprocess.run(["unzip", "-q", str(archive)], cwd=ref, check=True,
+                   preexec_fn=lambda: os.umask(0o022))
+    want = {n: stat.S_IMODE(os.stat(ref / n).st_mode) for n in os.listdir(ref)}
+    assert want == {"ro.txt": 0o444, "rw.txt": 0o644, "ro_dir": 0o555, "rw_dir": 0o755,
+                    "ntfs_ro.txt": 0o444, "hidden.txt": 0o644}, want
+    with mount(archive) as m:
+        got = {n: stat.S_IMODE(os.stat(os.path.join(m.path, n)).st_mode)
+               for n in os.listdir(m.path)}
+    assert got == want
+
+
 def test_shift_jis_backslash_names(mount, tmp_path):
     """Japanese Windows names (cp932, no UTF-8 flag, MS-DOS host): 0x5C is the second byte of
     many two-byte characters (\\x95\\x5c is one character).  Only a backslash that is a
