@@ -20,9 +20,13 @@ HOSTILE = {"test_read_format_xar_doublelink.xar.uu",
 def decode(path):
     """The bytes of the uuencoded file at path."""
     out = bytearray()
+    begun = False
     with open(path, "rb") as f:
         for line in f:
-            if line.startswith(b"begin ") or not line.strip():
+            if line.startswith(b"begin "):  # what comes before it is a description
+                begun = True
+                continue
+            if not begun or not line.strip():
                 continue
             if line.strip() == b"end":
                 break
