@@ -254,7 +254,7 @@ static void test_python_attributes(void)
 	    {"DOSFILE.TXT", MEMBER_REG, 0644},	/* not made on unix: 0644 */
 	    {"DOSDIR/", MEMBER_DIR, 0755},	/* ... and 0755 for folders */
 	    {"ATTRDIR", MEMBER_DIR, 0755},	/* the MS-DOS directory attribute */
-	    {"RO.TXT", MEMBER_REG, 0644},
+	    {"RO.TXT", MEMBER_REG, 0444},	/* the DOS read-only attribute, as unzip */
 	    {"NTFS.TXT", MEMBER_REG, 0644},	/* unix bits from another host: not used */
 	    {"unix0", MEMBER_REG, 0600},	/* zipfile writes 0600 for "no mode" */
 	    {"unix755", MEMBER_REG, 0755},
