@@ -350,6 +350,46 @@ static ssize_t sz_deflate64_read(struct sz_node *n, uint8_t *buf, size_t len)
 	}
 }
 
+/* PPMd (ppmd7.h), fed from input 0.  The stream has no end of its own: at the stated size
+ * (len 0) the range coder must end cleanly (or with an end marker) and the input with it. */
+static ssize_t sz_ppmd_read(struct sz_node *n, uint8_t *buf, size_t len)
+{
+	struct ppmd7 *z = n->u.ppmd;
+	struct sz_ibuf *ib = &n->ib[0];
+
+	if (len > n->size - n->done)
+		len = (size_t)(n->size - n->done);
+	if (len == 0) {
+		if (!ppmd7_finished(z))
+			return sz_fail(n, -EIO, "the range coder does not end at the %" PRIu64
+						" bytes the header states", n->size);
+		if (ppmd7_unused(z))
+			return sz_fail(n, -EIO, "data follows the end of the coded stream");
+		return sz_drained(n, 0);
+	}
+	for (;;) {
+		size_t got;
+		int ret = ppmd7_out(z, buf, len, &got);
+		ssize_t r;
+
+		if (ret == PPMD7_BAD)
+			return sz_fail(n, -EIO, "%s after %" PRIu64 " decoded bytes", ppmd7_msg(z),
+				       n->done + got);
+		if (got)
+			return (ssize_t)got;
+		if (ret == PPMD7_END)
+			return sz_fail(n, -EIO, "an end marker after %" PRIu64 " of the %" PRIu64
+						" bytes the header states", n->done, n->size);
+		r = sz_fill(n, 0);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			ppmd7_input_end(z);
+		else
+			ib->pos += ppmd7_feed(z, ib->buf + ib->pos, ib->len - ib->pos);
+	}
+}
+
 static ssize_t sz_bzip2_read(struct sz_node *n, uint8_t *buf, size_t len)
 {
 	bz_stream *b = &n->u.bz.bz;
@@ -525,6 +565,9 @@ ssize_t sz_read(struct sz_node *n, uint8_t *buf, size_t len)
 		case SZN_DEFLATE64:
 			err = (int)sz_deflate64_read(n, buf, 0);
 			break;
+		case SZN_PPMD:
+			err = (int)sz_ppmd_read(n, buf, 0);
+			break;
 		default:
 			err = sz_end_plain(n);
 			break;
@@ -557,6 +600,9 @@ ssize_t sz_read(struct sz_node *n, uint8_t *buf, size_t len)
 		break;
 	case SZN_DEFLATE64:
 		r = sz_deflate64_read(n, buf, len);
+		break;
+	case SZN_PPMD:
+		r = sz_ppmd_read(n, buf, len);
 		break;
 	case SZN_BCJ2:
 		r = sz_bcj2_read(n, buf, len);
@@ -851,6 +897,21 @@ static int sz_build_coder(struct sz_chain *ch, unsigned c, const struct sz_start
 			return sz_refuse(ch, -ENOMEM, "cannot start Deflate64");
 		ch->mem += inf64_memory();
 		break;
+	case SZM_PPMD: {
+		const char *why = NULL;
+		unsigned order;
+		uint32_t mem;
+
+		if (ppmd7_props(k->props, k->nprops, &order, &mem, &why))
+			return sz_refuse(ch, -EIO, "%s", why);
+		n = sz_node_new(ch, SZN_PPMD, (int)c, f->unpack_size[c]);
+		err = ppmd7_new(order, mem, &n->u.ppmd);
+		if (err)
+			return sz_refuse(ch, err, "cannot start PPMd (order %u, %" PRIu32 " bytes)",
+					 order, mem);
+		ch->mem += ppmd7_memory(mem);
+		break;
+	}
 	case SZM_BZIP2: {
 		int ret;
 
@@ -935,6 +996,8 @@ void sz_chain_free(struct sz_chain *ch)
 			infl_free(n->u.zl.inf);
 		else if (n->kind == SZN_DEFLATE64)
 			inf64_free(n->u.d64);
+		else if (n->kind == SZN_PPMD)
+			ppmd7_free(n->u.ppmd);
 		else if (n->kind == SZN_BZIP2 && n->u.bz.init)
 			BZ2_bzDecompressEnd(&n->u.bz.bz);
 		else if (n->kind == SZN_AES)
