@@ -34,278 +34,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UNIT 12u
-#define NIDX 38u
-#define MAX_FREQ 124u
-#define INT_BITS 7
-#define PERIOD_BITS 7
-#define BIN_SCALE (1u << (INT_BITS + PERIOD_BITS))
-#define RC_TOP (1u << 24)
-#define IBUF ((size_t)64 << 10)
-
-struct pst { /* a symbol in a context: 6 bytes */
-	uint8_t sym, freq;
-	uint16_t succ_lo, succ_hi;
-};
-
-struct pctx { /* a context: one unit; a binary context keeps its symbol in summ..stats */
-	uint16_t nstats, summ;
-	uint32_t stats, suffix;
-};
-
-struct pnode { /* a free block while glue_free runs */
-	uint16_t stamp, nu;
-	uint32_t next, prev;
-};
-
-struct psee {
-	uint16_t summ;
-	uint8_t shift, count;
-};
-
-_Static_assert(sizeof(struct pst) == 6, "a state is 6 bytes");
-_Static_assert(sizeof(struct pctx) == UNIT && sizeof(struct pnode) == UNIT, "one unit");
-
-struct ppmd7 {
-	uint8_t *base;
-	uint32_t size, align;
-	uint8_t *lo, *hi, *text, *units_start;
-	struct pctx *minc, *maxc;
-	struct pst *found;
-	unsigned order_fall, init_esc, prev_success, max_order, hibits;
-	int32_t run, init_rl;
-	unsigned glue_count;
-	uint32_t free_list[NIDX];
-	uint8_t i2u[NIDX], u2i[128], ns2i[256], ns2bs[256], hb2flag[256];
-	struct psee dummy, see[25][16];
-	uint16_t bin[128][64];
-
-	uint32_t range, code;
-	bool started, ended, over;
-	uint8_t *in;
-	size_t in_pos, in_len;
-	bool in_end;
-	const char *msg;
-};
+#include "codecs/ppmd7_int.h"
 
 static const uint8_t exp_escape[16] = {25, 14, 9, 7, 5, 5, 4, 4, 4, 3, 3, 3, 2, 2, 2, 2};
 static const uint16_t init_bin_esc[8] = {0x3CDD, 0x1F3F, 0x59BF, 0x48F3,
 					 0x64A1, 0x5ABC, 0x6632, 0x6051};
-
-/* ---- offsets and pointers ------------------------------------------------------------------ */
-
-static inline void *ptr_of(const struct ppmd7 *p, uint32_t ref)
-{
-	return p->base + ref;
-}
-
-static inline uint32_t ref_of(const struct ppmd7 *p, const void *ptr)
-{
-	return (uint32_t)((const uint8_t *)ptr - p->base);
-}
-
-static inline struct pctx *ctx_of(const struct ppmd7 *p, uint32_t ref)
-{
-	return (struct pctx *)ptr_of(p, ref);
-}
-
-static inline struct pst *stats_of(const struct ppmd7 *p, const struct pctx *c)
-{
-	return (struct pst *)ptr_of(p, c->stats);
-}
-
-static inline struct pctx *suffix_of(const struct ppmd7 *p, const struct pctx *c)
-{
-	return ctx_of(p, c->suffix);
-}
-
-static inline struct pst *one_state(struct pctx *c)
-{
-	return (struct pst *)(void *)&c->summ;
-}
-
-static inline uint32_t succ(const struct pst *s)
-{
-	return (uint32_t)s->succ_lo | ((uint32_t)s->succ_hi << 16);
-}
-
-static inline void set_succ(struct pst *s, uint32_t v)
-{
-	s->succ_lo = (uint16_t)v;
-	s->succ_hi = (uint16_t)(v >> 16);
-}
-
-static inline void swap_states(struct pst *a, struct pst *b)
-{
-	struct pst t = *a;
-
-	*a = *b;
-	*b = t;
-}
-
-/* ---- the units allocator ------------------------------------------------------------------- */
-
-#define I2U(i) (p->i2u[i])
-#define U2I(nu) (p->u2i[(nu) - 1])
-#define U2B(nu) ((uint32_t)(nu) * UNIT)
-
-static void insert_node(struct ppmd7 *p, void *node, unsigned i)
-{
-	*(uint32_t *)node = p->free_list[i];
-	p->free_list[i] = ref_of(p, node);
-}
-
-static void *remove_node(struct ppmd7 *p, unsigned i)
-{
-	uint32_t *node = ptr_of(p, p->free_list[i]);
-
-	p->free_list[i] = *node;
-	return node;
-}
-
-/* The tail of a block of list old that a block of list want leaves, back on the lists. */
-static void split_block(struct ppmd7 *p, void *ptr, unsigned old, unsigned want)
-{
-	unsigned nu = I2U(old) - I2U(want), i;
-	uint8_t *rest = (uint8_t *)ptr + U2B(I2U(want));
-
-	i = U2I(nu);
-	if (I2U(i) != nu) {
-		unsigned k = I2U(--i);
-
-		insert_node(p, rest + U2B(k), nu - k - 1);
-	}
-	insert_node(p, rest, i);
-}
-
-/* Every free block onto one doubly linked list (head: the spare unit past the block's end),
- * each merged with the free blocks that follow it in memory, then back onto the lists in
- * pieces of at most 128 units.  In-use units never read as a zero stamp (a context's nstats
- * and a symbol array's first frequency are never 0), LoUnit gets a stamp, the head has one. */
-static void glue_free(struct ppmd7 *p)
-{
-	uint32_t head = p->align + p->size, n = head;
-	struct pnode *hn = ptr_of(p, head);
-
-	p->glue_count = 255;
-	for (unsigned i = 0; i < NIDX; i++) {
-		uint16_t nu = I2U(i);
-		uint32_t next = p->free_list[i];
-
-		p->free_list[i] = 0;
-		while (next) {
-			struct pnode *node = ptr_of(p, next);
-			uint32_t after = *(uint32_t *)node;
-
-			node->next = n;
-			((struct pnode *)ptr_of(p, n))->prev = next;
-			n = next;
-			node->stamp = 0;
-			node->nu = nu;
-			next = after;
-		}
-	}
-	hn->stamp = 1;
-	hn->next = n;
-	((struct pnode *)ptr_of(p, n))->prev = head;
-	if (p->lo != p->hi)
-		((struct pnode *)(void *)p->lo)->stamp = 1;
-
-	while (n != head) {
-		struct pnode *node = ptr_of(p, n);
-		uint32_t nu = node->nu;
-
-		for (;;) {
-			struct pnode *n2 = node + nu;
-
-			nu += n2->nu;
-			if (n2->stamp != 0 || nu >= 0x10000)
-				break;
-			((struct pnode *)ptr_of(p, n2->prev))->next = n2->next;
-			((struct pnode *)ptr_of(p, n2->next))->prev = n2->prev;
-			node->nu = (uint16_t)nu;
-		}
-		n = node->next;
-	}
-
-	for (n = hn->next; n != head;) {
-		struct pnode *node = ptr_of(p, n);
-		uint32_t next = node->next;
-		unsigned nu = node->nu, i;
-
-		for (; nu > 128; nu -= 128, node += 128)
-			insert_node(p, node, NIDX - 1);
-		i = U2I(nu);
-		if (I2U(i) != nu) {
-			unsigned k = I2U(--i);
-
-			insert_node(p, node + k, nu - k - 1);
-		}
-		insert_node(p, node, i);
-		n = next;
-	}
-}
-
-static void *alloc_rare(struct ppmd7 *p, unsigned want)
-{
-	unsigned i;
-	void *r;
-
-	if (p->glue_count == 0) {
-		glue_free(p);
-		if (p->free_list[want])
-			return remove_node(p, want);
-	}
-	i = want;
-	do {
-		if (++i == NIDX) {
-			uint32_t bytes = U2B(I2U(want));
-
-			p->glue_count--;
-			if ((uint32_t)(p->units_start - p->text) > bytes) {
-				p->units_start -= bytes;
-				return p->units_start;
-			}
-			return NULL;
-		}
-	} while (p->free_list[i] == 0);
-	r = remove_node(p, i);
-	split_block(p, r, i, want);
-	return r;
-}
-
-static void *alloc_units(struct ppmd7 *p, unsigned i)
-{
-	uint32_t bytes;
-
-	if (p->free_list[i])
-		return remove_node(p, i);
-	bytes = U2B(I2U(i));
-	if (bytes <= (uint32_t)(p->hi - p->lo)) {
-		void *r = p->lo;
-
-		p->lo += bytes;
-		return r;
-	}
-	return alloc_rare(p, i);
-}
-
-static void *shrink_units(struct ppmd7 *p, void *old, unsigned old_nu, unsigned new_nu)
-{
-	unsigned i0 = U2I(old_nu), i1 = U2I(new_nu);
-
-	if (i0 == i1)
-		return old;
-	if (p->free_list[i1]) {
-		void *r = remove_node(p, i1);
-
-		memcpy(r, old, U2B(new_nu));
-		insert_node(p, old, i0);
-		return r;
-	}
-	split_block(p, old, i0, i1);
-	return old;
-}
 
 /* ---- the model ----------------------------------------------------------------------------- */
 
@@ -432,9 +165,9 @@ static struct pctx *create_successors(struct ppmd7 *p, bool skip)
 			p->hi -= UNIT;
 			c1 = (struct pctx *)(void *)p->hi;
 		} else if (p->free_list[0]) {
-			c1 = remove_node(p, 0);
+			c1 = ppmd7_remove(p, 0);
 		} else {
-			c1 = alloc_rare(p, 0);
+			c1 = ppmd7_alloc_rare(p, 0);
 			if (!c1)
 				return NULL;
 		}
@@ -521,20 +254,20 @@ static void update_model(struct ppmd7 *p)
 				unsigned old_nu = ns1 >> 1, i = U2I(old_nu);
 
 				if (i != U2I(old_nu + 1)) {
-					void *np = alloc_units(p, i + 1), *op;
+					void *np = ppmd7_alloc(p, i + 1), *op;
 
 					if (!np)
 						goto restart;
 					op = stats_of(p, c);
 					memcpy(np, op, U2B(old_nu));
-					insert_node(p, op, i);
+					ppmd7_insert(p, op, i);
 					c->stats = ref_of(p, np);
 				}
 			}
 			c->summ = (uint16_t)(c->summ + (2 * ns1 < ns) +
 					     2 * ((4 * ns1 <= ns) & (c->summ <= 8 * ns1)));
 		} else {
-			s = alloc_units(p, 0);
+			s = ppmd7_alloc(p, 0);
 			if (!s)
 				goto restart;
 			*s = *one_state(c);
@@ -614,7 +347,7 @@ static void rescale(struct ppmd7 *p)
 				t.freq = (uint8_t)(t.freq - (t.freq >> 1));
 				esc >>= 1;
 			} while (esc > 1);
-			insert_node(p, stats, U2I((old_ns + 1) >> 1));
+			ppmd7_insert(p, stats, U2I((old_ns + 1) >> 1));
 			p->found = one_state(mc);
 			*p->found = t;
 			return;
@@ -622,7 +355,7 @@ static void rescale(struct ppmd7 *p)
 		n0 = (old_ns + 1) >> 1;
 		n1 = (mc->nstats + 1u) >> 1;
 		if (n0 != n1)
-			mc->stats = ref_of(p, shrink_units(p, stats, n0, n1));
+			mc->stats = ref_of(p, ppmd7_shrink(p, stats, n0, n1));
 	}
 	mc->summ = (uint16_t)(sum + esc - (esc >> 1));
 	p->found = stats_of(p, mc);
