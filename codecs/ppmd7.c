@@ -156,7 +156,7 @@ static struct pctx *create_successors(struct ppmd7 *p, bool skip)
 		cf = s->freq - 1u;
 		s0 = c->summ - c->nstats - cf;
 		up.freq = (uint8_t)(1 + (2 * cf <= s0 ? (5 * cf > s0)
-						    : (2 * cf + 3 * s0 - 1) / (2 * s0)));
+						      : (2 * cf + 3 * s0 - 1) / (2 * s0)));
 	}
 	do {
 		struct pctx *c1;
@@ -589,9 +589,10 @@ static int decode_symbol(struct ppmd7 *p)
 		uint16_t *prob;
 
 		p->hibits = p->hb2flag[p->found->sym];
-		prob = &p->bin[os->freq - 1u]
-			      [p->prev_success + p->ns2bs[suffix_of(p, mc)->nstats - 1u] + p->hibits +
-			       2u * p->hb2flag[os->sym] + (((uint32_t)p->run >> 26) & 0x20)];
+		prob =
+		    &p->bin[os->freq - 1u]
+			   [p->prev_success + p->ns2bs[suffix_of(p, mc)->nstats - 1u] + p->hibits +
+			    2u * p->hb2flag[os->sym] + (((uint32_t)p->run >> 26) & 0x20)];
 		if (rc_bit(p, *prob, BIN_SCALE) == 0) {
 			*prob = (uint16_t)(*prob + (1u << INT_BITS) - ((*prob + 32u) >> 7));
 			p->found = os;
@@ -610,8 +611,7 @@ static int decode_symbol(struct ppmd7 *p)
 
 /* ---- the interface ------------------------------------------------------------------------- */
 
-int ppmd7_props(const uint8_t *props, size_t len, unsigned *order, uint32_t *mem,
-		const char **why)
+int ppmd7_props(const uint8_t *props, size_t len, unsigned *order, uint32_t *mem, const char **why)
 {
 	*order = 0;
 	*mem = 0;

@@ -35,16 +35,15 @@
 #define PPMD7_MEM_MAX ((uint32_t)1 << 31)
 #define PPMD7_SYM_IN 256 /* input a symbol may need, at most */
 
-#define PPMD7_MORE 0  /* needs input (or room): feed, or take, and call again */
-#define PPMD7_END 1   /* an end marker was decoded (the stream ends here) */
-#define PPMD7_BAD -5  /* damaged data (-EIO) */
+#define PPMD7_MORE 0 /* needs input (or room): feed, or take, and call again */
+#define PPMD7_END 1  /* an end marker was decoded (the stream ends here) */
+#define PPMD7_BAD -5 /* damaged data (-EIO) */
 
 struct ppmd7;
 
 /* Parses 7z's 5 property bytes: 0, or -EINVAL (wrong length, order or memory size out of
  * bounds; why says which). */
-int ppmd7_props(const uint8_t *props, size_t len, unsigned *order, uint32_t *mem,
-		const char **why);
+int ppmd7_props(const uint8_t *props, size_t len, unsigned *order, uint32_t *mem, const char **why);
 
 /* A decoder for a model of that order and memory size (already checked by ppmd7_props).
  * 0 and *out, -EINVAL (out of bounds), -ENOMEM.  *out is NULL on failure. */

@@ -171,4 +171,3 @@ void *ppmd7_shrink(struct ppmd7 *p, void *old, unsigned old_nu, unsigned new_nu)
 	split_block(p, old, i0, i1);
 	return old;
 }
-

@@ -122,8 +122,8 @@ static inline void swap_states(struct pst *a, struct pst *b)
 }
 
 #define I2U(i) (p->i2u[i])
-#define U2I(nu) (p->u2i[(nu) - 1])
-#define U2B(nu) ((uint32_t)(nu) * UNIT)
+#define U2I(nu) (p->u2i[(nu)-1])
+#define U2B(nu) ((uint32_t)(nu)*UNIT)
 
 /* The units allocator (ppmd7_alloc.c): 38 free lists of blocks of I2U(i) units.  ppmd7_alloc
  * and ppmd7_alloc_rare give a block of list i's size or NULL (the model then restarts: the

@@ -17,8 +17,9 @@
  * restart inside it (sz_start.coff: an offset in its output) starts the packed stream at that
  * offset's block, with the block before as the IV.
  * Each node checks that its coder ends exactly at the stated size (LZMA2's end marker,
- * deflate's last block, bzip2's stream end, PPMd's range coder at 0) and that its input is used up, so a folder whose
- * sizes or data do not agree fails with -EIO rather than giving other bytes.  A filter stacked
+ * deflate's last block, bzip2's stream end, PPMd's range coder at 0) and that its input is used
+ * up, so a folder whose sizes or data do not agree fails with -EIO rather than giving other
+ * bytes.  A filter stacked
  * on anything but LZMA/LZMA2 (BCJ over Deflate), Delta under a BCJ and unknown
  * methods are refused with -ENOTSUP; the container already marks the files of such folders
  * unreadable.

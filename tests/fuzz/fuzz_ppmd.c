@@ -20,8 +20,8 @@
 
 /* Decodes in pieces from rng (NULL: all at once).  PPMD7_END, PPMD7_BAD, or PPMD7_MORE when
  * the output reached OUT_CAP; *got bytes in out; *fin what ppmd7_finished said. */
-static int run(unsigned order, uint32_t mem, const uint8_t *data, size_t size,
-	       struct fz_rng *rng, uint8_t *out, size_t *got, bool *fin)
+static int run(unsigned order, uint32_t mem, const uint8_t *data, size_t size, struct fz_rng *rng,
+	       uint8_t *out, size_t *got, bool *fin)
 {
 	struct ppmd7 *d;
 	size_t fed = 0;

@@ -1,11 +1,11 @@
 /* PPMd var.H (codecs/ppmd7.c): streams 7zz writes at test time (`7zz a -m0=PPMd:o=N:mem=M
  * -mhc=off`, one file, so the packed stream is the archive's bytes 32 .. 32 + the next
  * header's offset) decode to the file's bytes, in one call and in small feed/take pieces;
- * orders 2, 6, 16 and 32 (7zz writes none higher; the format allows 64), memory sizes from 64 KiB (the model restarts many times) to 16 MiB,
- * text and noise.  Damaged copies: every truncation of a small stream gives PPMD7_BAD; a
- * flipped byte anywhere gives PPMD7_BAD or other bytes (which the 7z CRC catches) or the
- * range coder not ending cleanly, and every call returns (a bounded loop).  Properties out of
- * bounds are refused.  Skips (77) without 7zz.
+ * orders 2, 6, 16 and 32 (7zz writes none higher; the format allows 64), memory sizes from 64 KiB
+ * (the model restarts many times) to 16 MiB, text and noise.  Damaged copies: every truncation of a
+ * small stream gives PPMD7_BAD; a flipped byte anywhere gives PPMD7_BAD or other bytes (which the
+ * 7z CRC catches) or the range coder not ending cleanly, and every call returns (a bounded loop).
+ * Properties out of bounds are refused.  Skips (77) without 7zz.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -85,8 +85,8 @@ static int decode(const struct stream *s, const uint8_t *in, size_t inlen, uint8
 			break;
 	}
 	*got = n;
-	if (ret == PPMD7_MORE && n == want && !(ppmd7_finished(d) && pos == inlen &&
-						  ppmd7_unused(d) == 0))
+	if (ret == PPMD7_MORE && n == want &&
+	    !(ppmd7_finished(d) && pos == inlen && ppmd7_unused(d) == 0))
 		ret = PPMD7_BAD;
 	if (ret == PPMD7_MORE && n < want)
 		ret = PPMD7_BAD;
