@@ -1,5 +1,5 @@
 /* The decoding graph of a 7z folder: private to the 7z folder codec (sevenzip_folder.c, which
- * starts, reads and frees it; sevenzip_graph.c builds it and runs its nodes).
+ * starts, reads and frees it; sevenzip_build.c builds it, sevenzip_graph.c runs its nodes).
  *
  * A folder is a tree of coders (sevenzip_chain.h); decoding it pulls bytes from the tree's
  * root.  Every coder's output and every packed stream is a node with a read function and a
