@@ -20,7 +20,7 @@ static const struct {
 	{SZM_ARMT, "ARMT", true},	    {SZM_SPARC, "SPARC", true},
 	{SZM_ARM64, "ARM64", true},	    {SZM_RISCV, "RISCV", true},
 	{SZM_BCJ2, "BCJ2", true},	    {SZM_LZMA, "LZMA", true},
-	{SZM_LZMA2, "LZMA2", true},	    {SZM_PPMD, "PPMd", false},
+	{SZM_LZMA2, "LZMA2", true},	    {SZM_PPMD, "PPMd", true},
 	{SZM_DEFLATE, "Deflate", true},	    {SZM_DEFLATE64, "Deflate64", true},
 	{SZM_BZIP2, "BZip2", true},	    {SZM_AES, "AES-256", true},
 	{0x04F71101u, "ZSTD", false},	    {0x04F71102u, "Brotli", false},

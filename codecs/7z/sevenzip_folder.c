@@ -26,7 +26,8 @@
  *     SZ_VERIFY_MAX; the candidate is dropped when they differ or no such point comes.  The other
  *     BCJ filters convert aligned words with no state, so a candidate must be aligned (ARMT 2, IA64
  *     16, the others 4).  Delta's history is stored in the aux.  Other shapes (BCJ2, LZMA1,
- *     Deflate, BZip2, several packed streams) have checkpoint 0 only.
+ *     Deflate, BZip2, PPMd -- whose model, up to its memory size, is no record to store --,
+ *     several packed streams) have checkpoint 0 only.
  *
  * Checkpoint fields for 7z:
  *   uoff   decoded offset in the folder

@@ -1,5 +1,5 @@
 /* The decoding graph of a 7z folder: private to the 7z folder codec (sevenzip_folder.c, which
- * starts, reads and frees it; sevenzip_graph.c builds it and runs its nodes).
+ * starts, reads and frees it; sevenzip_build.c builds it, sevenzip_graph.c runs its nodes).
  *
  * A folder is a tree of coders (sevenzip_chain.h); decoding it pulls bytes from the tree's
  * root.  Every coder's output and every packed stream is a node with a read function and a
@@ -9,17 +9,19 @@
  * states, so its end is known without an end marker); Delta is done here (so that a decoder can
  * start with a saved history); Deflate is inflater.h (ISA-L, or zlib); Deflate64 is
  * inflate64.h (our own); RISCV (liblzma 5.4 has no such filter) is bcj_riscv.h, our own, over
- * any coder; BZip2 is libbz2
- * (concatenated streams included); BCJ2 is bcj2.c with its four inputs; AES-256 (7zAES,
+ * any coder; PPMd (var.H, 030401) is ppmd7.h (our own; the model is as large as
+ * the memory size its properties state, so a PPMd folder restarts only at its start); BZip2 is
+ * libbz2 (concatenated streams included); BCJ2 is bcj2.c with its four inputs; AES-256 (7zAES,
  * sevenzip_aes.h) decrypts a packed stream, and only a packed stream (7-Zip puts it nowhere
  * else), whose size must be its output's rounded up to whole blocks, with the key of the
  * chain's password (pw: the caller chose it; none, -1, refuses the coder with -EACCES); a
  * restart inside it (sz_start.coff: an offset in its output) starts the packed stream at that
  * offset's block, with the block before as the IV.
  * Each node checks that its coder ends exactly at the stated size (LZMA2's end marker,
- * deflate's last block, bzip2's stream end) and that its input is used up, so a folder whose
- * sizes or data do not agree fails with -EIO rather than giving other bytes.  A filter stacked
- * on anything but LZMA/LZMA2 (BCJ over Deflate), Delta under a BCJ, PPMd and unknown
+ * deflate's last block, bzip2's stream end, PPMd's range coder at 0) and that its input is used
+ * up, so a folder whose sizes or data do not agree fails with -EIO rather than giving other
+ * bytes.  A filter stacked
+ * on anything but LZMA/LZMA2 (BCJ over Deflate), Delta under a BCJ and unknown
  * methods are refused with -ENOTSUP; the container already marks the files of such folders
  * unreadable.
  *
@@ -40,6 +42,7 @@
 #include "codecs/7z/sevenzip_aes.h"
 #include "codecs/gzip/inflater.h"
 #include "codecs/inflate64.h"
+#include "codecs/ppmd7.h"
 #include "codecs/7z/sevenzip_chain.h"
 
 #define SZ_CK_LZMA2 1u /* checkpoint flags: at an LZMA2 chunk that resets the dictionary */
@@ -52,7 +55,7 @@
 #define SZ_MAX_NODES (SZC_MAX_CODERS + SZC_MAX_PACKED)
 
 enum sz_kind { SZN_PACK, SZN_COPY, SZN_XZ, SZN_DELTA, SZN_DEFLATE, SZN_BZIP2, SZN_BCJ2, SZN_AES,
-	      SZN_DEFLATE64, SZN_RISCV };
+	      SZN_DEFLATE64, SZN_PPMD, SZN_RISCV };
 
 struct sz_chain;
 
@@ -92,6 +95,7 @@ struct sz_node {
 			struct inflater *inf; /* zlib's or ISA-L's (inflater.h) */
 		} zl;
 		struct inf64 *d64; /* Deflate64 (inflate64.h) */
+		struct ppmd7 *ppmd; /* PPMd var.H (ppmd7.h) */
 		struct {
 			bz_stream bz;
 			bool init;

@@ -17,8 +17,8 @@
  * "7z": its packed streams, which 7-Zip stores one after the other, and the coder chain in
  * the params blob of codecs/7z/sevenzip_chain.h, with the folder's files' sizes and CRCs so
  * that the scan checks each as it passes.  A file's data_off is its offset in the folder's
- * decoded bytes.  Folders using PPMd, AES or another method the codec lacks are not declared;
- * their files are listed with unreadable set.
+ * decoded bytes.  Folders using a method the codec lacks (Swap4, RISCV, ZSTD, ...) are not
+ * declared; their files are listed with unreadable set.
  *
  * The header is read into memory whole (bounded by the file's size; a decoded header by a
  * multiple of it), CRC-checked, and parsed with bounds checks on every number: counts of

@@ -15,6 +15,9 @@
 #   DIR/fuzz_deflate64/      raw Deflate64 streams: zip entries 7zz wrote with -mm=Deflate64
 #                            (a tar, text, random bytes repeated 54 KB later), cut out of
 #                            their zips, a truncated and a flipped one
+#   DIR/fuzz_ppmd/           5 PPMd property bytes + a raw stream: the packed streams of 7z
+#                            archives 7zz wrote with -m0=PPMd (orders 2..32, 64 KiB..16 MiB;
+#                            text, a tar, random bytes), cut out, a truncated and a flipped one
 #   DIR/fuzz_http/           HTTP answers (nginx, S3, HTTP/2) and AWS credentials/config files
 #   DIR/fuzz_libarchive/     cpio (newc, odc, bin, crc), ar, iso9660, xar and warc of a small
 #                            tree, libarchive's rar/cab/lha samples, damaged copies
@@ -425,6 +428,38 @@ PY
 	fi
 else
 	note "7zz or python3 missing: no Deflate64 seeds"
+fi
+
+# ---- PPMd: the 5 property bytes, then a raw stream, out of 7zz -m0=PPMd archives -------------
+P=$out/fuzz_ppmd
+mkdir -p "$P"
+if have 7zz && [ -n "$py" ]; then
+	mkdir -p "$work/ppmd"
+	head -c 60000 "$work/big" >"$work/ppmd/text"
+	"$py" -c 'import random, sys; sys.stdout.buffer.write(random.Random(2).randbytes(8000))' >"$work/ppmd/noise"
+	cp "$T/gnu.tar" "$work/ppmd/tar" 2>/dev/null || true
+	for f in text noise tar; do
+		[ -f "$work/ppmd/$f" ] || continue
+		for pr in o=2:mem=64k o=6:mem=1m o=16:mem=64k o=32:mem=16m; do
+			rm -f "$work/ppmd/p.7z"
+			(cd "$work/ppmd" && 7zz a -bd -mhc=off -m0=PPMd:$pr p.7z "$f" >/dev/null 2>&1) || continue
+			"$py" - "$work/ppmd/p.7z" "$P/$f-${pr//[=:]/}" <<'PY' || rm -f "$P/$f-${pr//[=:]/}"
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+nxt = struct.unpack_from("<Q", d, 12)[0]
+k = d.index(b"\x03\x04\x01\x05", 32 + nxt)  # the coder: id 03 04 01, 5 property bytes
+open(sys.argv[2], "wb").write(d[k + 4:k + 9] + d[32:32 + nxt])
+PY
+		done
+	done
+	if [ -f "$P/text-o6mem1m" ]; then
+		n=$(stat -c %s "$P/text-o6mem1m")
+		head -c $((n / 2)) "$P/text-o6mem1m" >"$P/trunc-text"
+		cp "$P/text-o6mem1m" "$P/flipped-text"
+		printf '\x55' | dd of="$P/flipped-text" bs=1 seek=$((n * 2 / 3)) conv=notrunc status=none
+	fi
+else
+	note "7zz or python3 missing: no PPMd seeds"
 fi
 
 # fuzz_ar: GNU ar (short and long names, an odd size), deterministic, BSD and darwin
