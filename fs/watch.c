@@ -86,14 +86,16 @@ static bool attr_changed(const struct watched *e)
 	       st.st_mtim.tv_nsec != e->opened.st_mtim.tv_nsec;
 }
 
+/* Drops the kernel's cached pages of e's files, then says so: the log line (in
+ * user.tarseek.log too) comes once they are gone, so whoever sees it knows. */
 static void invalidate(struct watch *w, struct watched *e)
 {
-	tfs_log(TFS_LOG_WARNING, "%s changed under the mount: its files' cached pages are "
-		"dropped, and their reads fail until it is mounted again", e->path);
 	inotify_rm_watch(w->ifd, e->wd);
 	e->wd = -1;
 	for (uint64_t i = 1; i <= e->entries; i++)
 		fuse_lowlevel_notify_inval_inode(w->se, (fuse_ino_t)un_source_ino(e->src, i), 0, 0);
+	tfs_log(TFS_LOG_WARNING, "%s changed under the mount: its files' cached pages are "
+		"dropped, and their reads fail until it is mounted again", e->path);
 }
 
 static void handle(struct watch *w, const struct inotify_event *ev)
