@@ -20,11 +20,10 @@ import shutil
 import pytest
 
 from conftest import compare_trees, random_bytes, read_errno, run
+from sevenzip_cli import ENV7, check_tree, extract, make
 
 pytestmark = pytest.mark.skipif(shutil.which("7zz") is None,
                                 reason="7zz (Debian package 7zip) is needed")
-
-ENV7 = dict(os.environ, LC_ALL="C.UTF-8", TZ="UTC")
 
 
 def words_text(n, seed):
@@ -53,32 +52,10 @@ def make_src(root):
     return root
 
 
-def make(archive, src, *switches):
-    run("7zz", "a", "-bd", "-bso0", "-bsp0", "-y", *switches, archive, ".", cwd=src, env=ENV7)
-    return archive
-
-
-def extract(archive, dest):
-    run("7zz", "x", "-y", "-bd", "-bsp0", f"-o{dest}", archive, env=ENV7)
-    return dest
-
-
 def methods(archive):
     out = run("7zz", "l", "-slt", archive, env=ENV7).stdout.decode()
     return [line.split(" = ", 1)[1] for line in out.splitlines()
             if line.startswith("Method = ") and line != "Method = "]
-
-
-def check_tree(m, ref, big="sub/large.txt"):
-    compare_trees(m.path, ref, check_root=False, mtimes=False, dir_mtimes=False, owners=False,
-                  xattrs=False)
-    data = (ref / big).read_bytes()
-    rng = random.Random(5)
-    with open(os.path.join(m.path, big), "rb") as f:
-        for _ in range(30):
-            off = rng.randrange(len(data))
-            f.seek(off)
-            assert f.read(5000) == data[off:off + 5000], off
 
 
 @pytest.fixture(scope="module")
