@@ -76,7 +76,7 @@ static int load_sparse(struct arch_file *f, struct conn *c, uint64_t ino)
 }
 
 /* Opens entry ino's data: a regular file's, or (link) a symlink's whose target is its data
- * (arch_link_read). */
+ * (link_read). */
 static int file_open(struct arch *a, uint64_t ino, bool link, struct arch_file **out)
 {
 	struct arch_file *f = NULL;
@@ -149,7 +149,12 @@ int arch_file_open(struct arch *a, uint64_t ino, struct arch_file **out)
 	return file_open(a, ino, false, out);
 }
 
-int arch_link_read(struct arch *a, uint64_t ino, char *buf, size_t size, size_t *len)
+/* The target of symlink ino read from its data through its reader (see archive_int.h's
+ * arch_link_stored): its bytes are checked as a file's are (the CRC-32, the stream's); 0 and
+ * *len, -ERANGE (*len set) if size is too small, or the read's error: -EIO (damaged, logged),
+ * -EACCES (encrypted and no password given opens it, logged), the error an entry was marked
+ * unreadable with (logged with why). */
+static int link_read(struct arch *a, uint64_t ino, char *buf, size_t size, size_t *len)
 {
 	struct arch_file *f;
 	ssize_t n;
@@ -171,6 +176,13 @@ int arch_link_read(struct arch *a, uint64_t ino, char *buf, size_t size, size_t 
 	}
 	arch_file_close(f);
 	return err;
+}
+
+int arch_readlink(struct arch *a, uint64_t ino, char *buf, size_t size, size_t *len)
+{
+	int err = arch_link_stored(a, ino, buf, size, len);
+
+	return err == -ENODATA ? link_read(a, ino, buf, size, len) : err;
 }
 
 uint64_t arch_file_size(const struct arch_file *f)

@@ -135,13 +135,11 @@ ssize_t arch_stream_read(struct astream *st, void *buf, size_t len, uint64_t off
  * "target" cannot be one (symlink(2) refuses it too). */
 #define ARCH_LINK_MAX 4095
 
-/* The target of symlink ino read from its data through its reader (query.c's arch_readlink,
- * for a target the index does not hold: encrypted, or not decoded while indexing).  Its bytes
- * are checked as a file's are (the CRC-32, the stream's); 0 and *len, -ERANGE (*len set) if
- * size is too small, or the read's error: -EIO (damaged, logged), -EACCES (encrypted and no
- * password given opens it, logged), the error an entry was marked unreadable with (logged
- * with why). */
-int arch_link_read(struct arch *a, uint64_t ino, char *buf, size_t size, size_t *len);
+/* The target of symlink ino as the index holds it (query.c): 0 and *len, -ERANGE (*len set)
+ * if size is too small, -EINVAL if ino is no symlink, -ENOENT, or -ENODATA when the target is
+ * the entry's data and the index does not hold it (encrypted, or not decoded while indexing):
+ * arch_readlink (archive_file.c) then reads it through the entry's reader. */
+int arch_link_stored(struct arch *a, uint64_t ino, char *buf, size_t size, size_t *len);
 
 /* A connection from the pool (or a new one): 0 and *out, or -errno (-ENOMEM, -EIO when the
  * index cannot be opened: logged).  arch_conn_put gives it back. */

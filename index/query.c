@@ -267,7 +267,7 @@ int arch_readdir(struct arch *a, uint64_t dir, uint64_t after, arch_dirent_fn fn
 	return r;
 }
 
-int arch_readlink(struct arch *a, uint64_t ino, char *buf, size_t size, size_t *len)
+int arch_link_stored(struct arch *a, uint64_t ino, char *buf, size_t size, size_t *len)
 {
 	struct conn *c;
 	int r = arch_conn_get(a, &c), err = 0;
@@ -298,7 +298,7 @@ int arch_readlink(struct arch *a, uint64_t ino, char *buf, size_t size, size_t *
 	}
 	sqlite3_reset(c->readlink);
 	arch_conn_put(a, c);
-	return in_data ? arch_link_read(a, ino, buf, size, len) : err;
+	return in_data ? -ENODATA : err;
 }
 
 ssize_t arch_listxattr(struct arch *a, uint64_t ino, char *buf, size_t size)

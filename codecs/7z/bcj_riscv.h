@@ -1,5 +1,5 @@
 /* The RISC-V branch converter (7-Zip's method 0B, xz's filter 0x0B), decoder only
- * (bcj_riscv.c), and the 7z graph node that applies it (sz_riscv_read, sevenzip_graph.h).
+ * (bcj_riscv.c); the 7z graph's node that applies it is in sevenzip_graph.c.
  *
  * The encoder makes the pc-relative targets of calls absolute so that repeated calls to one
  * function compress alike: a JAL whose rd is x1 or x5 gets its 20-bit immediate replaced by

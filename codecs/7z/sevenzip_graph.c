@@ -2,6 +2,8 @@
  * is built by sevenzip_build.c. */
 #include "codecs/7z/sevenzip_graph.h"
 
+#include "codecs/7z/bcj_riscv.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -535,6 +537,50 @@ static int sz_end_plain(struct sz_node *n)
 			return err;
 	}
 	return 0;
+}
+
+/* The RISCV filter (bcj_riscv.h) over any coder.  ib[0] holds the input: [pos, u.rv.ready) converted and not yet returned, [ready, len) still to
+ * convert (fewer than 8 bytes, or the input's end); u.rv.at is the stream position of ib->buf[0]
+ * (the filter's start offset from the coder's properties, plus the bytes before). */
+
+static ssize_t sz_riscv_read(struct sz_node *n, uint8_t *buf, size_t len)
+{
+	struct sz_ibuf *ib = &n->ib[0];
+
+	if (len > n->size - n->done)
+		len = (size_t)(n->size - n->done);
+	if (len == 0)
+		return 0;
+	while (n->u.rv.ready == ib->pos) {
+		size_t keep = ib->len - ib->pos;
+		ssize_t r;
+
+		if (ib->eof) /* the input has ended: the last bytes are final as they are */
+			return sz_fail(n, -EIO, "its input ends after %" PRIu64 " of %" PRIu64
+				       " bytes", n->done, n->size);
+		memmove(ib->buf, ib->buf + ib->pos, keep);
+		n->u.rv.at += (uint32_t)ib->pos;
+		ib->pos = 0;
+		ib->len = keep;
+		n->u.rv.ready = 0;
+		r = sz_read(n->child[0], ib->buf + keep, ib->cap - keep);
+		if (r < 0)
+			return r;
+		if (r == 0) {
+			ib->eof = true;
+			n->u.rv.ready = ib->len;
+			if (keep == 0)
+				continue; /* nothing left: the error above */
+			break;
+		}
+		ib->len += (size_t)r;
+		n->u.rv.ready = bcj_riscv_decode(ib->buf, ib->len, n->u.rv.at);
+	}
+	if (len > n->u.rv.ready - ib->pos)
+		len = n->u.rv.ready - ib->pos;
+	memcpy(buf, ib->buf + ib->pos, len);
+	ib->pos += len;
+	return (ssize_t)len;
 }
 
 /* Next bytes of n: > 0, 0 at its (checked) end, or -errno (recorded in the chain). */

@@ -159,8 +159,6 @@ __attribute__((format(printf, 3, 4))) int sz_refuse(struct sz_chain *ch, int err
 
 /* The next bytes of node n (the root: the folder's): > 0, 0 at its end (checked), -errno. */
 ssize_t sz_read(struct sz_node *n, uint8_t *buf, size_t len);
-/* The RISCV node's read (bcj_riscv.c). */
-ssize_t sz_riscv_read(struct sz_node *n, uint8_t *buf, size_t len);
 
 
 #endif
