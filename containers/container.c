@@ -25,6 +25,19 @@ const struct container *cont_probe(struct src *in, const uint8_t *head, size_t l
 	return NULL;
 }
 
+/* Disk images and file systems (container.h): partition tables first, then file systems. */
+const struct container *const cont_images[] = {
+	NULL,
+};
+
+const struct container *cont_probe_image(struct src *in, const uint8_t *head, size_t len)
+{
+	for (size_t i = 0; cont_images[i]; i++)
+		if (cont_images[i]->probe(in, head, len))
+			return cont_images[i];
+	return NULL;
+}
+
 const char *cont_list(void)
 {
 	static char list[256];

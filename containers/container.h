@@ -89,10 +89,19 @@ extern const struct container cont_ar; /* ar: static libraries, .deb (ar.c) */
 extern const struct container cont_libarchive; /* rar, iso9660, cpio, ar, ... (libarchive.c) */
 #endif
 
+/* Disk images and file systems (GPT/MBR partition tables, ext2/3/4, FAT): containers like
+ * the others, but a file in such a format is shown as a folder only with -r (a vm.img.gz
+ * stays the file vm.img that a user loop-mounts).  Probed after the archive formats, never
+ * by cont_probe: by cont_probe_image, which callers ask only when recursion is on. */
+extern const struct container *const cont_images[]; /* NULL-terminated (container.c) */
+
 /* Names of the containers compiled in, for --version: "tar, zip, 7z, ...". */
 const char *cont_list(void);
 
-/* The container in is made with, or NULL. */
+/* The archive container in is made with, or NULL. */
 const struct container *cont_probe(struct src *in, const uint8_t *head, size_t len);
+
+/* The disk-image or file-system container in is made with (cont_images), or NULL. */
+const struct container *cont_probe_image(struct src *in, const uint8_t *head, size_t len);
 
 #endif

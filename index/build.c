@@ -231,7 +231,9 @@ static int build_members(struct builder *b, const struct idx_input *in,
 					   .ignore_zeros = o->ignore_zeros};
 		err = tar_parse(prog, &cb, ts);
 		st->members = b->members;
-	} else if (!codec && hn > 0 && (ct = cont_probe(in->src, head, (size_t)hn))) {
+	} else if (!codec && hn > 0 &&
+		   ((ct = cont_probe(in->src, head, (size_t)hn)) ||
+		    (o->recursion && (ct = cont_probe_image(in->src, head, (size_t)hn))))) {
 		err = bld_container(b, in, ct, o, st);
 	} else if (codec) {
 		struct codec_opts co = {.spacing = idx_stream_spacing(o, codec->name),
@@ -240,7 +242,8 @@ static int build_members(struct builder *b, const struct idx_input *in,
 		/* a cpio, zip, iso, ... (or another codec's stream) behind the codec: the
 		 * decoded file is indexed as an archive of its own afterwards (idx_wrap) */
 		st->inner = hn > 0 && (codec_probe(head, (size_t)hn) ||
-				       cont_probe(prog, head, (size_t)hn));
+				       cont_probe(prog, head, (size_t)hn) ||
+				       (o->recursion && cont_probe_image(prog, head, (size_t)hn)));
 		err = index_fast(b, codec, in->src, &co, &st->usize);
 		if (err >= 0) {
 			*fast = err == 1;

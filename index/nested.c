@@ -111,7 +111,7 @@ static int nest_one(struct arch *outer, const struct idx_input *in, const char *
 		return err == -EIO ? 0 : err;
 	hn = src_pread(ms, head, sizeof(head), 0);
 	if (hn <= 0 || !(codec_probe(head, (size_t)hn) || (hn == 512 && tar_header_valid(head)) ||
-			 cont_probe(ms, head, (size_t)hn)))
+			 cont_probe(ms, head, (size_t)hn) || cont_probe_image(ms, head, (size_t)hn)))
 		goto out;
 	if (asprintf(&ntmp, "%s.n%" PRIu64, tmp, id) < 0 ||
 	    asprintf(&shown, "%s/%.*s", in->name, (int)nlen, name) < 0) {

@@ -170,7 +170,7 @@ static bool probe_archive(struct dirtree *d, const char *rel)
 		return false;
 	ssize_t n = src_pread(s, head, sizeof(head), 0);
 	yes = n > 0 && (codec_probe(head, (size_t)n) || (n == 512 && tar_header_valid(head)) ||
-			cont_probe(s, head, (size_t)n));
+			cont_probe(s, head, (size_t)n) || cont_probe_image(s, head, (size_t)n));
 	src_free(s);
 	return yes;
 }
