@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "codecs/codec.h"
+#include "common/env.h"
 #include "common/log.h"
 #include "common/pool.h"
 #include "common/size.h"
@@ -329,29 +330,6 @@ static int fuse_args_for(struct options *o, const char *argv0, struct fuse_args 
 	return 0;
 }
 
-/* How long the user's requests hold the warm-up up: WARMUP_QUIET_MS, or
- * TARSEEK_WARMUP_QUIET_MS (the tests make it long, to watch the walk wait). */
-static unsigned warmup_quiet_ms(void)
-{
-	const char *v = getenv("TARSEEK_WARMUP_QUIET_MS");
-	char *end;
-	unsigned long ms = v && *v ? strtoul(v, &end, 10) : WARMUP_QUIET_MS;
-
-	return v && *v && (*end || ms > 600000) ? WARMUP_QUIET_MS : (unsigned)ms;
-}
-
-/* The smallest archive whose shadow a first mount leaves for after it (idx_build_opts'
- * shadow_later): IDX_SHADOW_LATER_MIN, or TARSEEK_SHADOW_LATER_MIN bytes (the tests make it
- * small, to see a small archive take that path). */
-static uint64_t shadow_later_min(void)
-{
-	const char *v = getenv("TARSEEK_SHADOW_LATER_MIN");
-	char *end;
-	unsigned long long n = v && *v ? strtoull(v, &end, 10) : 0;
-
-	return v && *v && !*end ? (uint64_t)n : IDX_SHADOW_LATER_MIN;
-}
-
 /* Detaches from the terminal unless foreground: forks, and the parent waits until the child
  * says the mount is ready (tfs_init writes a byte to *ready, see tfs.h) or ends without
  * saying so; it exits 0 or 1 accordingly, so that mount(8) and systemd learn whether the
@@ -445,7 +423,9 @@ static void bg_start_now(struct bg *b)
 		struct warmup_params wp = {.mountpoint = o->mountpoint, .se = t->se, .un = t->un,
 					   .handles = t->handles, .dp = t->dp, .pf = b->pf,
 					   .budget = b->pf ? pf_budget(b->pf) : 0,
-					   .quiet_ms = warmup_quiet_ms()};
+					   /* the tests make it long, to watch the walk wait */
+					   .quiet_ms = (unsigned)env_number(
+						   "TARSEEK_WARMUP_QUIET_MS", WARMUP_QUIET_MS, 0, 600000)};
 		t->warm = b->warm = warmup_start(&wp); /* best effort */
 	}
 }
@@ -621,7 +601,10 @@ int main(int argc, char **argv)
 				  .progress = o.quiet ? NULL : tprog_index, .recursion = o.recursion,
 				  .strip_ext = o.strip_ext, .ignore_zeros = o.ignore_zeros,
 				  .shadow = o.shadow, .shadow_max = o.shadow_max,
-				  .shadow_later = shadow_later_min()}},
+				  /* the tests make it small, to see a small archive take
+				   * that path */
+				  .shadow_later = env_number("TARSEEK_SHADOW_LATER_MIN",
+								   IDX_SHADOW_LATER_MIN, 0, UINT64_MAX)}},
 		.env = env,
 	};
 	if (un_new(o.no_union, &t.un) < 0 || !(t.handles = th_new(t.un, TFS_HANDLES)) ||

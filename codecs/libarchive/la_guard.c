@@ -40,6 +40,7 @@
 
 #include "codecs/libarchive/la_dl.h"
 #include "codecs/libarchive/libarchive_src.h"
+#include "common/env.h"
 #include "common/log.h"
 
 #define LAG_WATCHDOG_S 10
@@ -87,18 +88,6 @@ static uint64_t lag_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
-static unsigned lag_env(const char *name, unsigned dflt)
-{
-	const char *v = getenv(name);
-	char *end;
-	unsigned long n;
-
-	if (!v || !*v)
-		return dflt;
-	n = strtoul(v, &end, 10);
-	return *end || n == 0 || n > 1000000 ? dflt : (unsigned)n;
 }
 
 /* ---- the child ---- */
@@ -222,8 +211,8 @@ static int lag_serve(struct lag *g, struct src *in, struct lag_watch *w, const s
 static int lag_watch(struct lag *g, struct src *in, const char *name, pid_t pid, int *status,
 		     bool *reaped)
 {
-	unsigned limit_s = lag_env("TARSEEK_LA_WATCHDOG", LAG_WATCHDOG_S);
-	uint64_t budget = (uint64_t)lag_env("TARSEEK_LA_MEMORY", LAG_MEMORY_MIB) << 20;
+	unsigned limit_s = (unsigned)env_number("TARSEEK_LA_WATCHDOG", LAG_WATCHDOG_S, 1, 1000000);
+	uint64_t budget = env_number("TARSEEK_LA_MEMORY", LAG_MEMORY_MIB, 1, 1000000) << 20;
 	uint64_t last_rss = 0;
 	struct lag_watch w = {.progress = lag_ms(), .done = -1};
 	struct pollfd p = {.fd = g->req[0], .events = POLLIN};
