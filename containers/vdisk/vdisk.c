@@ -160,6 +160,7 @@ int vd_report(const struct cont_sink *sink, struct cont_stats *st, const struct 
 	m.mode = 0644;
 	m.no_owner = true;
 	m.mtime_sec = mtime;
+	m.no_mtime = !mtime;
 	m.uname = m.gname = "";
 	if (unreadable) {
 		tfs_log(unreadable == -EIO ? TFS_LOG_WARNING : TFS_LOG_NOTICE, "%s: %s: %s",

@@ -54,7 +54,7 @@ char *vd_member_name(const char *name);
 /* Reports the virtual disk of vsize bytes: read through map (NULL: all holes) when
  * unreadable is 0, else listed unreadable (-EIO damaged, -EOPNOTSUPP, -EACCES) with why,
  * which is also logged (damage at warning level: st->damaged is set).  mtime: the image's,
- * or 0 when it says none.  The sink's return. */
+ * or 0 when it says none (the member then has the image file's).  The sink's return. */
 int vd_report(const struct cont_sink *sink, struct cont_stats *st, const struct vd_map *map,
 	      uint64_t vsize, int64_t mtime, int unreadable, const char *why);
 
