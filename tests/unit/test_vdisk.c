@@ -3,10 +3,12 @@
  * VMDK monolithicSparse.  Each must report one member, the disk, whose sparse map applied to
  * the image gives exactly what `qemu-img convert -O raw` gives; the extents in order, inside
  * the image and the virtual size.  Refusals (the member listed, unreadable, with a reason):
- * compressed qcow2 clusters and streamOptimized VMDK, a qcow2 over a backing file.  Damage
- * -- a table entry past the end, an L2 table pointing at the header, a BAT entry outside the
- * file, a truncated image, random bytes in the tables -- must give an unreadable member or a
- * refusal, never a crash or a map outside the file. */
+ * compressed qcow2 clusters and streamOptimized VMDK, a qcow2 over a backing file, encryption,
+ * unknown features.  A dynamic VHD's sector bitmap with sectors absent: they read as zeros.
+ * Damage -- a table entry past the end, two L1 entries naming one L2 table and two grain
+ * entries one grain (the same bytes twice), a BAT entry outside the file, a truncated image,
+ * bytes flipped anywhere -- must give an unreadable member or a refusal, never a crash or a
+ * map outside the file. */
 #include "containers/vdisk/vdisk.h"
 
 #include <errno.h>
@@ -133,7 +135,7 @@ static uint8_t *run_file(const char *cmd, const char *out, size_t *len)
 
 /* Converts disk.raw to fmt with opts, and qemu's own view back to raw; checks the map. */
 static void one(const char *fmt, const char *opts, const char *cname, size_t *blen,
-		uint8_t **keep)
+		uint8_t **keep, size_t *rlen, uint8_t **rkeep)
 {
 	char cmd[512];
 	size_t len, rawlen;
@@ -160,6 +162,11 @@ static void one(const char *fmt, const char *opts, const char *cname, size_t *bl
 		*keep = img;
 		*blen = len;
 		img = NULL;
+	}
+	if (rkeep) {
+		*rkeep = raw;
+		*rlen = rawlen;
+		raw = NULL;
 	}
 out:
 	free(img);
@@ -241,6 +248,10 @@ static void qcow2_damage(const uint8_t *img, size_t len)
 	l2 = be64(img + l1) & 0x00fffffffffffe00ull;
 	put_be64(c + l2, 0x8000000000000000ull | ((uint64_t)len + (1 << 20)) >> 12 << 12);
 	expect_unreadable(c, len, -EIO, "qcow2 L2 past the end");
+	/* two L1 entries pointing to the same L2 table: the same clusters twice */
+	memcpy(c, img, len);
+	put_be64(c + l1 + 8, be64(img + l1));
+	expect_unreadable(c, len, -EIO, "qcow2 L2 table twice");
 	/* compressed cluster */
 	memcpy(c, img, len);
 	put_be64(c + l2, 0x4000000000000000ull | 4096);
@@ -268,6 +279,32 @@ static void qcow2_damage(const uint8_t *img, size_t len)
 	expect_unreadable(img, len - 4096, -EIO, "qcow2 truncated");
 	batter(img, len);
 	free(c);
+}
+
+/* A dynamic VHD's sector bitmap says which sectors are there: the others read as zeros. */
+static void vhd_bitmap(const uint8_t *img, size_t len, const uint8_t *raw, size_t rawlen)
+{
+	uint8_t *c = malloc(len), *want = malloc(rawlen);
+	uint64_t dyn = be64(img + 16), bat = be64(img + dyn + 16);
+	uint64_t block = (uint64_t)be32(img + bat) * 512;
+	struct got g;
+	const struct container *ct;
+
+	CHECK(be32(img + bat) != 0xffffffffu); /* the disk has data at 0 */
+	memcpy(c, img, len);
+	memcpy(want, raw, rawlen);
+	c[block] = 0x0f;     /* sectors 0-3 absent, 4-7 present */
+	c[block + 1] = 0x80; /* 8 present, 9-15 absent */
+	memset(want, 0, 4 * 512);
+	memset(want + 9 * 512, 0, 7 * 512);
+	CHECK_EQ(parse(c, len, "x.vhd", &g, &ct), 0);
+	CHECK_EQ(g.unreadable, 0);
+	CHECK(g.next >= 2 && g.ext[0].off == 4 * 512 && g.ext[0].len == 5 * 512 &&
+	      g.ext[1].off == 16 * 512);
+	check_map(&g, c, len, want, rawlen);
+	free(g.ext);
+	free(c);
+	free(want);
 }
 
 static void vhd_damage(const uint8_t *img, size_t len)
@@ -322,8 +359,8 @@ static void vmdk_damage(const uint8_t *img, size_t len)
 
 int main(void)
 {
-	size_t len;
-	uint8_t *img = NULL, *seed;
+	size_t len, rawlen;
+	uint8_t *img = NULL, *seed, *raw = NULL;
 	char cmd[512];
 
 	if (!tu_have("qemu-img")) {
@@ -347,27 +384,30 @@ int main(void)
 	fclose(f);
 	free(seed);
 
-	one("qcow2", "-o compat=0.10,cluster_size=4096", "qcow2", NULL, NULL);
-	one("qcow2", "-o compat=1.1", "qcow2", NULL, NULL);
-	one("qcow2", "-o cluster_size=4096", "qcow2", &len, &img);
+	one("qcow2", "-o compat=0.10,cluster_size=4096", "qcow2", NULL, NULL, NULL, NULL);
+	one("qcow2", "-o compat=1.1", "qcow2", NULL, NULL, NULL, NULL);
+	one("qcow2", "-o cluster_size=4096", "qcow2", &len, &img, NULL, NULL);
 	if (img)
 		qcow2_damage(img, len);
 	free(img);
 	img = NULL;
-	one("vpc", "-o subformat=fixed", "vhd", NULL, NULL);
-	one("vpc", "-o subformat=fixed,force_size=on", "vhd", NULL, NULL);
-	one("vpc", "-o subformat=dynamic", "vhd", &len, &img);
+	one("vpc", "-o subformat=fixed", "vhd", NULL, NULL, NULL, NULL);
+	one("vpc", "-o subformat=fixed,force_size=on", "vhd", NULL, NULL, NULL, NULL);
+	one("vpc", "-o subformat=dynamic", "vhd", &len, &img, &rawlen, &raw);
+	if (img && raw)
+		vhd_bitmap(img, len, raw, rawlen);
 	if (img)
 		vhd_damage(img, len);
+	free(raw);
 	free(img);
 	img = NULL;
-	one("vhdx", "-o block_size=1M", "vhdx", &len, &img);
+	one("vhdx", "-o block_size=1M", "vhdx", &len, &img, NULL, NULL);
 	if (img)
 		vhdx_damage(img, len);
 	free(img);
 	img = NULL;
-	one("vhdx", "-o subformat=fixed", "vhdx", NULL, NULL);
-	one("vmdk", "-o subformat=monolithicSparse", "vmdk", &len, &img);
+	one("vhdx", "-o subformat=fixed", "vhdx", NULL, NULL, NULL, NULL);
+	one("vmdk", "-o subformat=monolithicSparse", "vmdk", &len, &img, NULL, NULL);
 	if (img)
 		vmdk_damage(img, len);
 	free(img);
