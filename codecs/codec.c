@@ -130,7 +130,8 @@ static const char *const container_suffixes[] = {
     ".tar", ".zip", ".7z",   ".jar", ".war", ".ear",  ".apk", ".whl", ".epub", ".rar", ".iso",
     ".cpio", ".deb", ".rpm", ".cab", ".lzh", ".lha", ".xar", ".warc",
     /* disk images and file systems (container.h's cont_images), with -r only */
-    ".img", ".raw", ".ext2", ".ext3", ".ext4", ".vfat", ".fat"};
+    ".img", ".raw", ".ext2", ".ext3", ".ext4", ".vfat", ".fat",
+    ".qcow2", ".qcow", ".vhd", ".vhdx", ".vpc", ".vmdk"};
 
 /* the suffix of name[0..len) among suffixes[] or container_suffixes[], or 0 */
 static size_t archive_suffix(const char *name, size_t len)

@@ -3,6 +3,8 @@
 
 #include <stdio.h>
 
+#include "containers/vdisk/vdisk.h"
+
 #if HAVE_LIBARCHIVE
 #include "codecs/libarchive/libarchive_src.h"
 #endif
@@ -25,8 +27,13 @@ const struct container *cont_probe(struct src *in, const uint8_t *head, size_t l
 	return NULL;
 }
 
-/* Disk images and file systems (container.h): partition tables first, then file systems. */
+/* Disk images and file systems (container.h): virtual-disk containers first (a fixed VHD
+ * starts with its disk's partition table), then partition tables, then file systems. */
 const struct container *const cont_images[] = {
+	&cont_qcow2,
+	&cont_vhdx,
+	&cont_vmdk,
+	&cont_vhd, /* last of the four: its probe reads the end of the file */
 	NULL,
 };
 

@@ -68,6 +68,7 @@ struct arc_member {
 	bool dos_time;	   /* mtime_sec is a zip DOS time, which has no zone, read as UTC (the
 			      mount shows it as local time, as unzip extracts it) */
 	bool no_owner;	   /* the archive says nothing of uid/gid: the archive file's owner */
+	bool no_mtime;	   /* the archive says nothing of the time: the archive file's mtime */
 	int unreadable;	   /* 0, or why its bytes cannot be read: -EOPNOTSUPP (a method or filter
 			      tarseek lacks), -EACCES (encrypted); it is listed, its reads fail */
 	const char *why;   /* for unreadable: what, e.g. "compression method 6 (implode)" */

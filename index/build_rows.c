@@ -232,8 +232,8 @@ int bld_member(void *opaque, const struct arc_member *e)
 	 * extracting user's); the mount shows root */
 	r.uid = e->no_owner ? b->uid : e->uid <= UINT32_MAX ? e->uid : 0;
 	r.gid = e->no_owner ? b->gid : e->gid <= UINT32_MAX ? e->gid : 0;
-	r.mtime = e->mtime_sec;
-	r.mtime_nsec = e->mtime_nsec;
+	r.mtime = e->no_mtime ? b->mtime : e->mtime_sec;
+	r.mtime_nsec = e->no_mtime ? b->mtime_nsec : e->mtime_nsec;
 	r.hdr_off = e->hdr_off;
 	r.data_off = e->data_off;
 	r.size = e->size;

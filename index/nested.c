@@ -176,7 +176,7 @@ static int collect(const char *tmp, const struct idx_input *in, const struct idx
 	err = db_prepare(db,
 			 "SELECT id, name, mode, uid, gid, mtime, mtime_nsec FROM entries"
 			 " WHERE latest = 1 AND target IS NULL AND (mode & 61440) = 32768"
-			 " AND size >= 32",
+			 " AND size >= 32 AND unreadable IS NULL",
 			 &q);
 	while (!err && sqlite3_step(q) == SQLITE_ROW) {
 		struct nested_img img = {0};

@@ -19,6 +19,8 @@
 #                            archives 7zz wrote with -m0=PPMd (orders 2..32, 64 KiB..16 MiB;
 #                            text, a tar, random bytes), cut out, a truncated and a flipped one
 #   DIR/fuzz_http/           HTTP answers (nginx, S3, HTTP/2) and AWS credentials/config files
+#   DIR/fuzz_vdisk/          qcow2, VHD, VHDX and VMDK images of a small disk made by qemu-img
+#                            (the large ones in fuzz_vdisk.c's sparse form), cut and flipped
 #   DIR/fuzz_libarchive/     cpio (newc, odc, bin, crc), ar, iso9660, xar and warc of a small
 #                            tree, libarchive's rar/cab/lha samples, damaged copies
 # Nothing binary is kept in the repository: the seeds are made at run time.  Tools that are
@@ -541,6 +543,55 @@ printf 'HTTP/1.1 416 Requested Range Not Satisfiable\r\nContent-Range: bytes */0
 printf 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 Slow Down\r\nRetry-After: 3\r\nx-amz-request-id: 4442587FB7D0A2F9\r\n\r\n' >"$H/s3-503"
 printf 'HTTP/2 206\r\ncontent-range: bytes 100-199/*\r\netag: W/"abc"\r\n\r\n' >"$H/h2-unknown-total"
 printf 'https://user:p@ss@host:8443/a/b.tar.gz?X-Amz-Signature=abc\n[default]\naws_access_key_id = AKID\naws_secret_access_key = SECRET\nregion = eu-west-1\n[profile x]\nregion=us-west-2\n[x]\naws_access_key_id=X\n' >"$H/aws-files"
+
+# fuzz_vdisk: qemu-img's images of a small disk (data, a hole, data): qcow2 v2 and v3 (512-byte
+# and 64 KiB clusters, compressed clusters, over a backing file), VMDK monolithicSparse and
+# streamOptimized as they are; VHD fixed and dynamic and VHDX (MiBs of zeros) in the
+# harness's sparse form ("VDFZ", the size, then {offset, length, bytes} of the non-zero 4 KiB
+# blocks, see fuzz_vdisk.c); a truncated and a flipped qcow2
+V=$out/fuzz_vdisk
+mkdir -p "$V" "$work/vd"
+if have qemu-img && [ -n "$py" ]; then
+	vd=$work/vd
+	truncate -s 2M "$vd/d.raw"
+	printf 'disk data at zero' | dd of="$vd/d.raw" conv=notrunc status=none
+	seq 1 3000 | dd of="$vd/d.raw" bs=1 seek=1100000 conv=notrunc status=none
+	vdi() { qemu-img convert -f raw "$@" >/dev/null 2>&1 || note "qemu-img $* failed"; }
+	vdi -O qcow2 -o cluster_size=512 "$vd/d.raw" "$V/v3-512.qcow2"
+	vdi -O qcow2 -o compat=0.10,cluster_size=512 "$vd/d.raw" "$V/v2-512.qcow2"
+	vdi -O qcow2 "$vd/d.raw" "$vd/v3-64k.qcow2"
+	vdi -c -O qcow2 -o cluster_size=4096 "$vd/d.raw" "$V/compressed.qcow2"
+	qemu-img create -f qcow2 -b "$vd/d.raw" -F raw -o cluster_size=512 "$V/backing.qcow2" \
+		>/dev/null 2>&1 || note "qemu-img create -b failed"
+	vdi -O vmdk "$vd/d.raw" "$vd/sparse.vmdk"
+	vdi -O vmdk -o subformat=streamOptimized "$vd/d.raw" "$vd/stream.vmdk"
+	vdi -O vpc -o subformat=dynamic "$vd/d.raw" "$vd/dyn.vhd"
+	vdi -O vpc -o subformat=fixed "$vd/d.raw" "$vd/fixed.vhd"
+	vdi -O vhdx -o block_size=1M,log_size=1M "$vd/d.raw" "$vd/d.vhdx"
+	"$py" - "$vd" "$V" <<'PY' || note "python vdisk seeds failed"
+import os, struct, sys
+src, out = sys.argv[1], sys.argv[2]
+for name in ("v3-64k.qcow2", "dyn.vhd", "fixed.vhd", "d.vhdx", "sparse.vmdk", "stream.vmdk"):
+    try:
+        data = open(os.path.join(src, name), "rb").read()
+    except OSError:
+        continue
+    rec = [b"VDFZ", struct.pack("<I", len(data))]
+    for off in range(0, len(data), 4096):
+        blk = data[off:off + 4096].rstrip(b"\0")
+        if blk:
+            rec.append(struct.pack("<IH", off, len(blk)) + blk)
+    open(os.path.join(out, name + ".vdfz"), "wb").write(b"".join(rec))
+PY
+	if [ -f "$V/v3-512.qcow2" ]; then
+		n=$(stat -c %s "$V/v3-512.qcow2")
+		head -c $((n / 2)) "$V/v3-512.qcow2" >"$V/cut.qcow2"
+		cp "$V/v3-512.qcow2" "$V/flipped.qcow2"
+		printf '\377\377' | dd of="$V/flipped.qcow2" bs=1 seek=$((n - 600)) conv=notrunc status=none
+	fi
+else
+	note "qemu-img or python3 missing: no virtual-disk seeds"
+fi
 
 # the codec harnesses also start from the plain tars (the magic is the first thing to find)
 for f in gnu pax; do
