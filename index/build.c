@@ -347,6 +347,7 @@ static int build_meta(struct builder *b, const struct idx_build_stats *st, bool 
 	err = err ? err : db_meta_set_u64(b->db, "usize", st->usize);
 	err = err ? err : db_meta_set_u64(b->db, "members", st->members);
 	err = err ? err : db_meta_set_u64(b->db, "damaged", st->damaged);
+	err = err ? err : db_meta_set_u64(b->db, "readers", IDX_READERS);
 	/* said of every single file, so that an index made before compressed archives were
 	 * looked into is known (validate.c) */
 	if (st->single_file)

@@ -50,6 +50,10 @@
 
 #define IDX_FORMAT 6
 #define IDX_FORMAT_OLDEST 5 /* still read: format 5 lacks IDX_CRCS_SEGMENTS_FINE, nothing else */
+/* What tarseek reads inside archives, bumped when it reads more (meta 'readers'): an index
+ * made before may show as a file, or empty, what is now a folder (validate.c).
+ * 1: disk images, file systems and virtual disks with -r; ar of its own (COFF libraries). */
+#define IDX_READERS 1
 #define IDX_ROOT 1
 #define IDX_STREAM 1 /* the one stream of a compressed tar or file */
 

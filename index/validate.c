@@ -94,6 +94,27 @@ static bool zip_unencrypted(sqlite3 *db)
 	return r;
 }
 
+/* An index made before tarseek read what it reads now (db.h's IDX_READERS): one made with -r
+ * (a disk image, a file system or a virtual disk inside was left a file), or one of an
+ * archive libarchive found empty (an ar of COFF import libraries, which ar.c now reads). */
+static bool readers_older(sqlite3 *db)
+{
+	uint64_t readers = 0, members = 1;
+	char *kind, *opts;
+	bool r;
+
+	if (db_meta_get_u64(db, "readers", &readers) && readers >= IDX_READERS)
+		return false;
+	kind = db_meta_get(db, "kind");
+	opts = db_meta_get(db, "options");
+	(void)db_meta_get_u64(db, "members", &members);
+	r = (opts && strstr(opts, "recursion=")) ||
+	    (kind && strcmp(kind, "libarchive") == 0 && members == 0);
+	free(kind);
+	free(opts);
+	return r;
+}
+
 /* Another program's database is never ours to replace: no meta table or no format row.
  * 0, -ENOTSUP (another program's) or -ESTALE (damaged), with why. */
 static int ours(sqlite3 *db, char *why, size_t whylen)
@@ -141,6 +162,10 @@ static bool outdated(sqlite3 *db, char *why, size_t whylen)
 	if (zip_unencrypted(db)) /* its encrypted entries would stay unreadable */
 		return why_is(why, whylen, true, "%s",
 			      "made before encrypted zip entries could be read");
+	if (readers_older(db))
+		return why_is(why, whylen, true, "%s",
+			      "made before tarseek read disk images, file systems and ar "
+			      "libraries inside archives");
 	return false;
 }
 

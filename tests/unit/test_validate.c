@@ -193,6 +193,23 @@ static void test_validate(void)
 	CHECK_EQ(idx_validate(ix, ar, &b, why, sizeof(why)), 0);
 	build_ok(ar, ix, &b);
 
+	/* made before tarseek read disk images, file systems and ar libraries (no meta
+	 * 'readers'): rebuilt when built with -r, or when libarchive found the archive empty;
+	 * else kept */
+	edit_index(ix, "DELETE FROM meta WHERE key = 'readers'", true);
+	CHECK_EQ(idx_validate(ix, ar, &b, why, sizeof(why)), 0);
+	edit_index(ix, "UPDATE meta SET value = 'libarchive' WHERE key = 'kind'", true);
+	CHECK_EQ(idx_validate(ix, ar, &b, why, sizeof(why)), 0); /* it has members */
+	edit_index(ix, "UPDATE meta SET value = '0' WHERE key = 'members'", true);
+	expect_rebuilt(ar, ix, &b, "disk images");
+	b2 = b;
+	b2.recursion = 1;
+	build_ok(ar, ix, &b2);
+	CHECK_EQ(idx_validate(ix, ar, &b2, why, sizeof(why)), 0);
+	edit_index(ix, "DELETE FROM meta WHERE key = 'readers'", true);
+	expect_rebuilt(ar, ix, &b2, "disk images");
+	build_ok(ar, ix, &b);
+
 	/* an interrupted build: the members but no 'complete' marker, nor the seal */
 	struct idx_input in = input_of(ar);
 	CHECK_EQ(idx_build_base(&in, ix, &b, NULL), 0);
