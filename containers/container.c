@@ -27,6 +27,8 @@ const struct container *cont_probe(struct src *in, const uint8_t *head, size_t l
 
 /* Disk images and file systems (container.h): partition tables first, then file systems. */
 const struct container *const cont_images[] = {
+	&cont_parttable,
+	&cont_fat,
 	NULL,
 };
 
