@@ -7,7 +7,8 @@
  * The boot sector's BPB gives the layout: reserved sectors, then the FATs, then (FAT12/16)
  * the fixed root directory, then the data region of clusters numbered from 2.  The type is
  * chosen by the count of clusters (< 4085 FAT12, < 65525 FAT16, else FAT32), never by the
- * "FAT16   " string.  The active FAT (the first, or FAT32's ext_flags choice when mirroring
+ * "FAT16   " string -- except that a FAT32 BPB (no 16-bit FAT size) is FAT32 whatever its
+ * count, as Linux and mtools read it (mkfs.vfat -F 32 makes such small volumes).  The active FAT (the first, or FAT32's ext_flags choice when mirroring
  * is off) is read whole, as far as the volume holds it (a FAT12 of 4084 clusters is 6 KiB,
  * a FAT32 of a million 1.5 MiB volume-size clusters 4 MiB); an entry past what was read is
  * "outside the FAT".
@@ -36,6 +37,7 @@
 struct bpb {
 	uint32_t bps, spc, rsvd, nfats, root_ent, fatsz, ext_flags, root_cluster;
 	uint64_t tot;
+	bool fat32; /* the FAT32 BPB: no 16-bit FAT size, no fixed root folder */
 };
 
 /* The BPB of boot sector s, checked for what the layout needs: true if it is one. */
@@ -57,7 +59,8 @@ static bool fat_bpb(const uint8_t *s, struct bpb *b)
 	    (b->spc & (b->spc - 1)) || !b->rsvd || !b->nfats || b->nfats > 4 || !b->tot ||
 	    !b->fatsz || (s[21] != 0xF0 && s[21] < 0xF8))
 		return false;
-	if (!le16(s + 22) && b->root_ent) /* FAT32's BPB (no 16-bit FAT size): no fixed root */
+	b->fat32 = !le16(s + 22);
+	if (b->fat32 && b->root_ent) /* FAT32's BPB (no 16-bit FAT size): no fixed root */
 		return false;
 	return true;
 }
@@ -77,6 +80,9 @@ static bool fat_layout(struct fat *f, const struct bpb *b)
 	f->csize = b->bps * b->spc;
 	f->count = (uint32_t)clusters;
 	f->type = clusters < 4085 ? 12 : clusters < 65525 ? 16 : 32;
+	if (b->fat32)
+		f->type = 32; /* a FAT32 BPB with too few clusters: what mkfs.vfat -F 32 makes of a
+				 small volume, and what Linux and mtools read as FAT32 */
 	f->root_off = ((uint64_t)b->rsvd + (uint64_t)b->nfats * b->fatsz) * b->bps;
 	f->root_len = root_secs * b->bps;
 	f->data = meta * b->bps;
