@@ -168,17 +168,17 @@ int fat_chain(struct fat *f, uint32_t first, uint64_t len, bool dir, const char 
 			*why = "its cluster chain points outside the volume";
 			break;
 		}
+		uint64_t src = f->data + (uint64_t)(c - 2) * f->csize;
+		uint64_t n = dir || len - off > f->csize ? f->csize : len - off;
+		if (c >= f->mapped || src > f->size || n > f->size - src) {
+			*why = "its data lies past the end of the volume (truncated)";
+			break;
+		}
 		if (f->used[c / 8] & (1u << (c % 8))) {
 			*why = "its cluster chain loops, or meets another file's clusters";
 			break;
 		}
 		f->used[c / 8] |= (uint8_t)(1u << (c % 8));
-		uint64_t src = f->data + (uint64_t)(c - 2) * f->csize;
-		uint64_t n = dir || len - off > f->csize ? f->csize : len - off;
-		if (src > f->size || n > f->size - src) {
-			*why = "its data lies past the end of the volume (truncated)";
-			break;
-		}
 		err = fat_push(f, off, n, src);
 		if (err)
 			return err;
@@ -229,8 +229,12 @@ static int fat_load(struct fat *f, const struct bpb *b)
 		tfs_log(TFS_LOG_ERR, "%s: a FAT of %" PRIu64 " bytes: too large", f->name, need);
 		return -ENOTSUP;
 	}
+	/* the bitmap covers the clusters the volume holds: a hostile count costs nothing */
+	f->mapped = f->size > f->data ? (f->size - f->data + f->csize - 1) / f->csize + 2 : 2;
+	if (f->mapped > (uint64_t)f->count + 2)
+		f->mapped = (uint64_t)f->count + 2;
 	f->fat = malloc(need ? (size_t)need : 1);
-	f->used = calloc(((size_t)f->count + 2) / 8 + 1, 1);
+	f->used = calloc((size_t)f->mapped / 8 + 1, 1);
 	if (!f->fat || !f->used)
 		return -ENOMEM;
 	f->fat_len = (size_t)need;

@@ -27,6 +27,7 @@ struct fat {
 	uint8_t *fat;	       /* the active FAT as far as the volume holds it */
 	size_t fat_len;
 	uint8_t *used; /* a bit per cluster: in a chain already followed (loops, sharing) */
+	uint64_t mapped; /* clusters (from 0) whose data the volume holds, at least in part */
 	struct member_sparse *ext; /* the chain fat_chain last followed, as extents */
 	size_t next, ext_cap;
 	uint64_t members;
