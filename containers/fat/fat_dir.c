@@ -77,6 +77,8 @@ struct walk {
 	struct fat *f;
 	struct dirq *q;
 	size_t nq, head, cap;
+	struct member_sparse *dext; /* the folder being walked: where its bytes are */
+	size_t ndext, dext_cap;
 	char path[FAT_PATH_MAX + 300];
 };
 
@@ -213,8 +215,19 @@ static int queue_dir(struct walk *w, const char *path, uint32_t cluster)
 	return 0;
 }
 
-/* Short entry e, named name, in the folder at path plen bytes of w->path. */
-static int report(struct walk *w, const uint8_t *e, size_t plen, const char *name, size_t nlen)
+/* Where byte off of the folder being walked lies in the volume (its entry's hdr_off). */
+static uint64_t entry_offset(const struct walk *w, uint64_t off)
+{
+	for (size_t i = 0; i < w->ndext; i++)
+		if (off - w->dext[i].off < w->dext[i].len)
+			return w->dext[i].src + (off - w->dext[i].off);
+	return 0;
+}
+
+/* Short entry e (at off in its folder), named name, in the folder at path plen bytes of
+ * w->path. */
+static int report(struct walk *w, const uint8_t *e, uint64_t off, size_t plen, const char *name,
+		  size_t nlen)
 {
 	struct fat *f = w->f;
 	struct arc_member m = {0};
@@ -239,7 +252,7 @@ static int report(struct walk *w, const uint8_t *e, size_t plen, const char *nam
 	m.no_owner = true;
 	m.mtime_sec = dos_seconds(le16(e + 24), le16(e + 22));
 	m.dos_time = true;
-	m.hdr_off = 0;
+	m.hdr_off = entry_offset(w, off);
 	if (e[11] & ATTR_DIR) {
 		m.type = MEMBER_DIR;
 		m.mode = 0755;
@@ -322,7 +335,7 @@ static int walk_entries(struct walk *w, const uint8_t *d, size_t len)
 		}
 		if (!n || n == strspn(name, "."))
 			continue; /* no name, or only dots: not one Linux shows */
-		err = report(w, e, plen, name, n);
+		err = report(w, e, off, plen, name, n);
 	}
 	return err;
 }
@@ -349,6 +362,8 @@ static int walk_dir(struct walk *w, const struct dirq *q)
 		if (!d)
 			return -ENOMEM;
 		err = src_pread_full(f->in, d, (size_t)len, f->root_off);
+		w->dext[0] = (struct member_sparse){.off = 0, .len = len, .src = f->root_off};
+		w->ndext = 1;
 	} else {
 		err = fat_chain(f, q->cluster, FAT_DIR_MAX, true, &why);
 		if (err)
@@ -358,6 +373,15 @@ static int walk_dir(struct walk *w, const struct dirq *q)
 				*q->path ? q->path : "/", why);
 		for (size_t i = 0; i < f->next; i++)
 			len += f->ext[i].len;
+		if (f->next > w->dext_cap) {
+			struct member_sparse *x = realloc(w->dext, f->next * sizeof(*x));
+			if (!x)
+				return -ENOMEM;
+			w->dext = x;
+			w->dext_cap = f->next;
+		}
+		memcpy(w->dext, f->ext, f->next * sizeof(*f->ext));
+		w->ndext = f->next;
 		d = malloc(len ? (size_t)len : 1);
 		if (!d)
 			return -ENOMEM;
@@ -374,13 +398,14 @@ static int walk_dir(struct walk *w, const struct dirq *q)
 
 int fat_walk(struct fat *f)
 {
-	struct walk w = {.f = f};
-	int err = queue_dir(&w, "", f->type == 32 ? f->root_cluster : 0);
+	struct walk w = {.f = f, .dext = malloc(sizeof(*w.dext)), .dext_cap = 1};
+	int err = w.dext ? queue_dir(&w, "", f->type == 32 ? f->root_cluster : 0) : -ENOMEM;
 
 	for (; !err && w.head < w.nq; w.head++)
 		err = walk_dir(&w, &w.q[w.head]);
 	for (size_t i = 0; i < w.nq; i++)
 		free(w.q[i].path);
 	free(w.q);
+	free(w.dext);
 	return err;
 }
