@@ -107,6 +107,12 @@ def test_gpt(mount, tmp_path):
     disk, raw, ref = make_gpt(tmp_path)
     with mount("-r", disk) as m:
         check_gpt(m.path, raw, ref)
+    # --strip-extension: the partitions read as folders lose ".img", the raw ones keep it
+    with mount("-r", "--strip-extension", disk, "--index-file", tmp_path / "s.index") as m:
+        names = set(os.listdir(m.path))
+        assert {"p2-ESP", "p3.img"} <= names and len(names) == 3, names
+        compare_trees(os.path.join(m.path, "p2-ESP"), ref, check_root=False, owners=False,
+                      xattrs=False, dir_mtimes=False)
 
 
 def test_gpt_gz(mount, tmp_path):
