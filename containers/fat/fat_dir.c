@@ -79,6 +79,7 @@ struct walk {
 	size_t nq, head, cap;
 	struct member_sparse *dext; /* the folder being walked: where its bytes are */
 	size_t ndext, dext_cap;
+	size_t dcur; /* the extent of the last entry looked up (entries come in order) */
 	char path[FAT_PATH_MAX + 300];
 };
 
@@ -215,13 +216,15 @@ static int queue_dir(struct walk *w, const char *path, uint32_t cluster)
 	return 0;
 }
 
-/* Where byte off of the folder being walked lies in the volume (its entry's hdr_off). */
-static uint64_t entry_offset(const struct walk *w, uint64_t off)
+/* Where byte off of the folder being walked lies in the volume (its entry's hdr_off); off
+ * never goes back within a folder. */
+static uint64_t entry_offset(struct walk *w, uint64_t off)
 {
-	for (size_t i = 0; i < w->ndext; i++)
-		if (off - w->dext[i].off < w->dext[i].len)
-			return w->dext[i].src + (off - w->dext[i].off);
-	return 0;
+	while (w->dcur < w->ndext && off - w->dext[w->dcur].off >= w->dext[w->dcur].len)
+		w->dcur++;
+	if (w->dcur == w->ndext)
+		return 0;
+	return w->dext[w->dcur].src + (off - w->dext[w->dcur].off);
 }
 
 /* Short entry e (at off in its folder), named name, in the folder at path plen bytes of
@@ -390,6 +393,7 @@ static int walk_dir(struct walk *w, const struct dirq *q)
 			at += (size_t)f->ext[i].len;
 		}
 	}
+	w->dcur = 0;
 	if (!err)
 		err = walk_entries(w, d, (size_t)len);
 	free(d);

@@ -76,7 +76,7 @@ static bool is_boot_sector(const uint8_t *s)
 
 	if (!memcmp(s + 3, "NTFS    ", 8) || !memcmp(s + 3, "EXFAT   ", 8))
 		return true;
-	if (!(s[0] == 0xEB && s[2] == 0x90) && s[0] != 0xE9)
+	if (s[0] != 0xEB && s[0] != 0xE9) /* the jump over the BPB (as fat.c's probe reads it) */
 		return false;
 	return bps >= 512 && bps <= 4096 && !(bps & (bps - 1)) && spc && !(spc & (spc - 1)) &&
 	       le16(s + 14) >= 1 && s[16] >= 1 && s[16] <= 4;

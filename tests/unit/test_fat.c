@@ -27,6 +27,7 @@ struct got {
 	uint64_t size[MAXM];
 	size_t nsparse[MAXM];
 	uint64_t first[MAXM]; /* the byte offset of its first data in the image */
+	uint64_t hdr_off[MAXM];
 	int unreadable[MAXM];
 	uint8_t *data[MAXM];
 	size_t n;
@@ -62,6 +63,7 @@ static int on_member(void *opaque, const struct arc_member *m)
 	g->size[i] = m->size;
 	g->nsparse[i] = m->nsparse;
 	g->unreadable[i] = m->unreadable;
+	g->hdr_off[i] = m->hdr_off;
 	g->data[i] = NULL;
 	if (m->type == MEMBER_REG && !m->unreadable) {
 		uint8_t *d = calloc(1, m->size + 1);
@@ -182,6 +184,9 @@ static void check_tree(const struct got *g)
 	CHECK(i >= 0 && g->mode[i] == 0444);
 	i = find(g, "keep");
 	CHECK(i >= 0 && g->mode[i] == 0644);
+	CHECK(i >= 0 && !memcmp(g->img + g->hdr_off[i], "KEEP       ", 11)); /* its entry */
+	i = find(g, "d1/d2/nested.txt");
+	CHECK(i >= 0 && !memcmp(g->img + g->hdr_off[i], "NESTED  TXT", 11));
 	i = find(g, "frag.bin");
 	if (i >= 0 && g->nsparse[i] < 2)
 		fprintf(stderr, "frag.bin in %zu extents\n", g->nsparse[i]);
