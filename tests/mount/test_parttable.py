@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from conftest import compare_trees, random_bytes, require_tool, run, text_data
+from conftest import compare_trees, random_bytes, require_tool, run, run_tarseek, text_data
 
 GPT_SCRIPT = ('label: gpt\n'
               'start=2048, size=32768, type=linux, name="root part"\n'
@@ -184,6 +184,9 @@ def test_gpt_backup(mount, tmp_path):
         assert "backup" in m.log()
     # both broken: refused; inside a tar the disk stays a file
     place(disk, len(good) - 512 + 30, b"\xff")
+    (tmp_path / "mnt-refused").mkdir()
+    r = run_tarseek("-f", "-r", "--index-file", ":memory:", disk, tmp_path / "mnt-refused")
+    assert r.returncode != 0 and "and so is the backup" in r.stderr, r.stderr
     run("tar", "cf", tmp_path / "t.tar", "-C", tmp_path, "disk.img")
     with mount("-r", tmp_path / "t.tar", allow_errors=True) as m:
         assert os.path.isfile(os.path.join(m.path, "disk.img"))
