@@ -5,8 +5,8 @@
  * rebuilt from its member (the sparse map over the image) and compared with the source.
  * Damage made by hand: a chain that loops, one that meets a free cluster or points past the
  * volume (those files -EIO, the others intact), a folder whose entry points at its parent
- * (listed empty, the walk ends), a truncated image (what is read equals the source, the rest
- * -EIO).  Skipped (77) without mkfs.vfat and mcopy. */
+ * (listed empty, the walk ends), a long name whose LFN checksum no longer matches (an orphan:
+ * the 8.3 alias shows), a truncated image (what is read equals the source, the rest -EIO).  Skipped (77) without mkfs.vfat and mcopy. */
 #include "containers/container.h"
 
 #include <errno.h>
@@ -254,6 +254,19 @@ static void fat12_damage(const uint8_t *img0, size_t len)
 		CHECK_EQ(parse(img, len, &g, &st), 0);
 		CHECK(find(&g, "d1/d2") >= 0 && find(&g, "d1/d2/nested.txt") < 0 && st.damaged);
 		same(&g, "big.bin", "big.bin");
+	}
+
+	/* the long name's last LFN entry (just before its short entry) with another checksum:
+	 * an orphan, ignored; the 8.3 alias shows */
+	memcpy(img, img0, len);
+	uint8_t *alias = memmem(img, len, "ALONGF~1TXT", 11);
+	CHECK(alias && alias[-32 + 11] == 0x0F);
+	if (alias) {
+		alias[-32 + 13] ^= 0x55;
+		CHECK_EQ(parse(img, len, &g, &st), 0);
+		CHECK(find(&g, "A Long File Name.txt") < 0);
+		CHECK(find(&g, "ALONGF~1.TXT") >= 0);
+		same(&g, "ALONGF~1.TXT", "A Long File Name.txt");
 	}
 
 	/* truncated: what is read is the source's, the rest EIO */
