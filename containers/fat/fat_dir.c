@@ -383,7 +383,8 @@ static int walk_dir(struct walk *w, const struct dirq *q)
 			w->dext = x;
 			w->dext_cap = f->next;
 		}
-		memcpy(w->dext, f->ext, f->next * sizeof(*f->ext));
+		if (f->next) /* none: a chain that went wrong at once (f->ext may be NULL) */
+			memcpy(w->dext, f->ext, f->next * sizeof(*f->ext));
 		w->ndext = f->next;
 		d = malloc(len ? (size_t)len : 1);
 		if (!d)
