@@ -34,6 +34,8 @@ const struct container *const cont_images[] = {
 	&cont_vhdx,
 	&cont_vmdk,
 	&cont_vhd, /* last of the four: its probe reads the end of the file */
+	&cont_parttable,
+	&cont_fat,
 	NULL,
 };
 

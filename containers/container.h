@@ -94,6 +94,8 @@ extern const struct container cont_libarchive; /* rar, iso9660, cpio, ar, ... (l
  * stays the file vm.img that a user loop-mounts).  Probed after the archive formats, never
  * by cont_probe: by cont_probe_image, which callers ask only when recursion is on. */
 extern const struct container *const cont_images[]; /* NULL-terminated (container.c) */
+extern const struct container cont_parttable; /* GPT, MBR (image/parttable.c) */
+extern const struct container cont_fat;	      /* FAT12/16/32 (fat/fat.c) */
 
 /* Names of the containers compiled in, for --version: "tar, zip, 7z, ...". */
 const char *cont_list(void);

@@ -9,6 +9,7 @@ pkgs=(
   python3 python3-pytest
   groff-base man-db bash-completion
   tar gzip pigz bzip2 xz-utils pixz zstd lzop lz4 lzip plzip tarlz ncompress libarchive-tools 7zip attr e2fsprogs sqlite3
+  fdisk dosfstools mtools
   cpio genisoimage xorriso zip unzip p7zip-full qemu-utils
   nginx-light openssl ca-certificates
   clang libclang-rt-14-dev llvm

@@ -23,6 +23,11 @@
 #                            (the large ones in fuzz_vdisk.c's sparse form), cut and flipped
 #   DIR/fuzz_libarchive/     cpio (newc, odc, bin, crc), ar, iso9660, xar and warc of a small
 #                            tree, libarchive's rar/cab/lha samples, damaged copies
+#   DIR/fuzz_parttable/      disks of 128 KiB partitioned by sfdisk: GPT (named partitions),
+#                            MBR with logical partitions; damaged
+#   DIR/fuzz_fat/            FAT12 volumes by mkfs.vfat + mcopy (long, unicode and 8.3 names,
+#                            folders, a fragmented file, a read-only one, a label), FAT16 and
+#                            FAT32 ones cut to 128 KiB, an empty FAT32 of few clusters; damaged
 # Nothing binary is kept in the repository: the seeds are made at run time.  Tools that are
 # missing are skipped with a note (tools/install-deps.sh installs them all).
 #   tests/fuzz/make-seeds.sh DIR
@@ -504,6 +509,77 @@ PY
 	}
 else
 	note "ar missing: no ar seeds"
+fi
+
+# fuzz_parttable: sfdisk's GPT (named partitions; its 4096-byte sectors need a device: the
+# unit test builds those) and MBR (a
+# primary, an extended one with two logical ones) on 128 KiB disks; the primary GPT header
+# zeroed, an entry array's byte flipped, an EBR linking back to the first
+PT=$out/fuzz_parttable
+mkdir -p "$PT"
+if have sfdisk; then
+	d=$work/pt
+	mkdir -p "$d"
+	truncate -s 128K "$d/gpt.img" "$d/mbr.img"
+	printf 'label: gpt\nfirst-lba: 34\nstart=40, size=64, name="EFI system"\nstart=104, size=60, name="data/x"\nstart=170, size=16\n' |
+		sfdisk -q "$d/gpt.img" >/dev/null 2>&1 && cp "$d/gpt.img" "$PT/gpt.img"
+	printf 'label: dos\nstart=2, size=40, type=c\nstart=44, size=200, type=5\nstart=46, size=60, type=83\nstart=110, size=100, type=7\n' |
+		sfdisk -q "$d/mbr.img" >/dev/null 2>&1 && cp "$d/mbr.img" "$PT/mbr.img"
+	if [ -f "$PT/gpt.img" ]; then
+		cp "$PT/gpt.img" "$PT/gpt-primary-zeroed.img"
+		dd if=/dev/zero of="$PT/gpt-primary-zeroed.img" bs=512 seek=1 count=1 conv=notrunc status=none
+		cp "$PT/gpt.img" "$PT/gpt-array-flipped.img"
+		printf '\x42' | dd of="$PT/gpt-array-flipped.img" bs=1 seek=1100 conv=notrunc status=none
+	fi
+	if [ -f "$PT/mbr.img" ]; then # the second EBR's link back to the first (a loop)
+		cp "$PT/mbr.img" "$PT/mbr-ebr-loop.img"
+		ebr2=$(sfdisk -d "$PT/mbr.img" | sed -n 's/.*mbr.img6 : start= *\([0-9]*\).*/\1/p')
+		[ -n "$ebr2" ] && printf '\0\0\0\0\5\0\0\0\0\0\0\0\310\0\0\0' |
+			dd of="$PT/mbr-ebr-loop.img" bs=1 seek=$(((ebr2 - 1) * 512 + 446 + 16)) conv=notrunc status=none
+	fi
+else
+	note "sfdisk missing: no partition-table seeds"
+fi
+
+# fuzz_fat: mkfs.vfat + mcopy volumes (FAT12 whole; FAT16/FAT32 cut to 128 KiB: their data
+# lies beyond what the fuzzer is given, their boot sector, FAT and root are there), a FAT32 of
+# few clusters (what mkfs.vfat -F 32 makes of a small volume), and damaged copies
+F=$out/fuzz_fat
+mkdir -p "$F"
+if have mkfs.vfat && have mcopy && have mdel && have mattrib; then
+	d=$work/fat
+	mkdir -p "$d/src/Sub Folder/deeper"
+	printf 'long name\n' >"$d/src/A Long File Name.txt"
+	printf 'unicode\n' >"$d/src/caf"$'\303\251 \342\234\223'".txt"
+	printf 'lower\n' >"$d/src/lower.txt"
+	: >"$d/src/empty"
+	seq 1 900 >"$d/src/Sub Folder/deeper/numbers.txt"
+	head -c 3000 /dev/zero | tr '\0' g >"$d/gap"
+	head -c 600 /dev/zero | tr '\0' k >"$d/keep"
+	seq 1 2000 >"$d/frag.txt"
+	export MTOOLS_SKIP_CHECK=1
+	mkfat() { # NAME KiB MKFS-OPTIONS...
+		local name=$1 img=$d/$1 kib=$2
+		shift 2
+		mkfs.vfat "$@" -n LABEL -C "$img" "$kib" >/dev/null 2>&1 &&
+			mcopy -s -i "$img" "$d/src/"* :: && mcopy -i "$img" "$d/gap" "$d/keep" :: &&
+			mdel -i "$img" ::gap && mcopy -i "$img" "$d/frag.txt" :: &&
+			mattrib -i "$img" +r ::keep && head -c 131072 "$img" >"$F/$name"
+	}
+	mkfat fat12.img 120 -F 12 -s 1 -r 32 || note "FAT12 seed failed"
+	mkfat fat12-2k.img 128 -F 12 -s 4 -S 512 -r 16 || true
+	mkfat fat16.img 2200 -F 16 -s 1 -r 64 || note "FAT16 seed failed"
+	mkfat fat32.img 34000 -F 32 -s 1 -f 1 || note "FAT32 seed failed"
+	mkfs.vfat -F 32 -s 1 -C "$d/fat32-small.img" 600 >/dev/null 2>&1 &&
+		head -c 131072 "$d/fat32-small.img" >"$F/fat32-small.img"
+	unset MTOOLS_SKIP_CHECK
+	if [ -f "$F/fat12.img" ]; then
+		head -c 20000 "$F/fat12.img" >"$F/fat12-cut.img"
+		cp "$F/fat12.img" "$F/fat12-fat-flipped.img" # the FAT's entries of clusters 4..9
+		printf '\x05\x50\x00\xff\x0f' | dd of="$F/fat12-fat-flipped.img" bs=1 seek=518 conv=notrunc status=none
+	fi
+else
+	note "mkfs.vfat or mtools missing: no FAT seeds"
 fi
 
 # fuzz_bcj_riscv: 4 bytes of start position, then a RISC-V-like instruction stream (JALs,
