@@ -223,8 +223,12 @@ static int nt_data(struct nt *t, libfsntfs_file_entry_t *f, uint64_t idx, uint32
 	int n = 0, err = 0;
 
 	t->ext.n = 0;
-	if (libfsntfs_file_entry_get_size(f, &size, &e) != 1)
-		size = 0;
+	if (libfsntfs_file_entry_is_corrupted(f, &e) == 1 || libfsntfs_file_entry_is_empty(f, &e) == 1 ||
+	    libfsntfs_file_entry_get_size(f, &size, &e) != 1) {
+		m->unreadable = -EIO;
+		m->why = "its MFT record is damaged";
+		goto out;
+	}
 	m->size = size;
 	if (flags & LIBFSNTFS_FILE_ATTRIBUTE_FLAG_ENCRYPTED) {
 		m->unreadable = -EACCES;
