@@ -22,7 +22,8 @@
  *    nanoseconds.
  *  - hard links: the names of one MFT record after the first are MEMBER_HARDLINKs to the
  *    first path; a folder met twice (a loop, or a damaged index) is left out with a notice.
- *  - symbolic links (reparse tag 0xa000000c): their substitute name with '\' made '/'.
+ *  - symbolic links: Windows' (reparse tag 0xa000000c): their substitute name with '\' made
+ *    '/'; Interix ones, as ntfs-3g writes them (ntfs_interix.c): their target.
  *    Other reparse points (junctions, WOF compression, dedup, ...) are files that read
  *    -EOPNOTSUPP, with the tag in the reason.
  *  - alternate data streams are not shown (neither as files nor as xattrs).
@@ -48,6 +49,7 @@
 #include "common/htable.h"
 #include "common/log.h"
 #include "containers/ntfs/ntfs_bfio.h"
+#include "containers/ntfs/ntfs_interix.h"
 #include "containers/ntfs/ntfs_record.h"
 
 #define NT_DEPTH 256
@@ -55,7 +57,9 @@
 #define NT_EXTENTS (1u << 20)
 #define NT_FIRST_USER 16 /* MFT records below are the file system's own */
 #define NT_REF_INDEX(r) ((r) & 0xffffffffffffULL)
-#define NT_DATA 0x80u
+#define NT_DATA 0x80u		    /* the $DATA attribute's type */
+#define NT_DATA_COMPRESSED 0x00ffu  /* its flags: the compression method */
+#define NT_DATA_ENCRYPTED 0x4000u
 #define NT_SYMLINK_TAG 0xa000000cu
 #define NT_FILETIME_UNIX 116444736000000000ULL /* 1970-01-01 in FILETIME units */
 
@@ -155,13 +159,14 @@ out:
 	return err == -EIO ? 0 : err;
 }
 
-/* The valid data length of f's unnamed $DATA, or size when it says none. */
-static uint64_t nt_valid_size(libfsntfs_file_entry_t *f, uint64_t size)
+/* What the first piece (VCN 0) of f's unnamed $DATA says: its flags (NT_DATA_*) and, when
+ * non-resident, its valid data length (else *valid stays as it was). */
+static void nt_data_attr(libfsntfs_file_entry_t *f, uint16_t *dflags, uint64_t *valid)
 {
 	libfsntfs_error_t *e = NULL;
-	uint64_t valid = size;
 	int n = 0;
 
+	*dflags = 0;
 	if (libfsntfs_file_entry_get_number_of_attributes(f, &n, &e) != 1)
 		n = 0;
 	for (int i = 0; i < n; i++) {
@@ -170,19 +175,28 @@ static uint64_t nt_valid_size(libfsntfs_file_entry_t *f, uint64_t size)
 		size_t nlen = 0;
 		size64_t v = 0;
 		uint64_t first = 0, last = 0;
+		bool found;
 
 		if (libfsntfs_file_entry_get_attribute_by_index(f, i, &a, &e) != 1)
 			break;
-		if (libfsntfs_attribute_get_type(a, &type, &e) == 1 && type == NT_DATA &&
-		    libfsntfs_attribute_get_utf8_name_size(a, &nlen, &e) == 1 && nlen <= 1 &&
-		    libfsntfs_attribute_get_data_vcn_range(a, &first, &last, &e) == 1 && first == 0 &&
-		    libfsntfs_attribute_get_valid_data_size(a, &v, &e) == 1 && v < valid)
-			valid = v;
+		found = libfsntfs_attribute_get_type(a, &type, &e) == 1 && type == NT_DATA &&
+			libfsntfs_attribute_get_utf8_name_size(a, &nlen, &e) == 1 && nlen <= 1;
+		if (found && libfsntfs_attribute_get_data_vcn_range(a, &first, &last, &e) == 1 &&
+		    first != 0)
+			found = false;
+		nt_err_free(&e);
+		if (found) {
+			if (libfsntfs_attribute_get_data_flags(a, dflags, &e) != 1)
+				*dflags = 0;
+			if (libfsntfs_attribute_get_valid_data_size(a, &v, &e) == 1 && v < *valid)
+				*valid = v;
+		}
 		libfsntfs_attribute_free(&a, NULL);
 		nt_err_free(&e);
+		if (found)
+			break;
 	}
 	nt_err_free(&e);
-	return valid;
 }
 
 /* Does reading the extents give what libfsntfs reads?  (Resident data only: small.) */
@@ -219,6 +233,7 @@ static int nt_data(struct nt *t, libfsntfs_file_entry_t *f, uint64_t idx, uint32
 	libfsntfs_error_t *e = NULL;
 	size64_t size = 0;
 	uint64_t valid, off = 0;
+	uint16_t dflags = 0;
 	const char *why = "";
 	int n = 0, err = 0;
 
@@ -230,12 +245,16 @@ static int nt_data(struct nt *t, libfsntfs_file_entry_t *f, uint64_t idx, uint32
 		goto out;
 	}
 	m->size = size;
-	if (flags & LIBFSNTFS_FILE_ATTRIBUTE_FLAG_ENCRYPTED) {
+	/* the data's own flags: a file in a compressed folder has the file attribute
+	 * "compressed" even where ntfs-3g wrote its data plain */
+	valid = size;
+	nt_data_attr(f, &dflags, &valid);
+	if ((flags & LIBFSNTFS_FILE_ATTRIBUTE_FLAG_ENCRYPTED) || (dflags & NT_DATA_ENCRYPTED)) {
 		m->unreadable = -EACCES;
 		m->why = "encrypted (EFS)";
 		goto out;
 	}
-	if (flags & LIBFSNTFS_FILE_ATTRIBUTE_FLAG_COMPRESSED) {
+	if (dflags & NT_DATA_COMPRESSED) {
 		m->unreadable = -EOPNOTSUPP;
 		m->why = "NTFS compression (LZNT1)";
 		goto out;
@@ -267,7 +286,6 @@ static int nt_data(struct nt *t, libfsntfs_file_entry_t *f, uint64_t idx, uint32
 		}
 		goto out;
 	}
-	valid = nt_valid_size(f, size);
 	for (int i = 0; i < n && off < valid; i++) {
 		off64_t phys;
 		size64_t len;
@@ -402,6 +420,7 @@ static int nt_entry(struct nt *t, libfsntfs_file_entry_t *f, size_t plen, unsign
 	struct arc_member m = { 0 };
 	char link[NT_PATH + 1];
 	uint64_t ref = 0, ft = 0, idx;
+	size64_t sz = 0;
 	uint32_t flags = 0;
 	struct nt_seen *s;
 	size_t llen = 0;
@@ -454,8 +473,11 @@ static int nt_entry(struct nt *t, libfsntfs_file_entry_t *f, size_t plen, unsign
 	if (dir) {
 		m.type = MEMBER_DIR;
 		m.mode = 0755;
-	} else if (libfsntfs_file_entry_is_symbolic_link(f, &e) == 1 &&
-		   nt_link(f, link, sizeof(link), &llen)) {
+	} else if ((libfsntfs_file_entry_is_symbolic_link(f, &e) == 1 &&
+		    nt_link(f, link, sizeof(link), &llen)) ||
+		   ((flags & LIBFSNTFS_FILE_ATTRIBUTE_FLAG_SYSTEM) &&
+		    libfsntfs_file_entry_get_size(f, &sz, &e) == 1 &&
+		    ntfs_interix_link(f, sz, link, sizeof(link), &llen))) {
 		m.type = MEMBER_SYMLINK;
 		m.mode = 0777;
 		m.link = (const uint8_t *)link;
