@@ -56,6 +56,9 @@
 #define NT_PATH 4096
 #define NT_EXTENTS (1u << 20)
 #define NT_FIRST_USER 16 /* MFT records below are the file system's own */
+#define NT_ROOT 5	 /* the root folder's record */
+#define NT_FILE_NAME 0x30u /* the $FILE_NAME attribute's type */
+#define NT_NAME_DOS 2	   /* its name space: a DOS 8.3 name (alone) */
 #define NT_REF_INDEX(r) ((r) & 0xffffffffffffULL)
 #define NT_DATA 0x80u		    /* the $DATA attribute's type */
 #define NT_DATA_COMPRESSED 0x00ffu  /* its flags: the compression method */
@@ -382,16 +385,19 @@ static bool nt_link(libfsntfs_file_entry_t *f, char *buf, size_t cap, size_t *le
 
 /* Appends f's name to t->path, the folder's path of plen bytes (NUL-terminated there); the
  * new length, or -1 when it is left out (t->path is then as it was). */
-static ssize_t nt_name(struct nt *t, libfsntfs_file_entry_t *f, size_t plen)
+static ssize_t nt_name(struct nt *t, libfsntfs_file_entry_t *f, const char *given, size_t plen)
 {
 	libfsntfs_error_t *e = NULL;
-	size_t n = 0, at = plen ? plen + 1 : 0;
+	size_t n = given ? strlen(given) + 1 : 0, at = plen ? plen + 1 : 0;
 	char *name = t->path + at;
 	ssize_t r = -1;
 
-	if (at >= NT_PATH || libfsntfs_file_entry_get_utf8_name_size(f, &n, &e) != 1 || n < 2 ||
-	    n > NT_PATH + 1 - at ||
-	    libfsntfs_file_entry_get_utf8_name(f, (uint8_t *)name, n, &e) != 1) {
+	if (given && n >= 2 && at < NT_PATH && n <= NT_PATH + 1 - at) {
+		memcpy(name, given, n);
+	} else if (given || at >= NT_PATH ||
+		   libfsntfs_file_entry_get_utf8_name_size(f, &n, &e) != 1 || n < 2 ||
+		   n > NT_PATH + 1 - at ||
+		   libfsntfs_file_entry_get_utf8_name(f, (uint8_t *)name, n, &e) != 1) {
 		tfs_log(TFS_LOG_NOTICE, "%s: NTFS: a name in /%s cannot be read or is too long: "
 			"left out", t->name, t->path);
 		goto out;
@@ -413,8 +419,10 @@ out:
 
 static int nt_walk(struct nt *t, libfsntfs_file_entry_t *dir, size_t plen, unsigned depth);
 
-/* Lists sub-entry f of the folder at t->path[0..plen). */
-static int nt_entry(struct nt *t, libfsntfs_file_entry_t *f, size_t plen, unsigned depth)
+/* Lists sub-entry f of the folder at t->path[0..plen), named name (NULL: the name its
+ * folder's index gives it). */
+static int nt_entry(struct nt *t, libfsntfs_file_entry_t *f, const char *name, size_t plen,
+		    unsigned depth)
 {
 	libfsntfs_error_t *e = NULL;
 	struct arc_member m = { 0 };
@@ -433,7 +441,7 @@ static int nt_entry(struct nt *t, libfsntfs_file_entry_t *f, size_t plen, unsign
 	idx = NT_REF_INDEX(ref);
 	if (idx < NT_FIRST_USER)
 		goto out;
-	len = nt_name(t, f, plen);
+	len = nt_name(t, f, name, plen);
 	if (len < 0) {
 		t->damaged = true;
 		goto out;
@@ -544,11 +552,140 @@ static int nt_walk(struct nt *t, libfsntfs_file_entry_t *dir, size_t plen, unsig
 			t->damaged = true;
 			continue;
 		}
-		err = nt_entry(t, f, plen, depth);
+		err = nt_entry(t, f, NULL, plen, depth);
 		libfsntfs_file_entry_free(&f, NULL);
 	}
 out:
 	nt_err_free(&e);
+	return err;
+}
+
+/* A record the walk did not reach: its first long name and the record of its folder. */
+struct nt_orphan {
+	uint64_t idx, parent;
+	char *name;
+};
+
+/* f's first $FILE_NAME that is not a DOS name: its folder's record and the name (malloc'd).
+ * false when it has none. */
+static bool nt_file_name(libfsntfs_file_entry_t *f, uint64_t *parent, char **name)
+{
+	libfsntfs_error_t *e = NULL;
+	int n = 0;
+
+	*name = NULL;
+	if (libfsntfs_file_entry_get_number_of_attributes(f, &n, &e) != 1)
+		n = 0;
+	for (int i = 0; i < n && !*name; i++) {
+		libfsntfs_attribute_t *a = NULL;
+		uint32_t type = 0;
+		uint8_t ns = 0;
+		size_t len = 0;
+
+		if (libfsntfs_file_entry_get_attribute_by_index(f, i, &a, &e) != 1)
+			break;
+		if (libfsntfs_attribute_get_type(a, &type, &e) == 1 && type == NT_FILE_NAME &&
+		    libfsntfs_file_name_attribute_get_name_space(a, &ns, &e) == 1 &&
+		    ns != NT_NAME_DOS &&
+		    libfsntfs_file_name_attribute_get_parent_file_reference(a, parent, &e) == 1 &&
+		    libfsntfs_file_name_attribute_get_utf8_name_size(a, &len, &e) == 1 && len > 1 &&
+		    len <= NT_PATH && (*name = malloc(len)) &&
+		    libfsntfs_file_name_attribute_get_utf8_name(a, (uint8_t *)*name, len, &e) != 1) {
+			free(*name);
+			*name = NULL;
+		}
+		libfsntfs_attribute_free(&a, NULL);
+		nt_err_free(&e);
+	}
+	nt_err_free(&e);
+	*parent = NT_REF_INDEX(*parent);
+	return *name != NULL;
+}
+
+/* The records in use that the walk of the folders did not reach: libfsntfs 20200921 misses
+ * entries of folder indexes whose index blocks are larger than a cluster (an image made with
+ * 512-byte clusters), and a damaged index loses its entries.  Each is listed in the folder
+ * its $FILE_NAME names, once that folder is listed (pass after pass, at most NT_DEPTH);
+ * what is left is counted in a warning.  A second name of a file reached already, in an index
+ * libfsntfs misreads, is not found this way. */
+static int nt_orphans(struct nt *t)
+{
+	struct nt_orphan *o = NULL;
+	libfsntfs_error_t *e = NULL;
+	size_t no = 0, left;
+	uint64_t n = 0;
+	int err = 0;
+	bool more = true;
+
+	if (libfsntfs_volume_get_number_of_file_entries(t->vol, &n, &e) != 1)
+		n = 0;
+	nt_err_free(&e);
+	if (n > t->size / (t->mft.rec_size ? t->mft.rec_size : 1024))
+		n = t->size / (t->mft.rec_size ? t->mft.rec_size : 1024);
+	for (uint64_t i = NT_FIRST_USER; i < n && !err; i++) {
+		libfsntfs_file_entry_t *f = NULL;
+		uint64_t base = 0, parent = 0;
+		char *name = NULL;
+
+		if (nt_seen_get(t, i))
+			continue;
+		if (libfsntfs_volume_get_file_entry_by_index(t->vol, i, &f, &e) == 1 &&
+		    libfsntfs_file_entry_is_allocated(f, &e) == 1 &&
+		    libfsntfs_file_entry_get_base_record_file_reference(f, &base, &e) >= 0 &&
+		    NT_REF_INDEX(base) == 0 && /* a base record (0: none, or it says 0) */
+		    nt_file_name(f, &parent, &name)) {
+			if (parent < NT_FIRST_USER && parent != NT_ROOT) { /* under $Extend: hidden */
+				free(name);
+				name = NULL;
+			}
+		}
+		if (name) {
+			struct nt_orphan *v = o;
+
+			if (!(no & (no - 1)) && !(v = realloc(o, (no ? 2 * no : 1) * sizeof(*o)))) {
+				free(name);
+				err = -ENOMEM;
+			} else {
+				o = v;
+				o[no++] = (struct nt_orphan){ .idx = i, .parent = parent,
+							      .name = name };
+			}
+		}
+		nt_err_free(&e);
+		libfsntfs_file_entry_free(&f, NULL);
+	}
+	for (unsigned pass = 0; pass < NT_DEPTH && more && !err; pass++) {
+		more = false;
+		for (size_t i = 0; i < no && !err; i++) {
+			struct nt_seen *s = o[i].parent == NT_ROOT ? NULL : nt_seen_get(t, o[i].parent);
+			libfsntfs_file_entry_t *f = NULL;
+			size_t plen = s ? strlen(s->path) : 0;
+
+			if (!o[i].name || (o[i].parent != NT_ROOT && (!s || !s->dir)))
+				continue;
+			memcpy(t->path, s ? s->path : "", plen + 1);
+			if (!nt_seen_get(t, o[i].idx) &&
+			    libfsntfs_volume_get_file_entry_by_index(t->vol, o[i].idx, &f, &e) == 1)
+				err = nt_entry(t, f, o[i].name, plen, pass);
+			nt_err_free(&e);
+			libfsntfs_file_entry_free(&f, NULL);
+			free(o[i].name);
+			o[i].name = NULL;
+			more = true;
+		}
+	}
+	t->path[0] = '\0';
+	left = 0;
+	for (size_t i = 0; i < no; i++) {
+		left += o[i].name != NULL;
+		free(o[i].name);
+	}
+	if (left) {
+		tfs_log(TFS_LOG_WARNING, "%s: NTFS: %zu files are in no folder that can be read: "
+			"left out", t->name, left);
+		t->damaged = true;
+	}
+	free(o);
 	return err;
 }
 
@@ -588,6 +725,8 @@ static int nt_parse(struct src *in, const struct cont_sink *sink, struct cont_st
 		goto out;
 	}
 	err = nt_walk(&t, root, 0, 0);
+	if (!err)
+		err = nt_orphans(&t);
 	if (!err && ntfs_bfio_error(b)) /* a read of the source failed: not damage */
 		err = ntfs_bfio_error(b);
 	if (st) {
