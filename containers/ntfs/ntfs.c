@@ -94,6 +94,7 @@ struct nt {
 	struct ntfs_ext ext;
 	uint64_t names, max_names;
 	char path[NT_PATH + 1];
+	char link[NT_PATH + 1]; /* a symbolic link's target, for the member being listed */
 	bool damaged;
 };
 
@@ -426,7 +427,7 @@ static int nt_entry(struct nt *t, libfsntfs_file_entry_t *f, const char *name, s
 {
 	libfsntfs_error_t *e = NULL;
 	struct arc_member m = { 0 };
-	char link[NT_PATH + 1];
+	char *link = t->link; /* free again before the walk goes down */
 	uint64_t ref = 0, ft = 0, idx;
 	size64_t sz = 0;
 	uint32_t flags = 0;
@@ -482,10 +483,10 @@ static int nt_entry(struct nt *t, libfsntfs_file_entry_t *f, const char *name, s
 		m.type = MEMBER_DIR;
 		m.mode = 0755;
 	} else if ((libfsntfs_file_entry_is_symbolic_link(f, &e) == 1 &&
-		    nt_link(f, link, sizeof(link), &llen)) ||
+		    nt_link(f, link, sizeof(t->link), &llen)) ||
 		   ((flags & LIBFSNTFS_FILE_ATTRIBUTE_FLAG_SYSTEM) &&
 		    libfsntfs_file_entry_get_size(f, &sz, &e) == 1 &&
-		    ntfs_interix_link(f, sz, link, sizeof(link), &llen))) {
+		    ntfs_interix_link(f, sz, link, sizeof(t->link), &llen))) {
 		m.type = MEMBER_SYMLINK;
 		m.mode = 0777;
 		m.link = (const uint8_t *)link;
