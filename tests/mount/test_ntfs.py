@@ -80,8 +80,9 @@ def test_ntfs_plain(mount, tmp_path):
     with mount(img, "-r") as m:
         check_files(m.path, img)
         assert os.stat(os.path.join(m.path, "small.txt")).st_mode & 0o777 == 0o644
-    with mount(img, "-r") as m:  # the index made by the first mount
+    with mount(img, "-r") as m:  # the index made by the first mount: nothing indexed again
         check_files(m.path, img)
+        assert "indexed" not in m.log()
 
 
 def test_ntfs_gz_and_tar(mount, tmp_path):
@@ -91,6 +92,9 @@ def test_ntfs_gz_and_tar(mount, tmp_path):
     gz = str(img) + ".gz"
     with mount(gz, "-r") as m:
         check_files(m.path, img)
+    with mount(gz, "-r") as m:  # the listing and the checkpoints from the index
+        check_files(m.path, img)
+        assert "indexed" not in m.log()
     with mount(gz) as m:  # without -r: the file, unchanged
         assert os.listdir(m.path) == ["ntfs.img"]
         with open(os.path.join(m.path, "ntfs.img"), "rb") as f:
