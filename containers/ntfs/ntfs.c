@@ -63,7 +63,6 @@
 #define NT_DATA 0x80u		    /* the $DATA attribute's type */
 #define NT_DATA_COMPRESSED 0x00ffu  /* its flags: the compression method */
 #define NT_DATA_ENCRYPTED 0x4000u
-#define NT_SYMLINK_TAG 0xa000000cu
 #define NT_FILETIME_UNIX 116444736000000000ULL /* 1970-01-01 in FILETIME units */
 
 /* Exported by Debian 12's libfsntfs (20200921) but not declared in its header: the valid
