@@ -36,6 +36,9 @@ const struct container *const cont_images[] = {
 	&cont_vhd, /* last of the four: its probe reads the end of the file */
 	&cont_parttable,
 	&cont_fat,
+#if HAVE_LIBFSNTFS
+	&cont_ntfs,
+#endif
 	NULL,
 };
 

@@ -93,6 +93,9 @@ extern const struct container cont_libarchive; /* rar, iso9660, cpio, ar, ... (l
  * the others, but a file in such a format is shown as a folder only with -r (a vm.img.gz
  * stays the file vm.img that a user loop-mounts).  Probed after the archive formats, never
  * by cont_probe: by cont_probe_image, which callers ask only when recursion is on. */
+#if HAVE_LIBFSNTFS
+extern const struct container cont_ntfs; /* NTFS (ntfs/ntfs.c, libfsntfs) */
+#endif
 extern const struct container *const cont_images[]; /* NULL-terminated (container.c) */
 extern const struct container cont_parttable; /* GPT, MBR (image/parttable.c) */
 extern const struct container cont_fat;	      /* FAT12/16/32 (fat/fat.c) */

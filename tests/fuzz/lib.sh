@@ -33,7 +33,7 @@ fz_build() {
 # fz_maxlen HARNESS: the longest input it is given.
 fz_maxlen() {
 	case $1 in
-	fuzz_index) echo 262144 ;;
+	fuzz_index | fuzz_ntfs) echo 262144 ;;
 	*) echo 131072 ;;
 	esac
 }

@@ -669,6 +669,46 @@ else
 	note "qemu-img or python3 missing: no virtual-disk seeds"
 fi
 
+# fuzz_ntfs: 2 MiB images by mkntfs (512-byte clusters), files copied in by ntfscp -- resident,
+# resident across a stride of the MFT record, non-resident, a Unicode name, enough names for
+# the root folder's index to leave its MFT record -- packed by ntfs_pack.py (the blocks that
+# hold something, without $LogFile and $UpCase); damaged ones: the MFT's fixups, a data run
+N=$out/fuzz_ntfs
+mkdir -p "$N" "$work/ntfs"
+if have mkntfs && have ntfscp && have ntfsinfo && [ -n "$py" ]; then
+	ntfs_img() { # ntfs_img NAME NFILES: an image with the test files and NFILES more
+		local img=$work/ntfs/$1.img i
+		rm -f "$img" && truncate -s 2M "$img" &&
+			mkntfs -F -f -q -c 512 -s 512 "$img" >/dev/null 2>&1 || return 1
+		ntfscp -f "$img" "$work/ntfs/s" /small.txt >/dev/null 2>&1
+		ntfscp -f "$img" "$work/ntfs/r" /stride.txt >/dev/null 2>&1
+		ntfscp -f "$img" "$work/ntfs/b" /big.bin >/dev/null 2>&1
+		ntfscp -f "$img" "$work/ntfs/s" "/h$(printf '\303\251')llo" >/dev/null 2>&1
+		for i in $(seq 1 "$2"); do ntfscp -f "$img" "$work/ntfs/s" "/name-$i.txt" >/dev/null 2>&1; done
+		"$py" "$here/ntfs_pack.py" "$img" "$N/$1"
+	}
+	printf 'hello\n' >"$work/ntfs/s"
+	seq 1 200 | tr '\n' ' ' | head -c 600 >"$work/ntfs/r"
+	noise 3000 6000 >"$work/ntfs/b"
+	ntfs_img few 0 || note "mkntfs failed"
+	ntfs_img many 40 || true
+	if [ -f "$N/few" ]; then
+		head -c 20000 "$N/few" >"$N/few-cut"
+		"$py" - "$N/few" <<'PY' || note "python ntfs seeds failed"
+import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+i = d.find(b"FILE0", 512 + 8 * 1024)  # a record of the MFT: its update sequence number
+if i > 0:
+    e = bytearray(d); e[i + 510] ^= 0xff; open(sys.argv[1] + "-torn", "wb").write(e)
+i = d.find(b"\x80\x00\x00\x00\x48\x00\x00\x00\x01")  # a non-resident $DATA: its runs
+if i > 0:
+    e = bytearray(d); e[i + 0x40 + 2] ^= 0x7f; open(sys.argv[1] + "-run", "wb").write(e)
+PY
+	fi
+else
+	note "mkntfs, ntfscp, ntfsinfo or python3 missing: no NTFS seeds"
+fi
+
 # the codec harnesses also start from the plain tars (the magic is the first thing to find)
 for f in gnu pax; do
 	for c in gzip bzip2 xz zstd lzo; do cp "$T/$f.tar" "$out/fuzz_codec_$c/plain-$f"; done
