@@ -620,6 +620,7 @@ int main(int argc, char **argv)
 				  .spacing_any = !o.gzip_spacing_set, .threads = o.threads,
 				  .progress = o.quiet ? NULL : tprog_index, .recursion = o.recursion,
 				  .strip_ext = o.strip_ext, .ignore_zeros = o.ignore_zeros,
+				  .oci_raw = o.oci_raw,
 				  .shadow = o.shadow, .shadow_max = o.shadow_max,
 				  .shadow_later = shadow_later_min()}},
 		.env = env,
