@@ -206,7 +206,7 @@ struct json_object *oci_json_parse(const void *text, size_t len, const char *nam
 static int read_json(struct src *in, const struct oci_ent *e, const char *name, bool quiet,
 		     struct json_object **out)
 {
-	char *buf;
+	char *buf, *what;
 	int err;
 
 	*out = NULL;
@@ -216,11 +216,17 @@ static int read_json(struct src *in, const struct oci_ent *e, const char *name, 
 		return -EINVAL;
 	}
 	buf = malloc(e->size ? e->size : 1);
-	if (!buf)
+	what = malloc(strlen(name) + strlen(e->name) + 3);
+	if (!buf || !what) {
+		free(buf);
+		free(what);
 		return -ENOMEM;
+	}
+	sprintf(what, "%s: %s", name, e->name);
 	err = src_pread_full(in, buf, e->size, e->off);
-	if (!err && !(*out = parse(buf, e->size, e->name, quiet)))
+	if (!err && !(*out = parse(buf, e->size, what, quiet)))
 		err = -EINVAL;
+	free(what);
 	free(buf);
 	return err;
 }

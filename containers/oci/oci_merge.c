@@ -22,7 +22,8 @@
  * Paths are normalised as the builder does (index/pathmap.c's path_split): "", "." skipped,
  * ".." goes up but never above the root, so "/etc/x" and "../x" stay inside the image.
  *
- * Reporting walks the tree, parents first.  Nodes that share a data id are reported as one
+ * Reporting walks the tree, parents first; a folder no layer listed (a missing parent) is left
+ * to the builder, which makes it as it makes a tar's (mode 0555).  Nodes that share a data id are reported as one
  * regular file (the first met) and hard links to its path.  Recursion is bounded by
  * OCI_MAX_DEPTH (deeper members are skipped when added).
  */
@@ -247,15 +248,16 @@ static int set_meta(struct oci_tree *t, struct onode *n, const struct arc_member
 	n->layer = layer;
 	n->implicit = false;
 	n->type = data ? data->type : m->type;
-	n->mode = m->mode;
-	n->uid = m->uid;
-	n->gid = m->gid;
-	n->mtime_sec = m->mtime_sec;
-	n->mtime_nsec = m->mtime_nsec;
+	/* a hard link is its target's inode: the target's metadata, as tar extracts it */
+	n->mode = data ? data->mode : m->mode;
+	n->uid = data ? data->uid : m->uid;
+	n->gid = data ? data->gid : m->gid;
+	n->mtime_sec = data ? data->mtime_sec : m->mtime_sec;
+	n->mtime_nsec = data ? data->mtime_nsec : m->mtime_nsec;
 	n->dev_major = m->dev_major;
 	n->dev_minor = m->dev_minor;
-	n->uname = strdup(m->uname ? m->uname : "");
-	n->gname = strdup(m->gname ? m->gname : "");
+	n->uname = strdup(data ? data->uname : m->uname ? m->uname : "");
+	n->gname = strdup(data ? data->gname : m->gname ? m->gname : "");
 	if (!n->uname || !n->gname)
 		return -ENOMEM;
 	if (data) { /* a hard link: the target's data and content */
@@ -540,7 +542,10 @@ static int report_kids(struct report *r, const struct onode *d)
 			break;
 		}
 		p->p[p->len] = '\0';
-		err = report_one(r, c);
+		/* a folder no layer listed is the builder's to make (0555, as for a tar), unless
+		 * nothing below it makes it */
+		if (!(c->implicit && !list_empty(&c->kids)))
+			err = report_one(r, c);
 		if (!err && c->type == MEMBER_DIR)
 			err = report_kids(r, c);
 	}
