@@ -21,6 +21,9 @@
 #   DIR/fuzz_http/           HTTP answers (nginx, S3, HTTP/2) and AWS credentials/config files
 #   DIR/fuzz_libarchive/     cpio (newc, odc, bin, crc), ar, iso9660, xar and warc of a small
 #                            tree, libarchive's rar/cab/lha samples, damaged copies
+#   DIR/fuzz_oci/            container images (oci_seeds.py): OCI layouts (gzip, zstd, plain
+#                            layers, several tags, a nested index), docker save tars, cut and
+#                            flipped copies
 # Nothing binary is kept in the repository: the seeds are made at run time.  Tools that are
 # missing are skipped with a note (tools/install-deps.sh installs them all).
 #   tests/fuzz/make-seeds.sh DIR
@@ -502,6 +505,15 @@ PY
 	}
 else
 	note "ar missing: no ar seeds"
+fi
+
+# fuzz_oci: container images written by Python's tarfile (oci_seeds.py)
+O=$out/fuzz_oci
+mkdir -p "$O"
+if [ -n "$py" ]; then
+	"$py" "$here/oci_seeds.py" "$O" || note "python OCI seeds failed"
+else
+	note "python3 missing: no OCI seeds"
 fi
 
 # fuzz_bcj_riscv: 4 bytes of start position, then a RISC-V-like instruction stream (JALs,
