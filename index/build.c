@@ -227,7 +227,7 @@ static int build_members(struct builder *b, const struct idx_input *in,
 	if (hn < 0 && codec) {
 		err = (int)hn;
 #if HAVE_JSONC
-	} else if (!codec && !o->oci_raw && hn > 0 && cont_oci.probe(in->src, head, (size_t)hn)) {
+	} else if (!codec && !o->oci_raw && hn > 0 && cont_oci.probe(prog, head, (size_t)hn)) {
 		/* a container image is a tar too: asked first (container.h) */
 		err = bld_container(b, in, &cont_oci, o, st);
 #endif

@@ -10,6 +10,7 @@ pkgs=(
   groff-base man-db bash-completion
   tar gzip pigz bzip2 xz-utils pixz zstd lzop lz4 lzip plzip tarlz ncompress libarchive-tools 7zip attr e2fsprogs sqlite3
   cpio genisoimage xorriso zip unzip p7zip-full
+  umoci skopeo
   nginx-light openssl ca-certificates
   clang libclang-rt-14-dev llvm
 )

@@ -1,13 +1,15 @@
 """Container images (containers/oci/): an OCI image layout and a `docker save` tar mount as the
 merged root file system of their image.
 
-The images are made here with Python's tarfile (as the lead's check does): layers with
+The images are made here with Python's tarfile (as the lead's check does), and by skopeo from
+a docker save tar (its own OCI writer, gzip and zstd): layers with
 whiteouts of files and folders, opaque folders, a file replaced by a folder and back,
 symlinks, hard links (one to a file a later layer removes, one to a file a later layer
 replaces), empty files and random data; gzip, zstd (the zstd tool) and plain layers.  The
 reference is made independently of the mount: the layers extracted in order into a folder,
 whiteouts applied as the OCI image spec says (ref_merge), and compare_trees checks every
-byte, mode, mtime, owner, link and link count.  Then: several images and tags (one folder
+byte, mode, mtime, owner, link and link count; umoci's unpack of the same layout is a second
+reference, written by others (umoci 0.4.7 reads no zstd layer).  Then: several images and tags (one folder
 each), --oci-raw (the tar as it is, its own index), a second mount that decodes nothing, and
 damage: a layer cut short (its files past the cut fail with EIO), bad JSON, a digest or a
 size that does not match, a missing blob, an unknown media type (refused with a message).
@@ -25,7 +27,7 @@ import tarfile
 
 import pytest
 
-from conftest import checkpoints, compare_trees, have, read_errno, run_tarseek
+from conftest import checkpoints, compare_trees, have, read_errno, require_tool, run, run_tarseek
 
 MT = 1_600_000_000
 
@@ -329,6 +331,54 @@ def test_rules(mount, tmp_path, layout, how):
     else:
         docker_image(a, [(["x:1"], layers)], how)
     check_image(mount, tmp_path, a, layers)
+
+
+def umoci_rootfs(tmp_path, archive, tag):
+    """What umoci (Debian's, no daemon) unpacks from the OCI layout in archive."""
+    lay, bundle = tmp_path / "layout", tmp_path / "bundle"
+    lay.mkdir()
+    with tarfile.open(archive) as t:
+        t.extractall(lay)
+    r = subprocess.run(["umoci", "unpack", "--image", f"{lay}:{tag}", str(bundle)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr
+    return bundle / "rootfs", ""
+
+
+@pytest.mark.parametrize("how", ["gzip", "zstd", "none"])
+def test_umoci_reference(mount, tmp_path, how):
+    """The mount against umoci's own merge of the same layout (a second reference, written
+    by others): every byte, mode, owner, mtime and link."""
+    require_tool("umoci")
+    if how == "zstd" and not have("zstd"):
+        pytest.skip("no zstd")
+    layers = layers_rules()
+    a = oci_image(tmp_path / "img.tar", [("latest", layers)], how)
+    rootfs, err = umoci_rootfs(tmp_path, a, "latest")
+    if rootfs is None and how == "zstd":
+        pytest.skip(f"this umoci cannot unpack zstd layers: {err}")
+    assert rootfs is not None, err
+    implicit = ref_merge(layers, tmp_path / "ref")
+    with mount(a) as m:
+        compare_trees(m.path, rootfs, check_root=False, implicit=implicit)
+
+
+@pytest.mark.parametrize("how", ["gzip", "zstd"])
+def test_skopeo(mount, tmp_path, how):
+    """An OCI archive that skopeo (no daemon) writes from a docker save tar, its layers
+    compressed by skopeo: the same tree as the docker save tar and the reference."""
+    require_tool("skopeo")
+    layers = layers_rules()
+    d = docker_image(tmp_path / "docker.tar", [(["x:1"], layers)])
+    o = tmp_path / "oci.tar"
+    run("skopeo", "--insecure-policy", "copy", "-q", "--dest-compress-format", how,
+        f"docker-archive:{d}", f"oci-archive:{o}:latest")
+    implicit = ref_merge(layers, tmp_path / "ref")
+    with mount(o) as m:
+        compare_trees(m.path, tmp_path / "ref", check_root=False, implicit=implicit)
+    with mount(d) as m:
+        compare_trees(m.path, tmp_path / "ref", check_root=False, implicit=implicit)
 
 
 def test_several_images(mount, tmp_path):
