@@ -1,7 +1,8 @@
 /* cont_oci: an OCI image layout or a `docker save` tar, shown as the merged root file system
  * of its image (see oci_int.h for the files, container.h for what a container reports).
  *
- * The probe lists the first OCI_PROBE_MEMBERS headers of a tar and says yes when they hold
+ * The probe lists the first OCI_PROBE_MEMBERS headers of a tar (quietly: a damaged plain tar
+ * gets its messages from the tar parser, once) and says yes when they hold
  * oci-layout and index.json, or a manifest.json that reads as docker's.  It runs before the
  * tar parser (index/build.c), which would otherwise take the file as the plain tar it also
  * is; with --oci-raw the builder does not ask it, and the tar shows as it is.
@@ -30,7 +31,7 @@ static bool oci_probe(struct src *in, const uint8_t *head, size_t len)
 
 	if (len < TAR_BLOCK || !tar_header_valid(head))
 		return false;
-	if (oci_outer_list(in, OCI_PROBE_MEMBERS, &o) == 0)
+	if (oci_outer_peek(in, OCI_PROBE_MEMBERS, &o) == 0)
 		yes = oci_outer_is_image(in, &o);
 	oci_outer_free(&o);
 	return yes;

@@ -48,6 +48,10 @@ struct oci_outer {
 /* Lists the regular files of the outer tar in (at most max of its members; 0 if more, the
  * listing then holds the first max).  0, -EINVAL not a tar, -EIO, -ENOMEM. */
 int oci_outer_list(struct src *in, size_t max, struct oci_outer *o);
+/* The probe's listing: like oci_outer_list, but quiet (no message, whatever the bytes) and
+ * cruder -- the name and size fields of plain headers only (no long names, no PAX), stopping
+ * at the first block that is not a valid header.  0 or -ENOMEM. */
+int oci_outer_peek(struct src *in, size_t max, struct oci_outer *o);
 /* The outer member called name (normalised like the listing), or NULL. */
 const struct oci_ent *oci_outer_find(const struct oci_outer *o, const char *name);
 void oci_outer_free(struct oci_outer *o);

@@ -131,6 +131,58 @@ int oci_outer_list(struct src *in, size_t max, struct oci_outer *o)
 	return err;
 }
 
+/* An octal field of a header: its value, or UINT64_MAX (base-256, or not a number). */
+static uint64_t octal(const uint8_t *f, size_t len)
+{
+	uint64_t v = 0;
+	size_t i = 0;
+
+	while (i < len && f[i] == ' ')
+		i++;
+	for (; i < len && f[i] >= '0' && f[i] <= '7'; i++) {
+		if (v >> 60)
+			return UINT64_MAX;
+		v = v * 8 + (uint64_t)(f[i] - '0');
+	}
+	return i < len && f[i] != ' ' && f[i] != '\0' ? UINT64_MAX : v;
+}
+
+int oci_outer_peek(struct src *in, size_t max, struct oci_outer *o)
+{
+	uint64_t off = 0, size = src_size(in);
+	struct arc_member m = {0};
+	struct listing l = {.o = o, .max = max};
+	uint8_t h[TAR_BLOCK];
+	char name[256];
+	int err = 0;
+
+	*o = (struct oci_outer){0};
+	while (!err && size >= TAR_BLOCK && off <= size - TAR_BLOCK) {
+		if (src_pread_full(in, h, TAR_BLOCK, off) || !tar_header_valid(h))
+			break;
+		uint64_t len = octal(h + 124, 12);
+		if (len == UINT64_MAX || len > size)
+			break;
+		if (h[156] == '0' || h[156] == '\0') {
+			bool ustar = !memcmp(h + 257, "ustar", 5) && h[345];
+			snprintf(name, sizeof(name), "%.*s%s%.*s", ustar ? 155 : 0, (const char *)h + 345,
+				 ustar ? "/" : "", 100, (const char *)h);
+			m.type = MEMBER_REG;
+			m.path = (const uint8_t *)name;
+			m.path_len = strlen(name);
+			m.data_off = off + TAR_BLOCK;
+			m.size = len;
+			err = on_outer(&l, &m);
+		} else if (++l.seen > max) {
+			err = -ECANCELED;
+		}
+		off += TAR_BLOCK + (len + TAR_BLOCK - 1) / TAR_BLOCK * TAR_BLOCK;
+	}
+	if (o->n)
+		qsort(o->v, o->n, sizeof(*o->v), cmp_ent);
+	return err == -ECANCELED ? 0 : err;
+}
+
 const struct oci_ent *oci_outer_find(const struct oci_outer *o, const char *name)
 {
 	char *key = norm_path(name, strlen(name));
