@@ -75,6 +75,8 @@ int oci_layer_read(struct src *in, const struct oci_layer *ly, unsigned layer,
 
 	*usize = 0;
 	*damaged = false;
+	if (!err && ly->len == 0)
+		goto out; /* an empty blob: an empty layer */
 	if (!err && ly->codec && !codec) {
 		tfs_log(TFS_LOG_ERR, "%s: a layer is compressed with %s, not in this build", name,
 			ly->codec);
