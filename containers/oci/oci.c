@@ -13,7 +13,9 @@
  * when several images share it; a plain layer is no stream: its members' data_off are offsets
  * in the outer tar (stream 0), as a plain tar's are.  One image shows at the archive's root,
  * several in one folder each, named by tag.  A shared layer is decoded again for each image
- * that has it (the tree of each image is made and dropped in turn, so memory holds one).
+ * that has it (the tree of each image is made and dropped in turn, so memory holds one), but
+ * for the next image when it has the very same layers (another tag): its tree is reported
+ * again.
  */
 #include "containers/oci/oci_int.h"
 
@@ -63,34 +65,66 @@ static int stream_of(struct declared *dc, const struct cont_sink *sink, const st
 	return 0;
 }
 
-/* Image im: its layers read, declared, merged, reported under prefix (NULL: the root). */
-static int one_image(struct src *in, const struct oci_image *im, const char *prefix,
-		     struct declared *dc, const struct cont_sink *sink, struct cont_stats *st)
-{
-	struct oci_tree *t = NULL;
-	uint64_t *stream = calloc(im->nlayers + 1, sizeof(*stream));
-	uint64_t *base = calloc(im->nlayers + 1, sizeof(*base));
-	int err = stream && base ? oci_tree_new(&t) : -ENOMEM;
+/* The tree of the last image made, kept for the next image if it has the same layers (the
+ * tags of one image in a docker save). */
+struct made {
+	const struct oci_image *im;
+	struct oci_tree *t;
+	uint64_t *stream, *base;
+};
 
-	for (size_t i = 0; !err && i < im->nlayers; i++) {
-		const struct oci_layer *ly = &im->layers[i];
-		uint64_t usize;
-		bool damaged;
-		err = oci_layer_read(in, ly, (unsigned)i, t, sink->name, &usize, &damaged);
-		st->damaged |= damaged;
-		if (!err && ly->codec)
-			err = stream_of(dc, sink, ly, usize, &stream[i]);
-		else
-			base[i] = ly->off;
-		if (sink->progress)
-			sink->progress(sink->opaque, ly->off + ly->len);
+static void made_free(struct made *m)
+{
+	oci_tree_free(m->t);
+	free(m->stream);
+	free(m->base);
+	*m = (struct made){0};
+}
+
+static bool same_layers(const struct oci_image *a, const struct oci_image *b)
+{
+	if (a->nlayers != b->nlayers)
+		return false;
+	for (size_t i = 0; i < a->nlayers; i++)
+		if (a->layers[i].off != b->layers[i].off || a->layers[i].len != b->layers[i].len)
+			return false;
+	return true;
+}
+
+/* Image im: its layers read, declared, merged (or the last image's tree, mk, when it has the
+ * same layers), reported under prefix (NULL: the root). */
+static int one_image(struct src *in, const struct oci_image *im, const char *prefix,
+		     struct declared *dc, const struct cont_sink *sink, struct cont_stats *st,
+		     struct made *mk)
+{
+	int err = 0;
+
+	if (!mk->im || !same_layers(mk->im, im)) {
+		made_free(mk);
+		mk->stream = calloc(im->nlayers + 1, sizeof(*mk->stream));
+		mk->base = calloc(im->nlayers + 1, sizeof(*mk->base));
+		err = mk->stream && mk->base ? oci_tree_new(&mk->t) : -ENOMEM;
+		for (size_t i = 0; !err && i < im->nlayers; i++) {
+			const struct oci_layer *ly = &im->layers[i];
+			uint64_t usize;
+			bool damaged;
+			err = oci_layer_read(in, ly, (unsigned)i, mk->t, sink->name, &usize,
+					     &damaged);
+			st->damaged |= damaged;
+			if (!err && ly->codec)
+				err = stream_of(dc, sink, ly, usize, &mk->stream[i]);
+			else
+				mk->base[i] = ly->off;
+			if (sink->progress)
+				sink->progress(sink->opaque, ly->off + ly->len);
+		}
+		if (err) {
+			made_free(mk);
+			return err;
+		}
+		mk->im = im;
 	}
-	if (!err)
-		err = oci_tree_report(t, prefix, stream, base, sink);
-	oci_tree_free(t);
-	free(stream);
-	free(base);
-	return err;
+	return oci_tree_report(mk->t, prefix, mk->stream, mk->base, sink);
 }
 
 /* Counts the members reported (the stats' count). */
@@ -131,6 +165,7 @@ static int oci_parse(struct src *in, const struct cont_sink *sink, struct cont_s
 	struct oci_outer o;
 	struct oci_images im = {0};
 	struct declared dc = {0};
+	struct made mk = {0};
 	size_t layers = 0;
 	int err;
 
@@ -149,7 +184,8 @@ static int oci_parse(struct src *in, const struct cont_sink *sink, struct cont_s
 			err = -ENOMEM;
 	}
 	for (size_t i = 0; !err && i < im.n; i++)
-		err = one_image(in, &im.v[i], im.n > 1 ? im.v[i].name : NULL, &dc, &s, st);
+		err = one_image(in, &im.v[i], im.n > 1 ? im.v[i].name : NULL, &dc, &s, st, &mk);
+	made_free(&mk);
 	st->members = cnt.n;
 	free(dc.off);
 	free(dc.id);
