@@ -379,7 +379,9 @@ static void test_layouts(void)
 		struct buf other = {0};
 		put(&other, layer.p, layer.len);
 		other.p[600] ^= 1; /* in "out" */
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION /* a fuzz build checks no digest */
 		CHECK_EQ(oci_case_hashed(good, &other, &layer, &c), -EINVAL);
+#endif
 		free(other.p);
 	}
 
