@@ -11,7 +11,7 @@ whiteouts applied as the OCI image spec says (ref_merge), and compare_trees chec
 byte, mode, mtime, owner, link and link count; umoci's unpack of the same layout is a second
 reference, written by others (umoci 0.4.7 reads no zstd layer).  Then: several images and tags (one folder
 each), --oci-raw (the tar as it is, its own index), a second mount that decodes nothing, and
-damage: a layer cut short (its files past the cut fail with EIO), bad JSON, a digest or a
+damage: a layer cut short (the files before the cut read), a changed byte (EIO, never wrong bytes), bad JSON, a digest or a
 size that does not match, a missing blob, an unknown media type (refused with a message).
 """
 import errno
@@ -51,8 +51,10 @@ def layer_tar(entries):
                 ti.type, ti.linkname, ti.mode = tarfile.SYMTYPE, payload, 0o777
             elif kind == "h":
                 ti.type, ti.linkname, ti.mode = tarfile.LNKTYPE, payload, 0o644
-            if len(e) > 3:
+            if len(e) > 3 and e[3] is not None:
                 ti.mode = e[3]
+            if len(e) > 4:  # user xattrs, as GNU tar writes them
+                ti.pax_headers = {"SCHILY.xattr." + k: v for k, v in e[4].items()}
             t.addfile(ti, data)
     return b.getvalue()
 
@@ -220,6 +222,9 @@ def ref_merge(layers, dest):
                 elif ti.isfile():
                     with open(full, "wb") as f:
                         f.write(t.extractfile(ti).read())
+                    for k, v in ti.pax_headers.items():
+                        if k.startswith("SCHILY.xattr.user."):
+                            os.setxattr(full, k[len("SCHILY.xattr."):], v.encode())
                 elif ti.issym():
                     os.symlink(ti.linkname, full)
                 elif ti.islnk():
@@ -273,7 +278,7 @@ def layers_rules():
         ("usr/bin/alias", "h", "usr/bin/tool"),
         ("data", "f", b"linked, then removed\n"), ("keeplink", "h", "data"),
         ("repl", "f", b"linked, then replaced\n"), ("repllink", "h", "repl"),
-        ("empty", "f", b""), ("abs", "l", "/usr/lib/a.so"),
+        ("empty", "f", b"", None, {"user.note": "kept"}), ("abs", "l", "/usr/lib/a.so"),
     ])
     l2 = layer_tar([
         ("usr", "d", None), ("usr/share", "d", None),
@@ -287,6 +292,7 @@ def layers_rules():
         ("usr/lib/b.so", "f", rand(70_000, 2)),
         ("./dot/./slash//path", "f", b"normalised\n"),
         ("lnk2", "l", "../../etc/passwd"),
+        ("../../climbs", "f", b"stays inside\n"), ("/rooted/file", "f", b"inside too\n"),
     ])
     l3 = layer_tar([
         ("swap", "f", b"a file again\n"),
@@ -436,19 +442,15 @@ def refused(tmp_path, archive, words):
     assert "AddressSanitizer" not in out and "runtime error" not in out, out
 
 
-def test_damaged_layer(mount, tmp_path):
-    """A gzip layer cut short (the manifest says the cut size and digest, so the layout is
-    consistent): the files before the cut read whole; the one the cut falls in fails with
-    EIO, and those whose headers lie past it are not listed (as in a cut .tar.gz)."""
-    big = [rand(200_000, 10 + i) for i in range(6)]
-    l1 = layer_tar([("d", "d", None)] + [(f"d/f{i}", "f", b) for i, b in enumerate(big)])
-
-    def cut(blobs, docs):
+def changed_layer(change):
+    """A tamper function for oci_image: the first layer's blob changed by change(bytes), the
+    manifest and the index made to agree with it (sizes, digests)."""
+    def tamper(blobs, docs):
         idx = json.loads(docs["index.json"])
         mh = idx["manifests"][0]["digest"][7:]
         man = json.loads(blobs.pop(mh))
         lh = man["layers"][0]["digest"][7:]
-        data = blobs.pop(lh)[:-300_000]
+        data = change(blobs.pop(lh))
         nh = hashlib.sha256(data).hexdigest()
         blobs[nh] = data
         man["layers"][0].update(digest="sha256:" + nh, size=len(data))
@@ -457,8 +459,40 @@ def test_damaged_layer(mount, tmp_path):
         blobs[mbh] = mb
         idx["manifests"][0].update(digest="sha256:" + mbh, size=len(mb))
         docs["index.json"] = json.dumps(idx).encode()
+    return tamper
 
-    a = oci_image(tmp_path / "cut.tar", [(None, [l1])], "gzip", tamper=cut)
+
+def test_damaged_crc(mount, tmp_path):
+    """A byte of a gzip layer changed (its digest made to agree): the layer decodes, but not
+    to what its CRC-32 says: its files read EIO, never the wrong bytes."""
+    big = [rand(100_000, 20 + i) for i in range(4)]
+    l1 = layer_tar([("d", "d", None)] + [(f"d/f{i}", "f", b) for i, b in enumerate(big)])
+
+    def flip(data):
+        data = bytearray(data)
+        data[len(data) // 2] ^= 0x01
+        return bytes(data)
+
+    a = oci_image(tmp_path / "flip.tar", [(None, [l1])], "gzip", tamper=changed_layer(flip))
+    with mount(a, allow_errors=True) as m:
+        got = [read_errno(os.path.join(m.path, f"d/f{i}")) for i in range(4)]
+        assert errno.EIO in got, got
+        for i, e in enumerate(got):
+            if e is None:
+                assert open(os.path.join(m.path, f"d/f{i}"), "rb").read() == big[i]
+            else:
+                assert e == errno.EIO
+
+
+def test_damaged_layer(mount, tmp_path):
+    """A gzip layer cut short (the manifest says the cut size and digest, so the layout is
+    consistent): the files before the cut read whole; the one the cut falls in fails with
+    EIO, and those whose headers lie past it are not listed (as in a cut .tar.gz)."""
+    big = [rand(200_000, 10 + i) for i in range(6)]
+    l1 = layer_tar([("d", "d", None)] + [(f"d/f{i}", "f", b) for i, b in enumerate(big)])
+
+    a = oci_image(tmp_path / "cut.tar", [(None, [l1])], "gzip", tamper=changed_layer(
+        lambda data: data[:-300_000]))
     with mount(a, allow_errors=True) as m:
         got = [read_errno(os.path.join(m.path, f"d/f{i}")) for i in range(6)]
         assert got[0] is None and got[-1] in (errno.EIO, errno.ENOENT), got
