@@ -411,6 +411,30 @@ def test_several_images(mount, tmp_path):
                           implicit=refs[ref][1])
 
 
+def test_docker25(mount, tmp_path):
+    """docker >= 25 writes an OCI layout and a manifest.json naming its blobs: manifest.json
+    is read (docker's tags), and the plain layers are checked against the config's
+    diff_ids."""
+    one, two = layers_simple(), layers_rules()
+
+    def both(blobs, docs):
+        man = []
+        for d, tag in zip(json.loads(docs["index.json"])["manifests"], ["a:1", "b/c:2"]):
+            m = json.loads(blobs[d["digest"][7:]])
+            man.append({"Config": "blobs/sha256/" + m["config"]["digest"][7:],
+                        "RepoTags": [tag],
+                        "Layers": ["blobs/sha256/" + ly["digest"][7:] for ly in m["layers"]]})
+        docs["manifest.json"] = json.dumps(man).encode()
+
+    a = oci_image(tmp_path / "d25.tar", [("1", one), ("2", two)], "none", tamper=both)
+    refs = [(tmp_path / n, ref_merge(ly, tmp_path / n)) for n, ly in (("one", one), ("two", two))]
+    with mount(a) as m:
+        assert sorted(os.listdir(m.path)) == ["a:1", "b_c:2"]
+        for sub, (ref, implicit) in zip(["a:1", "b_c:2"], refs):
+            compare_trees(os.path.join(m.path, sub), ref, check_root=False, implicit=implicit)
+    assert checkpoints(str(a) + ".index.sqlite") == 0  # plain layers: read in place
+
+
 def test_raw_and_second_mount(mount, tmp_path):
     """--oci-raw shows the tar as it is (its own index: the options differ); a second plain
     mount reads the index only (no new build)."""
