@@ -48,8 +48,8 @@ struct declared {
 static int stream_of(struct declared *dc, const struct cont_sink *sink, const struct oci_layer *ly,
 		     uint64_t usize, uint64_t *id)
 {
-	struct cont_stream cs = {.codec = ly->codec, .coff = ly->off, .clen = ly->len,
-				 .usize = usize};
+	struct cont_stream cs = {
+	    .codec = ly->codec, .coff = ly->off, .clen = ly->len, .usize = usize};
 	int err;
 
 	for (size_t i = 0; i < dc->n; i++)
@@ -159,8 +159,11 @@ static void count_progress(void *opaque, uint64_t off)
 static int oci_parse(struct src *in, const struct cont_sink *sink, struct cont_stats *st)
 {
 	struct counting cnt = {.sink = sink};
-	struct cont_sink s = {.stream = count_stream, .member = count_member,
-			      .progress = count_progress, .opaque = &cnt, .name = sink->name};
+	struct cont_sink s = {.stream = count_stream,
+			      .member = count_member,
+			      .progress = count_progress,
+			      .opaque = &cnt,
+			      .name = sink->name};
 	struct cont_stats dummy;
 	struct oci_outer o;
 	struct oci_images im = {0};
@@ -195,7 +198,7 @@ static int oci_parse(struct src *in, const struct cont_sink *sink, struct cont_s
 }
 
 const struct container cont_oci = {
-	.name = "oci",
-	.probe = oci_probe,
-	.parse = oci_parse,
+    .name = "oci",
+    .probe = oci_probe,
+    .parse = oci_parse,
 };

@@ -24,19 +24,19 @@
 #include "containers/container.h"
 #include "containers/member.h"
 
-#define OCI_MAX_JSON ((size_t)16 << 20)  /* a larger index or manifest is refused */
-#define OCI_MAX_LAYERS 4096		  /* per image (docker's limit is 127) */
+#define OCI_MAX_JSON ((size_t)16 << 20) /* a larger index or manifest is refused */
+#define OCI_MAX_LAYERS 4096		/* per image (docker's limit is 127) */
 #define OCI_MAX_IMAGES 4096
-#define OCI_MAX_OUTER ((size_t)1 << 20)	  /* members of the outer tar */
-#define OCI_PROBE_MEMBERS 4096		  /* headers the probe reads at most */
-#define OCI_MAX_DEPTH 1024		  /* path components of a layer's member */
-#define OCI_MAX_PATH ((size_t)64 << 10)	  /* bytes of a layer member's path */
+#define OCI_MAX_OUTER ((size_t)1 << 20) /* members of the outer tar */
+#define OCI_PROBE_MEMBERS 4096		/* headers the probe reads at most */
+#define OCI_MAX_DEPTH 1024		/* path components of a layer's member */
+#define OCI_MAX_PATH ((size_t)64 << 10) /* bytes of a layer member's path */
 
 /* ---- the outer tar (oci_json.c) ---- */
 
 struct oci_ent {
-	char *name;	 /* normalised: no "./", no leading or doubled '/' */
-	uint64_t off;	 /* its data in the outer tar */
+	char *name;   /* normalised: no "./", no leading or doubled '/' */
+	uint64_t off; /* its data in the outer tar */
 	uint64_t size;
 };
 
@@ -125,8 +125,9 @@ int oci_tree_report(struct oci_tree *t, const char *prefix, const uint64_t *stre
 
 /* Reads layer ly (the layer-th of its image) of in into t.  *usize: the bytes its blob
  * decodes to (when the blob is damaged, what decoded before the damage: the builder marks
- * what lies past it); *damaged: the blob or its tar was damaged.  0, -EINVAL (not a tar, logged), -EIO (nothing readable), -ENOMEM. */
-int oci_layer_read(struct src *in, const struct oci_layer *ly, unsigned layer,
-		   struct oci_tree *t, const char *name, uint64_t *usize, bool *damaged);
+ * what lies past it); *damaged: the blob or its tar was damaged.  0, -EINVAL (not a tar, logged),
+ * -EIO (nothing readable), -ENOMEM. */
+int oci_layer_read(struct src *in, const struct oci_layer *ly, unsigned layer, struct oci_tree *t,
+		   const char *name, uint64_t *usize, bool *damaged);
 
 #endif

@@ -41,6 +41,9 @@
 #define JSON_DEPTH 32	 /* json-c's default; deeper documents are refused */
 #define INDEX_DEPTH 4	 /* image indexes inside image indexes */
 #define NAME_MAX_LEN 255 /* of an image's folder */
+#define JSON_BUDGET                                                                                \
+	((uint64_t)256 << 20) /* bytes of JSON read in all, the same one counted                   \
+				 each time it is read */
 
 /* ---- the outer tar ------------------------------------------------------------------------ */
 
@@ -165,8 +168,8 @@ int oci_outer_peek(struct src *in, size_t max, struct oci_outer *o)
 			break;
 		if (h[156] == '0' || h[156] == '\0') {
 			bool ustar = !memcmp(h + 257, "ustar", 5) && h[345];
-			snprintf(name, sizeof(name), "%.*s%s%.*s", ustar ? 155 : 0, (const char *)h + 345,
-				 ustar ? "/" : "", 100, (const char *)h);
+			snprintf(name, sizeof(name), "%.*s%s%.*s", ustar ? 155 : 0,
+				 (const char *)h + 345, ustar ? "/" : "", 100, (const char *)h);
 			m.type = MEMBER_REG;
 			m.path = (const uint8_t *)name;
 			m.path_len = strlen(name);
@@ -239,9 +242,9 @@ static struct json_object *parse(const void *text, size_t len, const char *name,
 		enum json_tokener_error e = json_tokener_get_error(tok);
 		if (!quiet)
 			tfs_log(TFS_LOG_ERR, "%s: bad JSON: %s", name,
-			e == json_tokener_continue ? "it ends too soon"
-			: e == json_tokener_success ? "something follows the document"
-						    : json_tokener_error_desc(e));
+				e == json_tokener_continue  ? "it ends too soon"
+				: e == json_tokener_success ? "something follows the document"
+							    : json_tokener_error_desc(e));
 		json_object_put(j);
 		j = NULL;
 	}
@@ -256,12 +259,21 @@ struct json_object *oci_json_parse(const void *text, size_t len, const char *nam
 
 /* The document in outer member e, parsed. */
 static int read_json(struct src *in, const struct oci_ent *e, const char *name, bool quiet,
-		     struct json_object **out)
+		     uint64_t *budget, struct json_object **out)
 {
 	char *buf, *what;
 	int err;
 
 	*out = NULL;
+	if (budget && e->size > *budget) {
+		tfs_log(TFS_LOG_ERR,
+			"%s: its JSON documents add up to more than %" PRIu64 " MiB, "
+			"read once for each image that names them: refused",
+			name, (uint64_t)JSON_BUDGET >> 20);
+		return -EINVAL;
+	}
+	if (budget)
+		*budget -= e->size;
 	if (e->size > OCI_MAX_JSON) {
 		tfs_log(TFS_LOG_ERR, "%s: %s: a JSON document of %" PRIu64 " bytes: too large",
 			name, e->name, e->size);
@@ -316,7 +328,7 @@ bool oci_outer_is_image(struct src *in, const struct oci_outer *o)
 		return true;
 	if (!e || e->size > OCI_MAX_JSON)
 		return false;
-	read_json(in, e, "manifest.json", true, &j); /* another kind of manifest.json: quiet */
+	read_json(in, e, "manifest.json", true, NULL, &j); /* another kind's: quiet */
 	if (json_object_is_type(j, json_type_array) && json_object_array_length(j) > 0)
 		yes = jarr(json_object_array_get_idx(j, 0), "Layers") != NULL;
 	json_object_put(j);
@@ -325,12 +337,21 @@ bool oci_outer_is_image(struct src *in, const struct oci_outer *o)
 
 /* ---- the images --------------------------------------------------------------------------- */
 
+struct checked {
+	uint64_t off; /* the blob's */
+	uint8_t digest[32];
+};
+
 struct rd {
 	struct src *in;
 	const struct oci_outer *o;
 	const char *name; /* the archive's, for messages */
 	struct oci_images *im;
 	size_t cap;
+	uint64_t budget;      /* JSON bytes that may still be read */
+	struct checked *done; /* blobs whose digest matched: not hashed again */
+	size_t ndone, done_cap;
+	bool no_crypto; /* said once */
 };
 
 static int push_image(struct rd *r, char *name, struct oci_layer *layers, size_t n)
@@ -396,20 +417,40 @@ static int check_sha(struct rd *r, const struct oci_ent *e, const char *hex, con
 	uint8_t want[32], got[32];
 	int err = unhex(hex, want, 32);
 
+	for (size_t i = 0; !err && i < r->ndone; i++)
+		if (r->done[i].off == e->off && !memcmp(r->done[i].digest, want, 32))
+			return 0;
+
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 	return err; /* a fuzz build (meson.build): a mutated blob would never pass */
 #endif
 
 	err = err ? err : oci_sha256(r->in, e->off, e->size, got);
 	if (err == -ENOTSUP) {
-		tfs_log(TFS_LOG_NOTICE, "%s: no libcrypto: the image's digests are not checked",
-			r->name);
+		if (!r->no_crypto)
+			tfs_log(TFS_LOG_NOTICE,
+				"%s: no libcrypto: the image's digests are not "
+				"checked",
+				r->name);
+		r->no_crypto = true;
 		return 0;
 	}
 	if (!err && memcmp(want, got, 32) != 0) {
 		tfs_log(TFS_LOG_ERR, "%s: %s (%s) does not match its digest: damaged", r->name,
 			what, e->name);
 		err = -EINVAL;
+	}
+	if (!err && r->ndone == r->done_cap) {
+		size_t cap = r->done_cap ? r->done_cap * 2 : 16;
+		struct checked *d = realloc(r->done, cap * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		r->done = d;
+		r->done_cap = cap;
+	}
+	if (!err) {
+		r->done[r->ndone].off = e->off;
+		memcpy(r->done[r->ndone++].digest, want, 32);
 	}
 	return err;
 }
@@ -438,8 +479,9 @@ static int descriptor_blob(struct rd *r, struct json_object *d, const char *what
 	}
 	if (!json_object_object_get_ex(d, "size", &sz) || !json_object_is_type(sz, json_type_int) ||
 	    json_object_get_int64(sz) < 0 || (uint64_t)json_object_get_int64(sz) != (*out)->size) {
-		tfs_log(TFS_LOG_ERR, "%s: %s: its size is missing or is not its blob's (%" PRIu64
-			" bytes)", r->name, what, (*out)->size);
+		tfs_log(TFS_LOG_ERR,
+			"%s: %s: its size is missing or is not its blob's (%" PRIu64 " bytes)",
+			r->name, what, (*out)->size);
 		return -EINVAL;
 	}
 	err = check_sha(r, *out, *hex, what);
@@ -450,8 +492,8 @@ static int descriptor_blob(struct rd *r, struct json_object *d, const char *what
 static int blob_codec(struct rd *r, const struct oci_ent *e, const char **codec)
 {
 	uint8_t head[512];
-	ssize_t n = src_pread(r->in, head, e->size < sizeof(head) ? (size_t)e->size : sizeof(head),
-			      e->off);
+	ssize_t n =
+	    src_pread(r->in, head, e->size < sizeof(head) ? (size_t)e->size : sizeof(head), e->off);
 	const struct codec *c;
 
 	*codec = NULL;
@@ -465,15 +507,15 @@ static int blob_codec(struct rd *r, const struct oci_ent *e, const char **codec)
 static bool known_layer_type(const char *t)
 {
 	static const char *const known[] = {
-		"application/vnd.oci.image.layer.v1.tar",
-		"application/vnd.oci.image.layer.v1.tar+gzip",
-		"application/vnd.oci.image.layer.v1.tar+zstd",
-		"application/vnd.oci.image.layer.nondistributable.v1.tar",
-		"application/vnd.oci.image.layer.nondistributable.v1.tar+gzip",
-		"application/vnd.oci.image.layer.nondistributable.v1.tar+zstd",
-		"application/vnd.docker.image.rootfs.diff.tar",
-		"application/vnd.docker.image.rootfs.diff.tar.gzip",
-		"application/vnd.docker.image.rootfs.foreign.diff.tar.gzip",
+	    "application/vnd.oci.image.layer.v1.tar",
+	    "application/vnd.oci.image.layer.v1.tar+gzip",
+	    "application/vnd.oci.image.layer.v1.tar+zstd",
+	    "application/vnd.oci.image.layer.nondistributable.v1.tar",
+	    "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip",
+	    "application/vnd.oci.image.layer.nondistributable.v1.tar+zstd",
+	    "application/vnd.docker.image.rootfs.diff.tar",
+	    "application/vnd.docker.image.rootfs.diff.tar.gzip",
+	    "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip",
 	};
 
 	for (size_t i = 0; t && i < sizeof(known) / sizeof(known[0]); i++)
@@ -482,15 +524,15 @@ static bool known_layer_type(const char *t)
 	return false;
 }
 
-/* An image manifest (its blob e): its layers into an image called name (owned: given on). */
-static int oci_manifest(struct rd *r, const struct oci_ent *e, char *name)
+/* An image manifest j (its blob e): its layers into an image called name (owned: given on). */
+static int oci_manifest(struct rd *r, const struct oci_ent *e, struct json_object *j, char *name)
 {
-	struct json_object *j = NULL, *ls;
+	struct json_object *ls;
 	struct oci_layer *layers = NULL;
 	size_t n = 0;
-	int err = read_json(r->in, e, r->name, false, &j);
+	int err = 0;
 
-	if (!err && !(ls = jarr(j, "layers"))) {
+	if (!(ls = jarr(j, "layers"))) {
 		tfs_log(TFS_LOG_ERR, "%s: an image manifest (%s) without layers", r->name, e->name);
 		err = -EINVAL;
 	}
@@ -505,8 +547,10 @@ static int oci_manifest(struct rd *r, const struct oci_ent *e, char *name)
 		const char *mt = jstr(d, "mediaType"), *hex;
 		const struct oci_ent *b;
 		if (!known_layer_type(mt)) {
-			tfs_log(TFS_LOG_ERR, "%s: a layer of media type %.100s, which tarseek does not "
-				"read", r->name, mt ? mt : "(none)");
+			tfs_log(TFS_LOG_ERR,
+				"%s: a layer of media type %.100s, which tarseek does not "
+				"read",
+				r->name, mt ? mt : "(none)");
 			err = -EINVAL;
 			break;
 		}
@@ -521,7 +565,6 @@ static int oci_manifest(struct rd *r, const struct oci_ent *e, char *name)
 		free(layers);
 		free(name);
 	}
-	json_object_put(j);
 	return err;
 }
 
@@ -594,15 +637,18 @@ static int oci_index(struct rd *r, struct json_object *j, const char *parent, in
 			err = -ENOMEM;
 			break;
 		}
-		if (!is_index_type(mt)) {
-			err = oci_manifest(r, b, name);
+		err = read_json(r->in, b, r->name, false, &r->budget, &sub);
+		/* an index, by its media type or, without one, by its content */
+		if (!err && !is_index_type(mt) &&
+		    (mt || !jarr(sub, "manifests") || jarr(sub, "layers"))) {
+			err = oci_manifest(r, b, sub, name);
+			json_object_put(sub);
 			continue;
 		}
-		if (depth == INDEX_DEPTH) {
+		if (!err && depth == INDEX_DEPTH) {
 			tfs_log(TFS_LOG_ERR, "%s: image indexes nested too deep", r->name);
 			err = -EINVAL;
 		}
-		err = err ? err : read_json(r->in, b, r->name, false, &sub);
 		err = err ? err : oci_index(r, sub, name, depth + 1);
 		json_object_put(sub);
 		free(name);
@@ -631,10 +677,12 @@ static int docker_manifest(struct rd *r, struct json_object *j)
 		size_t nl = ls ? json_object_array_length(ls) : 0, nt;
 		if (!ls || !ce || nl > OCI_MAX_LAYERS) {
 			tfs_log(TFS_LOG_ERR, "%s: manifest.json: an image without %s", r->name,
-				!ls ? "Layers" : !ce ? "its Config" : "a sane number of layers");
+				!ls   ? "Layers"
+				: !ce ? "its Config"
+				      : "a sane number of layers");
 			return -EINVAL;
 		}
-		err = read_json(r->in, ce, r->name, false, &cfg);
+		err = read_json(r->in, ce, r->name, false, &r->budget, &cfg);
 		if (!err && json_object_object_get_ex(cfg, "rootfs", &diff))
 			diff = jarr(diff, "diff_ids");
 		if (!err && !(layers = calloc(nl ? nl : 1, sizeof(*layers))))
@@ -642,14 +690,17 @@ static int docker_manifest(struct rd *r, struct json_object *j)
 		for (size_t k = 0; !err && k < nl; k++) {
 			struct json_object *p = json_object_array_get_idx(ls, k);
 			const char *path = json_object_is_type(p, json_type_string)
-						   ? json_object_get_string(p) : NULL;
+					       ? json_object_get_string(p)
+					       : NULL;
 			const struct oci_ent *b = path ? oci_outer_find(r->o, path) : NULL;
-			const char *id = diff && k < json_object_array_length(diff)
-					     ? json_object_get_string(json_object_array_get_idx(diff, k))
-					     : NULL;
+			const char *id =
+			    diff && k < json_object_array_length(diff)
+				? json_object_get_string(json_object_array_get_idx(diff, k))
+				: NULL;
 			if (!b) {
-				tfs_log(TFS_LOG_ERR, "%s: manifest.json: the layer %.200s is missing",
-					r->name, path ? path : "(not a string)");
+				tfs_log(TFS_LOG_ERR,
+					"%s: manifest.json: the layer %.200s is missing", r->name,
+					path ? path : "(not a string)");
 				err = -EINVAL;
 				break;
 			}
@@ -666,8 +717,10 @@ static int docker_manifest(struct rd *r, struct json_object *j)
 		for (size_t k = 0; !err && k < (nt ? nt : 1); k++) {
 			struct json_object *t = nt ? json_object_array_get_idx(tags, k) : NULL;
 			const char *tag = json_object_is_type(t, json_type_string)
-						  ? json_object_get_string(t) : NULL;
-			const char *base = strrchr(ce->name, '/') ? strrchr(ce->name, '/') + 1 : ce->name;
+					      ? json_object_get_string(t)
+					      : NULL;
+			const char *base =
+			    strrchr(ce->name, '/') ? strrchr(ce->name, '/') + 1 : ce->name;
 			size_t bl = strcspn(base, "."); /* "<hex>.json": 12 of its digits */
 			char *name = tag && *tag ? folder_name(tag, strlen(tag))
 						 : folder_name(base, bl < 12 ? bl : 12);
@@ -714,7 +767,7 @@ static int unique_names(struct oci_images *im)
 int oci_read_images(struct src *in, const struct oci_outer *o, const char *name,
 		    struct oci_images *out)
 {
-	struct rd r = {.in = in, .o = o, .name = name, .im = out};
+	struct rd r = {.in = in, .o = o, .name = name, .im = out, .budget = JSON_BUDGET};
 	const struct oci_ent *e = oci_outer_find(o, "manifest.json");
 	struct json_object *j = NULL;
 	int err;
@@ -722,10 +775,10 @@ int oci_read_images(struct src *in, const struct oci_outer *o, const char *name,
 	*out = (struct oci_images){0};
 	if (e) {
 		out->docker = true;
-		err = read_json(in, e, name, false, &j);
+		err = read_json(in, e, name, false, &r.budget, &j);
 		err = err ? err : docker_manifest(&r, j);
 	} else if ((e = oci_outer_find(o, "index.json"))) {
-		err = read_json(in, e, name, false, &j);
+		err = read_json(in, e, name, false, &r.budget, &j);
 		err = err ? err : oci_index(&r, j, NULL, 0);
 	} else {
 		tfs_log(TFS_LOG_ERR, "%s: neither manifest.json nor index.json", name);
@@ -740,6 +793,7 @@ int oci_read_images(struct src *in, const struct oci_outer *o, const char *name,
 	}
 	if (err)
 		oci_images_free(out);
+	free(r.done);
 	return err;
 }
 

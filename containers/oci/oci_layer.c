@@ -60,8 +60,8 @@ static int drop_ckpt(void *opaque, uint64_t idx, const struct codec_ckpt *ck, co
 	return 0;
 }
 
-int oci_layer_read(struct src *in, const struct oci_layer *ly, unsigned layer,
-		   struct oci_tree *t, const char *name, uint64_t *usize, bool *damaged)
+int oci_layer_read(struct src *in, const struct oci_layer *ly, unsigned layer, struct oci_tree *t,
+		   const char *name, uint64_t *usize, bool *damaged)
 {
 	struct lctx c = {.t = t, .layer = layer};
 	struct tar_callbacks cb = {.entry = on_entry, .opaque = &c};
@@ -88,8 +88,10 @@ int oci_layer_read(struct src *in, const struct oci_layer *ly, unsigned layer,
 		goto out;
 	err = tar_parse(cs ? cstream_src(cs) : win, &cb, &ts);
 	if (err == -EINVAL) {
-		tfs_log(TFS_LOG_ERR, "%s: a layer (the %" PRIu64 " bytes at %" PRIu64 ") is not a "
-			"tar", name, ly->len, ly->off);
+		tfs_log(TFS_LOG_ERR,
+			"%s: a layer (the %" PRIu64 " bytes at %" PRIu64 ") is not a "
+			"tar",
+			name, ly->len, ly->off);
 		goto out;
 	}
 	if (!cs) {
@@ -100,15 +102,19 @@ int oci_layer_read(struct src *in, const struct oci_layer *ly, unsigned layer,
 		if (err == -EIO) { /* damaged: what decoded before is kept, the rest marked */
 			*usize = cstream_pos(cs);
 			*damaged = true;
-			tfs_log(TFS_LOG_WARNING, "%s: a layer is damaged after %" PRIu64 " decoded "
-				"bytes: the files past it cannot be read", name, *usize);
+			tfs_log(TFS_LOG_WARNING,
+				"%s: a layer is damaged after %" PRIu64 " decoded "
+				"bytes: the files past it cannot be read",
+				name, *usize);
 			err = 0;
 		}
 	}
 	*damaged |= ts.truncated || ts.bad_headers;
 	if (!err && ts.truncated)
-		tfs_log(TFS_LOG_WARNING, "%s: a layer's tar is cut short: its last files are "
-			"missing", name);
+		tfs_log(TFS_LOG_WARNING,
+			"%s: a layer's tar is cut short: its last files are "
+			"missing",
+			name);
 out:
 	cstream_free(cs);
 	src_free(win);

@@ -23,8 +23,8 @@
  * ".." goes up but never above the root, so "/etc/x" and "../x" stay inside the image.
  *
  * Reporting walks the tree, parents first; a folder no layer listed (a missing parent) is left
- * to the builder, which makes it as it makes a tar's (mode 0555).  Nodes that share a data id are reported as one
- * regular file (the first met) and hard links to its path.  Recursion is bounded by
+ * to the builder, which makes it as it makes a tar's (mode 0555).  Nodes that share a data id are
+ * reported as one regular file (the first met) and hard links to its path.  Recursion is bounded by
  * OCI_MAX_DEPTH (deeper members are skipped when added).
  */
 #include "containers/oci/oci_int.h"
@@ -47,9 +47,9 @@ struct onode {
 	struct onode *parent;
 	char *name;
 	size_t nlen;
-	unsigned layer;	 /* the layer that put it there (a folder: that last listed it) */
+	unsigned layer; /* the layer that put it there (a folder: that last listed it) */
 	enum member_type type;
-	bool implicit;	 /* a folder no layer listed */
+	bool implicit;	  /* a folder no layer listed */
 	uint64_t data_id; /* a regular file's data: shared by hard links */
 	uint64_t data_off, size, stored;
 	uint32_t mode;
@@ -218,8 +218,8 @@ static int split(const uint8_t *path, size_t len, const char **comp, size_t *cle
 }
 
 /* The node at path, or NULL. */
-static struct onode *lookup(struct oci_tree *t, const uint8_t *path, size_t len,
-			    const char **comp, size_t *clen)
+static struct onode *lookup(struct oci_tree *t, const uint8_t *path, size_t len, const char **comp,
+			    size_t *clen)
 {
 	int n = split(path, len, comp, clen);
 	struct onode *d = &t->root;
@@ -241,8 +241,8 @@ static char *dupz(const char *s, size_t len)
 }
 
 /* Copies the metadata of m (or, for a hard link, of its target's data) into n. */
-static int set_meta(struct oci_tree *t, struct onode *n, const struct arc_member *m,
-		    unsigned layer, const struct onode *data)
+static int set_meta(struct oci_tree *t, struct onode *n, const struct arc_member *m, unsigned layer,
+		    const struct onode *data)
 {
 	clear_meta(n);
 	n->layer = layer;
@@ -277,7 +277,8 @@ static int set_meta(struct oci_tree *t, struct onode *n, const struct arc_member
 		n->data_off = m->data_off;
 		n->size = m->size;
 		n->stored = m->stored;
-		if (m->type == MEMBER_SYMLINK && !(n->link = dupz((const char *)m->link, m->link_len)))
+		if (m->type == MEMBER_SYMLINK &&
+		    !(n->link = dupz((const char *)m->link, m->link_len)))
 			return -ENOMEM;
 		n->link_len = m->type == MEMBER_SYMLINK ? m->link_len : 0;
 	}
@@ -395,16 +396,20 @@ int oci_tree_add(struct oci_tree *t, unsigned layer, const struct arc_member *m)
 	if (m->type == MEMBER_HARDLINK) {
 		target = lookup(t, m->link, m->link_len, comp, clen);
 		if (!target || target->type == MEMBER_DIR) {
-			tfs_log(TFS_LOG_WARNING, "an image layer's hard link %.*s -> %.*s: no such "
-				"file in the image: skipped", (int)m->path_len, (const char *)m->path,
-				(int)m->link_len, (const char *)m->link);
+			tfs_log(TFS_LOG_WARNING,
+				"an image layer's hard link %.*s -> %.*s: no such "
+				"file in the image: skipped",
+				(int)m->path_len, (const char *)m->path, (int)m->link_len,
+				(const char *)m->link);
 			goto out;
 		}
 	}
 	nc = split(m->path, m->path_len, comp, clen);
 	if (nc < 0) {
-		tfs_log(TFS_LOG_WARNING, "an image layer's member has a path of more than %d "
-			"components: skipped", OCI_MAX_DEPTH);
+		tfs_log(TFS_LOG_WARNING,
+			"an image layer's member has a path of more than %d "
+			"components: skipped",
+			OCI_MAX_DEPTH);
 		goto out;
 	}
 	if (nc == 0)
@@ -419,7 +424,7 @@ int oci_tree_add(struct oci_tree *t, unsigned layer, const struct arc_member *m)
 	n = find(t, d, comp[nc - 1], clen[nc - 1]);
 	if (n && n == target)
 		goto out; /* a link to itself */
-	if (target) { /* copied first: the target may lie below the node it replaces */
+	if (target) {	  /* copied first: the target may lie below the node it replaces */
 		err = set_meta(t, &tmp, m, layer, target);
 		if (err)
 			goto out;
@@ -483,13 +488,23 @@ static int report_one(struct report *r, const struct onode *n)
 {
 	struct tbuf *p = &r->t->path;
 	struct arc_member m = {
-		.path = p->p, .path_len = p->len, .link = (const uint8_t *)"",
-		.type = n->type, .mode = n->mode, .uid = n->uid, .gid = n->gid,
-		.mtime_sec = n->mtime_sec, .mtime_nsec = n->mtime_nsec,
-		.dev_major = n->dev_major, .dev_minor = n->dev_minor,
-		.uname = n->uname ? n->uname : "", .gname = n->gname ? n->gname : "",
-		.sparse = n->sparse, .nsparse = n->nsparse,
-		.xattrs = n->xattrs, .nxattrs = n->nxattrs,
+	    .path = p->p,
+	    .path_len = p->len,
+	    .link = (const uint8_t *)"",
+	    .type = n->type,
+	    .mode = n->mode,
+	    .uid = n->uid,
+	    .gid = n->gid,
+	    .mtime_sec = n->mtime_sec,
+	    .mtime_nsec = n->mtime_nsec,
+	    .dev_major = n->dev_major,
+	    .dev_minor = n->dev_minor,
+	    .uname = n->uname ? n->uname : "",
+	    .gname = n->gname ? n->gname : "",
+	    .sparse = n->sparse,
+	    .nsparse = n->nsparse,
+	    .xattrs = n->xattrs,
+	    .nxattrs = n->nxattrs,
 	};
 	const struct seen *s;
 

@@ -90,8 +90,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct fz_walk w;
-	struct cont_sink sink = {.stream = on_stream, .member = on_member, .opaque = &w,
-				 .name = "fuzz.tar"};
+	struct cont_sink sink = {
+	    .stream = on_stream, .member = on_member, .opaque = &w, .name = "fuzz.tar"};
 	struct cont_stats st;
 	struct src *in;
 	int err;
