@@ -9,7 +9,7 @@
 # of tarseek(1): tests/mount/test_package.py checks that they agree.
 
 _tarseek_options='-f --foreground -d --debug -s --single-thread --no-union -r --recursive
-    --recursion-depth --strip-extension -i --ignore-zeros -o --index-file --index-folder
+    --recursion-depth --strip-extension -i --ignore-zeros --oci-raw -o --index-file --index-folder
     -c --recreate-index --password --password-file --gzip-spacing --cache-size --disk-cache-size
     --disk-cache-dir --threads -P --parallelization --prefetch-size --no-prefetch --shadow --shadow-max
     --s3-endpoint --remote-timeout --remote-cache-size
@@ -28,7 +28,7 @@ _tarseek_mount_options='foreground debug single_thread no_union recursive recurs
     blksize= suid nosuid dev nodev exec noexec async sync dirsync atime noatime'
 
 _tarseek_index_options='-c --check --index-file --index-folder --recreate-index
-    --gzip-spacing -r --recursive --recursion-depth --strip-extension -i --ignore-zeros
+    --gzip-spacing -r --recursive --recursion-depth --strip-extension -i --ignore-zeros --oci-raw
     --threads --shadow --shadow-max --s3-endpoint --remote-timeout -q --quiet -h --help
     -V --version'
 

@@ -56,9 +56,10 @@ const char *cont_list(void)
 
 	if (!list[0]) {
 #if HAVE_LIBARCHIVE
-		snprintf(list, sizeof(list), "tar, zip, 7z, ar, libarchive (%s)", la_formats());
+		snprintf(list, sizeof(list), "tar, zip, 7z, ar, %slibarchive (%s)",
+			 HAVE_JSONC ? "oci, " : "", la_formats());
 #else
-		snprintf(list, sizeof(list), "tar, zip, 7z, ar");
+		snprintf(list, sizeof(list), "tar, zip, 7z, ar%s", HAVE_JSONC ? ", oci" : "");
 #endif
 	}
 	return list;

@@ -88,6 +88,12 @@ extern const struct container cont_ar; /* ar: static libraries, .deb (ar.c) */
 #if HAVE_LIBARCHIVE
 extern const struct container cont_libarchive; /* rar, iso9660, cpio, ar, ... (libarchive.c) */
 #endif
+#if HAVE_JSONC
+/* Container images: an OCI image layout or a `docker save` tar, shown as the image's merged
+ * root file system (oci/oci.c).  Not among cont_probe's: the file is a tar too, so the builder
+ * asks cont_oci.probe before the tar parser, unless told to show it raw (--oci-raw). */
+extern const struct container cont_oci;
+#endif
 
 /* Disk images and file systems (GPT/MBR partition tables, ext2/3/4, FAT): containers like
  * the others, but a file in such a format is shown as a folder only with -r (a vm.img.gz

@@ -600,6 +600,7 @@ int main(int argc, char **argv)
 				  .spacing_any = !o.gzip_spacing_set, .threads = o.threads,
 				  .progress = o.quiet ? NULL : tprog_index, .recursion = o.recursion,
 				  .strip_ext = o.strip_ext, .ignore_zeros = o.ignore_zeros,
+				  .oci_raw = o.oci_raw,
 				  .shadow = o.shadow, .shadow_max = o.shadow_max,
 				  /* the tests make it small, to see a small archive take
 				   * that path */

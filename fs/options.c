@@ -31,6 +31,7 @@ enum opt_id {
 	O_DEPTH,
 	O_STRIP,
 	O_IGNORE_ZEROS,
+	O_OCI_RAW,
 	O_OPTION,
 	O_INDEX_FILE,
 	O_INDEX_FOLDER,
@@ -85,6 +86,10 @@ static const struct spec specs[] = {
     {O_IGNORE_ZEROS, "ignore-zeros", 'i', NULL,
      "read past zero blocks (the end-of-archive marker), as\n"
      "tar --ignore-zeros: archives joined with cat show whole",
+     true},
+    {O_OCI_RAW, "oci-raw", 0, NULL,
+     "a container image (OCI layout, docker save) shows as\n"
+     "the tar it is, its layers as files, not merged",
      true},
     {O_OPTION, NULL, 'o', "OPT[,OPT...]",
      "mount options: every long option as NAME[=VALUE],\n"
@@ -422,6 +427,9 @@ static int apply(struct options *o, const struct spec *s, const char *val, const
 		return 0;
 	case O_IGNORE_ZEROS:
 		o->ignore_zeros = true;
+		return 0;
+	case O_OCI_RAW:
+		o->oci_raw = true;
 		return 0;
 	case O_INDEX_FILE:
 		o->index_file = val;

@@ -40,6 +40,7 @@
 struct options {
 	bool foreground, debug, single_thread, quiet, recreate, no_union, strip_ext, ignore_zeros;
 	bool no_prefetch;
+	bool oci_raw; /* --oci-raw: container images as plain tars */
 	bool gzip_spacing_set;	/* --gzip-spacing given (else any index's spacing will do) */
 	bool unmount;		/* -u: unmount the MOUNTPOINTs given */
 	unsigned recursion;

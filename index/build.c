@@ -226,6 +226,11 @@ static int build_members(struct builder *b, const struct idx_input *in,
 	hn = src_pread(prog, head, sizeof(head), 0);
 	if (hn < 0 && codec) {
 		err = (int)hn;
+#if HAVE_JSONC
+	} else if (!codec && !o->oci_raw && hn > 0 && cont_oci.probe(prog, head, (size_t)hn)) {
+		/* a container image is a tar too: asked first (container.h) */
+		err = bld_container(b, in, &cont_oci, o, st);
+#endif
 	} else if (tar_probe(prog)) {
 		struct tar_callbacks cb = {.entry = bld_member, .progress = on_progress, .opaque = b,
 					   .ignore_zeros = o->ignore_zeros};

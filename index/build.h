@@ -53,6 +53,8 @@ struct idx_build_opts {
 	unsigned recursion;    /* levels of archives inside archives to index (0: none) */
 	bool strip_ext;	       /* a nested archive's folder loses its extension (a.tar.gz -> a) */
 	bool ignore_zeros;     /* read past the end-of-archive marker (tar --ignore-zeros) */
+	bool oci_raw;	       /* a container image (OCI layout, docker save) shows as the tar it
+				* is, not as its merged root file system (containers/oci/) */
 	/* The shadow (shadow/shadow.h), written beside the index while the streams are decoded:
 	 * which streams get one (0, SHADOW_NEVER: none; the daemon and tarseek-index default to
 	 * SHADOW_AUTO, the slow ones) and the most it may take (0: half the free space of its

@@ -57,6 +57,8 @@ void idx_options_string(const char *codec_name, const struct idx_build_opts *o, 
 			      o->strip_ext);
 	if (o->ignore_zeros && n >= 0 && (size_t)n < size)
 		n += snprintf(buf + n, size - (size_t)n, "ignore_zeros=1;");
+	if (o->oci_raw && n >= 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - (size_t)n, "oci_raw=1;");
 	if (n == 0)
 		snprintf(buf, size, "-");
 }

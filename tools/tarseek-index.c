@@ -38,6 +38,7 @@ enum {
 	OPT_THREADS,
 	OPT_RECURSION_DEPTH,
 	OPT_STRIP_EXT,
+	OPT_OCI_RAW,
 	OPT_S3_ENDPOINT,
 	OPT_REMOTE_TIMEOUT,
 	OPT_SHADOW,
@@ -59,6 +60,7 @@ static const struct topt opts[] = {
     {OPT_RECURSION_DEPTH, "recursion-depth", 0, "N", "at most N levels of them", 0},
     {OPT_STRIP_EXT, "strip-extension", 0, NULL, "their folders lose the archive extension", 0},
     {'i', "ignore-zeros", 'i', NULL, "read past the end-of-archive marker (tar --ignore-zeros)", 0},
+    {OPT_OCI_RAW, "oci-raw", 0, NULL, "container images as the tars they are, not merged", 0},
     {OPT_THREADS, "threads", 0, "N", "decoder threads (default: all cores)", 0},
     {OPT_SHADOW, "shadow", 0, "MODE",
      "auto (default), always, never: keep the decoded\n"
@@ -148,6 +150,9 @@ static int apply(int id, const char *arg, struct idx_opts *o, struct net_env *ne
 			return -EINVAL;
 		}
 		o->build.recursion = (unsigned)n;
+		return 0;
+	case OPT_OCI_RAW:
+		o->build.oci_raw = true;
 		return 0;
 	case OPT_STRIP_EXT:
 		o->build.strip_ext = true;

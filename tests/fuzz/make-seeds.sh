@@ -28,6 +28,9 @@
 #   DIR/fuzz_fat/            FAT12 volumes by mkfs.vfat + mcopy (long, unicode and 8.3 names,
 #                            folders, a fragmented file, a read-only one, a label), FAT16 and
 #                            FAT32 ones cut to 128 KiB, an empty FAT32 of few clusters; damaged
+#   DIR/fuzz_oci/            container images (oci_seeds.py): OCI layouts (gzip, zstd, plain
+#                            layers, several tags, a nested index), docker save tars, cut and
+#                            flipped copies
 # Nothing binary is kept in the repository: the seeds are made at run time.  Tools that are
 # missing are skipped with a note (tools/install-deps.sh installs them all).
 #   tests/fuzz/make-seeds.sh DIR
@@ -580,6 +583,15 @@ if have mkfs.vfat && have mcopy && have mdel && have mattrib; then
 	fi
 else
 	note "mkfs.vfat or mtools missing: no FAT seeds"
+fi
+
+# fuzz_oci: container images written by Python's tarfile (oci_seeds.py)
+O=$out/fuzz_oci
+mkdir -p "$O"
+if [ -n "$py" ]; then
+	"$py" "$here/oci_seeds.py" "$O" || note "python OCI seeds failed"
+else
+	note "python3 missing: no OCI seeds"
 fi
 
 # fuzz_bcj_riscv: 4 bytes of start position, then a RISC-V-like instruction stream (JALs,
