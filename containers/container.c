@@ -27,6 +27,9 @@ const struct container *cont_probe(struct src *in, const uint8_t *head, size_t l
 
 /* Disk images and file systems (container.h): partition tables first, then file systems. */
 const struct container *const cont_images[] = {
+#if HAVE_EXT2FS
+	&cont_ext4,
+#endif
 	NULL,
 };
 
