@@ -164,27 +164,24 @@ static int dir_read(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *inode, st
 	}
 	if (err)
 		return err;
-	/* the runs are e's, which the entries' own maps reuse: copy them first */
-	size_t n = e->nruns;
-	struct ext4_run *runs = n ? malloc(n * sizeof(*runs)) : NULL;
+	/* e->runs stay this folder's while its blocks are read: the entries are walked after */
+	for (size_t i = 0; !err && i < e->nruns; i++) {
+		const struct ext4_run *r = &e->runs[i];
 
-	if (n && !runs)
-		return -ENOMEM;
-	memcpy(runs, e->runs, n * sizeof(*runs));
-	for (size_t i = 0; !err && i < n; i++) {
-		for (uint64_t b = 0; !err && b < runs[i].len; b++) {
-			rc = ext2fs_read_dir_block4(e->fs, runs[i].pblk + b, e->block, 0, ino);
+		for (uint64_t b = 0; !err && b < r->len; b++) {
+			if (!ext4_spend(e, 1))
+				return -ENOSPC;
+			rc = ext2fs_read_dir_block4(e->fs, r->pblk + b, e->block, 0, ino);
 			if (rc == 0 || rc == EXT2_ET_DIR_CSUM_INVALID) {
-				err = dir_block(e, d, ino, runs[i].lblk + b);
+				err = dir_block(e, d, ino, r->lblk + b);
 			} else if (ext4_io_err_fatal(e)) {
 				err = ext4_err(e, rc);
 			} else {
 				ext4_damage(e, "%s: folder inode %u: block %" PRIu64 " cannot be read "
-					    "(%s)", e->name, ino, runs[i].lblk + b, error_message(rc));
+					    "(%s)", e->name, ino, r->lblk + b, error_message(rc));
 			}
 		}
 	}
-	free(runs);
 	return err;
 }
 
@@ -313,7 +310,12 @@ static ssize_t link_target(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *in
 	if (err)
 		return err;
 	e->block[size] = '\0';
-	return (ssize_t)strlen((const char *)e->block);
+	n = strlen((const char *)e->block);
+	if (n == 0) {
+		ext4_damage(e, "%s: symlink '%s': its target is empty; left out", e->name, e->path);
+		return -EIO;
+	}
+	return (ssize_t)n;
 }
 
 /* An inode with several links: a hard link to its first path if it has one (true, m made
