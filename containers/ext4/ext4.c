@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,12 +175,20 @@ static int e4_open(struct ext4 *e)
 	return err == -EROFS || err == -EINVAL ? -EIO : err;
 }
 
+/* libext2fs's messages (error_message) once its table is known to com_err */
+static void e4_init(void)
+{
+	initialize_ext2_error_table();
+}
+
 static int e4_parse(struct src *in, const struct cont_sink *sink, struct cont_stats *stats)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct ext4 *e = calloc(1, sizeof(*e));
 	struct ext2_super_block sb;
 	int err;
 
+	pthread_once(&once, e4_init);
 	if (stats)
 		*stats = (struct cont_stats){0};
 	if (!e)

@@ -318,31 +318,36 @@ static ssize_t link_target(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *in
 	return (ssize_t)n;
 }
 
-/* An inode with several links: a hard link to its first path if it has one (true, m made
- * one), else its path is remembered.  0 or -ENOMEM. */
-static int hard_link(struct ext4 *e, ext2_ino_t ino, struct arc_member *m, bool *linked)
+/* An inode with several links already reported under another path: m becomes a hard link to
+ * that path (true). */
+static bool link_find(struct ext4 *e, ext2_ino_t ino, struct arc_member *m)
 {
 	uint64_t h = link_hash(ino);
-	struct ext4_link *l;
 
-	*linked = false;
 	for (struct htable_node *n = htable_first(&e->links, h); n; n = htable_next(n)) {
-		l = htable_entry(n, struct ext4_link, node);
+		struct ext4_link *l = htable_entry(n, struct ext4_link, node);
+
 		if (l->ino == ino) {
 			m->type = MEMBER_HARDLINK;
 			m->link = (const uint8_t *)l->path;
 			m->link_len = l->len;
-			*linked = true;
-			return 0;
+			return true;
 		}
 	}
-	l = malloc(sizeof(*l) + e->plen + 1);
+	return false;
+}
+
+/* Remembers e->path as the path of inode ino, reported.  0 or -ENOMEM. */
+static int link_add(struct ext4 *e, ext2_ino_t ino)
+{
+	struct ext4_link *l = malloc(sizeof(*l) + e->plen + 1);
+
 	if (!l)
 		return -ENOMEM;
 	l->ino = ino;
 	l->len = e->plen;
 	memcpy(l->path, e->path, e->plen + 1);
-	if (htable_add(&e->links, &l->node, h)) {
+	if (htable_add(&e->links, &l->node, link_hash(ino))) {
 		free(l);
 		return -ENOMEM;
 	}
@@ -356,7 +361,7 @@ static int walk_entry(struct ext4 *e, ext2_ino_t ino, int depth)
 	struct ext2_inode *inode = (struct ext2_inode *)&big;
 	struct arc_member m = {0};
 	unsigned int fmt;
-	bool linked = false;
+	bool linked;
 	errcode_t rc;
 	ssize_t ln;
 	int err = 0;
@@ -377,13 +382,9 @@ static int walk_entry(struct ext4 *e, ext2_ino_t ino, int depth)
 	}
 	member_common(e, &m, &big);
 	fmt = inode->i_mode & LINUX_S_IFMT;
-	if (fmt != LINUX_S_IFDIR && inode->i_links_count > 1) {
-		err = hard_link(e, ino, &m, &linked);
-		if (err)
-			return err;
-		if (linked)
-			return report(e, &m);
-	}
+	linked = fmt != LINUX_S_IFDIR && inode->i_links_count > 1;
+	if (linked && link_find(e, ino, &m))
+		return report(e, &m);
 	switch (fmt) {
 	case LINUX_S_IFDIR:
 		if (e->dirs_seen[ino / 8] & (1u << (ino % 8))) {
@@ -447,7 +448,8 @@ static int walk_entry(struct ext4 *e, ext2_ino_t ino, int depth)
 			    e->path, ino, inode->i_mode);
 		return 0;
 	}
-	return err ? err : report(e, &m);
+	err = err ? err : report(e, &m);
+	return !err && linked ? link_add(e, ino) : err;
 }
 
 /* Walks folder ino, whose path is e->path, at depth. */
