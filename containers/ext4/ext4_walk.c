@@ -234,13 +234,15 @@ static int file_map(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *inode, st
 		err = ext4_map_inline(e, ino, size, &n, &why);
 	} else {
 		err = ext4_map(e, ino, inode, end, &why);
-		if (!err && e->nruns > e->sparse_cap) {
-			struct member_sparse *s = realloc(e->sparse, e->nruns * sizeof(*s));
+		if (!err && (e->nruns > e->sparse_cap || !e->sparse)) {
+			/* at least one: an all-hole file has a map, with no extent */
+			size_t cap = e->nruns ? e->nruns : 1;
+			struct member_sparse *s = realloc(e->sparse, cap * sizeof(*s));
 
 			if (!s)
 				return -ENOMEM;
 			e->sparse = s;
-			e->sparse_cap = e->nruns;
+			e->sparse_cap = cap;
 		}
 		for (size_t i = 0; !err && i < e->nruns; i++) {
 			uint64_t off = e->runs[i].lblk * e->bs, len = e->runs[i].len * e->bs;

@@ -188,7 +188,7 @@ static void make_tree(void)
 		 "ln d/big d/hard; mkfifo fifo; truncate -s 2M sparse;"
 		 "printf abc | dd of=sparse bs=1 seek=700000 conv=notrunc 2>/dev/null;"
 		 "printf 'uni' > $(printf '\\303\\274n\\303\\257'); chmod 4751 a.txt;"
-		 "printf x > deep/1/2/3/leaf; : > empty; head -c 200 /dev/urandom > mid;"
+		 "printf x > deep/1/2/3/leaf; : > empty; truncate -s 1M all-hole; head -c 200 /dev/urandom > mid;"
 		 "cd ..; for i in 1 2 3 4 5 6; do head -c 8192 /dev/urandom > f$i; done;"
 		 "head -c 40000 /dev/urandom > frag",
 		 tmp);
@@ -272,6 +272,7 @@ static void test_image(const char *mkfs, const char *opts, bool edited)
 	check_file(&g, "deep/1/2/3/leaf", "src/deep/1/2/3/leaf");
 	check_file(&g, "empty", "src/empty");
 	check_file(&g, "mid", "src/mid");
+	check_file(&g, "all-hole", "src/all-hole");
 	x = find(&g, "mid");
 	if (strstr(opts, "inline_data")) /* 60 bytes in i_block, 140 in system.data */
 		CHECK(x && x->nsparse == 2);
