@@ -212,7 +212,12 @@ static int e4_parse(struct src *in, const struct cont_sink *sink, struct cont_st
 			"unmounted cleanly); it is read as it is, without the journal", e->name);
 	e->dirs_seen = calloc(e->inodes / 8 + 1, 1);
 	e->block = malloc(e->bs + 1);
-	if (!e->dirs_seen || !e->block) {
+	e->xblock = malloc(e->bs);
+	e->inode_len = EXT2_INODE_SIZE(e->fs->super);
+	if (e->inode_len < sizeof(struct ext2_inode_large))
+		e->inode_len = sizeof(struct ext2_inode_large);
+	e->inode = malloc(e->inode_len);
+	if (!e->dirs_seen || !e->block || !e->xblock || !e->inode) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -226,6 +231,10 @@ out:
 	}
 	free(e->dirs_seen);
 	free(e->block);
+	free(e->xblock);
+	free(e->inode);
+	free(e->xattrs);
+	free(e->xnames);
 	free(e->runs);
 	free(e->sparse);
 	free(e);

@@ -45,6 +45,14 @@ struct ext4 {
 	struct member_sparse *sparse; /* the member's map, reused */
 	size_t sparse_cap;
 	uint8_t *block; /* one block */
+	uint8_t *xblock; /* one block: the attribute block of the member being reported */
+	uint8_t *inode;  /* one whole inode as stored (the larger of its size and struct
+			    ext2_inode_large), zeroed past its size */
+	size_t inode_len;
+	struct member_xattr *xattrs; /* the member's user.* attributes (ext4_xattrs) */
+	size_t nxattrs;
+	char *xnames;
+	size_t xnames_len;
 	struct cont_stats st;
 	bool damaged;
 };
@@ -71,6 +79,11 @@ int ext4_map(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *inode, uint64_t 
 /* Where the bytes of an inline-data inode are in the image: into e->sparse (1 or 2 extents,
  * physical offsets), *n their number.  0, or -EOPNOTSUPP/-EIO with *why set. */
 int ext4_map_inline(struct ext4 *e, ext2_ino_t ino, uint64_t size, size_t *n, const char **why);
+
+/* The user.* attributes of an inode (raw: its isz bytes as stored; inode: the same, as a
+ * struct) into e->xattrs/nxattrs, pointing into raw and e->xblock: valid until the next call.
+ * 0, -ENOMEM, a source error; damage leaves attributes out. */
+int ext4_xattrs(struct ext4 *e, const uint8_t *raw, size_t isz, const struct ext2_inode *inode);
 
 /* Walks the tree from the root, reporting every member.  0 or -errno (a sink's error, -ENOMEM,
  * a source error). */

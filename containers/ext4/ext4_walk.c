@@ -359,8 +359,9 @@ static int link_add(struct ext4 *e, ext2_ino_t ino)
 /* The member at e->path, inode ino, reached at depth; a folder is walked. */
 static int walk_entry(struct ext4 *e, ext2_ino_t ino, int depth)
 {
-	struct ext2_inode_large big = {0};
-	struct ext2_inode *inode = (struct ext2_inode *)&big;
+	struct ext2_inode_large *big = (struct ext2_inode_large *)e->inode;
+	struct ext2_inode *inode = (struct ext2_inode *)e->inode;
+	size_t isz = EXT2_INODE_SIZE(e->fs->super);
 	struct arc_member m = {0};
 	unsigned int fmt;
 	bool linked;
@@ -374,7 +375,8 @@ static int walk_entry(struct ext4 *e, ext2_ino_t ino, int depth)
 			    e->path, ino);
 		return 0;
 	}
-	rc = ext2fs_read_inode_full(e->fs, ino, inode, sizeof(big));
+	memset(e->inode, 0, e->inode_len);
+	rc = ext2fs_read_inode_full(e->fs, ino, inode, (int)isz);
 	if (rc) {
 		if (ext4_io_err_fatal(e))
 			return ext4_err(e, rc);
@@ -382,11 +384,16 @@ static int walk_entry(struct ext4 *e, ext2_ino_t ino, int depth)
 			    e->path, ino, error_message(rc));
 		return 0;
 	}
-	member_common(e, &m, &big);
+	member_common(e, &m, big);
 	fmt = inode->i_mode & LINUX_S_IFMT;
 	linked = fmt != LINUX_S_IFDIR && inode->i_links_count > 1;
 	if (linked && link_find(e, ino, &m))
 		return report(e, &m);
+	err = ext4_xattrs(e, e->inode, isz, inode);
+	if (err)
+		return err;
+	m.xattrs = e->xattrs;
+	m.nxattrs = e->nxattrs;
 	switch (fmt) {
 	case LINUX_S_IFDIR:
 		if (e->dirs_seen[ino / 8] & (1u << (ino % 8))) {

@@ -2,7 +2,7 @@
 
 Images are made at test time without root by `mkfs.ext4 -d` (and mkfs.ext2, mkfs.ext3) from a
 tree with files of several sizes, a sparse file, nested folders, short and long symlinks, a hard
-link, a fifo, a unicode name and several modes; a fragmented file is added with debugfs -w (files
+link, a fifo, a unicode name, several modes and user.* xattrs; a fragmented file is added with debugfs -w (files
 written around it and removed first).  Each mount is compared with the source tree (types,
 modes, owners, sizes, link targets, hard links, every byte) and every file's bytes with what
 `debugfs -R "rdump / OUT"` extracts.  The image is mounted as it is, compressed (.img.gz,
@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from conftest import compare_trees, require_tool, run, run_tarseek
+from conftest import compare_trees, require_tool, run, run_tarseek, user_xattrs_supported
 
 
 def make_tree(tmp_path):
@@ -46,6 +46,11 @@ def make_tree(tmp_path):
     os.link(src / "d" / "big", src / "hard")
     os.mkfifo(src / "fifo")
     (src / "\u00fcn\u00efc\u00f8d\u00e9 \u6587").write_bytes(b"unicode\n")
+    if user_xattrs_supported(src):  # in the inode's body, and (500 bytes) in a block
+        os.setxattr(src / "small.txt", "user.comment", b"a small file")
+        os.setxattr(src / "d" / "big", "user.big", os.urandom(500))
+        os.setxattr(src / "d" / "big", "user.empty", b"")
+        os.setxattr(src / "d", "user.folder", b"yes")
     os.chmod(src / "small.txt", 0o4751)
     os.chmod(src / "d" / "e", 0o700)
     os.chmod(src / "empty", 0o600)
@@ -93,7 +98,8 @@ def compare_rdump(mounted, dumped, inline=False):
 
 
 def check(path, src, img, tmp_path):
-    compare_trees(path, expected(src), check_root=False, mtimes=False, xattrs=False)
+    compare_trees(path, expected(src), check_root=False, mtimes=False,
+                  xattrs=user_xattrs_supported(src))
     compare_rdump(path, rdump(img, tmp_path / "rdump"))
 
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -32,6 +33,8 @@ struct mem {
 	int64_t mtime;
 	int unreadable;
 	uint8_t *data; /* the bytes the map gives (regular files) */
+	size_t nxattrs;
+	char xname[64], xvalue[64]; /* the first xattr */
 	size_t nsparse;
 };
 
@@ -122,6 +125,15 @@ static int on_member(void *opaque, const struct arc_member *m)
 	x->minor = m->dev_minor;
 	x->unreadable = m->unreadable;
 	x->nsparse = m->nsparse;
+	x->nxattrs = m->nxattrs;
+	for (size_t i = 0; i < m->nxattrs; i++)
+		CHECK(!strncmp(m->xattrs[i].name, "user.", 5));
+	if (m->nxattrs) {
+		snprintf(x->xname, sizeof(x->xname), "%s", m->xattrs[0].name);
+		snprintf(x->xvalue, sizeof(x->xvalue), "%.*s",
+			 (int)(m->xattrs[0].len < 63 ? m->xattrs[0].len : 63),
+			 (const char *)m->xattrs[0].value);
+	}
 	if (m->type == MEMBER_REG && !m->unreadable)
 		x->data = read_map(g, m);
 	if (m->unreadable)
@@ -189,6 +201,7 @@ static void make_tree(void)
 		 "printf abc | dd of=sparse bs=1 seek=700000 conv=notrunc 2>/dev/null;"
 		 "printf 'uni' > $(printf '\\303\\274n\\303\\257'); chmod 4751 a.txt;"
 		 "printf x > deep/1/2/3/leaf; : > empty; truncate -s 1M all-hole; head -c 200 /dev/urandom > mid;"
+		 "(setfattr -n user.comment -v 'a small file' a.txt || true) 2>/dev/null;"
 		 "cd ..; for i in 1 2 3 4 5 6; do head -c 8192 /dev/urandom > f$i; done;"
 		 "head -c 40000 /dev/urandom > frag",
 		 tmp);
@@ -278,6 +291,10 @@ static void test_image(const char *mkfs, const char *opts, bool edited)
 		CHECK(x && x->nsparse == 2);
 	x = find(&g, "a.txt");
 	CHECK(x && x->mode == 04751);
+	snprintf(cmd, sizeof(cmd), "%s/src/a.txt", tmp);
+	if (getxattr(cmd, "user.comment", img, sizeof(img)) == 12)
+		CHECK(x && x->nxattrs == 1 && !strcmp(x->xname, "user.comment") &&
+		      !strcmp(x->xvalue, "a small file"));
 	x = find(&g, "d/hard");
 	if (find(&g, "d/big") < x)
 		CHECK(x && x->type == MEMBER_HARDLINK && !strcmp(x->link, "d/big"));
