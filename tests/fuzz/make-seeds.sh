@@ -23,7 +23,7 @@
 #                            tree, libarchive's rar/cab/lha samples, damaged copies
 #   DIR/fuzz_ext4/           128 KiB images by mkfs.ext2/ext3/ext4 -d (extents, indirect blocks,
 #                            inline data, an htree folder by e2fsck -D, a file fragmented by
-#                            debugfs -w), a cut one
+#                            debugfs -w), user.* xattrs, a cut one
 # Nothing binary is kept in the repository: the seeds are made at run time.  Tools that are
 # missing are skipped with a note (tools/install-deps.sh installs them all).
 #   tests/fuzz/make-seeds.sh DIR
@@ -556,6 +556,8 @@ if have mkfs.ext4 && have debugfs; then
 		printf z | dd of=sp bs=1 seek=50000 conv=notrunc 2>/dev/null && ln -s a l &&
 		ln -s "$(printf 'y%.0s' $(seq 120))" long && ln d/b h && mkfifo f &&
 		for i in $(seq 60); do : >"d/many/name-number-$i"; done) || note "ext4 tree failed"
+	(setfattr -n user.a -v 1 "$work/e4/a" && setfattr -n user.big -v "$(printf 'v%.0s' $(seq 300))" \
+		"$work/e4/d/b") 2>/dev/null || note "no user xattrs in $work: none in the ext4 seeds"
 	e4() { mkfs."$1" -q -F -N 128 -b 1024 "${@:3}" -d "$work/e4" "$E/$2" 128K >/dev/null 2>&1 ||
 		note "mkfs.$1 $2 failed"; }
 	e4 ext2 ext2.img
