@@ -354,6 +354,64 @@ static void test_dir_twice(void)
 	free(buf);
 }
 
+/* fscrypt's flag on a file (listed, -EACCES) and on a folder (its entries not listed); the
+ * journal's needs_recovery flag (read as it is). */
+static void test_flags(void)
+{
+	struct got g = {0};
+	struct cont_stats st;
+	const struct mem *x;
+	uint8_t *buf;
+	size_t len;
+	char img[1024];
+
+	snprintf(img, sizeof(img), "%s/img", tmp);
+	CHECK(sh("mkfs.ext4 -q -F -d %1$s/src %1$s/img 16M >/dev/null 2>&1 && "
+		 "debugfs -w -R 'set_inode_field /d/e/three flags 0x80800' %1$s/img >/dev/null 2>&1 && "
+		 "debugfs -w -R 'set_inode_field /deep/1 flags 0x80800' %1$s/img >/dev/null 2>&1 && "
+		 "debugfs -w -R 'feature needs_recovery' %1$s/img >/dev/null 2>&1") == 0);
+	buf = tu_read_file(img, &len);
+	CHECK(buf);
+	if (!buf)
+		return;
+	CHECK_EQ(parse(&g, buf, len, true, &st), 0);
+	x = find(&g, "d/e/three");
+	CHECK(x && x->type == MEMBER_REG && x->unreadable == -EACCES && x->size == 300000);
+	x = find(&g, "deep/1");
+	CHECK(x && x->type == MEMBER_DIR && !find(&g, "deep/1/2"));
+	check_file(&g, "d/big", "src/d/big");
+	got_free(&g);
+	free(buf);
+}
+
+/* bigalloc: blocks allocated by clusters of 16 */
+static void test_bigalloc(void)
+{
+	struct got g = {0};
+	struct cont_stats st;
+	uint8_t *buf;
+	size_t len;
+	char img[1024];
+
+	snprintf(img, sizeof(img), "%s/img-bigalloc", tmp);
+	if (sh("mkfs.ext4 -q -F -O bigalloc -C 16384 -d %1$s/src %1$s/img-bigalloc 32M "
+	       ">/dev/null 2>&1")) {
+		fprintf(stderr, "mkfs.ext4 -O bigalloc failed: not tested\n");
+		return;
+	}
+	buf = tu_read_file(img, &len);
+	CHECK(buf);
+	if (!buf)
+		return;
+	CHECK_EQ(parse(&g, buf, len, true, &st), 0);
+	check_file(&g, "d/big", "src/d/big");
+	check_file(&g, "d/e/three", "src/d/e/three");
+	check_file(&g, "sparse", "src/sparse");
+	check_file(&g, "a.txt", "src/a.txt");
+	got_free(&g);
+	free(buf);
+}
+
 static uint32_t rnd(uint32_t *s)
 {
 	*s = *s * 1103515245u + 12345u;
@@ -372,7 +430,7 @@ static void test_damage(void)
 	int err;
 
 	snprintf(img, sizeof(img), "%s/img", tmp);
-	CHECK(sh("mkfs.ext4 -q -F -d %1$s/src %1$s/img 16M >/dev/null 2>&1") == 0);
+	CHECK(sh("rm -f %1$s/img && mkfs.ext4 -q -F -d %1$s/src %1$s/img 16M >/dev/null 2>&1") == 0);
 	buf = tu_read_file(img, &len);
 	CHECK(buf && len == 16 << 20);
 	if (!buf)
@@ -439,6 +497,8 @@ int main(void)
 	test_image("mkfs.ext2", "", true);
 	test_image("mkfs.ext2", "-I 128", true);
 	test_dir_twice();
+	test_flags();
+	test_bigalloc();
 	test_damage();
 	sh("rm -rf %1$s");
 	return tu_exit();
