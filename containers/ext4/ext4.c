@@ -159,8 +159,19 @@ static int e4_open(struct ext4 *e)
 	rc = ext2fs_open2(name, NULL,
 			  EXT2_FLAG_64BITS | EXT2_FLAG_IGNORE_CSUM_ERRORS | EXT2_FLAG_SKIP_MMP, 0, 0,
 			  ext4_io_manager, &e->fs);
-	if (!rc)
-		return 0;
+	if (!rc) {
+		/* e2fsck's first check: bitmaps and inode tables inside their groups (flex_bg: the
+		 * file system), not overlapping the superblock and descriptors */
+		rc = ext2fs_check_desc(e->fs);
+		if (!rc)
+			return 0;
+		err = rc == EXT2_ET_NO_MEMORY ? -ENOMEM : ext4_err(e, rc);
+		if (err != -ENOMEM)
+			tfs_log(TFS_LOG_ERR, "%s: an ext2/3/4 file system whose group descriptors make "
+				"no sense (%s): not read", e->name, error_message(rc));
+		ext2fs_close_free(&e->fs);
+		return err;
+	}
 	e->fs = NULL;
 	if (rc == EXT2_ET_NO_MEMORY)
 		return -ENOMEM;

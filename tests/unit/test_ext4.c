@@ -384,6 +384,33 @@ static void test_flags(void)
 	free(buf);
 }
 
+/* metadata_csum: a group descriptor's checksum wrong is read (all of it); its inode table at
+ * block 0 is refused. */
+static void test_descriptors(void)
+{
+	struct got g = {0};
+	struct cont_stats st;
+	uint8_t *buf;
+	size_t len;
+	char img[1024];
+
+	snprintf(img, sizeof(img), "%s/img-csum", tmp);
+	CHECK(sh("mkfs.ext4 -q -F -b 4096 -O 64bit,metadata_csum -d %1$s/src %1$s/img-csum 16M "
+		 ">/dev/null 2>&1") == 0);
+	buf = tu_read_file(img, &len);
+	CHECK(buf && len > 8192);
+	if (!buf)
+		return;
+	buf[4096 + 0x1e] ^= 0x5a; /* bg_checksum */
+	CHECK_EQ(parse(&g, buf, len, true, &st), 0);
+	check_file(&g, "d/e/three", "src/d/e/three");
+	got_free(&g);
+	memset(buf + 4096 + 8, 0, 4); /* bg_inode_table_lo */
+	CHECK_EQ(parse(&g, buf, len, true, &st), -EIO);
+	CHECK_EQ(g.n, 0);
+	free(buf);
+}
+
 /* bigalloc: blocks allocated by clusters of 16 */
 static void test_bigalloc(void)
 {
@@ -499,6 +526,7 @@ int main(void)
 	test_dir_twice();
 	test_flags();
 	test_bigalloc();
+	test_descriptors();
 	test_damage();
 	sh("rm -rf %1$s");
 	return tu_exit();
