@@ -157,6 +157,16 @@ def test_ext4_in_tar(mount, tmp_path):
         check(os.path.join(m.path, "fs.img"), src, img, tmp_path)
 
 
+def test_ext4_in_folder(mount, tmp_path):
+    """A folder source: its disk.img (any name) is a folder with -r."""
+    src = make_tree(tmp_path)
+    (tmp_path / "folder").mkdir()
+    img = tmp_path / "folder" / "disk.raw"
+    mkfs("ext4", src, img)
+    with mount(tmp_path / "folder", "-r") as m:
+        check(os.path.join(m.path, "disk.raw"), src, img, tmp_path)
+
+
 def test_ext4_fragmented(mount, tmp_path):
     src = make_tree(tmp_path)
     img = tmp_path / "fs.img"
