@@ -17,6 +17,7 @@
 #define EXT4_DEPTH_MAX 256   /* folders deeper than this are not entered */
 #define EXT4_PATH_MAX 16384  /* a longer path is left out */
 #define EXT4_LINK_MAX 65536  /* a longer symlink target is left out (ext4 allows a block) */
+#define EXT4_DIR_MAX (1u << 22) /* entries listed per folder: the rest are left out */
 
 /* One run of an inode's blocks: len blocks at logical block lblk, on disk at pblk. */
 struct ext4_run {

@@ -43,6 +43,7 @@ struct dir {
 	size_t n, cap;
 	uint8_t *names;
 	size_t names_len, names_cap;
+	bool full; /* EXT4_DIR_MAX reached (said once) */
 };
 
 static int walk_dir(struct ext4 *e, ext2_ino_t ino, int depth);
@@ -58,6 +59,13 @@ static int dir_add(struct ext4 *e, struct dir *d, ext2_ino_t ino, const uint8_t 
 		return -ENOSPC;
 	if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
 		return 0;
+	if (d->n == EXT4_DIR_MAX) {
+		if (!d->full)
+			ext4_damage(e, "%s: a folder of more than %u entries; the rest are left out",
+				    e->name, EXT4_DIR_MAX);
+		d->full = true;
+		return 0;
+	}
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 32;
 		struct dent *n = realloc(d->d, cap * sizeof(*n));
