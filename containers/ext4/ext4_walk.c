@@ -9,7 +9,8 @@
  *
  * Bounds: a folder reached a second time (a loop, or a hard link to a folder) is left out; a
  * folder deeper than EXT4_DEPTH_MAX is listed but not entered; a path longer than
- * EXT4_PATH_MAX is left out; every entry costs one unit of the walk's budget.  The types the
+ * EXT4_PATH_MAX is left out; a folder lists at most EXT4_DIR_MAX entries; every entry and
+ * every folder block costs one unit of the walk's budget.  The types the
  * inode's mode says, not the entry's file-type byte, decide what a member is.
  */
 #include "containers/ext4/ext4_int.h"
