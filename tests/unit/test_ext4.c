@@ -411,6 +411,49 @@ static void test_descriptors(void)
 	free(buf);
 }
 
+/* ext2: a file whose triple-indirect block names itself in every slot (16 M data blocks
+ * through one block) and whose size says 1 TiB: the walk's budget ends it, promptly. */
+static void test_indirect_loop(void)
+{
+	struct got g = {0};
+	struct cont_stats st;
+	uint8_t *buf, *out;
+	size_t len, olen;
+	char img[256], cmd[4096];
+	unsigned long blk = 0;
+
+	snprintf(img, sizeof(img), "%s/img-loop", tmp);
+	snprintf(cmd, sizeof(cmd),
+		 "mkfs.ext2 -q -F -d %s/src %s 16M >/dev/null 2>&1 && debugfs -R 'bmap /d/big 0' %s "
+		 "2>/dev/null", tmp, img, img);
+	out = tu_pipe(cmd, NULL, 0, &olen);
+	CHECK(out && olen > 0);
+	if (out)
+		blk = strtoul((const char *)out, NULL, 10);
+	free(out);
+	CHECK(blk > 0);
+	snprintf(cmd, sizeof(cmd),
+		 "debugfs -w -R 'set_inode_field /d/e/three block[TIND] %lu' %s >/dev/null 2>&1 && "
+		 "debugfs -w -R 'set_inode_field /d/e/three size 0x10000000000' %s >/dev/null 2>&1",
+		 blk, img, img);
+	CHECK(system(cmd) == 0);
+	buf = tu_read_file(img, &len);
+	CHECK(buf && blk * 1024 + 1024 <= len);
+	if (!buf || blk * 1024 + 1024 > len) {
+		free(buf);
+		return;
+	}
+	for (size_t i = 0; i < 256; i++) {
+		uint32_t v = (uint32_t)blk;
+
+		memcpy(buf + blk * 1024 + 4 * i, &v, 4); /* little-endian host (x86, arm) */
+	}
+	CHECK_EQ(parse(&g, buf, len, true, &st), 0);
+	CHECK(st.damaged);
+	got_free(&g);
+	free(buf);
+}
+
 /* bigalloc: blocks allocated by clusters of 16 */
 static void test_bigalloc(void)
 {
@@ -527,6 +570,7 @@ int main(void)
 	test_flags();
 	test_bigalloc();
 	test_descriptors();
+	test_indirect_loop();
 	test_damage();
 	sh("rm -rf %1$s");
 	return tu_exit();
