@@ -145,6 +145,7 @@ static int sb_check(struct ext4 *e, const struct ext2_super_block *sb)
 	e->blocks = blocks;
 	e->inodes = sb->s_inodes_count;
 	e->budget = 2 * blocks + e->inodes + e->image_size / 12 + 65536;
+	e->members_max = 64 * e->inodes + 65536;
 	return 0;
 }
 

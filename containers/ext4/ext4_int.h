@@ -37,6 +37,7 @@ struct ext4 {
 	uint64_t inodes;      /* inodes in the file system */
 	uint64_t budget;      /* blocks, extents and entries the walk may still visit */
 	bool out_of_budget;   /* the budget ran out: the walk stops */
+	uint64_t members_max; /* members reported at most: 64 a file system inode (hard links) */
 	uint8_t *dirs_seen;   /* a bit per inode: a folder already walked */
 	struct htable links;  /* struct ext4_link: the first path of an inode with links */
 	char path[EXT4_PATH_MAX + 1];

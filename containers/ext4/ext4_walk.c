@@ -10,7 +10,8 @@
  * Bounds: a folder reached a second time (a loop, or a hard link to a folder) is left out; a
  * folder deeper than EXT4_DEPTH_MAX is listed but not entered; a path longer than
  * EXT4_PATH_MAX is left out; a folder lists at most EXT4_DIR_MAX entries; every entry and
- * every folder block costs one unit of the walk's budget.  The types the
+ * every folder block costs one unit of the walk's budget; the paths reported are at most 64
+ * an inode (hard links: a backup tree of snapshots has many).  The types the
  * inode's mode says, not the entry's file-type byte, decide what a member is.
  */
 #include "containers/ext4/ext4_int.h"
@@ -221,6 +222,11 @@ static void member_common(struct ext4 *e, struct arc_member *m, const struct ext
 
 static int report(struct ext4 *e, const struct arc_member *m)
 {
+	if (e->st.members == e->members_max) {
+		ext4_damage(e, "%s: more than %" PRIu64 " paths for %" PRIu64 " inodes (a loop?); "
+			    "the listing stops here", e->name, e->members_max, e->inodes);
+		return -ENOSPC;
+	}
 	e->st.members++;
 	return e->sink->member(e->sink->opaque, m);
 }
