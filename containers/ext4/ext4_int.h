@@ -5,6 +5,7 @@
 #ifndef TARSEEK_EXT4_INT_H
 #define TARSEEK_EXT4_INT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +19,10 @@
 #define EXT4_PATH_MAX 16384  /* a longer path is left out */
 #define EXT4_LINK_MAX 65536  /* a longer symlink target is left out (ext4 allows a block) */
 #define EXT4_DIR_MAX (1u << 22) /* entries listed per folder: the rest are left out */
+
+/* The walk stops here (a bound was met, logged): not an error of the parse.  Not -ENOSPC, which
+ * the sink may return (a full disk). */
+#define EXT4_STOP (-ECANCELED)
 
 /* One run of an inode's blocks: len blocks at logical block lblk, on disk at pblk. */
 struct ext4_run {
@@ -73,7 +78,7 @@ bool ext4_spend(struct ext4 *e, uint64_t n);
 
 /* The runs of inode ino's data blocks below lblk_end, in logical order, into e->runs/nruns
  * (unwritten extents left out: they read as zeros).  0; -EIO (logged: a map out of order or
- * outside the file system, a tree libext2fs cannot read) with *why set; -ENOMEM; -ENOSPC when
+ * outside the file system, a tree libext2fs cannot read) with *why set; -ENOMEM; EXT4_STOP when
  * the budget ran out.  Not for inline-data inodes. */
 int ext4_map(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *inode, uint64_t lblk_end,
 	     const char **why);

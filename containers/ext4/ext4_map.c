@@ -93,7 +93,7 @@ static int map_extents(struct map_ctx *c, ext2_ino_t ino, struct ext2_inode *ino
 			break;
 		}
 		if (!ext4_spend(e, 1)) {
-			err = -ENOSPC;
+			err = EXT4_STOP;
 			break;
 		}
 		if (!(ext.e_flags & EXT2_EXTENT_FLAGS_LEAF) ||
@@ -114,7 +114,7 @@ static int map_block(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt, blk
 	struct map_ctx *c = priv;
 
 	if (!ext4_spend(c->e, 1)) {
-		c->err = -ENOSPC;
+		c->err = EXT4_STOP;
 		return BLOCK_ABORT;
 	}
 	if (blockcnt < 0)
@@ -144,7 +144,7 @@ int ext4_map(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *inode, uint64_t 
 			err = ext4_err(e, rc);
 		}
 	}
-	if (err && err != -ENOMEM && err != -ENOSPC && !c.why)
+	if (err && err != -ENOMEM && err != EXT4_STOP && !c.why)
 		c.why = "its block map cannot be read";
 	*why = c.why;
 	return err;

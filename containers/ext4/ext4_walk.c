@@ -58,7 +58,7 @@ static uint64_t link_hash(ext2_ino_t ino)
 static int dir_add(struct ext4 *e, struct dir *d, ext2_ino_t ino, const uint8_t *name, size_t len)
 {
 	if (!ext4_spend(e, 1))
-		return -ENOSPC;
+		return EXT4_STOP;
 	if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
 		return 0;
 	if (d->n == EXT4_DIR_MAX) {
@@ -90,7 +90,7 @@ static int dir_add(struct ext4 *e, struct dir *d, ext2_ino_t ino, const uint8_t 
 		d->names_cap = cap;
 	}
 	if (d->names_len > UINT32_MAX - len)
-		return -ENOSPC;
+		return EXT4_STOP;
 	memcpy(d->names + d->names_len, name, len);
 	d->d[d->n++] = (struct dent){.ino = ino, .name_off = (uint32_t)d->names_len,
 				     .name_len = (uint8_t)len};
@@ -98,7 +98,7 @@ static int dir_add(struct ext4 *e, struct dir *d, ext2_ino_t ino, const uint8_t 
 	return 0;
 }
 
-/* The entries of one folder block (bs bytes in e->block).  0, -ENOMEM, -ENOSPC. */
+/* The entries of one folder block (bs bytes in e->block).  0, -ENOMEM, EXT4_STOP. */
 static int dir_block(struct ext4 *e, struct dir *d, ext2_ino_t dino, uint64_t lblk)
 {
 	uint64_t off = 0;
@@ -145,7 +145,7 @@ static int inline_entry(ext2_ino_t dir, int entry, struct ext2_dir_entry *de, in
 	return c->err ? DIRENT_ABORT : 0;
 }
 
-/* Every entry of folder ino into d.  0, -ENOMEM, -ENOSPC, a source error; damage is logged
+/* Every entry of folder ino into d.  0, -ENOMEM, EXT4_STOP, a source error; damage is logged
  * and what could be read is kept. */
 static int dir_read(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *inode, struct dir *d)
 {
@@ -180,7 +180,7 @@ static int dir_read(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *inode, st
 
 		for (uint64_t b = 0; !err && b < r->len; b++) {
 			if (!ext4_spend(e, 1))
-				return -ENOSPC;
+				return EXT4_STOP;
 			rc = ext2fs_read_dir_block4(e->fs, r->pblk + b, e->block, 0, ino);
 			if (rc == 0 || rc == EXT2_ET_DIR_CSUM_INVALID) {
 				err = dir_block(e, d, ino, r->lblk + b);
@@ -225,14 +225,14 @@ static int report(struct ext4 *e, const struct arc_member *m)
 	if (e->st.members == e->members_max) {
 		ext4_damage(e, "%s: more than %" PRIu64 " paths for %" PRIu64 " inodes (a loop?); "
 			    "the listing stops here", e->name, e->members_max, e->inodes);
-		return -ENOSPC;
+		return EXT4_STOP;
 	}
 	e->st.members++;
 	return e->sink->member(e->sink->opaque, m);
 }
 
 /* A regular file's map: into m (in place when it is one run from 0, else sparse).  0, -ENOMEM,
- * -ENOSPC; damage makes the member unreadable. */
+ * EXT4_STOP; damage makes the member unreadable. */
 static int file_map(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *inode, struct arc_member *m)
 {
 	uint64_t size = m->size, end = size / e->bs + (size % e->bs != 0), stored = 0;
@@ -537,5 +537,5 @@ int ext4_walk(struct ext4 *e)
 	while ((n = htable_pop(&e->links)))
 		free(htable_entry(n, struct ext4_link, node));
 	htable_fini(&e->links);
-	return err == -ENOSPC ? 0 : err;
+	return err == EXT4_STOP ? 0 : err;
 }
