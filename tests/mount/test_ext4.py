@@ -9,7 +9,7 @@ modes, owners, sizes, link targets, hard links, every byte) and every file's byt
 .img.xz: read through the codec's checkpoints) and as a member of a tar; without -r the .img.xz
 is the file fs.img.  Damage: a data block overwritten (that file reads what is there, as
 debugfs dumps it), a zeroed superblock (the image stays a file), a superblock that makes no
-sense (refused with a message, the image stays a file).
+sense and a truncated image (refused with a message, the image stays a file).
 """
 import os
 import stat
@@ -216,10 +216,11 @@ def test_ext4_damaged_data(mount, tmp_path):
             assert f.read() == b"hello\n"
 
 
-@pytest.mark.parametrize("damage", ["zeroed", "nonsense"])
+@pytest.mark.parametrize("damage", ["zeroed", "nonsense", "truncated"])
 def test_ext4_damaged_superblock(mount, tmp_path, damage):
     """A zeroed superblock is no ext4: the image stays a file.  A superblock whose inodes per
-    group make no sense is refused with a message, and the image stays a file too."""
+    group make no sense, and an image cut short, are refused with a message, and the image
+    stays a file too."""
     src = make_tree(tmp_path)
     img = tmp_path / "fs.img"
     mkfs("ext4", src, img)
@@ -227,6 +228,8 @@ def test_ext4_damaged_superblock(mount, tmp_path, damage):
         if damage == "zeroed":
             f.seek(1024)
             f.write(bytes(1024))
+        elif damage == "truncated":
+            f.truncate(5 << 20)
         else:
             f.seek(1024 + 40)
             f.write(b"\xff\xff\xff\x7f")
@@ -236,14 +239,15 @@ def test_ext4_damaged_superblock(mount, tmp_path, damage):
         assert stat.S_ISREG(os.lstat(p).st_mode)
         with open(p, "rb") as f:
             assert f.read() == img.read_bytes()
-        if damage == "nonsense":
-            assert "make no sense" in m.log() or "do not fit" in m.log()
+        if damage != "zeroed":
+            assert ("truncated" if damage == "truncated" else "make no sense") in m.log()
     # the image alone: a clear refusal, no crash
     mnt = tmp_path / "alone"
     mnt.mkdir()
     r = run_tarseek("-r", img, mnt)
     assert r.returncode == 1, r
-    assert ("not an archive" if damage == "zeroed" else "make no sense") in r.stderr
+    assert {"zeroed": "not an archive", "nonsense": "make no sense",
+            "truncated": "the image is truncated"}[damage] in r.stderr
 
 
 def test_ext4_inline_data(mount, tmp_path):
