@@ -48,15 +48,13 @@ void ext4_damage(struct ext4 *e, const char *fmt, ...)
 
 bool ext4_io_err_fatal(const struct ext4 *e)
 {
-	return ext4_io_error(e->fs->io) != 0;
+	return e->io.err != 0;
 }
 
 int ext4_err(struct ext4 *e, errcode_t code)
 {
-	int io = e->fs ? ext4_io_error(e->fs->io) : 0;
-
-	if (io)
-		return io;
+	if (e->io.err)
+		return e->io.err;
 	return code == EXT2_ET_NO_MEMORY || code == ENOMEM ? -ENOMEM : -EIO;
 }
 
@@ -156,7 +154,8 @@ static int e4_open(struct ext4 *e)
 	errcode_t rc;
 	int err;
 
-	ext4_io_name(name, e->in);
+	e->io.src = e->in;
+	ext4_io_name(name, &e->io);
 	rc = ext2fs_open2(name, NULL,
 			  EXT2_FLAG_64BITS | EXT2_FLAG_IGNORE_CSUM_ERRORS | EXT2_FLAG_SKIP_MMP, 0, 0,
 			  ext4_io_manager, &e->fs);
@@ -166,25 +165,25 @@ static int e4_open(struct ext4 *e)
 		rc = ext2fs_check_desc(e->fs);
 		if (!rc)
 			return 0;
-		err = rc == EXT2_ET_NO_MEMORY ? -ENOMEM : ext4_err(e, rc);
-		if (err != -ENOMEM)
+		err = ext4_err(e, rc);
+		if (err == -EIO)
 			tfs_log(TFS_LOG_ERR, "%s: an ext2/3/4 file system whose group descriptors make "
 				"no sense (%s): not read", e->name, error_message(rc));
 		ext2fs_close_free(&e->fs);
 		return err;
 	}
 	e->fs = NULL;
-	if (rc == EXT2_ET_NO_MEMORY)
-		return -ENOMEM;
+	err = ext4_err(e, rc);
+	if (err != -EIO)
+		return err; /* -ENOMEM, or the source's error */
 	if (rc == EXT2_ET_UNSUPP_FEATURE || rc == EXT2_ET_RO_UNSUPP_FEATURE) {
 		tfs_log(TFS_LOG_ERR, "%s: an ext2/3/4 file system with features libext2fs cannot "
 			"read: not read", e->name);
 		return -ENOTSUP;
 	}
-	err = rc > 0 && rc < 4096 ? -(int)rc : -EIO;
 	tfs_log(TFS_LOG_ERR, "%s: an ext2/3/4 file system that libext2fs refuses (%s): not read",
 		e->name, error_message(rc));
-	return err == -EROFS || err == -EINVAL ? -EIO : err;
+	return -EIO;
 }
 
 /* libext2fs's messages (error_message) once its table is known to com_err */

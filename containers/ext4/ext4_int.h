@@ -14,6 +14,7 @@
 
 #include "common/htable.h"
 #include "containers/container.h"
+#include "containers/ext4/ext4_io.h"
 
 #define EXT4_DEPTH_MAX 256   /* folders deeper than this are not entered */
 #define EXT4_PATH_MAX 16384  /* a longer path is left out */
@@ -33,6 +34,7 @@ struct ext4_run {
 
 struct ext4 {
 	ext2_filsys fs;
+	struct ext4_io_src io; /* what fs reads: in, and its last error */
 	struct src *in;
 	const struct cont_sink *sink;
 	const char *name;     /* the image's, for messages */

@@ -13,29 +13,16 @@
 
 #define EXT4_IO_PREFIX "tarseek-src:"
 
-struct ext4_chan {
-	struct src *src;
-	int err; /* the source's last error, -errno */
-};
-
 static struct struct_io_manager ext4_io_ops;
 io_manager ext4_io_manager = &ext4_io_ops;
 
-void ext4_io_name(char name[EXT4_IO_NAME_MAX], struct src *src)
+void ext4_io_name(char name[EXT4_IO_NAME_MAX], struct ext4_io_src *io)
 {
-	snprintf(name, EXT4_IO_NAME_MAX, EXT4_IO_PREFIX "%p", (void *)src);
-}
-
-int ext4_io_error(io_channel channel)
-{
-	struct ext4_chan *c = channel ? channel->private_data : NULL;
-
-	return c ? c->err : 0;
+	snprintf(name, EXT4_IO_NAME_MAX, EXT4_IO_PREFIX "%p", (void *)io);
 }
 
 static errcode_t e4io_open(const char *name, int flags, io_channel *channel)
 {
-	struct ext4_chan *c = NULL;
 	io_channel io = NULL;
 	void *p = NULL;
 
@@ -46,33 +33,26 @@ static errcode_t e4io_open(const char *name, int flags, io_channel *channel)
 	if (flags & IO_FLAG_RW)
 		return EROFS;
 	io = calloc(1, sizeof(*io));
-	c = calloc(1, sizeof(*c));
-	if (!io || !c)
-		goto nomem;
+	if (!io)
+		return EXT2_ET_NO_MEMORY;
 	io->name = strdup(name);
-	if (!io->name)
-		goto nomem;
-	c->src = p;
+	if (!io->name) {
+		free(io);
+		return EXT2_ET_NO_MEMORY;
+	}
 	io->magic = EXT2_ET_MAGIC_IO_CHANNEL;
 	io->manager = ext4_io_manager;
 	io->block_size = 1024;
 	io->refcount = 1;
-	io->private_data = c;
+	io->private_data = p; /* the caller's struct ext4_io_src */
 	*channel = io;
 	return 0;
-nomem:
-	if (io)
-		free(io->name);
-	free(io);
-	free(c);
-	return EXT2_ET_NO_MEMORY;
 }
 
 static errcode_t e4io_close(io_channel io)
 {
 	if (--io->refcount > 0)
 		return 0;
-	free(io->private_data);
 	free(io->name);
 	free(io);
 	return 0;
@@ -88,7 +68,7 @@ static errcode_t e4io_set_blksize(io_channel io, int blksize)
 
 static errcode_t e4io_read_blk64(io_channel io, unsigned long long block, int count, void *data)
 {
-	struct ext4_chan *c = io->private_data;
+	struct ext4_io_src *c = io->private_data;
 	size_t len;
 	uint64_t off;
 	ssize_t got;
@@ -156,7 +136,7 @@ static errcode_t e4io_zeroout(io_channel io, unsigned long long block, unsigned 
 
 static errcode_t e4io_readahead(io_channel io, unsigned long long block, unsigned long long count)
 {
-	struct ext4_chan *c = io->private_data;
+	struct ext4_io_src *c = io->private_data;
 
 	if (block < UINT64_MAX / 65536 && count < UINT64_MAX / 65536)
 		src_advise(c->src, block * (unsigned)io->block_size,

@@ -8,7 +8,7 @@
  *
  * Reads past the end of the source fail (EXT2_ET_SHORT_READ, the missing bytes zeroed); a
  * source error comes back as its errno (positive, as libext2fs's codes are), and
- * ext4_io_error() gives it as -errno.  Writes, discards and zeroouts fail with EROFS.
+ * the io struct keeps it as -errno.  Writes, discards and zeroouts fail with EROFS.
  * Thread-safety: a channel is one file system's; several channels over one source are as safe
  * as the source.
  */
@@ -23,12 +23,16 @@
 
 extern io_manager ext4_io_manager;
 
+/* What a channel reads, and the last error its source returned: the caller's, which must
+ * outlive the channel (the error stays readable after libext2fs closed it). */
+struct ext4_io_src {
+	struct src *src;
+	int err; /* -errno, or 0 */
+};
+
 #define EXT4_IO_NAME_MAX 40
 
-/* The name under which ext2fs_open2 with ext4_io_manager opens src. */
-void ext4_io_name(char name[EXT4_IO_NAME_MAX], struct src *src);
-
-/* The last error the source returned on channel (-errno), or 0. */
-int ext4_io_error(io_channel channel);
+/* The name under which ext2fs_open2 with ext4_io_manager opens io->src. */
+void ext4_io_name(char name[EXT4_IO_NAME_MAX], struct ext4_io_src *io);
 
 #endif
