@@ -454,6 +454,54 @@ static void test_indirect_loop(void)
 	free(buf);
 }
 
+/* Unwritten extents (debugfs fallocate) inside the size: zeros, whatever their blocks hold. */
+static void test_unwritten(void)
+{
+	struct got g = {0};
+	struct cont_stats st;
+	const struct mem *x;
+	uint8_t *buf, *out;
+	size_t len, olen;
+	char img[256], cmd[4096];
+	unsigned long blk = 0;
+
+	snprintf(img, sizeof(img), "%s/img-unwritten", tmp);
+	snprintf(cmd, sizeof(cmd),
+		 "mkfs.ext4 -q -F -d %s/src %s 16M >/dev/null 2>&1 && "
+		 "debugfs -w -R 'write %s/f1 fa' %s >/dev/null 2>&1 && "
+		 "debugfs -w -R 'fallocate /fa 8 30' %s >/dev/null 2>&1 && "
+		 "debugfs -w -R 'set_inode_field /fa size 30000' %s >/dev/null 2>&1 && "
+		 "debugfs -R 'bmap /fa 10' %s 2>/dev/null", tmp, img, tmp, img, img, img, img);
+	out = tu_pipe(cmd, NULL, 0, &olen);
+	CHECK(out && olen > 0);
+	if (out)
+		blk = strtoul((const char *)out, NULL, 10);
+	free(out);
+	buf = tu_read_file(img, &len);
+	CHECK(buf && blk > 0 && blk * 1024 + 4096 <= len);
+	if (!buf || !blk || blk * 1024 + 4096 > len) {
+		free(buf);
+		return;
+	}
+	memset(buf + blk * 1024, 0xee, 4096); /* unwritten: never read */
+	CHECK_EQ(parse(&g, buf, len, true, &st), 0);
+	x = find(&g, "fa");
+	CHECK(x && x->size == 30000 && x->data);
+	if (x && x->data) {
+		size_t i;
+
+		for (i = 8192; i < 30000 && !x->data[i]; i++)
+			;
+		CHECK_EQ(i, 30000);
+		snprintf(cmd, sizeof(cmd), "%s/f1", tmp);
+		out = tu_read_file(cmd, &olen);
+		CHECK(out && olen == 8192 && !memcmp(x->data, out, 8192));
+		free(out);
+	}
+	got_free(&g);
+	free(buf);
+}
+
 /* bigalloc: blocks allocated by clusters of 16 */
 static void test_bigalloc(void)
 {
@@ -571,6 +619,7 @@ int main(void)
 	test_bigalloc();
 	test_descriptors();
 	test_indirect_loop();
+	test_unwritten();
 	test_damage();
 	sh("rm -rf %1$s");
 	return tu_exit();
