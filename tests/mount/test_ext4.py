@@ -148,12 +148,14 @@ def test_ext4_without_r(mount, tmp_path):
             assert f.read() == img.read_bytes()
 
 
-def test_ext4_in_tar(mount, tmp_path):
+@pytest.mark.parametrize("name", ["t.tar", "t.tar.gz"])
+def test_ext4_in_tar(mount, tmp_path, name):
+    """A member of a tar, and of a tar.gz (its blocks read through the gzip checkpoints)."""
     src = make_tree(tmp_path)
     img = tmp_path / "fs.img"
     mkfs("ext4", src, img)
-    run("tar", "cf", str(tmp_path / "t.tar"), "-C", str(tmp_path), "fs.img")
-    with mount(tmp_path / "t.tar", "-r") as m:
+    run("tar", "caf", str(tmp_path / name), "-C", str(tmp_path), "fs.img")
+    with mount(tmp_path / name, "-r") as m:
         check(os.path.join(m.path, "fs.img"), src, img, tmp_path)
 
 
