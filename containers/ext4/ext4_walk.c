@@ -292,12 +292,13 @@ static int file_map(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *inode, st
 	return 0;
 }
 
-/* A symlink's target into e->block (NUL-terminated): its length, or -EIO (logged), -ENOMEM. */
+/* A symlink's target into e->block (NUL-terminated): its length; 0 when the symlink is left
+ * out (damage, logged); -ENOMEM or a source error. */
 static ssize_t link_target(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *inode)
 {
 	uint64_t size = EXT2_I_SIZE(inode);
 	const char *why = NULL;
-	size_t n = 0, got = 0;
+	size_t n = 0;
 	int err = 0;
 
 	if (size == 0 || size >= e->bs || size > EXT4_LINK_MAX) {
@@ -306,11 +307,11 @@ static ssize_t link_target(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *in
 		why = "it is encrypted (fscrypt)";
 	} else if (inode->i_flags & EXT4_INLINE_DATA_FL) {
 		err = ext4_map_inline(e, ino, size, &n, &why);
-		for (size_t i = 0; !err && i < n; i++) {
-			err = src_pread_full(e->in, e->block + got, (size_t)e->sparse[i].len,
-					     e->sparse[i].src);
-			got += (size_t)e->sparse[i].len;
-		}
+		if (!err)
+			memset(e->block, 0, (size_t)size); /* past the inline bytes: zeros */
+		for (size_t i = 0; !err && i < n; i++)
+			err = src_pread_full(e->in, e->block + e->sparse[i].off,
+					     (size_t)e->sparse[i].len, e->sparse[i].src);
 	} else if (ext2fs_is_fast_symlink(inode)) {
 		memcpy(e->block, inode->i_block, (size_t)size);
 	} else {
@@ -322,16 +323,14 @@ static ssize_t link_target(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *in
 	}
 	if (why && (!err || err == -EIO || err == -EOPNOTSUPP)) {
 		ext4_damage(e, "%s: symlink '%s': %s; left out", e->name, e->path, why);
-		return -EIO;
+		return 0;
 	}
 	if (err)
 		return err;
 	e->block[size] = '\0';
 	n = strlen((const char *)e->block);
-	if (n == 0) {
+	if (n == 0)
 		ext4_damage(e, "%s: symlink '%s': its target is empty; left out", e->name, e->path);
-		return -EIO;
-	}
 	return (ssize_t)n;
 }
 
@@ -439,9 +438,7 @@ static int walk_entry(struct ext4 *e, ext2_ino_t ino, int depth)
 		break;
 	case LINUX_S_IFLNK:
 		ln = link_target(e, ino, inode);
-		if (ln == -EIO)
-			return 0;
-		if (ln < 0)
+		if (ln <= 0)
 			return (int)ln;
 		m.type = MEMBER_SYMLINK;
 		m.link = e->block;
