@@ -3,7 +3,8 @@
  * cont_ext4.probe and cont_ext4.parse over the input in memory, with a sink that checks what
  * container.h and member.h promise for ext4: no streams; NUL-terminated paths, never empty,
  * never starting or ending with '/', no empty component, no "." or ".."; a link target for
- * hard and symbolic links, NUL-terminated; permission bits only; a regular file either read
+ * hard and symbolic links, NUL-terminated; permission bits only; xattrs named user.*, once
+ * each, every byte of their values read; a regular file either read
  * in place (data inside the image) or through a sparse map in offset order, without empty or
  * overlapping extents, inside its size, each extent inside the image and below stored -- or
  * unreadable with a reason; the count in the stats; the parse returns 0 or a refusal (-EIO,
@@ -86,6 +87,14 @@ static int on_member(void *opaque, const struct arc_member *m)
 	check_path(m->path, m->path_len);
 	FZ_ASSERT(m->link && m->link[m->link_len] == '\0' && m->uname && m->gname);
 	FZ_ASSERT(m->stream == 0 && (m->mode & ~07777u) == 0 && m->mtime_nsec < 1000000000u);
+	FZ_ASSERT(m->nxattrs == 0 || m->xattrs);
+	for (size_t i = 0; i < m->nxattrs; i++) { /* named user.*, once each, every byte read */
+		FZ_ASSERT(!strncmp(m->xattrs[i].name, "user.", 5));
+		for (size_t k = 0; k < i; k++)
+			FZ_ASSERT(strcmp(m->xattrs[i].name, m->xattrs[k].name));
+		for (size_t k = 0; k < m->xattrs[i].len; k++)
+			w->sum += m->xattrs[i].value[k];
+	}
 	switch (m->type) {
 	case MEMBER_REG:
 		check_data(w, m);
