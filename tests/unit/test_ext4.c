@@ -10,6 +10,7 @@
  */
 #include "containers/container.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -596,6 +597,45 @@ static void test_damage(void)
 	free(buf);
 }
 
+/* What fuzz_ext4 once broke (tests/fuzz/regress/fuzz_ext4): a result, and a checked sink. */
+static void test_regress(void)
+{
+	const char *dir = getenv("TARSEEK_FUZZ_REGRESS");
+	char path[4096];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	if (!dir)
+		return;
+	snprintf(path, sizeof(path), "%s/fuzz_ext4", dir);
+	d = opendir(path);
+	CHECK(d);
+	while (d && (de = readdir(d))) {
+		struct got g = {0};
+		struct cont_stats st;
+		uint8_t *buf;
+		size_t len;
+		int err;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/fuzz_ext4/%s", dir, de->d_name);
+		buf = tu_read_file(path, &len);
+		CHECK(buf);
+		if (!buf)
+			continue;
+		err = parse(&g, buf, len, false, &st);
+		CHECK(err == 0 || err == -EIO || err == -EINVAL || err == -ENOTSUP);
+		got_free(&g);
+		free(buf);
+		n++;
+	}
+	if (d)
+		closedir(d);
+	CHECK(n > 0);
+}
+
 int main(void)
 {
 	tfs_log_set_sink(log_sink, NULL);
@@ -621,6 +661,7 @@ int main(void)
 	test_indirect_loop();
 	test_unwritten();
 	test_damage();
+	test_regress();
 	sh("rm -rf %1$s");
 	return tu_exit();
 }
