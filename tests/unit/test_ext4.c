@@ -1,12 +1,16 @@
 /* The ext2/3/4 container (containers/ext4/) on images made at test time by mkfs.ext4/ext3/ext2
  * -d from a tree in a temporary folder, then edited with debugfs -w (no root needed): an mtime
  * with nanoseconds and a uid above 65535, devices, a fragmented file (written after files
- * around it were removed), a folder linked twice.  Each image is loaded into memory and
- * parsed with a sink that checks what container.h and member.h promise (paths NUL-terminated,
- * maps in order and inside the image) and reads every file's bytes through its map, compared
- * with the source tree.  Then damage: a zeroed superblock (not ext4), a truncated image and
- * nonsense in the superblock (refused, -EIO), and a few hundred images with bytes of their
- * metadata flipped (never a crash, a clear result, maps still inside the image).
+ * around it were removed), a folder linked twice, fscrypt's flag on a file and a folder,
+ * needs_recovery, unwritten extents inside the size; bigalloc; inline data (in i_block and in
+ * system.data); user.* xattrs.  Each image is loaded into memory and parsed with a sink that
+ * checks what container.h and member.h promise (paths NUL-terminated, maps in order and
+ * inside the image) and reads every file's bytes through its map, compared with the source
+ * tree.  Then damage: a zeroed superblock (not ext4), a truncated image and nonsense in the
+ * superblock or a group descriptor (refused, -EIO), a wrong descriptor checksum (read), an
+ * ext2 file whose triple-indirect block names itself (the walk's budget), a few hundred
+ * images with bytes of their metadata flipped (never a crash, a clear result, maps inside the
+ * image), and what fuzz_ext4 once broke (tests/fuzz/regress/fuzz_ext4).
  */
 #include "containers/container.h"
 
