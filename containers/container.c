@@ -35,6 +35,9 @@ const struct container *const cont_images[] = {
 	&cont_vmdk,
 	&cont_vhd, /* last of the four: its probe reads the end of the file */
 	&cont_parttable,
+#if HAVE_EXT2FS
+	&cont_ext4,
+#endif
 	&cont_fat,
 #if HAVE_LIBFSNTFS
 	&cont_ntfs,

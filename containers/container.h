@@ -95,6 +95,10 @@ extern const struct container cont_libarchive; /* rar, iso9660, cpio, ar, ... (l
 extern const struct container cont_oci;
 #endif
 
+#if HAVE_EXT2FS
+extern const struct container cont_ext4; /* ext2, ext3, ext4 (ext4/ext4.c), in cont_images */
+#endif
+
 /* Disk images and file systems (GPT/MBR partition tables, ext2/3/4, FAT): containers like
  * the others, but a file in such a format is shown as a folder only with -r (a vm.img.gz
  * stays the file vm.img that a user loop-mounts).  Probed after the archive formats, never

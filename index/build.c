@@ -205,6 +205,32 @@ static int build_open(struct builder *b, const struct idx_input *in, const char 
 	return bld_insert_row(b, &r, &id);
 }
 
+/* What the disk-image probes may read of a decoded stream: its head.  A probe that looks at
+ * the end (a fixed VHD's footer) would otherwise decode the whole stream forward, and the
+ * probes after it could no longer read the head (bld_progress_src's reads move on). */
+#define IMAGE_PROBE_HEAD ((uint64_t)256 << 10)
+
+static ssize_t head_pread(void *opaque, void *buf, size_t len, uint64_t off)
+{
+	if (off >= IMAGE_PROBE_HEAD)
+		return -EIO;
+	if (len > IMAGE_PROBE_HEAD - off)
+		len = (size_t)(IMAGE_PROBE_HEAD - off);
+	return src_pread(opaque, buf, len, off);
+}
+
+static const struct src_ops head_ops = {.pread = head_pread};
+
+/* A disk image or file system behind the codec (cont_probe_image on the head of s only). */
+static bool image_inside(struct src *s, const uint8_t *head, size_t len)
+{
+	struct src *h = src_new(&head_ops, s, src_size(s));
+	bool yes = h && cont_probe_image(h, head, len);
+
+	src_free(h);
+	return yes;
+}
+
 /* The members: parsed as a tar from the decoded stream (or the file), else, for a compressed
  * file that is not a tar, indexed as a single file (from its block headers if the codec can).
  * *fast: no segment CRCs (index_blocks did it).  0 or -errno; -EIO after damage. */
@@ -248,7 +274,7 @@ static int build_members(struct builder *b, const struct idx_input *in,
 		 * decoded file is indexed as an archive of its own afterwards (idx_wrap) */
 		st->inner = hn > 0 && (codec_probe(head, (size_t)hn) ||
 				       cont_probe(prog, head, (size_t)hn) ||
-				       (o->recursion && cont_probe_image(prog, head, (size_t)hn)));
+				       (o->recursion && image_inside(prog, head, (size_t)hn)));
 		err = index_fast(b, codec, in->src, &co, &st->usize);
 		if (err >= 0) {
 			*fast = err == 1;

@@ -42,7 +42,7 @@ static void log_summary(const struct idx_input *in, const struct idx_build_stats
 	format_size(a, sizeof(a), (double)st->archive_size);
 	format_size(u, sizeof(u), (double)st->usize);
 	if (st->wrapped) {
-		tfs_log(lvl, "indexed %s: a %s behind its codec, %" PRIu64 " members (%s "
+		tfs_log(lvl, "indexed %s: %s behind its codec, %" PRIu64 " members (%s "
 			"decompressed), %" PRIu64 " checkpoints, in %.2f s", name,
 			st->inner_single ? "compressed file" : st->container ? st->container
 									     : "tar",

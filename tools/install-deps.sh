@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(
   build-essential meson ninja-build pkg-config
-  libfuse3-dev fuse3 libsqlite3-dev zlib1g-dev liblzma-dev libbz2-dev libzstd-dev libxxhash-dev liblzo2-dev libisal-dev liblz4-dev libarchive-dev libjson-c-dev
+  libfuse3-dev fuse3 libsqlite3-dev zlib1g-dev liblzma-dev libbz2-dev libzstd-dev libxxhash-dev liblzo2-dev libisal-dev liblz4-dev libarchive-dev libjson-c-dev libext2fs-dev comerr-dev
   libfsntfs-dev libbfio-dev
   libssl-dev libcurl4-openssl-dev
   python3 python3-pytest

@@ -31,6 +31,9 @@
 #   DIR/fuzz_oci/            container images (oci_seeds.py): OCI layouts (gzip, zstd, plain
 #                            layers, several tags, a nested index), docker save tars, cut and
 #                            flipped copies
+#   DIR/fuzz_ext4/           128 KiB images by mkfs.ext2/ext3/ext4 -d (extents, indirect blocks,
+#                            inline data, an htree folder by e2fsck -D, a file fragmented by
+#                            debugfs -w), user.* xattrs, a cut one
 # Nothing binary is kept in the repository: the seeds are made at run time.  Tools that are
 # missing are skipped with a note (tools/install-deps.sh installs them all).
 #   tests/fuzz/make-seeds.sh DIR
@@ -719,6 +722,43 @@ PY
 	fi
 else
 	note "mkntfs, ntfscp, ntfsinfo or python3 missing: no NTFS seeds"
+fi
+
+# fuzz_ext4: small file systems by mkfs -d (1 KiB blocks, 128 inodes): files of several sizes, a
+# sparse one, short and long symlinks, a hard link, a fifo, a folder of 60 names (an htree once
+# e2fsck -D has indexed it), a fragmented file (debugfs -w), a cut image
+E=$out/fuzz_ext4
+mkdir -p "$E" "$work/e4/d/many"
+if have mkfs.ext4 && have debugfs; then
+	(cd "$work/e4" && printf 'hi\n' >a && head -c 3000 /dev/urandom >d/b &&
+		printf 'x%.0s' $(seq 200) >mid && truncate -s 100000 sp &&
+		printf z | dd of=sp bs=1 seek=50000 conv=notrunc 2>/dev/null && ln -s a l &&
+		ln -s "$(printf 'y%.0s' $(seq 120))" long && ln d/b h && mkfifo f &&
+		for i in $(seq 60); do : >"d/many/name-number-$i"; done) || note "ext4 tree failed"
+	(setfattr -n user.a -v 1 "$work/e4/a" && setfattr -n user.big -v "$(printf 'v%.0s' $(seq 300))" \
+		"$work/e4/d/b") 2>/dev/null || note "no user xattrs in $work: none in the ext4 seeds"
+	e4() { mkfs."$1" -q -F -N 128 -b 1024 "${@:3}" -d "$work/e4" "$E/$2" 128K >/dev/null 2>&1 ||
+		note "mkfs.$1 $2 failed"; }
+	e4 ext2 ext2.img
+	e4 ext2 ext2-128.img -I 128
+	e4 ext3 ext3.img
+	e4 ext4 ext4.img
+	e4 ext4 ext4-nojournal.img -O ^has_journal
+	e4 ext4 ext4-inline.img -O ^has_journal,inline_data -I 256
+	e4 ext4 ext4-indirect.img -O ^has_journal,^extent,^64bit
+	e4 ext4 ext4-htree.img -O ^has_journal,dir_index
+	[ -f "$E/ext4-htree.img" ] && e2fsck -fyD "$E/ext4-htree.img" >/dev/null 2>&1 || true
+	if [ -f "$E/ext4-nojournal.img" ]; then
+		cp "$E/ext4-nojournal.img" "$E/ext4-frag.img"
+		head -c 4000 /dev/urandom >"$work/e4-x"
+		head -c 9000 /dev/urandom >"$work/e4-y"
+		printf 'write %s x1\nwrite %s x2\nwrite %s x3\nrm x2\nwrite %s y\n' "$work/e4-x" \
+			"$work/e4-x" "$work/e4-x" "$work/e4-y" >"$work/e4-cmds"
+		debugfs -w -f "$work/e4-cmds" "$E/ext4-frag.img" >/dev/null 2>&1 || note "debugfs failed"
+		head -c 70000 "$E/ext4-nojournal.img" >"$E/cut.img"
+	fi
+else
+	note "mkfs.ext4 or debugfs missing: no ext4 seeds"
 fi
 
 # the codec harnesses also start from the plain tars (the magic is the first thing to find)
