@@ -3,7 +3,7 @@
 # ~400 MB of files (mkfs.ext4 -d, no root), gzip'ed (default level), mounted with -r at the
 # default checkpoint spacing.  Prints the first mount, the median of 5 cold second mounts
 # (page cache dropped, a fresh daemon each: ready = the mount point answers), and for 20 cold
-# random 4 KiB reads of files inside the file system, each on a fresh mount, what the read
+# random 4 KiB reads (O_DIRECT) of files inside the file system, each on a fresh mount, what the read
 # decoded (the root's user.tarseek.decoded_bytes and decoders_started, outer stream included)
 # against the gzip checkpoint spacing.
 #   bench/image-read.sh [DIR]     (default /var/tmp/tarseek-image; kept for the next run)
@@ -61,7 +61,9 @@ RANDOM=39; spans=(); maxb=0
 for i in $(seq 1 20); do
 	f=${files[RANDOM % ${#files[@]}]}; off=$(( (RANDOM % 255) * 4096 ))
 	cold; mount_once
-	dd if="$f" of=/dev/null bs=4096 skip=$((off / 4096)) count=1 status=none
+	# O_DIRECT: the kernel asks the daemon for these 4 KiB only (a buffered read becomes a
+	# 128 KiB readahead request, which may cross into the next span)
+	dd if="$f" of=/dev/null bs=4096 skip=$((off / 4096)) count=1 iflag=direct status=none
 	info=$(getfattr --only-values -n user.tarseek.info "$mnt" 2>/dev/null || true)
 	b=$(sed -n 's/^decoded_bytes=//p' <<<"$info"); d=$(sed -n 's/^decoders_started=//p' <<<"$info")
 	fusermount3 -u "$mnt"
