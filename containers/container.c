@@ -55,15 +55,20 @@ const struct container *cont_probe_image(struct src *in, const uint8_t *head, si
 
 const char *cont_list(void)
 {
-	static char list[256];
+	static char list[512];
 
 	if (!list[0]) {
+		size_t n;
 #if HAVE_LIBARCHIVE
-		snprintf(list, sizeof(list), "tar, zip, 7z, ar, %slibarchive (%s)",
-			 HAVE_JSONC ? "oci, " : "", la_formats());
+		n = (size_t)snprintf(list, sizeof(list), "tar, zip, 7z, ar, %slibarchive (%s)",
+				     HAVE_JSONC ? "oci, " : "", la_formats());
 #else
-		snprintf(list, sizeof(list), "tar, zip, 7z, ar%s", HAVE_JSONC ? ", oci" : "");
+		n = (size_t)snprintf(list, sizeof(list), "tar, zip, 7z, ar%s",
+				     HAVE_JSONC ? ", oci" : "");
 #endif
+		for (size_t i = 0; cont_images[i] && n < sizeof(list); i++)
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s",
+					      i ? ", " : "; with -r: ", cont_images[i]->name);
 	}
 	return list;
 }
