@@ -37,6 +37,7 @@ static const struct codec *const stream_codecs[] = {
 	&codec_stored,
 	&codec_deflate64,
 	&codec_7z,
+	&codec_sqlar,
 #if HAVE_LIBARCHIVE
 	&codec_libarchive,
 #endif

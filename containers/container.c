@@ -12,6 +12,7 @@ static const struct container *const all[] = {
 	&cont_zip,
 	&cont_7z,
 	&cont_ar,
+	&cont_sqlar,
 #if HAVE_LIBARCHIVE
 	&cont_libarchive,
 #endif
@@ -44,9 +45,9 @@ const char *cont_list(void)
 
 	if (!list[0]) {
 #if HAVE_LIBARCHIVE
-		snprintf(list, sizeof(list), "tar, zip, 7z, ar, libarchive (%s)", la_formats());
+		snprintf(list, sizeof(list), "tar, zip, 7z, ar, sqlar, libarchive (%s)", la_formats());
 #else
-		snprintf(list, sizeof(list), "tar, zip, 7z, ar");
+		snprintf(list, sizeof(list), "tar, zip, 7z, ar, sqlar");
 #endif
 	}
 	return list;
