@@ -38,6 +38,7 @@ static const struct codec *const stream_codecs[] = {
 	&codec_deflate64,
 	&codec_7z,
 	&codec_sqlar,
+	&codec_squashfs,
 #if HAVE_LIBARCHIVE
 	&codec_libarchive,
 #endif

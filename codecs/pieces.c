@@ -124,6 +124,8 @@ int pcs_scan_new(const struct pcs_ops *ops, struct src *in, const struct codec_o
 	s->p.stop = 0; /* the first chunk, and its checkpoint, start with the first read */
 	s->sink = *sink;
 	s->spacing = opts->spacing ? opts->spacing : PCS_SPACING;
+	if (ops->spacing && ops->spacing < s->spacing)
+		s->spacing = ops->spacing;
 	*out = s;
 	return 0;
 }

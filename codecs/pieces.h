@@ -26,6 +26,7 @@ struct pcs_ops {
 	const char *name; /* the codec's, for messages */
 	size_t rec_len;	  /* bytes of a record, >= 8 */
 	size_t memory;	  /* what a reader of pieces holds, about (dec_memory) */
+	uint64_t spacing; /* the most bytes between checkpoints (0: opts->spacing) */
 	/* A reader of the pieces of in (the stream's window) described by hdr: *ctx.  0 or
 	 * -errno (-EINVAL: a header it cannot use). */
 	int (*open)(struct src *in, const uint8_t *hdr, size_t hlen, void **ctx);

@@ -13,6 +13,9 @@ static const struct container *const all[] = {
 	&cont_7z,
 	&cont_ar,
 	&cont_sqlar,
+#if HAVE_SQUASHFS
+	&cont_squashfs,
+#endif
 #if HAVE_LIBARCHIVE
 	&cont_libarchive,
 #endif
@@ -45,9 +48,9 @@ const char *cont_list(void)
 
 	if (!list[0]) {
 #if HAVE_LIBARCHIVE
-		snprintf(list, sizeof(list), "tar, zip, 7z, ar, sqlar, libarchive (%s)", la_formats());
+		snprintf(list, sizeof(list), "tar, zip, 7z, ar, sqlar%s, libarchive (%s)", HAVE_SQUASHFS ? ", squashfs" : "", la_formats());
 #else
-		snprintf(list, sizeof(list), "tar, zip, 7z, ar, sqlar");
+		snprintf(list, sizeof(list), "tar, zip, 7z, ar, sqlar%s", HAVE_SQUASHFS ? ", squashfs" : "");
 #endif
 	}
 	return list;
