@@ -131,6 +131,8 @@ bool codec_names_tar(const char *archive_path)
 static const char *const container_suffixes[] = {
     ".tar", ".zip", ".7z",   ".jar", ".war", ".ear",  ".apk", ".whl", ".epub", ".rar", ".iso",
     ".cpio", ".deb", ".rpm", ".cab", ".lzh", ".lha", ".xar", ".warc",
+    /* SquashFS images and SQLite archives (squashfs/squashfs.c, sqlar.c) */
+    ".sqsh", ".squashfs", ".sfs", ".sqlar",
     /* disk images and file systems (container.h's cont_images), with -r only */
     ".img", ".raw", ".ext2", ".ext3", ".ext4", ".vfat", ".fat"};
 

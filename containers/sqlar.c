@@ -41,11 +41,15 @@ static int sqa_open(struct src *in, sqlite3 **out)
 	sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
 	sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL);
 	sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, NULL);
-	sqlite3_limit(db, SQLITE_LIMIT_LENGTH, INT32_MAX);
+	/* no value longer than the file: a blob that says more is damage, not an allocation */
+	uint64_t fsize = src_size(in);
+	sqlite3_limit(db, SQLITE_LIMIT_LENGTH, fsize < INT32_MAX ? (int)fsize + 1 : INT32_MAX);
+	sqlite3_exec(db, "PRAGMA cell_size_check = ON", NULL, NULL, NULL);
 	err = -EINVAL;
 	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_table_info('sqlar')"
 				   " WHERE name IN ('name', 'mode', 'mtime', 'sz', 'data')"
-				   " AND (SELECT type FROM sqlite_schema WHERE name = 'sqlar') = 'table'",
+				   " AND (SELECT type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'"
+				   " FROM sqlite_schema WHERE name = 'sqlar')",
 			       -1, &st, NULL) == SQLITE_OK &&
 	    sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 5)
 		err = 0;
@@ -85,7 +89,16 @@ struct sqa {
 	uint8_t *params;
 	size_t plen, pcap;
 	uint64_t usize;
+	uint64_t fsize; /* of the archive file */
+	uint64_t blobs; /* bytes of the blobs listed as pieces */
 };
+
+/* A row is a file unless its mode says folder or link: sqlite3 -Ax writes every other row as
+ * a file with the row's data. */
+static bool sqa_is_file(uint32_t mode)
+{
+	return !S_ISDIR(mode) && !S_ISLNK(mode);
+}
 
 static int sqa_piece(struct sqa *a, uint64_t size, uint64_t rowid, uint64_t at, uint32_t kind)
 {
@@ -108,8 +121,11 @@ static int sqa_pass1(struct sqa *a, sqlite3 *db)
 	if (err)
 		return err;
 	if (sqlite3_prepare_v2(db, "SELECT rowid, mode, sz, coalesce(length(data), -1) FROM sqlar"
-				   " ORDER BY rowid", -1, &st, NULL) != SQLITE_OK)
+				   " ORDER BY rowid", -1, &st, NULL) != SQLITE_OK) {
+		tfs_log(TFS_LOG_ERR, "%s: cannot list the SQLite archive: %s", a->name,
+			sqlite3_errmsg(db));
 		return -EIO;
+	}
 	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (a->n == a->cap) {
 			size_t cap = a->cap ? a->cap * 2 : 64;
@@ -127,10 +143,16 @@ static int sqa_pass1(struct sqa *a, sqlite3 *db)
 				      .sz = sqlite3_column_int64(st, 2),
 				      .dlen = sqlite3_column_int64(st, 3),
 				      .data_off = a->usize};
-		if (!S_ISREG(mode) || r->sz <= 0) {
-			r->readable = r->sz == 0 || !S_ISREG(mode);
+		if (!sqa_is_file(mode) || r->sz <= 0) {
+			r->readable = r->sz == 0 || !sqa_is_file(mode);
 			continue;
 		}
+		/* Every blob's bytes are the file's own: together no more than the file; zlib
+		 * makes at most 1032 bytes of one (deflate's limit).  What says more is damage. */
+		if (r->dlen < 0 || (uint64_t)r->dlen > a->fsize - a->blobs ||
+		    (uint64_t)r->sz > (uint64_t)r->dlen * 1032 + 64)
+			continue;
+		a->blobs += (uint64_t)r->dlen;
 		if (r->dlen == r->sz) { /* stored: pieces of a MiB */
 			r->readable = true;
 			for (uint64_t at = 0; !err && at < (uint64_t)r->sz; at += SQA_PIECE) {
@@ -168,10 +190,15 @@ static int sqa_pass2(struct sqa *a, sqlite3 *db, uint64_t sid, const struct cont
 	size_t k = 0;
 	int rc, err = 0;
 
+	/* a link's target is its data (not uncompressed: sqlite3 -Ax writes it as it is) */
 	if (sqlite3_prepare_v2(db, "SELECT rowid, name, mode, mtime, CASE WHEN mode & 61440 ="
-				   " 40960 THEN data END FROM sqlar ORDER BY rowid", -1, &st,
-			       NULL) != SQLITE_OK)
+				   " 40960 AND length(data) <= 4096 THEN data END FROM sqlar"
+				   " ORDER BY rowid", -1, &st, NULL) != SQLITE_OK) {
+		tfs_log(TFS_LOG_ERR, "%s: cannot list the SQLite archive: %s", a->name,
+			sqlite3_errmsg(db));
 		return -EIO;
+	}
+	rc = SQLITE_DONE;
 	while (!err && k < a->n && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const struct sqa_row *r = &a->r[k++];
 		const uint8_t *name = sqlite3_column_text(st, 1);
@@ -181,7 +208,9 @@ static int sqa_pass2(struct sqa *a, sqlite3 *db, uint64_t sid, const struct cont
 				       .gname = ""};
 
 		if ((uint64_t)sqlite3_column_int64(st, 0) != r->rowid) {
-			err = -EIO; /* the table changed between the passes */
+			tfs_log(TFS_LOG_ERR, "%s: the SQLite archive lists other rows the second "
+				"time: damaged", a->name);
+			err = -EIO;
 			break;
 		}
 		if (!name || !*name) {
@@ -193,6 +222,12 @@ static int sqa_pass2(struct sqa *a, sqlite3 *db, uint64_t sid, const struct cont
 		m.path_len = (size_t)sqlite3_column_bytes(st, 1);
 		m.mtime_sec = sqlite3_column_int64(st, 3);
 		m.hdr_off = r->rowid;
+		if (m.type == MEMBER_SYMLINK && sqlite3_column_type(st, 4) == SQLITE_NULL &&
+		    r->dlen > 0) {
+			tfs_log(TFS_LOG_WARNING, "%s: %s: a link target of %" PRId64 " bytes: "
+				"left out", a->name, (const char *)name, r->dlen);
+			continue;
+		}
 		if (m.type == MEMBER_SYMLINK) {
 			m.link = sqlite3_column_blob(st, 4) ? sqlite3_column_blob(st, 4)
 							    : (const uint8_t *)"";
@@ -228,6 +263,15 @@ static int sqa_pass2(struct sqa *a, sqlite3 *db, uint64_t sid, const struct cont
 		err = sink->member(sink->opaque, &m);
 		stats->members++;
 	}
+	if (!err && rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		tfs_log(TFS_LOG_ERR, "%s: cannot list the SQLite archive: %s", a->name,
+			sqlite3_errmsg(db));
+		err = sqlsrc_err(rc);
+	} else if (!err && k < a->n) {
+		tfs_log(TFS_LOG_ERR, "%s: the SQLite archive lists fewer rows the second time: "
+			"damaged", a->name);
+		err = -EIO;
+	}
 	sqlite3_finalize(st);
 	return err;
 }
@@ -235,7 +279,7 @@ static int sqa_pass2(struct sqa *a, sqlite3 *db, uint64_t sid, const struct cont
 static int sqa_parse(struct src *in, const struct cont_sink *sink, struct cont_stats *stats)
 {
 	struct cont_stats st = {0};
-	struct sqa a = {.name = sink->name ? sink->name : "archive"};
+	struct sqa a = {.name = sink->name ? sink->name : "archive", .fsize = src_size(in)};
 	sqlite3 *db = NULL;
 	uint64_t sid = 0;
 	int err = sqa_open(in, &db);

@@ -21,6 +21,8 @@
 #include <zstd.h>
 #endif
 
+#define SQB_MEMLIMIT ((uint64_t)64 << 20)
+
 enum { SQB_GZIP = 1, SQB_LZMA, SQB_LZO, SQB_XZ, SQB_LZ4, SQB_ZSTD };
 
 bool sqfs_block_supported(unsigned id)
@@ -71,8 +73,10 @@ static ssize_t sqb_zlib(const void *in, size_t len, void *out, size_t cap)
 static ssize_t sqb_lzma(bool xz, const void *in, size_t len, void *out, size_t cap)
 {
 	lzma_stream s = LZMA_STREAM_INIT;
-	lzma_ret r = xz ? lzma_stream_decoder(&s, UINT64_MAX, LZMA_CONCATENATED)
-			: lzma_alone_decoder(&s, UINT64_MAX);
+	/* a block is at most 1 MiB: a dictionary the header makes larger than SQB_MEMLIMIT
+	 * allows is a hostile header, not an allocation to make */
+	lzma_ret r = xz ? lzma_stream_decoder(&s, SQB_MEMLIMIT, LZMA_CONCATENATED)
+			: lzma_alone_decoder(&s, SQB_MEMLIMIT);
 	ssize_t ret;
 
 	if (r != LZMA_OK)

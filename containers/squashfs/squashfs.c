@@ -33,6 +33,9 @@
 #define SQF_NOFRAG 0xFFFFFFFFu
 #define SQF_UNCOMPRESSED ((uint32_t)1 << 24)
 
+static char sqf_seen[] = ""; /* first[nr] once pass 1 has met inode nr (not allocated) */
+#define SQF_SEEN sqf_seen
+
 /* ---- libsquashfs over a source ---- */
 
 struct sqf_file {
@@ -124,7 +127,8 @@ struct sqf {
 	uint64_t *data_off; /* per regular file in walk order: its offset in the stream, or
 			       UINT64_MAX when its blocks are damaged */
 	size_t nfiles, fcap;
-	char **first;	    /* by inode number: the first path of an inode with links */
+	char **first;	    /* by inode number (1 ..< ninodes): the first path of a regular
+			       file's inode, SQF_SEEN between the passes, NULL when not met */
 	uint32_t ninodes;
 	bool damaged;
 };
@@ -215,8 +219,11 @@ static int sqf_pass1(struct sqf *s)
 		uint32_t nr = ino->base.inode_number;
 		if (ino->base.type != SQFS_INODE_FILE && ino->base.type != SQFS_INODE_EXT_FILE)
 			continue;
-		if (nr < s->ninodes && s->first[nr])
-			continue; /* a hard link: its data is the first path's */
+		/* An inode met again is a hard link: its data is the first path's.  Keyed by
+		 * number for every file (not only those whose nlink says so), so that a hostile
+		 * tree naming one large inode many times lists its blocks once. */
+		if (nr != 0 && nr < s->ninodes && s->first[nr])
+			continue;
 		if (s->nfiles == s->fcap) {
 			size_t cap = s->fcap ? s->fcap * 2 : 256;
 			uint64_t *p = realloc(s->data_off, cap * sizeof(*p));
@@ -226,15 +233,19 @@ static int sqf_pass1(struct sqf *s)
 			s->fcap = cap;
 		}
 		uint64_t at = s->usize;
-		err = sqf_file_pieces(s, ino);
+		if (nr == 0 || nr >= s->ninodes) {
+			tfs_log(TFS_LOG_ERR, "%s: a file of inode number %" PRIu32 ", beyond the %"
+				PRIu32 " inodes: damaged", s->name, nr, s->ninodes - 1);
+			err = 0; /* listed, unreadable */
+		} else {
+			err = sqf_file_pieces(s, ino);
+			s->first[nr] = SQF_SEEN; /* pass 2 keeps the path */
+		}
 		if (err >= 0) {
 			s->data_off[s->nfiles++] = err ? at : UINT64_MAX;
 			s->damaged |= err == 0;
 			err = 0;
 		}
-		if (nr < s->ninodes && ino->base.type == SQFS_INODE_EXT_FILE &&
-		    ino->data.file_ext.nlink > 1 && !(s->first[nr] = strdup("")))
-			err = -ENOMEM; /* marked: pass 2 keeps the path */
 	}
 	return err;
 }
@@ -317,7 +328,8 @@ static int sqf_member(struct sqf *s, sqfs_tree_node_t *n, char *path, size_t ple
 		tfs_log(TFS_LOG_NOTICE, "%s: %s is a socket: left out", s->name, path);
 		return 0;
 	}
-	if (m.type == MEMBER_REG && nr < s->ninodes && s->first[nr] && *s->first[nr]) {
+	if (m.type == MEMBER_REG && nr != 0 && nr < s->ninodes && s->first[nr] &&
+	    s->first[nr] != SQF_SEEN) {
 		m.type = MEMBER_HARDLINK; /* met before: a link to its first path */
 		m.link = (const uint8_t *)s->first[nr];
 		m.link_len = strlen(s->first[nr]);
@@ -334,10 +346,12 @@ static int sqf_member(struct sqf *s, sqfs_tree_node_t *n, char *path, size_t ple
 			m.unreadable = -EIO;
 			m.why = "its blocks do not add up to its size: damaged";
 		}
-		if (nr < s->ninodes && s->first[nr]) { /* its first path, for the links to it */
-			free(s->first[nr]);
-			if (!(s->first[nr] = strdup(path)))
+		if (nr != 0 && nr < s->ninodes && s->first[nr] == SQF_SEEN) {
+			/* its first path, for the links to it */
+			if (!(s->first[nr] = strdup(path))) {
+				s->first[nr] = SQF_SEEN;
 				return -ENOMEM;
+			}
 		}
 	} else if (m.type == MEMBER_SYMLINK) {
 		target = strndup((const char *)ino->extra, ino->data.slink.target_size);
@@ -458,7 +472,15 @@ static int sqf_open(struct sqf *s, struct src *in)
 	r = sym_sqfs_dir_reader_get_full_hierarchy(s->dr, s->ids, NULL, 0, &s->root);
 	if (r)
 		goto bad;
-	s->ninodes = s->super.inode_count < (1u << 26) ? s->super.inode_count + 1 : 1u << 26;
+	/* inodes are numbered 1 .. inode_count, each met at least once in the tree: no more
+	 * numbers than nodes, whatever the superblock says */
+	uint64_t nodes = 1; /* the root */
+	int depth = 0;
+	for (sqfs_tree_node_t *n = s->root->children; n; n = sqf_next(s->root, n, &depth))
+		nodes++;
+	if (nodes > s->super.inode_count)
+		nodes = s->super.inode_count;
+	s->ninodes = nodes < UINT32_MAX ? (uint32_t)nodes + 1 : UINT32_MAX;
 	s->first = calloc(s->ninodes, sizeof(*s->first));
 	return s->first ? 0 : -ENOMEM;
 bad:
@@ -492,7 +514,8 @@ static int sqf_parse(struct src *in, const struct cont_sink *sink, struct cont_s
 	if (stats)
 		*stats = st;
 	for (uint32_t i = 0; s.first && i < s.ninodes; i++)
-		free(s.first[i]);
+		if (s.first[i] != SQF_SEEN)
+			free(s.first[i]);
 	free(s.first);
 	free(s.data_off);
 	free(s.params);
