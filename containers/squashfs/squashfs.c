@@ -5,11 +5,15 @@
  * compressor the superblock may name is read, lzo and lzma included, whatever libsquashfs
  * was built with.
  *
- * The files' data is one stream of codec "squashfs" (codecs/squashfs/sqfs_codec.c): each
- * file's blocks, then its tail in a fragment block, as pieces, files in the order of the
- * tree's walk (the order mksquashfs wrote them, so that the small files of a fragment block
- * follow one another).  A file whose blocks do not add up to its size is listed, its reads
- * failing.  Hard links are inodes met again.  Extended attributes come with their members.
+ * The files' data are streams of codec "squashfs" (codecs/squashfs/sqfs_codec.c): a file's
+ * blocks, then its tail in a fragment block, as pieces.  A file with blocks has a stream of
+ * its own; the small files whose bytes are all in one fragment block, met one after the
+ * other in the tree's walk (the order mksquashfs wrote them), share one, which decodes that
+ * block once.  So a damaged block fails the reads of the files that need it, never others'
+ * (the index stops a stream at its first damage).  A file whose blocks do not add up to its
+ * size is listed, its reads failing.  Hard links are inodes met again (by inode number).
+ * Extended attributes come with their members.  The image's root folder is the mount's, as
+ * for every archive: its owner, mode and time are not shown.
  *
  * The image is untrusted: libsquashfs checks what it reads (sizes, bounds, directory loops);
  * we bound what the tree's figures make us allocate and where the pieces lie.
@@ -111,6 +115,13 @@ static sqfs_s32 sqf_cmp_block(sqfs_compressor_t *c, const sqfs_u8 *in, sqfs_u32 
 
 /* ---- the walk ---- */
 
+/* Where a regular file's bytes are: stream number grp (sqf.gsid), from off; grp SIZE_MAX
+ * when its blocks are damaged. */
+struct sqf_loc {
+	size_t grp;
+	uint64_t off;
+};
+
 struct sqf {
 	const char *name;
 	struct sqf_file file;
@@ -121,11 +132,16 @@ struct sqf {
 	sqfs_xattr_reader_t *xr;
 	sqfs_dir_reader_t *dr;
 	sqfs_tree_node_t *root;
+	/* the stream being built (pass 1): its params and decoded size; a file with blocks
+	 * has one of its own, the files whose bytes are all in one fragment block share one */
 	uint8_t *params;
 	size_t plen, pcap;
 	uint64_t usize;
-	uint64_t *data_off; /* per regular file in walk order: its offset in the stream, or
-			       UINT64_MAX when its blocks are damaged */
+	bool open;	    /* a stream is being built: number ngrp - 1 */
+	uint32_t open_frag; /* the fragment block its files share, or SQF_NOFRAG */
+	uint64_t *gsid;	    /* by stream number: the id the sink gave (0: no bytes) */
+	size_t ngrp, gcap;
+	struct sqf_loc *loc; /* per regular file in walk order */
 	size_t nfiles, fcap;
 	char **first;	    /* by inode number (1 ..< ninodes): the first path of a regular
 			       file's inode, SQF_SEEN between the passes, NULL when not met */
@@ -205,15 +221,60 @@ static sqfs_tree_node_t *sqf_next(sqfs_tree_node_t *root, sqfs_tree_node_t *n, i
 	return n == root ? NULL : n->next;
 }
 
-/* Pass 1: the pieces of every regular file, in walk order. */
-static int sqf_pass1(struct sqf *s)
+/* The stream being built declared to the sink (if it has bytes), and none open. */
+static int sqf_flush(struct sqf *s, const struct cont_sink *sink)
+{
+	uint64_t sid = 0;
+	int err = 0;
+
+	if (!s->open)
+		return 0;
+	s->open = false;
+	if (s->usize) {
+		struct cont_stream cs = {.codec = "squashfs", .coff = 0,
+					 .clen = src_size(s->file.in), .usize = s->usize,
+					 .params = s->params, .params_len = s->plen};
+		err = sink->stream(sink->opaque, &cs, &sid);
+	}
+	s->gsid[s->ngrp - 1] = sid;
+	return err;
+}
+
+/* A stream open for a file whose bytes are all in fragment block frag (one its files
+ * share), or SQF_NOFRAG (a file with blocks: a stream of its own). */
+static int sqf_group(struct sqf *s, const struct cont_sink *sink, uint32_t frag)
 {
 	uint8_t hdr[8] = {0};
-	int depth = 0, err;
+	int err;
 
+	if (s->open && frag != SQF_NOFRAG && frag == s->open_frag)
+		return 0;
+	if ((err = sqf_flush(s, sink)))
+		return err;
+	if (s->ngrp == s->gcap) {
+		size_t cap = s->gcap ? s->gcap * 2 : 64;
+		uint64_t *p = realloc(s->gsid, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		s->gsid = p;
+		s->gcap = cap;
+	}
+	s->gsid[s->ngrp++] = 0;
 	put_le32(hdr, s->cmp.id); /* le16 id, le16 0 */
 	put_le32(hdr + 4, s->super.block_size);
-	err = pcs_params_start(&s->params, &s->plen, &s->pcap, hdr, sizeof(hdr));
+	s->usize = 0;
+	s->open = true;
+	s->open_frag = frag;
+	return pcs_params_start(&s->params, &s->plen, &s->pcap, hdr, sizeof(hdr));
+}
+
+/* Pass 1: the streams of the regular files, in walk order.  A stream per file, or per run
+ * of small files in one fragment block: damage in one file's blocks fails that file's reads
+ * (and those of the small files of a damaged fragment block), never the others'. */
+static int sqf_pass1(struct sqf *s, const struct cont_sink *sink)
+{
+	int depth = 0, err = 0;
+
 	for (sqfs_tree_node_t *n = s->root->children; !err && n; n = sqf_next(s->root, n, &depth)) {
 		const sqfs_inode_generic_t *ino = n->inode;
 		uint32_t nr = ino->base.inode_number;
@@ -226,28 +287,35 @@ static int sqf_pass1(struct sqf *s)
 			continue;
 		if (s->nfiles == s->fcap) {
 			size_t cap = s->fcap ? s->fcap * 2 : 256;
-			uint64_t *p = realloc(s->data_off, cap * sizeof(*p));
+			struct sqf_loc *p = realloc(s->loc, cap * sizeof(*p));
 			if (!p)
 				return -ENOMEM;
-			s->data_off = p;
+			s->loc = p;
 			s->fcap = cap;
 		}
-		uint64_t at = s->usize;
+		struct sqf_loc *l = &s->loc[s->nfiles++];
+		*l = (struct sqf_loc){.grp = SIZE_MAX};
 		if (nr == 0 || nr >= s->ninodes) {
 			tfs_log(TFS_LOG_ERR, "%s: a file of inode number %" PRIu32 ", beyond the %"
 				PRIu32 " inodes: damaged", s->name, nr, s->ninodes - 1);
-			err = 0; /* listed, unreadable */
-		} else {
-			err = sqf_file_pieces(s, ino);
-			s->first[nr] = SQF_SEEN; /* pass 2 keeps the path */
+			s->damaged = true; /* listed, unreadable */
+			continue;
 		}
-		if (err >= 0) {
-			s->data_off[s->nfiles++] = err ? at : UINT64_MAX;
-			s->damaged |= err == 0;
-			err = 0;
-		}
+		s->first[nr] = SQF_SEEN; /* pass 2 keeps the path */
+		sqfs_u32 fidx = SQF_NOFRAG, foff = 0;
+		sym_sqfs_inode_get_frag_location(ino, &fidx, &foff);
+		bool tail_only = sqfs_inode_get_file_block_count(ino) == 0 && fidx != SQF_NOFRAG;
+		if ((err = sqf_group(s, sink, tail_only ? fidx : SQF_NOFRAG)))
+			break;
+		uint64_t at = s->usize;
+		err = sqf_file_pieces(s, ino);
+		if (err > 0)
+			*l = (struct sqf_loc){.grp = s->ngrp - 1, .off = at};
+		s->damaged |= err == 0;
+		if (err >= 0)
+			err = tail_only ? 0 : sqf_flush(s, sink);
 	}
-	return err;
+	return err ? err : sqf_flush(s, sink);
 }
 
 /* The extended attributes of ino into xa (names and values malloc'd, freed by the caller):
@@ -275,7 +343,9 @@ static size_t sqf_xattrs(struct sqf *s, const sqfs_inode_generic_t *ino, struct 
 		const char *pre = sym_sqfs_get_xattr_prefix(key->type & SQFS_XATTR_PREFIX_MASK);
 		char *name = NULL;
 		uint8_t *v = malloc(val->size ? val->size : 1);
-		if (pre && v && asprintf(&name, "%s%.*s", pre, (int)key->size, key->key) >= 0) {
+		/* libsquashfs 1.x hands the key back with its prefix ("user.comment"), size
+		 * still the suffix's */
+		if (pre && v && (name = strndup((const char *)key->key, strlen(pre) + key->size))) {
 			memcpy(v, val->value, val->size);
 			xa[n++] = (struct member_xattr){.name = name, .value = v, .len = val->size};
 		} else {
@@ -311,7 +381,7 @@ static enum member_type sqf_type(unsigned type)
 }
 
 /* One member for node n at path (its bytes filled in by the caller's walk). */
-static int sqf_member(struct sqf *s, sqfs_tree_node_t *n, char *path, size_t plen, uint64_t sid,
+static int sqf_member(struct sqf *s, sqfs_tree_node_t *n, char *path, size_t plen,
 		      size_t *file, const struct cont_sink *sink)
 {
 	const sqfs_inode_generic_t *ino = n->inode;
@@ -336,12 +406,14 @@ static int sqf_member(struct sqf *s, sqfs_tree_node_t *n, char *path, size_t ple
 		return sink->member(sink->opaque, &m);
 	}
 	if (m.type == MEMBER_REG) {
-		uint64_t size = 0, off = *file < s->nfiles ? s->data_off[(*file)++] : UINT64_MAX;
+		struct sqf_loc l = *file < s->nfiles ? s->loc[(*file)++]
+						     : (struct sqf_loc){.grp = SIZE_MAX};
+		uint64_t size = 0;
 		sym_sqfs_inode_get_file_size(ino, &size);
 		m.size = m.stored = size;
-		m.stream = size ? sid : 0;
-		m.data_off = off == UINT64_MAX ? 0 : off;
-		if (off == UINT64_MAX) {
+		m.stream = size && l.grp != SIZE_MAX ? s->gsid[l.grp] : 0;
+		m.data_off = l.off;
+		if (l.grp == SIZE_MAX) {
 			m.stream = 0;
 			m.unreadable = -EIO;
 			m.why = "its blocks do not add up to its size: damaged";
@@ -377,7 +449,7 @@ static int sqf_member(struct sqf *s, sqfs_tree_node_t *n, char *path, size_t ple
 }
 
 /* Pass 2: the members, the walk again, paths built as it goes. */
-static int sqf_pass2(struct sqf *s, uint64_t sid, const struct cont_sink *sink,
+static int sqf_pass2(struct sqf *s, const struct cont_sink *sink,
 		     struct cont_stats *st)
 {
 	size_t cap = 256, *lens = NULL, lcap = 0, file = 0;
@@ -410,7 +482,7 @@ static int sqf_pass2(struct sqf *s, uint64_t sid, const struct cont_sink *sink,
 			path[base++] = '/';
 		memcpy(path + base, n->name, nl + 1);
 		lens[depth] = base + nl;
-		err = sqf_member(s, n, path, base + nl, sid, &file, sink);
+		err = sqf_member(s, n, path, base + nl, &file, sink);
 		st->members++;
 		if (sink->progress)
 			sink->progress(sink->opaque, 0);
@@ -495,18 +567,11 @@ static int sqf_parse(struct src *in, const struct cont_sink *sink, struct cont_s
 {
 	struct cont_stats st = {0};
 	struct sqf s = {.name = sink->name ? sink->name : "image"};
-	uint64_t sid = 0;
 	int err = sqfs_dl_load();
 
 	err = err ? err : sqf_open(&s, in);
-	err = err ? err : sqf_pass1(&s);
-	if (!err && s.usize) {
-		struct cont_stream cs = {.codec = "squashfs", .coff = 0, .clen = src_size(in),
-					 .usize = s.usize, .params = s.params,
-					 .params_len = s.plen};
-		err = sink->stream(sink->opaque, &cs, &sid);
-	}
-	err = err ? err : sqf_pass2(&s, sid, sink, &st);
+	err = err ? err : sqf_pass1(&s, sink);
+	err = err ? err : sqf_pass2(&s, sink, &st);
 	if (s.damaged)
 		tfs_log(TFS_LOG_WARNING, "%s: files whose blocks do not add up to their size: "
 			"listed, their reads fail", s.name);
@@ -517,7 +582,8 @@ static int sqf_parse(struct src *in, const struct cont_sink *sink, struct cont_s
 		if (s.first[i] != SQF_SEEN)
 			free(s.first[i]);
 	free(s.first);
-	free(s.data_off);
+	free(s.loc);
+	free(s.gsid);
 	free(s.params);
 	if (s.root)
 		sym_sqfs_dir_tree_destroy(s.root);
