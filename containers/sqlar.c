@@ -4,9 +4,10 @@
  * (not a view), no function of the database's schema runs (trusted_schema off, defensive on).
  *
  * Rows become members: mode says the type (a folder's data is NULL; a symbolic link's target
- * is its data, sz -1, as the sqlite3 shell writes it); the files' data is one stream of codec
- * "sqlar" (codecs/sqlar/sqlar_codec.c), a piece per file, a stored file cut in pieces of a
- * MiB.  The database keeps no owner: the members take the archive file's.  A row whose data
+ * is its data, sz -1, as the sqlite3 shell writes it); each file's data is a stream of codec
+ * "sqlar" (codecs/sqlar/sqlar_codec.c) of its own, so that a damaged blob fails that file's
+ * reads only: one piece (zlib's), or pieces of a MiB (stored).  Every row whose mode says
+ * neither folder nor link is a file, as sqlite3 -Ax writes it.  The database keeps no owner: the members take the archive file's.  A row whose data
  * is missing or cannot be its size is listed, its reads failing.
  */
 #include "containers/container.h"
@@ -76,7 +77,7 @@ static bool sqa_probe(struct src *in, const uint8_t *head, size_t len)
 /* One row, kept between the two passes. */
 struct sqa_row {
 	uint64_t rowid;
-	uint64_t data_off; /* in the stream */
+	uint64_t sid;	   /* its stream, 0 when none */
 	int64_t sz;
 	int64_t dlen;	   /* length(data), -1 when NULL */
 	bool readable;
@@ -112,14 +113,36 @@ static int sqa_piece(struct sqa *a, uint64_t size, uint64_t rowid, uint64_t at, 
 	return pcs_params_add(&a->params, &a->plen, &a->pcap, rec, sizeof(rec));
 }
 
-/* Pass 1: the rows' data as pieces of the stream. */
-static int sqa_pass1(struct sqa *a, sqlite3 *db)
+/* Row r's data as a stream of its own: damage in one blob fails that file's reads only. */
+static int sqa_stream(struct sqa *a, struct sqa_row *r, const struct cont_sink *sink)
+{
+	int err = pcs_params_start(&a->params, &a->plen, &a->pcap, NULL, 0);
+
+	a->usize = 0;
+	if (!err && r->dlen == r->sz) { /* stored: pieces of a MiB */
+		for (uint64_t at = 0; !err && at < (uint64_t)r->sz; at += SQA_PIECE) {
+			uint64_t left = (uint64_t)r->sz - at;
+			err = sqa_piece(a, left < SQA_PIECE ? left : SQA_PIECE, r->rowid, at, 0);
+		}
+	} else if (!err) {
+		err = sqa_piece(a, (uint64_t)r->sz, r->rowid, 0, 1);
+	}
+	if (!err) {
+		struct cont_stream cs = {.codec = "sqlar", .coff = 0, .clen = a->fsize,
+					 .usize = a->usize, .params = a->params,
+					 .params_len = a->plen};
+		err = sink->stream(sink->opaque, &cs, &r->sid);
+	}
+	r->readable = !err;
+	return err;
+}
+
+/* Pass 1: the rows, and a stream for each file's data. */
+static int sqa_pass1(struct sqa *a, sqlite3 *db, const struct cont_sink *sink)
 {
 	sqlite3_stmt *st = NULL;
-	int rc, err = pcs_params_start(&a->params, &a->plen, &a->pcap, NULL, 0);
+	int rc, err = 0;
 
-	if (err)
-		return err;
 	if (sqlite3_prepare_v2(db, "SELECT rowid, mode, sz, coalesce(length(data), -1) FROM sqlar"
 				   " ORDER BY rowid", -1, &st, NULL) != SQLITE_OK) {
 		tfs_log(TFS_LOG_ERR, "%s: cannot list the SQLite archive: %s", a->name,
@@ -141,8 +164,7 @@ static int sqa_pass1(struct sqa *a, sqlite3 *db)
 		uint32_t mode = (uint32_t)sqlite3_column_int64(st, 1);
 		*r = (struct sqa_row){.rowid = (uint64_t)sqlite3_column_int64(st, 0),
 				      .sz = sqlite3_column_int64(st, 2),
-				      .dlen = sqlite3_column_int64(st, 3),
-				      .data_off = a->usize};
+				      .dlen = sqlite3_column_int64(st, 3)};
 		if (!sqa_is_file(mode) || r->sz <= 0) {
 			r->readable = r->sz == 0 || !sqa_is_file(mode);
 			continue;
@@ -153,16 +175,8 @@ static int sqa_pass1(struct sqa *a, sqlite3 *db)
 		    (uint64_t)r->sz > (uint64_t)r->dlen * 1032 + 64)
 			continue;
 		a->blobs += (uint64_t)r->dlen;
-		if (r->dlen == r->sz) { /* stored: pieces of a MiB */
-			r->readable = true;
-			for (uint64_t at = 0; !err && at < (uint64_t)r->sz; at += SQA_PIECE) {
-				uint64_t left = (uint64_t)r->sz - at;
-				err = sqa_piece(a, left < SQA_PIECE ? left : SQA_PIECE, r->rowid, at, 0);
-			}
-		} else if (r->dlen > 0 && r->dlen < r->sz) {
-			r->readable = true;
-			err = sqa_piece(a, (uint64_t)r->sz, r->rowid, 0, 1);
-		}
+		if (r->dlen > 0 && r->dlen <= r->sz) /* stored, or zlib's */
+			err = sqa_stream(a, r, sink);
 	}
 	if (!err && rc != SQLITE_DONE) {
 		tfs_log(TFS_LOG_ERR, "%s: cannot list the SQLite archive: %s", a->name,
@@ -183,7 +197,7 @@ static enum member_type sqa_type(uint32_t mode)
 }
 
 /* Pass 2: the members, rows in the same order. */
-static int sqa_pass2(struct sqa *a, sqlite3 *db, uint64_t sid, const struct cont_sink *sink,
+static int sqa_pass2(struct sqa *a, sqlite3 *db, const struct cont_sink *sink,
 		     struct cont_stats *stats)
 {
 	sqlite3_stmt *st = NULL;
@@ -251,8 +265,7 @@ static int sqa_pass2(struct sqa *a, sqlite3 *db, uint64_t sid, const struct cont
 		if (m.type == MEMBER_REG) {
 			m.size = r->sz > 0 ? (uint64_t)r->sz : 0;
 			m.stored = m.size;
-			m.stream = m.size ? sid : 0;
-			m.data_off = r->data_off;
+			m.stream = m.size ? r->sid : 0;
 			if (!r->readable) {
 				m.unreadable = -EIO;
 				m.why = "its data is missing or longer than its size: damaged";
@@ -281,22 +294,15 @@ static int sqa_parse(struct src *in, const struct cont_sink *sink, struct cont_s
 	struct cont_stats st = {0};
 	struct sqa a = {.name = sink->name ? sink->name : "archive", .fsize = src_size(in)};
 	sqlite3 *db = NULL;
-	uint64_t sid = 0;
 	int err = sqa_open(in, &db);
 
 	if (err) {
 		tfs_log(TFS_LOG_ERR, "%s: not an SQLite archive it can read", a.name);
 		return err == -EINVAL ? -EIO : err;
 	}
-	err = sqa_pass1(&a, db);
-	if (!err && a.usize) {
-		struct cont_stream s = {.codec = "sqlar", .coff = 0, .clen = src_size(in),
-					.usize = a.usize, .params = a.params,
-					.params_len = a.plen};
-		err = sink->stream(sink->opaque, &s, &sid);
-	}
+	err = sqa_pass1(&a, db, sink);
 	if (!err)
-		err = sqa_pass2(&a, db, sid, sink, &st);
+		err = sqa_pass2(&a, db, sink, &st);
 	if (stats)
 		*stats = st;
 	sqlite3_close(db);
