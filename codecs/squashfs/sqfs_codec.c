@@ -13,7 +13,8 @@
  * its size word as the inode has it (on-disk size, bit 24 set when stored as it is; 0 a hole,
  * a block of zeros), le32 skip (the bytes of the decoded block before the piece's), le32 kind
  * (0 a data block, which must decode to exactly size bytes; 1 a fragment block, which must
- * hold skip + size), le32 0.
+ * hold skip + size; 2 a run of holes, size zeros however many blocks: a sparse file's params
+ * grow with its data, not with its size), le32 0.
  *
  * Checks: the decoded sizes above (SquashFS has no checksum of its data; the index's segment
  * CRCs check every read against what the scan decoded).
@@ -136,9 +137,17 @@ static ssize_t sqc_read(void *ctx, const uint8_t *rec, uint64_t off, void *buf, 
 	struct sqc_ctx *c = ctx;
 	uint64_t size = le64(rec), pos = le64(rec + 8);
 	uint32_t word = le32(rec + 16), skip = le32(rec + 20), kind = le32(rec + 24);
-	int err = sqc_block(c, pos, word);
+	int err;
 
-	if (err)
+	if (kind == 2) { /* a run of holes */
+		if (off >= size)
+			return 0;
+		if (len > size - off)
+			len = (size_t)(size - off);
+		memset(buf, 0, len);
+		return (ssize_t)len;
+	}
+	if ((err = sqc_block(c, pos, word)))
 		return err;
 	if (kind > 1 || (kind == 0 && (word & ~SQC_UNCOMPRESSED) != 0 && c->have_len != size) ||
 	    skip > c->have_len || size > c->have_len - skip) {

@@ -187,14 +187,24 @@ static int sqf_file_pieces(struct sqf *s, const sqfs_inode_generic_t *ino)
 	uint64_t in_blocks = has_frag ? size - size % bs : size;
 	if ((in_blocks + bs - 1) / bs != nb)
 		return 0;
+	uint64_t zeros = 0; /* a run of holes (blocks of zeros), one piece however long */
 	for (size_t i = 0; !err && i < nb; i++) {
 		uint32_t word = ino->extra[i], disk = word & ~SQF_UNCOMPRESSED;
 		uint64_t len = i + 1 < nb ? bs : in_blocks - i * bs;
 		if (disk > bs || pos > img || disk > img - pos)
 			goto bad;
-		err = sqf_piece(s, len, pos, word, 0, 0);
+		if (disk == 0) {
+			zeros += len;
+			continue;
+		}
+		if (zeros)
+			err = sqf_piece(s, zeros, 0, 0, 0, 2);
+		zeros = 0;
+		err = err ? err : sqf_piece(s, len, pos, word, 0, 0);
 		pos += disk;
 	}
+	if (!err && zeros)
+		err = sqf_piece(s, zeros, 0, 0, 0, 2);
 	if (!err && has_frag) {
 		if (sym_sqfs_frag_table_lookup(s->frags, fidx, &frag) != 0)
 			goto bad;
@@ -492,6 +502,29 @@ static int sqf_pass2(struct sqf *s, const struct cont_sink *sink,
 	return err;
 }
 
+/* True if the superblock's fragment count and the xattr table's id count fit in the image:
+ * libsquashfs allocates what they say (16 bytes an entry) before it reads a byte of the
+ * table, so a hostile count of 2^32 would cost 64 GB.  Each entry names a block of its own
+ * (at least a byte of the image), and the table's list of its metadata blocks (8 bytes for
+ * every 512 entries) lies in the image. */
+static bool sqf_tables_fit(struct sqf *s)
+{
+	uint64_t img = src_size(s->file.in);
+	uint64_t n = s->super.fragment_entry_count;
+	uint8_t h[16];
+
+	if (n > img || (n && (s->super.fragment_table_start > img ||
+			      (n + 511) / 512 * 8 > img - s->super.fragment_table_start)))
+		return false;
+	if ((s->super.flags & SQFS_FLAG_NO_XATTRS) || s->super.xattr_id_table_start == ~0ull)
+		return true;
+	if (s->super.xattr_id_table_start > img - sizeof(h) ||
+	    src_pread_full(s->file.in, h, sizeof(h), s->super.xattr_id_table_start))
+		return false;
+	n = le32(h + 8);
+	return n <= img && (n + 511) / 512 * 8 <= img - s->super.xattr_id_table_start - 16;
+}
+
 /* The tables and the tree.  0 or -errno (logged). */
 static int sqf_open(struct sqf *s, struct src *in)
 {
@@ -516,6 +549,10 @@ static int sqf_open(struct sqf *s, struct src *in)
 					   .read_options = sqf_cmp_read_options,
 					   .do_block = sqf_cmp_block},
 				  .id = s->super.compression_id, .block_size = s->super.block_size};
+	what = "its table sizes";
+	r = SQFS_ERROR_CORRUPTED;
+	if (!sqf_tables_fit(s))
+		goto bad;
 	what = "its id table";
 	s->ids = sym_sqfs_id_table_create(0);
 	s->frags = sym_sqfs_frag_table_create(0);
