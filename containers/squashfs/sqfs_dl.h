@@ -17,8 +17,6 @@
 
 #include "common/dl.h"
 
-#define DL_SQUASHFS "libsquashfs.so.1"
-
 DL_DECLARE(sqfs_super_read);
 DL_DECLARE(sqfs_id_table_create);
 DL_DECLARE(sqfs_id_table_read);

@@ -24,8 +24,8 @@ import zlib
 
 import pytest
 
-from conftest import (compare_trees, random_bytes, read_errno, require_tool, run, run_tarseek,
-                      text_data, user_xattrs_supported)
+from conftest import (TARSEEK, compare_trees, random_bytes, read_errno, require_tool, run,
+                      run_tarseek, text_data, user_xattrs_supported)
 
 COMPRESSORS = ["gzip", "lzo", "lz4", "xz", "zstd", "lzma"]
 
@@ -261,3 +261,25 @@ def test_truncated(tmp_path, src_dir, keep):
                     assert e == errno.EIO, (p, e)
     finally:
         subprocess.run(["fusermount3", "-u", "-z", str(m)])
+
+
+def test_loaded_when_needed(mount, tmp_path, src_dir):
+    """libsquashfs is mapped by a daemon that mounts an image, not by one that mounts a tar
+    (common/dl.h); --version says whether it can be loaded."""
+    def maps_squashfs(pid):
+        with open(f"/proc/{pid}/maps") as f:
+            return any("libsquashfs" in line for line in f)
+    archive = tmp_path / "t.tar"
+    with tarfile.open(archive, "w") as t:
+        t.add(src_dir / "seq.txt", arcname="seq.txt")
+    with mount(archive) as m:
+        with open(os.path.join(m.path, "seq.txt"), "rb") as f:
+            f.read()
+        assert not maps_squashfs(m.proc.pid)
+    image = tmp_path / "t.sqsh"
+    assert mksquashfs(src_dir, image).returncode == 0
+    with mount(image) as m:
+        assert maps_squashfs(m.proc.pid)
+    out = subprocess.run([TARSEEK, "--version"], capture_output=True,
+                         text=True).stdout
+    assert "libsquashfs.so.1 (SquashFS images) found" in out, out
