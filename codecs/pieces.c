@@ -60,13 +60,12 @@ static void pcs_end(struct pcs *p)
 	p->ctx = NULL;
 }
 
-static ssize_t pcs_fail(struct pcs *p, int err)
+/* Piece p->next gave fewer bytes than its size (more when more is set): -EIO, logged. */
+static ssize_t pcs_fail(struct pcs *p, bool more)
 {
-	if (err == -EIO)
-		tfs_log(TFS_LOG_ERR, "%s: piece %zu gives %s bytes than its %" PRIu64, p->ops->name,
-			p->next, p->pos < rec_size(p, p->next) ? "fewer" : "more",
-			rec_size(p, p->next));
-	return p->err = err;
+	tfs_log(TFS_LOG_ERR, "%s: piece %zu gives %s bytes than its %" PRIu64, p->ops->name,
+		p->next, more ? "more" : "fewer", rec_size(p, p->next));
+	return p->err = -EIO;
 }
 
 /* The next bytes of the pieces up to p->stop: > 0, 0 there, or -errno. */
@@ -88,7 +87,7 @@ static ssize_t pcs_read(struct pcs *p, uint8_t *buf, size_t len)
 		if (n < 0)
 			return p->err = (int)n;
 		if (n == 0 || (size_t)n > want)
-			return pcs_fail(p, -EIO);
+			return pcs_fail(p, n != 0);
 		p->pos += (uint64_t)n;
 		return n;
 	}

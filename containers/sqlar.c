@@ -234,6 +234,11 @@ static int sqa_pass2(struct sqa *a, sqlite3 *db, const struct cont_sink *sink,
 		}
 		m.path = name;
 		m.path_len = (size_t)sqlite3_column_bytes(st, 1);
+		if (memchr(name, 0, m.path_len)) {
+			tfs_log(TFS_LOG_WARNING, "%s: row %" PRIu64 ": a name with a NUL byte: left out",
+				a->name, r->rowid);
+			continue;
+		}
 		m.mtime_sec = sqlite3_column_int64(st, 3);
 		m.hdr_off = r->rowid;
 		if (m.type == MEMBER_SYMLINK && sqlite3_column_type(st, 4) == SQLITE_NULL &&
