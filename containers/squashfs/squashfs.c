@@ -390,9 +390,10 @@ static enum member_type sqf_type(unsigned type)
 	}
 }
 
-/* One member for node n at path (its bytes filled in by the caller's walk). */
+/* One member for node n at path (its bytes filled in by the caller's walk), counted in *listed
+ * (a socket is left out). */
 static int sqf_member(struct sqf *s, sqfs_tree_node_t *n, char *path, size_t plen,
-		      size_t *file, const struct cont_sink *sink)
+		      size_t *file, const struct cont_sink *sink, uint64_t *listed)
 {
 	const sqfs_inode_generic_t *ino = n->inode;
 	struct arc_member m = {.path = (const uint8_t *)path, .path_len = plen,
@@ -408,6 +409,7 @@ static int sqf_member(struct sqf *s, sqfs_tree_node_t *n, char *path, size_t ple
 		tfs_log(TFS_LOG_NOTICE, "%s: %s is a socket: left out", s->name, path);
 		return 0;
 	}
+	(*listed)++;
 	if (m.type == MEMBER_REG && nr != 0 && nr < s->ninodes && s->first[nr] &&
 	    s->first[nr] != SQF_SEEN) {
 		m.type = MEMBER_HARDLINK; /* met before: a link to its first path */
@@ -492,8 +494,7 @@ static int sqf_pass2(struct sqf *s, const struct cont_sink *sink,
 			path[base++] = '/';
 		memcpy(path + base, n->name, nl + 1);
 		lens[depth] = base + nl;
-		err = sqf_member(s, n, path, base + nl, &file, sink);
-		st->members++;
+		err = sqf_member(s, n, path, base + nl, &file, sink, &st->members);
 		if (sink->progress)
 			sink->progress(sink->opaque, 0);
 	}
