@@ -247,7 +247,8 @@ static int blob_put(uint8_t **blob, size_t *len, size_t *cap, const void *p, siz
 		*blob = b;
 		*cap = c;
 	}
-	memcpy(*blob + *len, p, n);
+	if (n) /* p may be NULL then (a codec without a header) */
+		memcpy(*blob + *len, p, n);
 	*len += n;
 	return 0;
 }

@@ -217,10 +217,11 @@ bad:
 	return 0;
 }
 
-/* The next node of the walk after n (children first), or NULL at the end. */
-static sqfs_tree_node_t *sqf_next(sqfs_tree_node_t *root, sqfs_tree_node_t *n, int *depth)
+/* The node after n in the walk (its children first when descend), or NULL at the end. */
+static sqfs_tree_node_t *sqf_step(sqfs_tree_node_t *root, sqfs_tree_node_t *n, int *depth,
+				  bool descend)
 {
-	if (n->children) {
+	if (descend && n->children) {
 		(*depth)++;
 		return n->children;
 	}
@@ -229,6 +230,16 @@ static sqfs_tree_node_t *sqf_next(sqfs_tree_node_t *root, sqfs_tree_node_t *n, i
 		(*depth)--;
 	}
 	return n == root ? NULL : n->next;
+}
+
+/* The walk's next node after n (NULL: the first), the same in every pass: a node without a
+ * name is left out with what it holds (its path would be its parent's). */
+static sqfs_tree_node_t *sqf_next(sqfs_tree_node_t *root, sqfs_tree_node_t *n, int *depth)
+{
+	n = n ? sqf_step(root, n, depth, true) : root->children;
+	while (n && !n->name[0])
+		n = sqf_step(root, n, depth, false);
+	return n;
 }
 
 /* The stream being built declared to the sink (if it has bytes), and none open. */
@@ -285,7 +296,8 @@ static int sqf_pass1(struct sqf *s, const struct cont_sink *sink)
 {
 	int depth = 0, err = 0;
 
-	for (sqfs_tree_node_t *n = s->root->children; !err && n; n = sqf_next(s->root, n, &depth)) {
+	for (sqfs_tree_node_t *n = sqf_next(s->root, NULL, &depth); !err && n;
+	     n = sqf_next(s->root, n, &depth)) {
 		const sqfs_inode_generic_t *ino = n->inode;
 		uint32_t nr = ino->base.inode_number;
 		if (ino->base.type != SQFS_INODE_FILE && ino->base.type != SQFS_INODE_EXT_FILE)
@@ -468,7 +480,8 @@ static int sqf_pass2(struct sqf *s, const struct cont_sink *sink,
 	char *path = malloc(cap);
 	int depth = 0, err = path ? 0 : -ENOMEM;
 
-	for (sqfs_tree_node_t *n = s->root->children; !err && n; n = sqf_next(s->root, n, &depth)) {
+	for (sqfs_tree_node_t *n = sqf_next(s->root, NULL, &depth); !err && n;
+	     n = sqf_next(s->root, n, &depth)) {
 		size_t base = depth ? lens[depth - 1] : 0, nl = strlen((const char *)n->name);
 		if ((size_t)depth >= lcap) {
 			size_t c = lcap ? lcap * 2 : 32;
@@ -584,10 +597,17 @@ static int sqf_open(struct sqf *s, struct src *in)
 		goto bad;
 	/* inodes are numbered 1 .. inode_count, each met at least once in the tree: no more
 	 * numbers than nodes, whatever the superblock says */
-	uint64_t nodes = 1; /* the root */
+	uint64_t nodes = 1, named = 1; /* the root */
 	int depth = 0;
-	for (sqfs_tree_node_t *n = s->root->children; n; n = sqf_next(s->root, n, &depth))
+	for (sqfs_tree_node_t *n = s->root->children; n; n = sqf_step(s->root, n, &depth, true))
 		nodes++;
+	depth = 0;
+	for (sqfs_tree_node_t *n = sqf_next(s->root, NULL, &depth); n;
+	     n = sqf_next(s->root, n, &depth))
+		named++;
+	if (named != nodes)
+		tfs_log(TFS_LOG_WARNING, "%s: entries without a name: left out, with what they hold",
+			s->name);
 	if (nodes > s->super.inode_count)
 		nodes = s->super.inode_count;
 	s->ninodes = nodes < UINT32_MAX ? (uint32_t)nodes + 1 : UINT32_MAX;
