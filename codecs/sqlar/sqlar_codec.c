@@ -105,6 +105,9 @@ static ssize_t sq_stored(struct sq_ctx *c, uint64_t at, uint64_t size, void *buf
 		return -EIO;
 	}
 	int rc = sqlite3_blob_read(c->blob, buf, (int)len, (int)at);
+	if (rc != SQLITE_OK)
+		tfs_log(TFS_LOG_ERR, "sqlar: row %" PRId64 ": cannot read its data: %s", c->rowid,
+			sqlite3_errmsg(c->db));
 	return rc == SQLITE_OK ? (ssize_t)len : sqlsrc_err(rc);
 }
 
@@ -125,8 +128,11 @@ static int sq_inflate(struct sq_ctx *c, void *buf, size_t len, size_t *got, bool
 			int n = c->blob_len - c->in_pos < (int)SQ_IN ? c->blob_len - c->in_pos
 								      : (int)SQ_IN;
 			int rc = sqlite3_blob_read(c->blob, c->in, n, c->in_pos);
-			if (rc != SQLITE_OK)
+			if (rc != SQLITE_OK) {
+				tfs_log(TFS_LOG_ERR, "sqlar: row %" PRId64 ": cannot read its data: %s",
+					c->rowid, sqlite3_errmsg(c->db));
 				return sqlsrc_err(rc);
+			}
 			c->in_pos += n;
 			c->z.next_in = c->in;
 			c->z.avail_in = (uInt)n;

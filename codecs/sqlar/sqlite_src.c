@@ -2,8 +2,8 @@
  * the name "tarseek-src"; a database is opened by the name "tsrc-<address of its source>",
  * which only this file makes (SQLite hands the name back to xOpen as it was given).  Every
  * call a read-only, immutable database needs is here; the others (randomness, time, sleep)
- * are the default VFS's.  Reads past the source's end are zero-filled and reported short, as
- * SQLite's own unix VFS does.
+ * are the default VFS's.  A read past the source's end is an I/O error (a cut database), not
+ * a short read that SQLite would fill with zeros.
  */
 #include "codecs/sqlar/sqlite_src.h"
 
@@ -37,8 +37,11 @@ static int ss_read(sqlite3_file *f, void *buf, int amt, sqlite3_int64 off)
 	if (n < 0)
 		return n == -ENOMEM ? SQLITE_IOERR_NOMEM : SQLITE_IOERR_READ;
 	if (n < amt) {
+		/* Not SQLITE_IOERR_SHORT_READ, as SQLite's unix VFS says: its pager reads the
+		 * missing bytes of a page as zeros then, and the pages of a database never lie
+		 * past the file's end but when it was cut -- a stored blob would read zeros. */
 		memset((char *)buf + n, 0, (size_t)(amt - n));
-		return SQLITE_IOERR_SHORT_READ;
+		return SQLITE_IOERR_READ;
 	}
 	return SQLITE_OK;
 }

@@ -180,6 +180,23 @@ def test_truncated(tmp_path, src_dir, keep):
         subprocess.run(["fusermount3", "-u", "-z", str(m)])
 
 
+def test_cut_in_last_page(mount, tmp_path):
+    """A database cut inside its last page, a stored blob's: EIO, never the zeros SQLite's pager
+    would make of a short read."""
+    src = tmp_path / "src"
+    src.mkdir()
+    data = random_bytes(200_000, seed=11)
+    (src / "r.bin").write_bytes(data)
+    archive = tmp_path / "x.sqlar"
+    make_sqlar(src, archive, ["r.bin"])
+    whole = archive.read_bytes()
+    cut = tmp_path / "cut.sqlar"
+    cut.write_bytes(whole[:-100])
+    with mount(cut, allow_errors=True) as m:
+        assert read_errno(os.path.join(m.path, "r.bin")) == errno.EIO
+    assert "cannot read its data" in m.log()
+
+
 def test_lying_rows(mount, tmp_path):
     """Rows whose size or data lie, written with Python's sqlite3 in sqlar's schema: a stored
     blob shorter than its size, zlib's bytes that make more or fewer bytes than the size, data
