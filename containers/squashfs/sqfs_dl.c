@@ -24,6 +24,9 @@ DL_DEFINE(sqfs_xattr_reader_read_key);
 DL_DEFINE(sqfs_xattr_reader_read_value);
 DL_DEFINE(sqfs_get_xattr_prefix);
 DL_DEFINE(sqfs_free);
+DL_DEFINE(sqfs_meta_reader_create);
+DL_DEFINE(sqfs_meta_reader_seek);
+DL_DEFINE(sqfs_meta_reader_read);
 
 static const struct dl_sym sqfs_syms[] = {
 	DL_SYM(sqfs_super_read),
@@ -47,6 +50,9 @@ static const struct dl_sym sqfs_syms[] = {
 	DL_SYM(sqfs_xattr_reader_read_value),
 	DL_SYM(sqfs_get_xattr_prefix),
 	DL_SYM(sqfs_free),
+	DL_SYM(sqfs_meta_reader_create),
+	DL_SYM(sqfs_meta_reader_seek),
+	DL_SYM(sqfs_meta_reader_read),
 };
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;

@@ -11,6 +11,7 @@
 #include <sqfs/id_table.h>
 #include <sqfs/inode.h>
 #include <sqfs/io.h>
+#include <sqfs/meta_reader.h>
 #include <sqfs/super.h>
 #include <sqfs/xattr.h>
 #include <sqfs/xattr_reader.h>
@@ -38,6 +39,9 @@ DL_DECLARE(sqfs_xattr_reader_read_key);
 DL_DECLARE(sqfs_xattr_reader_read_value);
 DL_DECLARE(sqfs_get_xattr_prefix);
 DL_DECLARE(sqfs_free);
+DL_DECLARE(sqfs_meta_reader_create);
+DL_DECLARE(sqfs_meta_reader_seek);
+DL_DECLARE(sqfs_meta_reader_read);
 
 /* Loads libsquashfs once: 0, or -ENOTSUP (logged once). */
 int sqfs_dl_load(void);

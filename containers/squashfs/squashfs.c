@@ -31,6 +31,7 @@
 #include "common/byteio.h"
 #include "common/log.h"
 #include "containers/squashfs/sqfs_dl.h"
+#include "containers/squashfs/sqfs_inodes.h"
 
 #define SQF_REC 32
 #define SQF_XATTRS_MAX 256
@@ -588,6 +589,8 @@ static int sqf_open(struct sqf *s, struct src *in)
 			s->xr = NULL;
 		}
 	}
+	if ((r = sqfs_inodes_check(&s->file.base, &s->cmp.base, &s->super, s->name)))
+		return r;
 	what = "its directories";
 	s->dr = sym_sqfs_dir_reader_create(&s->super, &s->cmp.base, &s->file.base, 0);
 	if (!s->dr)

@@ -45,9 +45,11 @@ fz_maxlen() {
 # up to 4 GiB it never touches before finding the archive truncated
 # (regress/fuzz_libarchive/cpio-namesize-read-ahead-3g-malloc; libarchive caps cpio names at
 # 1 MiB since its pull request 3043).  fuzz_squashfs too: libsquashfs 1.2's inode reader
-# callocs what an inode says (a symlink target's size, a file's block list), up to 4 GiB, before it
-# reads a byte of it (regress/fuzz_squashfs/inode-4g-calloc).  Memory really
-# used is still held to the RSS limit.
+# callocs what an inode says (a symlink target's size, a file's block list) before it reads a
+# byte of it; containers/squashfs/sqfs_inodes.c refuses an image whose inodes, read in order,
+# do not fit in their table (regress/fuzz_squashfs/inode-4g-calloc), but a directory entry
+# pointing into the middle of an inode can still ask for up to 4 GiB it never touches.  Memory
+# really used is still held to the RSS limit.
 fz_flags() {
 	printf '%s\n' -timeout=10 -rss_limit_mb=2560 "-max_len=$(fz_maxlen "$1")"
 	case $1 in
