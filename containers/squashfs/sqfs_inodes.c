@@ -108,9 +108,14 @@ int sqfs_inodes_check(sqfs_file_t *file, sqfs_compressor_t *cmp, const sqfs_supe
 		return -ENOMEM;
 	if (!err && sym_sqfs_meta_reader_seek(m, super->inode_table_start, 0))
 		err = -EIO;
-	for (i = 0; !err && i < super->inode_count; i++) {
-		if (sym_sqfs_meta_reader_read(m, h, sizeof(h)) ||
-		    sqi_inode(m, le16(h), super->block_size))
+	/* every inode the table holds, those past inode_count too (a directory may name them):
+	 * the walk ends where no header is left, after inode_count of them at least */
+	for (i = 0; !err; i++) {
+		if (sym_sqfs_meta_reader_read(m, h, sizeof(h))) {
+			err = i < super->inode_count ? -EIO : 0;
+			break;
+		}
+		if (sqi_inode(m, le16(h), super->block_size))
 			err = -EIO;
 	}
 	if (err)

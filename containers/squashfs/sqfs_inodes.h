@@ -8,8 +8,8 @@
 
 #include "containers/squashfs/sqfs_dl.h"
 
-/* 0 if the superblock's inode_count inodes lie in the inode table one after the other; -EIO
- * (logged, naming the image name) if one does not, or has no known type; -ENOMEM. */
+/* 0 if every inode of the table (inode_count of them at least) lies in it, one after the
+ * other; -EIO (logged, naming the image name) if one does not, or has no known type; -ENOMEM. */
 int sqfs_inodes_check(sqfs_file_t *file, sqfs_compressor_t *cmp, const sqfs_super_t *super,
 		      const char *name);
 
