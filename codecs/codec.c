@@ -37,6 +37,8 @@ static const struct codec *const stream_codecs[] = {
 	&codec_stored,
 	&codec_deflate64,
 	&codec_7z,
+	&codec_sqlar,
+	&codec_squashfs,
 #if HAVE_LIBARCHIVE
 	&codec_libarchive,
 #endif
@@ -129,6 +131,8 @@ bool codec_names_tar(const char *archive_path)
 static const char *const container_suffixes[] = {
     ".tar", ".zip", ".7z",   ".jar", ".war", ".ear",  ".apk", ".whl", ".epub", ".rar", ".iso",
     ".cpio", ".deb", ".rpm", ".cab", ".lzh", ".lha", ".xar", ".warc",
+    /* SquashFS images and SQLite archives (squashfs/squashfs.c, sqlar.c) */
+    ".sqsh", ".squashfs", ".sfs", ".sqlar",
     /* disk images and file systems (container.h's cont_images), with -r only */
     ".img", ".raw", ".ext2", ".ext3", ".ext4", ".vfat", ".fat",
     ".qcow2", ".qcow", ".vhd", ".vhdx", ".vpc", ".vmdk"};

@@ -170,6 +170,8 @@ extern const struct codec codec_deflate64; /* zip's Deflate64 (method 9): never 
 extern const struct codec codec_bzip2;
 extern const struct codec codec_xz;
 extern const struct codec codec_7z; /* 7z folders (container streams only; probe says no) */
+extern const struct codec codec_sqlar; /* SQLite archives' files (container streams) */
+extern const struct codec codec_squashfs; /* SquashFS images' files (container streams) */
 #if HAVE_LIBARCHIVE
 extern const struct codec codec_libarchive; /* entries libarchive decodes (container streams) */
 #endif

@@ -44,7 +44,7 @@ bool dl_available(const char *soname)
 
 const char *dl_optional(void)
 {
-	static char list[256];
+	static char list[384];
 
 	snprintf(list, sizeof(list), "%s (remote archives) %s", DL_CURL,
 		 dl_available(DL_CURL) ? "found" : "missing");
@@ -56,5 +56,10 @@ const char *dl_optional(void)
 	size_t k = strlen(list);
 	snprintf(list + k, sizeof(list) - k, ", %s (encrypted zip and 7z) %s", DL_CRYPTO,
 		 dl_available(DL_CRYPTO) ? "found" : "missing");
+#if HAVE_SQUASHFS
+	k = strlen(list);
+	snprintf(list + k, sizeof(list) - k, ", %s (SquashFS images) %s", DL_SQUASHFS,
+		 dl_available(DL_SQUASHFS) ? "found" : "missing");
+#endif
 	return list;
 }

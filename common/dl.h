@@ -30,10 +30,11 @@ int dl_load(const char *soname, const char *what, const struct dl_sym *syms, siz
 
 /* The libraries loaded this way (net/curl_dl.h, codecs/libarchive/la_dl.h, crypto/crypto_dl.h):
  * libcurl4's (the OpenSSL flavour, whose headers the build uses: libcurl4-openssl-dev),
- * libarchive13's and libssl3's libcrypto. */
+ * libarchive13's, libssl3's libcrypto and libsquashfs1's. */
 #define DL_CURL "libcurl.so.4"
 #define DL_ARCHIVE "libarchive.so.13"
 #define DL_CRYPTO "libcrypto.so.3" /* crypto/crypto_dl.h: encrypted zip and 7z entries */
+#define DL_SQUASHFS "libsquashfs.so.1" /* containers/squashfs/sqfs_dl.h: SquashFS images */
 
 /* True if the library soname can be loaded here (it is loaded and closed again; nothing is
  * logged).  For --version only. */

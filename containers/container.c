@@ -14,6 +14,10 @@ static const struct container *const all[] = {
 	&cont_zip,
 	&cont_7z,
 	&cont_ar,
+	&cont_sqlar,
+#if HAVE_SQUASHFS
+	&cont_squashfs,
+#endif
 #if HAVE_LIBARCHIVE
 	&cont_libarchive,
 #endif
@@ -60,11 +64,12 @@ const char *cont_list(void)
 	if (!list[0]) {
 		size_t n;
 #if HAVE_LIBARCHIVE
-		n = (size_t)snprintf(list, sizeof(list), "tar, zip, 7z, ar, %slibarchive (%s)",
-				     HAVE_JSONC ? "oci, " : "", la_formats());
+		n = (size_t)snprintf(list, sizeof(list), "tar, zip, 7z, ar, sqlar, %s%slibarchive (%s)",
+				     HAVE_SQUASHFS ? "squashfs, " : "", HAVE_JSONC ? "oci, " : "",
+				     la_formats());
 #else
-		n = (size_t)snprintf(list, sizeof(list), "tar, zip, 7z, ar%s",
-				     HAVE_JSONC ? ", oci" : "");
+		n = (size_t)snprintf(list, sizeof(list), "tar, zip, 7z, ar, sqlar%s%s",
+				     HAVE_SQUASHFS ? ", squashfs" : "", HAVE_JSONC ? ", oci" : "");
 #endif
 		for (size_t i = 0; cont_images[i] && n < sizeof(list); i++)
 			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s",

@@ -85,6 +85,10 @@ struct container {
 extern const struct container cont_zip;
 extern const struct container cont_7z;
 extern const struct container cont_ar; /* ar: static libraries, .deb (ar.c) */
+extern const struct container cont_sqlar; /* SQLite archives, sqlite3 -A (sqlar.c) */
+#if HAVE_SQUASHFS
+extern const struct container cont_squashfs; /* SquashFS images (squashfs/squashfs.c) */
+#endif
 #if HAVE_LIBARCHIVE
 extern const struct container cont_libarchive; /* rar, iso9660, cpio, ar, ... (libarchive.c) */
 #endif

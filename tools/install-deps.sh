@@ -5,12 +5,12 @@ set -euo pipefail
 pkgs=(
   build-essential meson ninja-build pkg-config
   libfuse3-dev fuse3 libsqlite3-dev zlib1g-dev liblzma-dev libbz2-dev libzstd-dev libxxhash-dev liblzo2-dev libisal-dev liblz4-dev libarchive-dev libjson-c-dev libext2fs-dev comerr-dev
-  libfsntfs-dev libbfio-dev
+  libfsntfs-dev libbfio-dev libsquashfs-dev
   libssl-dev libcurl4-openssl-dev
   python3 python3-pytest
   groff-base man-db bash-completion
   tar gzip pigz bzip2 xz-utils pixz zstd lzop lz4 lzip plzip tarlz ncompress libarchive-tools 7zip attr e2fsprogs ntfs-3g sqlite3
-  fdisk dosfstools mtools
+  squashfs-tools fdisk dosfstools mtools
   cpio genisoimage xorriso zip unzip p7zip-full qemu-utils
   umoci skopeo
   nginx-light openssl ca-certificates

@@ -34,6 +34,10 @@
 #   DIR/fuzz_ext4/           128 KiB images by mkfs.ext2/ext3/ext4 -d (extents, indirect blocks,
 #                            inline data, an htree folder by e2fsck -D, a file fragmented by
 #                            debugfs -w), user.* xattrs, a cut one
+#   DIR/fuzz_squashfs/       mksquashfs images of a small tree, every compressor, stored
+#                            tables and data, fragments, a device and a fifo, damaged ones
+#   DIR/fuzz_sqlar/          sqlite3 -Ac archives (compressed, stored, a link), a cut one, a
+#                            database that is not an archive
 # Nothing binary is kept in the repository: the seeds are made at run time.  Tools that are
 # missing are skipped with a note (tools/install-deps.sh installs them all).
 #   tests/fuzz/make-seeds.sh DIR
@@ -595,6 +599,46 @@ if [ -n "$py" ]; then
 	"$py" "$here/oci_seeds.py" "$O" || note "python OCI seeds failed"
 else
 	note "python3 missing: no OCI seeds"
+fi
+
+# fuzz_squashfs: mksquashfs images of the small tree with every compressor it offers, in
+# blocks of 4 KiB and with tables and data stored (-noI -noD -noF), with a device and a fifo
+# (pseudo definitions), cut and flipped ones
+Q=$out/fuzz_squashfs
+mkdir -p "$Q"
+if have mksquashfs; then
+	for comp in gzip lzo lz4 xz zstd lzma; do
+		mksquashfs "$small" "$Q/$comp.sqsh" -noappend -quiet -no-progress -comp "$comp" -b 4K \
+			-p 'null c 666 0 0 1 3' -p 'fifo i 644 0 0 f' >/dev/null 2>&1 || rm -f "$Q/$comp.sqsh"
+	done
+	mksquashfs "$small" "$Q/stored.sqsh" -noappend -quiet -no-progress -noI -noD -noF \
+		-no-fragments >/dev/null 2>&1 || true
+	mksquashfs "$small" "$Q/frags.sqsh" -noappend -quiet -no-progress -always-use-fragments \
+		-comp gzip -b 4K >/dev/null 2>&1 || true
+	if [ -f "$Q/gzip.sqsh" ]; then
+		n=$(stat -c %s "$Q/gzip.sqsh")
+		head -c $((n / 2)) "$Q/gzip.sqsh" >"$Q/cut.sqsh"
+		cp "$Q/gzip.sqsh" "$Q/flipped.sqsh"
+		printf '\377' | dd of="$Q/flipped.sqsh" bs=1 seek=200 conv=notrunc status=none
+	fi
+else
+	note "mksquashfs missing: no squashfs seeds"
+fi
+
+# fuzz_sqlar: sqlite3 -Ac archives of the small tree (compressed and stored rows, folders, a
+# link), a cut one, a database without the table
+S=$out/fuzz_sqlar
+mkdir -p "$S"
+if have sqlite3; then
+	(cd "$small" && sqlite3 "$S/small.sqlar" -Ac . >/dev/null 2>&1) || note "sqlite3 -Ac failed"
+	ln -sf hello "$work/sqlar-link" 2>/dev/null && (cd "$work" && sqlite3 "$S/link.sqlar" -Ac sqlar-link >/dev/null 2>&1) || true
+	sqlite3 "$S/other.db" "CREATE TABLE t(x); INSERT INTO t VALUES (1);" >/dev/null 2>&1 || true
+	if [ -f "$S/small.sqlar" ]; then
+		n=$(stat -c %s "$S/small.sqlar")
+		head -c $((n * 3 / 4)) "$S/small.sqlar" >"$S/cut.sqlar"
+	fi
+else
+	note "sqlite3 missing: no sqlar seeds"
 fi
 
 # fuzz_bcj_riscv: 4 bytes of start position, then a RISC-V-like instruction stream (JALs,
