@@ -27,6 +27,7 @@ DL_DEFINE(sqfs_free);
 DL_DEFINE(sqfs_meta_reader_create);
 DL_DEFINE(sqfs_meta_reader_seek);
 DL_DEFINE(sqfs_meta_reader_read);
+DL_DEFINE(sqfs_meta_reader_get_position);
 
 static const struct dl_sym sqfs_syms[] = {
 	DL_SYM(sqfs_super_read),
@@ -53,6 +54,7 @@ static const struct dl_sym sqfs_syms[] = {
 	DL_SYM(sqfs_meta_reader_create),
 	DL_SYM(sqfs_meta_reader_seek),
 	DL_SYM(sqfs_meta_reader_read),
+	DL_SYM(sqfs_meta_reader_get_position),
 };
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;

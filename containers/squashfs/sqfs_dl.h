@@ -42,6 +42,7 @@ DL_DECLARE(sqfs_free);
 DL_DECLARE(sqfs_meta_reader_create);
 DL_DECLARE(sqfs_meta_reader_seek);
 DL_DECLARE(sqfs_meta_reader_read);
+DL_DECLARE(sqfs_meta_reader_get_position);
 
 /* Loads libsquashfs once: 0, or -ENOTSUP (logged once). */
 int sqfs_dl_load(void);

@@ -47,9 +47,10 @@ fz_maxlen() {
 # 1 MiB since its pull request 3043).  fuzz_squashfs too: libsquashfs 1.2's inode reader
 # callocs what an inode says (a symlink target's size, a file's block list) before it reads a
 # byte of it; containers/squashfs/sqfs_inodes.c refuses an image whose inodes, read in order,
-# do not fit in their table (regress/fuzz_squashfs/inode-4g-calloc), but a directory entry
-# pointing into the middle of an inode can still ask for up to 4 GiB it never touches.  Memory
-# really used is still held to the RSS limit.
+# do not fit in their table (regress/fuzz_squashfs/inode-4g-calloc), and one whose directory
+# entries or root name anything but an inode's start (regress/fuzz_squashfs/calloc-265t-mid-
+# inode); the limit stays for what the walk cannot see.  Memory really used is still held to
+# the RSS limit.
 fz_flags() {
 	printf '%s\n' -timeout=10 -rss_limit_mb=2560 "-max_len=$(fz_maxlen "$1")"
 	case $1 in
