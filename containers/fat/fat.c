@@ -167,7 +167,7 @@ static int fat_parse(struct src *in, const struct cont_sink *sink, struct cont_s
 		*stats = (struct cont_stats){.members = f.members, .damaged = f.damaged};
 	free(f.fat);
 	free(f.used);
-	free(f.ext);
+	extents_free(&f.x);
 	return err;
 }
 

@@ -45,31 +45,13 @@ static bool fat_eoc(const struct fat *f, uint32_t v)
 	return v >= (f->type == 12 ? 0xFF8u : f->type == 16 ? 0xFFF8u : 0x0FFFFFF8u);
 }
 
-static int fat_push(struct fat *f, uint64_t off, uint64_t len, uint64_t src)
-{
-	if (f->next && f->ext[f->next - 1].src + f->ext[f->next - 1].len == src) {
-		f->ext[f->next - 1].len += len;
-		return 0;
-	}
-	if (f->next == f->ext_cap) {
-		size_t cap = f->ext_cap ? f->ext_cap * 2 : 16;
-		struct member_sparse *e = realloc(f->ext, cap * sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		f->ext = e;
-		f->ext_cap = cap;
-	}
-	f->ext[f->next++] = (struct member_sparse){.off = off, .len = len, .src = src};
-	return 0;
-}
-
 int fat_chain(struct fat *f, uint32_t first, uint64_t len, bool dir, const char **why)
 {
 	uint64_t need = (len + f->csize - 1) / f->csize, off = 0;
 	uint32_t c = first, v;
 	int err;
 
-	f->next = 0;
+	f->x.n = 0;
 	*why = NULL;
 	for (uint64_t i = 0; i < need; i++) {
 		if (c < 2 || c > (uint64_t)f->count + 1) {
@@ -87,7 +69,7 @@ int fat_chain(struct fat *f, uint32_t first, uint64_t len, bool dir, const char 
 			break;
 		}
 		f->used[c / 8] |= (uint8_t)(1u << (c % 8));
-		err = fat_push(f, off, n, src);
+		err = extents_add(&f->x, off, n, src);
 		if (err)
 			return err;
 		off += n;

@@ -277,23 +277,23 @@ static int report(struct walk *w, const uint8_t *e, uint64_t off, size_t plen, c
 			m.unreadable = -EIO;
 			m.why = why;
 			err = 0;
-		} else if (m.size && f->next == 1) { /* one extent: read in place */
-			m.data_off = f->ext[0].src;
+		} else if (m.size && f->x.n == 1) { /* one extent: read in place */
+			m.data_off = f->x.v[0].src;
 			m.stored = m.size;
 		} else if (m.size) {
-			m.sparse = f->ext;
-			m.nsparse = f->next;
-			m.stored = f->ext[f->next - 1].src + f->ext[f->next - 1].len;
-			for (size_t i = 0; i < f->next; i++)
-				if (f->ext[i].src + f->ext[i].len > m.stored)
-					m.stored = f->ext[i].src + f->ext[i].len;
+			m.sparse = f->x.v;
+			m.nsparse = f->x.n;
+			m.stored = f->x.v[f->x.n - 1].src + f->x.v[f->x.n - 1].len;
+			for (size_t i = 0; i < f->x.n; i++)
+				if (f->x.v[i].src + f->x.v[i].len > m.stored)
+					m.stored = f->x.v[i].src + f->x.v[i].len;
 		}
 	}
 	if (err)
 		return err;
 	f->members++;
 	if (f->sink->progress)
-		f->sink->progress(f->sink->opaque, f->next ? f->ext[0].src : 0);
+		f->sink->progress(f->sink->opaque, f->x.n ? f->x.v[0].src : 0);
 	err = f->sink->member(f->sink->opaque, &m);
 	w->path[plen] = '\0';
 	return err;
@@ -374,24 +374,24 @@ static int walk_dir(struct walk *w, const struct dirq *q)
 		if (why)
 			tfs_log(TFS_LOG_WARNING, "%s: folder %s: %s: its entries end there", f->name,
 				*q->path ? q->path : "/", why);
-		for (size_t i = 0; i < f->next; i++)
-			len += f->ext[i].len;
-		if (f->next > w->dext_cap) {
-			struct member_sparse *x = realloc(w->dext, f->next * sizeof(*x));
+		for (size_t i = 0; i < f->x.n; i++)
+			len += f->x.v[i].len;
+		if (f->x.n > w->dext_cap) {
+			struct member_sparse *x = realloc(w->dext, f->x.n * sizeof(*x));
 			if (!x)
 				return -ENOMEM;
 			w->dext = x;
-			w->dext_cap = f->next;
+			w->dext_cap = f->x.n;
 		}
-		if (f->next) /* none: a chain that went wrong at once (f->ext may be NULL) */
-			memcpy(w->dext, f->ext, f->next * sizeof(*f->ext));
-		w->ndext = f->next;
+		if (f->x.n) /* none: a chain that went wrong at once (f->x.v may be NULL) */
+			memcpy(w->dext, f->x.v, f->x.n * sizeof(*f->x.v));
+		w->ndext = f->x.n;
 		d = malloc(len ? (size_t)len : 1);
 		if (!d)
 			return -ENOMEM;
-		for (size_t i = 0, at = 0; !err && i < f->next; i++) {
-			err = src_pread_full(f->in, d + at, (size_t)f->ext[i].len, f->ext[i].src);
-			at += (size_t)f->ext[i].len;
+		for (size_t i = 0, at = 0; !err && i < f->x.n; i++) {
+			err = src_pread_full(f->in, d + at, (size_t)f->x.v[i].len, f->x.v[i].src);
+			at += (size_t)f->x.v[i].len;
 		}
 	}
 	w->dcur = 0;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "containers/container.h"
+#include "containers/extents.h"
 
 #define FAT_DIR_MAX ((uint64_t)2 << 20) /* a directory holds at most 65536 entries (the spec) */
 
@@ -28,13 +29,12 @@ struct fat {
 	size_t fat_len;
 	uint8_t *used; /* a bit per cluster: in a chain already followed (loops, sharing) */
 	uint64_t mapped; /* clusters (from 0) whose data the volume holds, at least in part */
-	struct member_sparse *ext; /* the chain fat_chain last followed, as extents */
-	size_t next, ext_cap;
+	struct extents x; /* the chain fat_chain last followed, as extents */
 	uint64_t members;
 	bool damaged;
 };
 
-/* The extents of the chain from cluster first into f->ext: its first len bytes for a file
+/* The extents of the chain from cluster first into f->x: its first len bytes for a file
  * (the clusters it needs; the last extent cut to len), every cluster up to the end of the
  * chain for a directory (dir: len is then a bound, FAT_DIR_MAX).  Each cluster is marked
  * used.  0, or -EIO with *why (a chain too short, that loops or meets another's cluster,

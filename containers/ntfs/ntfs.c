@@ -90,7 +90,7 @@ struct nt {
 	struct ntfs_run *runs; /* the $MFT's */
 	struct ntfs_mft mft;
 	struct htable seen;
-	struct ntfs_ext ext;
+	struct extents ext;
 	uint64_t names, max_names;
 	char path[NT_PATH + 1];
 	char link[NT_PATH + 1]; /* a symbolic link's target, for the member being listed */
@@ -312,7 +312,7 @@ static int nt_data(struct nt *t, libfsntfs_file_entry_t *f, uint64_t idx, uint32
 				m->why = "its data runs leave the image";
 				goto out;
 			}
-			err = ntfs_ext_add(&t->ext, off, len, (uint64_t)phys);
+			err = extents_add(&t->ext, off, len, (uint64_t)phys);
 			if (err)
 				goto out;
 		}
@@ -744,7 +744,7 @@ out:
 	while ((n = htable_pop(&t.seen)))
 		free(htable_entry(n, struct nt_seen, node));
 	htable_fini(&t.seen);
-	free(t.ext.v);
+	extents_free(&t.ext);
 	free(t.runs);
 	return err;
 }

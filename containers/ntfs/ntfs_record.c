@@ -21,29 +21,6 @@
 #define NT_DATA 0x80u
 #define NT_END 0xffffffffu
 
-int ntfs_ext_add(struct ntfs_ext *e, uint64_t off, uint64_t len, uint64_t phys)
-{
-	struct member_sparse *l = e->n ? &e->v[e->n - 1] : NULL;
-
-	if (!len)
-		return 0;
-	if (l && l->off + l->len == off && l->src + l->len == phys) {
-		l->len += len;
-		return 0;
-	}
-	if (e->n == e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 8;
-		struct member_sparse *v = realloc(e->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		e->v = v;
-		e->cap = cap;
-	}
-	e->v[e->n++] = (struct member_sparse){ .off = off, .len = len, .src = phys };
-	return 0;
-}
-
 /* Where byte off of the $MFT is in the image, and how many bytes from there are contiguous.
  * false when the $MFT's runs do not hold it. */
 static bool mft_phys(const struct ntfs_mft *m, uint64_t off, uint64_t *phys, uint64_t *avail)
@@ -69,7 +46,7 @@ static bool mft_phys(const struct ntfs_mft *m, uint64_t off, uint64_t *phys, uin
 /* Appends the bytes [roff, roff + len) of record rec_off (an offset in the $MFT) as logical
  * [loff, ...), through the $MFT's runs.  0, -EIO (*why) or -ENOMEM. */
 static int map_raw(const struct ntfs_mft *m, uint64_t rec_off, uint64_t roff, uint64_t len,
-		   uint64_t loff, struct ntfs_ext *e, const char **why)
+		   uint64_t loff, struct extents *e, const char **why)
 {
 	while (len) {
 		uint64_t phys, avail;
@@ -81,7 +58,7 @@ static int map_raw(const struct ntfs_mft *m, uint64_t rec_off, uint64_t roff, ui
 		}
 		if (avail > len)
 			avail = len;
-		err = ntfs_ext_add(e, loff, avail, phys);
+		err = extents_add(e, loff, avail, phys);
 		if (err)
 			return err;
 		roff += avail;
@@ -179,7 +156,7 @@ static int64_t find_value(const uint8_t *buf, uint32_t size, uint32_t *vlen, con
 }
 
 int ntfs_resident_map(struct src *in, const struct ntfs_mft *mft, uint64_t idx, uint64_t len,
-		      struct ntfs_ext *e, const char **why)
+		      struct extents *e, const char **why)
 {
 	uint32_t rs = mft->rec_size, vlen = 0;
 	uint64_t rec_off, p, end;

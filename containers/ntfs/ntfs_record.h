@@ -20,6 +20,7 @@
 
 #include "common/source.h"
 #include "containers/member.h"
+#include "containers/extents.h"
 
 /* One run of the $MFT: the bytes [off, off + len) of the $MFT are at phys in the image. */
 struct ntfs_run {
@@ -34,22 +35,12 @@ struct ntfs_mft {
 	uint32_t rec_size; /* a record's size in bytes: 512 .. 65536, a multiple of 512 */
 };
 
-/* A growing list of extents, owned by its user (free(ext)). */
-struct ntfs_ext {
-	struct member_sparse *v;
-	size_t n, cap;
-};
-
-/* Appends {off, len, phys} to e, merged with the last extent when it continues it.  0 or
- * -ENOMEM. */
-int ntfs_ext_add(struct ntfs_ext *e, uint64_t off, uint64_t len, uint64_t phys);
-
 /* Maps the len bytes of the resident unnamed $DATA value of MFT record idx to the image
  * (appended to e, logical offsets from 0).  0; -EIO when the record is damaged (no "FILE",
  * bad fixups, attributes that overrun it, a value shorter than len), -ENOTSUP when the base
  * record holds no resident unnamed $DATA (it is in an extension record), -ENOMEM, or the
  * source's -errno.  *why says what, for the first two. */
 int ntfs_resident_map(struct src *in, const struct ntfs_mft *mft, uint64_t idx, uint64_t len,
-		      struct ntfs_ext *e, const char **why);
+		      struct extents *e, const char **why);
 
 #endif

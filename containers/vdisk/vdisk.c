@@ -17,14 +17,12 @@ void vd_map_init(struct vd_map *m, uint64_t vsize, uint64_t fsize)
 
 void vd_map_free(struct vd_map *m)
 {
-	free(m->ext);
-	m->ext = NULL;
-	m->n = m->cap = 0;
+	extents_free(&m->x);
 }
 
 int vd_map_add(struct vd_map *m, uint64_t off, uint64_t len, uint64_t src)
 {
-	struct member_sparse *last = m->n ? &m->ext[m->n - 1] : NULL;
+	struct member_sparse *last = m->x.n ? &m->x.v[m->x.n - 1] : NULL;
 
 	if (off >= m->vsize || !len)
 		return 0;
@@ -45,20 +43,7 @@ int vd_map_add(struct vd_map *m, uint64_t off, uint64_t len, uint64_t src)
 	m->mapped += len;
 	if (src + len > m->stored)
 		m->stored = src + len;
-	if (last && last->off + last->len == off && last->src + last->len == src) {
-		last->len += len;
-		return 0;
-	}
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 64;
-		struct member_sparse *p = realloc(m->ext, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		m->ext = p;
-		m->cap = cap;
-	}
-	m->ext[m->n++] = (struct member_sparse){.off = off, .len = len, .src = src};
-	return 0;
+	return extents_add(&m->x, off, len, src);
 }
 
 /* Strips suffix from name[0..*n) if it ends with it (case-insensitive). */
@@ -116,14 +101,14 @@ static int shared_bytes(const struct vd_map *m, bool *shared)
 	struct member_sparse *s;
 
 	*shared = false;
-	if (m->n < 2)
+	if (m->x.n < 2)
 		return 0;
-	s = malloc(m->n * sizeof(*s));
+	s = malloc(m->x.n * sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	memcpy(s, m->ext, m->n * sizeof(*s));
-	qsort(s, m->n, sizeof(*s), by_src);
-	for (size_t i = 1; i < m->n && !*shared; i++)
+	memcpy(s, m->x.v, m->x.n * sizeof(*s));
+	qsort(s, m->x.n, sizeof(*s), by_src);
+	for (size_t i = 1; i < m->x.n && !*shared; i++)
 		*shared = s[i].src < s[i - 1].src + s[i - 1].len;
 	free(s);
 	return 0;
@@ -170,8 +155,8 @@ int vd_report(const struct cont_sink *sink, struct cont_stats *st, const struct 
 		if (st && unreadable == -EIO)
 			st->damaged = true;
 	} else {
-		m.sparse = map && map->n ? map->ext : &none;
-		m.nsparse = map ? map->n : 0;
+		m.sparse = map && map->x.n ? map->x.v : &none;
+		m.nsparse = map ? map->x.n : 0;
 		m.stored = map ? map->stored : 0;
 	}
 	if (st)

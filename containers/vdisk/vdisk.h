@@ -27,11 +27,11 @@
 #include <stdint.h>
 
 #include "containers/container.h"
+#include "containers/extents.h"
 
-/* The map being built.  Owns ext. */
+/* The map being built.  Owns x. */
 struct vd_map {
-	struct member_sparse *ext;
-	size_t n, cap;
+	struct extents x;
 	uint64_t vsize;	 /* the virtual disk's size: extents are clipped to it */
 	uint64_t fsize;	 /* the image file's: extents must lie inside it */
 	uint64_t mapped; /* the sum of the extents' lengths (<= fsize) */
