@@ -1,7 +1,8 @@
 /* Partition tables: GPT and MBR (with extended partitions).  The container "parttable"
  * (container.h, one of cont_images: probed only with -r).  Every partition becomes a regular
  * member read in place (stream 0, data_off its first byte, size its length), named as fdisk
- * and sfdisk number it: "pN.img", or "pN-NAME.img" when a GPT partition has a name.  The
+ * and sfdisk number it: "pN.img", or "pN-NAME.img" when a GPT partition has a name, or else
+ * its file system a label (ext2/3/4, FAT: the number keeps two of one name apart).  The
  * nested pass of -r then shows the ones it can read (a file system, an archive) as folders.
  *
  * GPT: the header at LBA 1 of 512-byte sectors, else of 4096-byte ones; its CRC-32 (over
@@ -124,14 +125,47 @@ static size_t utf16_name(const uint8_t *u, size_t units, char *out, size_t cap)
 	return n;
 }
 
+/* A label of n bytes (padded with spaces or NULs) into out, path-safe: printable ASCII kept,
+ * '/' and everything else '_'.  Its length (0: none). */
+static size_t label_bytes(const uint8_t *l, size_t n, char *out)
+{
+	while (n && (l[n - 1] == ' ' || l[n - 1] == '\0'))
+		n--;
+	for (size_t i = 0; i < n; i++)
+		out[i] = l[i] > 0x20 && l[i] < 0x7F && l[i] != '/' ? (char)l[i] : '_';
+	out[n] = '\0';
+	return n;
+}
+
+/* The label of the file system at off (len bytes), for a partition the GPT names not: an
+ * ext2/3/4 volume name, a FAT volume label ("NO NAME" is none).  NTFS keeps its label in a
+ * file ($Volume): not read.  false when there is none. */
+static bool fs_label(struct pt *p, uint64_t off, uint64_t len, char *out)
+{
+	uint8_t b[2048];
+
+	if (off >= p->size || len < sizeof(b) || src_pread_full(p->in, b, sizeof(b), off))
+		return false;
+	if (le16(b + 1024 + 56) == 0xEF53) /* ext2/3/4: s_magic, s_volume_name */
+		return label_bytes(b + 1024 + 120, 16, out) > 0;
+	if (!is_boot_sector(b) || !memcmp(b + 3, "NTFS    ", 8) || !memcmp(b + 3, "EXFAT   ", 8))
+		return false;
+	const uint8_t *l = le16(b + 22) == 0 && b[66] == 0x29 ? b + 71 /* FAT32 */
+			   : b[38] == 0x29			? b + 43
+								: NULL;
+	return l && memcmp(l, "NO NAME    ", 11) != 0 && label_bytes(l, 11, out) > 0;
+}
+
 /* Partition number num: len bytes at off of the image, described at hdr_off; label (UTF-8,
- * path-safe) or NULL.  0 or the sink's -errno. */
+ * path-safe; a GPT name) or NULL: then the file system's label, if it has one.  0 or the sink's -errno. */
 static int pt_report(struct pt *p, unsigned num, uint64_t off, uint64_t len, uint64_t hdr_off,
 		     const char *label)
 {
-	char path[PT_NAME_MAX + 48];
+	char path[PT_NAME_MAX + 48], fsl[17];
 	struct arc_member m = {0};
 
+	if ((!label || !*label) && fs_label(p, off, len, fsl))
+		label = fsl;
 	if (label && *label)
 		snprintf(path, sizeof(path), "p%u-%s.img", num, label);
 	else

@@ -205,3 +205,49 @@ def test_truncated_disk(mount, tmp_path):
         assert "clipped" in m.log()
         compare_trees(os.path.join(m.path, "p2-ESP.img"), ref, check_root=False,
                       owners=False, xattrs=False, dir_mtimes=False)
+
+
+def test_named_by_file_system_label(mount, tmp_path):
+    """A partition the table does not name is named after its file system's label (FAT's
+    volume label, ext2/3/4's volume name); the number stays first, so two of one label stay
+    apart; a GPT name wins over the label; no label, or FAT's "NO NAME": pN.img."""
+    require_tool("sfdisk", "mkfs.vfat", "mkfs.ext4")
+    disk = tmp_path / "labels.img"
+    with open(disk, "wb") as f:
+        f.truncate(40 << 20)
+    run("sfdisk", "-q", disk, input=('label: dos\n'
+                                     'start=2048, size=8192, type=c\n'
+                                     'start=10240, size=32768, type=83\n'
+                                     'start=43008, size=8192, type=c\n'
+                                     'start=51200, size=8192, type=c\n').encode())
+    parts = partitions(disk)
+    vols = {}
+    for n, label in ((1, "BOOT"), (3, None), (4, "BOOT")):
+        img = tmp_path / f"v{n}.img"
+        run("mkfs.vfat", *(["-n", label] if label else []), "-C", img, str(parts[n][1] // 1024))
+        vols[n] = img.read_bytes()
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_bytes(text_data(5000, 3))
+    run("mkfs.ext4", "-q", "-F", "-L", "root/fs", "-d", src, tmp_path / "v2.img",
+        str(parts[2][1] // 1024) + "K")
+    vols[2] = (tmp_path / "v2.img").read_bytes()
+    for n, data in vols.items():
+        place(disk, parts[n][0], data)
+    with mount("-r", disk) as m:
+        names = sorted(os.listdir(m.path))
+        assert names == ["p1-BOOT.img", "p2-root_fs.img", "p3.img", "p4-BOOT.img"], names
+        with open(os.path.join(m.path, "p2-root_fs.img", "a.txt"), "rb") as f:
+            assert f.read() == (src / "a.txt").read_bytes()
+    # a GPT name wins over the file system's label
+    gpt = tmp_path / "gpt.img"
+    with open(gpt, "wb") as f:
+        f.truncate(24 << 20)
+    run("sfdisk", "-q", gpt, input=('label: gpt\n'
+                                    'start=2048, size=8192, type=linux, name="named"\n'
+                                    'start=10240, size=8192, type=linux\n').encode())
+    gparts = partitions(gpt)
+    place(gpt, gparts[1][0], vols[1][:gparts[1][1]])
+    place(gpt, gparts[2][0], vols[4][:gparts[2][1]])
+    with mount("-r", gpt) as m:
+        assert sorted(os.listdir(m.path)) == ["p1-named.img", "p2-BOOT.img"]
