@@ -19,7 +19,7 @@ _tarseek_options='-f --foreground -d --debug -s --single-thread --no-union -r --
 # mode options, and FUSE's.  The generic ones of mount(8) that tarseek accepts and ignores
 # (defaults, noauto, nofail, x-*, ...) are left out: they do nothing here.
 _tarseek_mount_options='foreground debug single_thread no_union recursive recursion_depth=
-    strip_extension ignore_zeros index_file= index_folder= recreate_index password=
+    strip_extension ignore_zeros oci_raw index_file= index_folder= recreate_index password=
     password_file= gzip_spacing=
     cache_size= disk_cache_size= disk_cache_dir= threads= parallelization= prefetch_size= no_prefetch shadow= shadow_max=
     s3_endpoint= remote_timeout= remote_cache_size= remote_disk_cache= quiet log_file=

@@ -77,7 +77,10 @@ DEV_PACKAGES = {"threads": None, "m": None, "dl": None, "sqlite3": "libsqlite3-d
                 "liblzma": "liblzma-dev", "bz2": "libbz2-dev", "libzstd": "libzstd-dev",
                 "libxxhash": "libxxhash-dev", "lzo2": "liblzo2-dev", "fuse3": "libfuse3-dev",
                 "libcrypto": "libssl-dev", "libisal": "libisal-dev", "liblz4": "liblz4-dev",
-                "libarchive": "libarchive-dev", "libcurl": "libcurl4-openssl-dev"}
+                "libarchive": "libarchive-dev", "libcurl": "libcurl4-openssl-dev",
+                "ext2fs": "libext2fs-dev", "com_err": "comerr-dev", "libfsntfs": "libfsntfs-dev",
+                "libbfio": "libbfio-dev", "json-c": "libjson-c-dev",
+                "libsquashfs1": "libsquashfs-dev"}
 
 
 def test_debian_build_depends_cover_meson_build():
