@@ -9,7 +9,7 @@
 #   DIR/fuzz_7z/             7z archives of a small tree by 7zz in every method and filter,
 #                            plain and compressed headers, encrypted ones, damaged ones
 #   DIR/fuzz_zip/            zips by Info-ZIP (-0/-6/-9, bzip2, -P, to a pipe: data
-#                            descriptors), 7zz's AES and ZipCrypto (-psecret), 7zz's Deflate64, Python's zipfile (LZMA, zip64 forced), bsdtar, xz and
+#                            descriptors), 7zz's AES and ZipCrypto (-psecret), 7zz's Deflate64 and PPMd, Python's zipfile (LZMA, zip64 forced), bsdtar, xz and
 #                            zstd entries written by hand, a prefixed one, a split one (zip -s
 #                            64k: its parts one after the other), damaged ones
 #   DIR/fuzz_deflate64/      raw Deflate64 streams: zip entries 7zz wrote with -mm=Deflate64
@@ -302,6 +302,13 @@ if have 7zz; then
 		rm -f "$Zp/7zz-deflate64.zip"
 	(cd "$small" && 7zz a -bd -tzip -mm=Deflate64 -mem=AES256 -psecret "$Zp/7zz-deflate64-aes.zip" . >/dev/null 2>&1) ||
 		rm -f "$Zp/7zz-deflate64-aes.zip"
+	# PPMd (method 98: restart at -mx=5, cut-off at -mx=9), and under ZipCrypto
+	for x in 5 9; do
+		(cd "$small" && 7zz a -bd -tzip -mm=PPMd -mx=$x "$Zp/7zz-ppmd-x$x.zip" . >/dev/null 2>&1) ||
+			rm -f "$Zp/7zz-ppmd-x$x.zip"
+	done
+	(cd "$small" && 7zz a -bd -tzip -mm=PPMd -mem=ZipCrypto -psecret "$Zp/7zz-ppmd-zc.zip" . >/dev/null 2>&1) ||
+		rm -f "$Zp/7zz-ppmd-zc.zip"
 else
 	note "7zz missing: no AES zip seeds"
 fi
