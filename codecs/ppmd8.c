@@ -419,9 +419,14 @@ static void update_model(struct ppmd8 *p)
 
 	ns = p->minc->nstats;
 	s0 = p->minc->summ - ns - ffreq;
-	for (; c != p->minc; c = suffix_of(p, c))
+	for (; c != p->minc; c = suffix_of(p, c)) {
+		if (!c->suffix) {
+			p->broken = "PPMd context chain lost (damaged data?)";
+			goto broken;
+		}
 		if (!add_symbol(p, c, sym, ffreq, s0, ns, max_succ))
 			goto restore;
+	}
 	p->maxc = p->minc = ctx_of(p, min_succ);
 	return;
 restore:
@@ -678,8 +683,9 @@ static int decode_binary(struct ppmd8 *p, uint8_t *mask)
 {
 	struct p8ctx *mc = p->minc;
 	struct pst *os = one_state(mc);
+	unsigned row = p->ns2i[(uint8_t)(os->freq - 1)]; /* counts stop at 196: row 24 */
 	uint16_t *prob =
-	    &p->bin[p->ns2i[(uint8_t)(os->freq - 1)]]
+	    &p->bin[row < 25 ? row : 24]
 		   [(p->ns2bs[suffix_of(p, mc)->nstats] + p->prev_success + mc->flags +
 		     (p->run < 0 ? 0x20u : 0)) &
 		    63];
@@ -831,6 +837,22 @@ static int ppmd8_bad(struct ppmd8 *d, const char *msg)
 	return PPMD8_BAD;
 }
 
+/* The range coder's first 4 bytes: 0, or PPMD8_BAD. */
+static int rc_start(struct ppmd8 *d)
+{
+	d->low = 0;
+	d->range = 0xFFFFFFFFu;
+	d->code = 0;
+	for (int i = 0; i < 4; i++)
+		d->code = (d->code << 8) | rc_byte(d);
+	if (d->over)
+		return ppmd8_bad(d, "PPMd stream shorter than its range coder's start");
+	if (d->code == 0xFFFFFFFFu)
+		return ppmd8_bad(d, "PPMd range coder starts out of range");
+	d->started = true;
+	return 0;
+}
+
 int ppmd8_out(struct ppmd8 *d, uint8_t *out, size_t len, size_t *got)
 {
 	size_t n = 0;
@@ -843,16 +865,8 @@ int ppmd8_out(struct ppmd8 *d, uint8_t *out, size_t len, size_t *got)
 	if (!d->started) {
 		if (d->in_len - d->in_pos < 4 && !d->in_end)
 			return PPMD8_MORE;
-		d->low = 0;
-		d->range = 0xFFFFFFFFu;
-		d->code = 0;
-		for (int i = 0; i < 4; i++)
-			d->code = (d->code << 8) | rc_byte(d);
-		if (d->over)
-			return ppmd8_bad(d, "PPMd stream shorter than its range coder's start");
-		if (d->code == 0xFFFFFFFFu)
-			return ppmd8_bad(d, "PPMd range coder starts out of range");
-		d->started = true;
+		if (rc_start(d))
+			return PPMD8_BAD;
 	}
 	while (n < len && (d->in_len - d->in_pos >= PPMD8_SYM_IN || d->in_end)) {
 		int sym = decode_symbol(d);
@@ -881,7 +895,7 @@ int ppmd8_out(struct ppmd8 *d, uint8_t *out, size_t len, size_t *got)
 
 bool ppmd8_finished(struct ppmd8 *d)
 {
-	if (d->msg || !d->started)
+	if (d->msg || (!d->started && rc_start(d))) /* a stream of no symbols is its start */
 		return false;
 	if (d->code == 0 || d->ended)
 		return d->code == 0;

@@ -196,6 +196,8 @@ void ppmd8_expand_text(struct ppmd8 *p)
 	while (node->stamp == FREE_STAMP) {
 		uint32_t nu = node->nu;
 
+		if (nu == 0 || nu > 128) /* a listed block is 1..128 units: never */
+			break;
 		node->stamp = 0;
 		count[U2I(nu)]++;
 		node += nu;

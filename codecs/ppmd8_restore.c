@@ -137,12 +137,16 @@ void ppmd8_restore(struct ppmd8 *p, struct p8ctx *failed)
 
 	p->text = p->base + p->align;
 	for (c = p->maxc; c != failed; c = suffix_of(p, c)) {
+		if (!c->suffix || c->nstats == 0) /* the order-0 context never got the symbol */
+			goto broken;
 		if (--c->nstats == 0)
 			make_binary(p, c, stats_of(p, c), 1, true);
 		else
 			refresh(p, c, (c->nstats + 3u) >> 1, 0);
 	}
 	for (; c != p->minc; c = suffix_of(p, c)) {
+		if (!c->suffix)
+			goto broken;
 		if (c->nstats == 0) {
 			struct pst *s = one_state(c);
 
@@ -175,4 +179,8 @@ void ppmd8_restore(struct ppmd8 *p, struct p8ctx *failed)
 	p->glue_count = 0;
 	p->order_fall = p->max_order;
 	p->minc = p->maxc;
+	return;
+broken: /* cannot happen: maxc's suffixes lead to failed and minc */
+	p->broken = "PPMd context chain lost (damaged data?)";
+	ppmd8_restart(p);
 }
