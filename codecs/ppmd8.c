@@ -899,7 +899,7 @@ bool ppmd8_finished(struct ppmd8 *d)
 		return false;
 	if (d->code == 0 || d->ended)
 		return d->code == 0;
-	/* an end marker may follow the data */
+	/* an end marker may follow the data (7-Zip writes one) */
 	if (decode_symbol(d) != END_MARK || d->over || d->broken)
 		return false;
 	d->ended = true;

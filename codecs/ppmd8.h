@@ -15,7 +15,8 @@
  * only while the decoder holds enough input for the worst case (PPMD8_SYM_IN bytes) or the
  * input has ended, so it never suspends inside a symbol.  The caller says how many bytes it
  * wants (zip's directory has the size) and, at that size, asks ppmd8_finished whether the
- * range coder ended cleanly there (an end marker may follow the data).
+ * range coder ended cleanly there (7-Zip writes an end marker after the data; the format does
+ * not require one).
  *
  * Errors: a range coder value out of its interval, input ending inside a symbol, an end marker
  * before the stated size, a model that broke (which valid input cannot do): PPMD8_BAD with

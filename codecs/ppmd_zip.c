@@ -2,13 +2,13 @@
  * streams only (its probe never says yes).
  *
  * The entry's data opens with 2 bytes of parameters (order, memory, restore method) and
- * goes on with the range coder's bytes.  The stream has no end of its own that the decoder
- * could rely on (7-Zip writes no end marker; an end marker may be there all the same), so
- * the size comes from the zip directory, as the stream's params (8 bytes, little-endian, as
- * for lzma-zip): the entry decodes to exactly that many bytes, and there the range coder
- * must have ended cleanly (ppmd8_finished) with nothing left of the data but what remains of
- * the range coder's flush (the encoder writes 4 bytes, the decoder reads 1 to 4 of them) --
- * else -EIO.
+ * goes on with the range coder's bytes.  The format does not require an end marker (7-Zip
+ * writes one after the data; an encoder may not), so the size comes from the zip directory,
+ * as the stream's params (8 bytes, little-endian, as for lzma-zip): the entry decodes to
+ * exactly that many bytes, and there the range coder must end cleanly, after the end marker
+ * if there is one (ppmd8_finished), with nothing left of the data but what remains of the
+ * range coder's flush (the encoder writes 4 bytes, the decoder reads 1 to 4 of them) -- else
+ * -EIO.  An end marker before the size is -EIO too.
  *
  * One checkpoint, at the stream's start (with the size as its aux): PPMd's model is all that
  * came before, up to 256 MiB of it, so a read decodes from the entry's start (the reader's

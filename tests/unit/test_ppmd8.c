@@ -5,7 +5,8 @@
  * cut-off from 7 up (checked in the parameters); 1 MiB of memory and a few MiB of input make
  * the model run out many times (restarts, cut-offs, glue, units from the text area).  It also
  * shrinks the memory to fit a small input, so only big inputs keep a small -mmem, and stores
- * an entry that PPMd would not shrink (the noise here has 200 symbols).
+ * an entry that PPMd would not shrink (the noise here has 200 symbols).  It ends the data
+ * with an end marker (checked: one symbol past the size is PPMD8_END).
  *
  * Damaged copies: every truncation gives PPMD8_BAD; a flipped byte gives PPMD8_BAD, other
  * bytes (the zip's CRC catches them) or a range coder that does not end cleanly, and every
@@ -160,6 +161,10 @@ static void check_roundtrip(const uint8_t *data, size_t len, unsigned level, uns
 		CHECK_EQ(ret, PPMD8_MORE);
 		CHECK(got == len && memcmp(out, data, len) == 0);
 	}
+	/* 7-Zip ends the data with an end marker: one symbol more is PPMD8_END */
+	ret = decode(&e, e.p + 2, e.len - 2, out, len + 1, whole, 1, whole, 1, &got);
+	CHECK_EQ(ret, PPMD8_END);
+	CHECK_EQ(got, len);
 	memset(out, 0, len);
 	CHECK_EQ(codec_read(e.p, e.len, len, out, len + 2, &got), 0);
 	CHECK(got == len && memcmp(out, data, len) == 0);
