@@ -152,8 +152,7 @@ static unsigned new_freq(struct ppmd8 *p, struct p8ctx *c, unsigned sym)
 /* The contexts one order longer than c's suffixes, up to where a successor already exists,
  * for the symbol just found (s1: its state in c's suffix, if the caller has it); they count
  * the symbol once more on the way.  NULL when memory ran out (or the model broke). */
-static struct p8ctx *create_successors(struct ppmd8 *p, bool skip, struct pst *s1,
-				       struct p8ctx *c)
+static struct p8ctx *create_successors(struct ppmd8 *p, bool skip, struct pst *s1, struct p8ctx *c)
 {
 	uint32_t up_branch = succ(p->found);
 	unsigned sym = p->found->sym, nps = 0, nsym, nfreq, flags;
@@ -320,8 +319,8 @@ static struct pst *update_suffix(struct ppmd8 *p, unsigned sym)
 
 /* c gets symbol sym (count ffreq in minc, whose other counts sum to s0 and which has ns + 1
  * symbols) with successor sc.  False when memory ran out. */
-static bool add_symbol(struct ppmd8 *p, struct p8ctx *c, unsigned sym, unsigned ffreq,
-		       unsigned s0, unsigned ns, uint32_t sc)
+static bool add_symbol(struct ppmd8 *p, struct p8ctx *c, unsigned sym, unsigned ffreq, unsigned s0,
+		       unsigned ns, uint32_t sc)
 {
 	unsigned ns1 = c->nstats;
 	uint32_t sum, cf, sf;
@@ -684,11 +683,9 @@ static int decode_binary(struct ppmd8 *p, uint8_t *mask)
 	struct p8ctx *mc = p->minc;
 	struct pst *os = one_state(mc);
 	unsigned row = p->ns2i[(uint8_t)(os->freq - 1)]; /* counts stop at 196: row 24 */
-	uint16_t *prob =
-	    &p->bin[row < 25 ? row : 24]
-		   [(p->ns2bs[suffix_of(p, mc)->nstats] + p->prev_success + mc->flags +
-		     (p->run < 0 ? 0x20u : 0)) &
-		    63];
+	unsigned col = p->ns2bs[suffix_of(p, mc)->nstats] + p->prev_success + mc->flags +
+		       (p->run < 0 ? 0x20u : 0);
+	uint16_t *prob = &p->bin[row < 25 ? row : 24][col & 63];
 	int sym;
 
 	p->range >>= 14;

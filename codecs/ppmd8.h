@@ -34,7 +34,7 @@
 #define PPMD8_ORDER_MAX 16
 #define PPMD8_MEM_MIN ((uint32_t)1 << 11)
 #define PPMD8_MEM_MAX ((uint32_t)256 << 20) /* zip's 8-bit field: 256 MiB */
-#define PPMD8_SYM_IN 256		      /* input a symbol may need, at most */
+#define PPMD8_SYM_IN 256		    /* input a symbol may need, at most */
 
 #define PPMD8_RESTART 0
 #define PPMD8_CUT_OFF 1

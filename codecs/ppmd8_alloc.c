@@ -94,7 +94,8 @@ static void glue_free(struct ppmd8 *p)
 
 			*link = n;
 			n = node->next;
-			if (nu == 0) /* merged into a block before it: the next one takes its link */
+			/* merged into a block before it: the next one takes its link */
+			if (nu == 0)
 				continue;
 			link = &node->next;
 			for (struct p8node *n2; (n2 = node + nu)->stamp == FREE_STAMP;) {

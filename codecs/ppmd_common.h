@@ -11,8 +11,8 @@
 
 #include <stdint.h>
 
-#define UNIT 12u   /* bytes in a unit: a context, two symbols, a free block's record */
-#define NIDX 38u   /* block sizes of the allocator */
+#define UNIT 12u /* bytes in a unit: a context, two symbols, a free block's record */
+#define NIDX 38u /* block sizes of the allocator */
 #define MAX_FREQ 124u
 #define INT_BITS 7
 #define PERIOD_BITS 7

@@ -178,8 +178,8 @@ struct codec_scan {
 	bool started;
 };
 
-static int pz_scan_new(struct src *in, const struct codec_opts *opts,
-		       const struct codec_sink *sink, struct codec_scan **out)
+static int pz_scan_new(struct src *in, const struct codec_opts *opts, const struct codec_sink *sink,
+		       struct codec_scan **out)
 {
 	struct codec_scan *s = calloc(1, sizeof(*s));
 	int err;

@@ -14,9 +14,9 @@
  * not depend on how the input is fed and the output taken (two decodes, one in pieces drawn
  * from the input's hash, give the same status and bytes); ppmd8_finished returns.  Output is
  * followed up to OUT_CAP bytes (16 KiB: three decodes of that under the sanitizers take a few
- * milliseconds; a 1 MiB model would need 128 KiB of text to run out, the tiny ones do here).  When the parameters were not folded, the codec's scan (the
- * size OUT_CAP) gives those bytes too and then -EIO where the decoder failed or met an end
- * marker, or 0 / -EIO at OUT_CAP (the end check).
+ * milliseconds; a 1 MiB model would need 128 KiB of text to run out, the tiny ones do here).  When
+ * the parameters were not folded, the codec's scan (the size OUT_CAP) gives those bytes too and
+ * then -EIO where the decoder failed or met an end marker, or 0 / -EIO at OUT_CAP (the end check).
  */
 #include "codecs/codec.h"
 #include "codecs/ppmd8.h"

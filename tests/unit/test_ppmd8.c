@@ -25,7 +25,7 @@
 #include "testutil.h"
 
 struct entry {
-	uint8_t *arc; /* the zip (owns) */
+	uint8_t *arc;	  /* the zip (owns) */
 	const uint8_t *p; /* the entry's data: 2 parameter bytes, then the stream */
 	size_t len;
 	unsigned order, restore;
@@ -69,9 +69,8 @@ static bool make_entry(const uint8_t *data, size_t len, unsigned level, unsigned
  * pieces that vary with the call: feed[k % nfeed], take[k % ntake].  PPMD8_MORE when want
  * bytes came and the coder finished cleanly with at most its 4 flush bytes left, else
  * PPMD8_BAD or PPMD8_END; *got the bytes decoded. */
-static int decode(const struct entry *e, const uint8_t *in, size_t inlen, uint8_t *out,
-		  size_t want, const size_t *feed, size_t nfeed, const size_t *take, size_t ntake,
-		  size_t *got)
+static int decode(const struct entry *e, const uint8_t *in, size_t inlen, uint8_t *out, size_t want,
+		  const size_t *feed, size_t nfeed, const size_t *take, size_t ntake, size_t *got)
 {
 	struct ppmd8 *d;
 	size_t pos = 0, n = 0, k = 0;
@@ -111,8 +110,8 @@ static const size_t small_feed[] = {7, 1, 300, 2, 4096, 13};
 static const size_t small_take[] = {13, 1, 5000, 3, 64, 777, 2};
 
 /* The codec over the entry, its size usize: the data's bytes then 0, or the first error. */
-static ssize_t codec_read(const uint8_t *p, size_t len, uint64_t usize, uint8_t *out,
-			  size_t cap, size_t *got)
+static ssize_t codec_read(const uint8_t *p, size_t len, uint64_t usize, uint8_t *out, size_t cap,
+			  size_t *got)
 {
 	uint8_t size[8];
 	struct codec_opts o = {.threads = 1, .params = size, .params_len = sizeof(size)};
@@ -125,7 +124,8 @@ static ssize_t codec_read(const uint8_t *p, size_t len, uint64_t usize, uint8_t 
 	put_le64(size, usize);
 	n = in ? codec_ppmd_zip.scan_new(in, &o, &sink, &s) : -ENOMEM;
 	while (n == 0) {
-		n = codec_ppmd_zip.scan_read(s, out + *got, cap - *got > 70000 ? 70000 : cap - *got);
+		n = codec_ppmd_zip.scan_read(s, out + *got,
+					     cap - *got > 70000 ? 70000 : cap - *got);
 		if (n > 0) {
 			*got += (size_t)n;
 			n = *got < cap ? 0 : -ENOSPC;
