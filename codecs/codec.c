@@ -36,6 +36,7 @@ static const struct codec *const stream_codecs[] = {
 	&codec_lzma_zip,
 	&codec_stored,
 	&codec_deflate64,
+	&codec_ppmd_zip,
 	&codec_7z,
 	&codec_sqlar,
 	&codec_squashfs,

@@ -86,7 +86,8 @@ struct codec_dec;
 struct codec {
 	const char *name; /* "gzip", "bzip2", "xz", "zstd", "lzo", "lz4", "lzip", "lzma",
 			     "compress"; of container streams only:
-			     "deflate", "lzma-zip", "stored", "7z" */
+			     "deflate", "deflate64", "lzma-zip", "ppmd-zip",
+			     "stored", "7z" */
 
 	/* True if head (the first len bytes of the file, len <= 512 and possibly less when
 	 * the file is small) starts with this codec's magic. */
@@ -167,6 +168,7 @@ extern const struct codec codec_deflate;  /* raw deflate (zip entries): never pr
 extern const struct codec codec_lzma_zip; /* zip's LZMA (method 14): never probed */
 extern const struct codec codec_stored;   /* bytes as they are (zip's method 0): never probed */
 extern const struct codec codec_deflate64; /* zip's Deflate64 (method 9): never probed */
+extern const struct codec codec_ppmd_zip;  /* zip's PPMd var.I (method 98): never probed */
 extern const struct codec codec_bzip2;
 extern const struct codec codec_xz;
 extern const struct codec codec_7z; /* 7z folders (container streams only; probe says no) */

@@ -46,13 +46,7 @@ static void tables_init(struct ppmd7 *p)
 {
 	unsigned i, k, m;
 
-	for (i = 0, k = 0; i < NIDX; i++) {
-		unsigned step = i >= 12 ? 4 : (i >> 2) + 1;
-
-		while (step--)
-			p->u2i[k++] = (uint8_t)i;
-		p->i2u[i] = (uint8_t)k;
-	}
+	ppmd_units_init(p->i2u, p->u2i);
 	p->ns2bs[0] = 0;
 	p->ns2bs[1] = 2;
 	memset(p->ns2bs + 2, 4, 9);
@@ -431,14 +425,6 @@ static struct psee *make_esc_freq(struct ppmd7 *p, unsigned masked, uint32_t *es
 	see->summ = (uint16_t)(see->summ - r);
 	*esc = r + (r == 0);
 	return see;
-}
-
-static void see_update(struct psee *see)
-{
-	if (see->shift < PERIOD_BITS && --see->count == 0) {
-		see->summ = (uint16_t)(see->summ << 1);
-		see->count = (uint8_t)(3 << see->shift++);
-	}
 }
 
 /* ---- the range decoder (7z's: 32-bit, a byte at a time) ------------------------------------ */

@@ -15,20 +15,10 @@
 #include <stdint.h>
 
 #include "codecs/ppmd7.h"
+#include "codecs/ppmd_common.h" /* the symbol record, SEE, the constants, the block sizes */
 
-#define UNIT 12u
-#define NIDX 38u
-#define MAX_FREQ 124u
-#define INT_BITS 7
-#define PERIOD_BITS 7
-#define BIN_SCALE (1u << (INT_BITS + PERIOD_BITS))
 #define RC_TOP (1u << 24)
 #define IBUF ((size_t)64 << 10)
-
-struct pst { /* a symbol in a context: 6 bytes */
-	uint8_t sym, freq;
-	uint16_t succ_lo, succ_hi;
-};
 
 struct pctx { /* a context: one unit; a binary context keeps its symbol in summ..stats */
 	uint16_t nstats, summ;
@@ -40,12 +30,6 @@ struct pnode { /* a free block while glue_free runs */
 	uint32_t next, prev;
 };
 
-struct psee {
-	uint16_t summ;
-	uint8_t shift, count;
-};
-
-_Static_assert(sizeof(struct pst) == 6, "a state is 6 bytes");
 _Static_assert(sizeof(struct pctx) == UNIT && sizeof(struct pnode) == UNIT, "one unit");
 
 struct ppmd7 {
@@ -100,25 +84,6 @@ static inline struct pctx *suffix_of(const struct ppmd7 *p, const struct pctx *c
 static inline struct pst *one_state(struct pctx *c)
 {
 	return (struct pst *)(void *)&c->summ;
-}
-
-static inline uint32_t succ(const struct pst *s)
-{
-	return (uint32_t)s->succ_lo | ((uint32_t)s->succ_hi << 16);
-}
-
-static inline void set_succ(struct pst *s, uint32_t v)
-{
-	s->succ_lo = (uint16_t)v;
-	s->succ_hi = (uint16_t)(v >> 16);
-}
-
-static inline void swap_states(struct pst *a, struct pst *b)
-{
-	struct pst t = *a;
-
-	*a = *b;
-	*b = t;
 }
 
 #define I2U(i) (p->i2u[i])

@@ -447,6 +447,8 @@ static const char *method_codec(unsigned method)
 		return "zstd";
 	case 95:
 		return "xz";
+	case 98:
+		return "ppmd-zip";
 	default:
 		return NULL;
 	}
@@ -695,7 +697,7 @@ static int report(const struct zip_entry *z, struct zip_walk *w)
 				.usize = z->usize, .zip_local = true,
 				.crypt = encrypted ? crec : NULL};
 	uint8_t size[8];
-	if (method == 14) { /* LZMA: the decoder needs the size (no end marker, maybe) */
+	if (method == 14 || method == 98) { /* LZMA, PPMd: the decoders need the size */
 		put_le64(size, z->usize);
 		s.params = size;
 		s.params_len = sizeof(size);

@@ -23,8 +23,8 @@
  * or 7-Zip is indexed from its directory alone.
  *
  * Methods: stored (read in place), deflate ("deflate": raw deflate), Deflate64 ("deflate64"),
- * bzip2, LZMA ("lzma-zip"), xz, zstd.  Others (implode, PPMd, ...) are listed and fail to read
- * with EOPNOTSUPP.
+ * bzip2, LZMA ("lzma-zip"), xz, zstd, PPMd ("ppmd-zip").  Others (implode, ...) are listed and
+ * fail to read with EOPNOTSUPP.
  *
  * Encrypted entries (flag bit 0): traditional PKWARE encryption ("ZipCrypto") and WinZip's
  * AES (method 99, extra field 0x9901 with the AE version, the strength and the real method)

@@ -12,8 +12,8 @@
  *     makes executions slow rather than finds bugs) scanned, as the builder does, with its
  *     codec (codec_by_name) through the window of the input that follows its local header,
  *     in reads of varying size.  It may fail.  The codecs that are told the size -- "stored"
- *     (the window is the data) and "lzma-zip" (the size in its params) -- must never return
- *     more than usize, and exactly usize when they end cleanly; the others (deflate, deflate64,
+ *     (the window is the data), "lzma-zip" and "ppmd-zip" (the size in their params) -- must
+ *     never return more than usize, and exactly usize when they end cleanly; the others (deflate, deflate64,
  *     bzip2, xz, zstd) do not know it, so they are read to at most usize + 1 bytes (one more is a
  *     stream the reader refuses: reader.c's "decodes to more than its size");
  *  4. decoders started at (some of) the checkpoints the scan emitted: they must start (or run
@@ -73,7 +73,7 @@ struct fz_walk {
 static bool known_codec(const char *name)
 {
 	static const char *const names[] = {"deflate", "deflate64", "bzip2", "lzma-zip",
-					    "stored", "xz", "zstd"};
+					    "ppmd-zip", "stored", "xz", "zstd"};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strcmp(name, names[i]) == 0)
@@ -100,7 +100,7 @@ static int on_stream(void *opaque, const struct cont_stream *s, uint64_t *id)
 	FZ_ASSERT(s->zip_local);
 	FZ_ASSERT(s->coff <= w->size);
 	FZ_ASSERT(s->usize > 0); /* an empty entry is a member without a stream */
-	if (strcmp(s->codec, "lzma-zip") == 0) {
+	if (strcmp(s->codec, "lzma-zip") == 0 || strcmp(s->codec, "ppmd-zip") == 0) {
 		FZ_ASSERT(s->params && s->params_len == 8);
 		FZ_ASSERT(le64(s->params) == s->usize);
 	} else {
@@ -208,7 +208,8 @@ static void fz_decode(const uint8_t *data, size_t size, const struct fz_stream *
 	const struct cont_stream *cs = &fs->s;
 	const struct codec *c = fs->codec;
 	/* the codecs that know the size: they may never return more */
-	bool sized = strcmp(cs->codec, "stored") == 0 || strcmp(cs->codec, "lzma-zip") == 0;
+	bool sized = strcmp(cs->codec, "stored") == 0 || strcmp(cs->codec, "lzma-zip") == 0 ||
+		     strcmp(cs->codec, "ppmd-zip") == 0;
 	struct fz_cks k = {0};
 	struct codec_sink sink = {.checkpoint = on_ckpt, .opaque = &k};
 	struct codec_opts opts = {.spacing = 1 + fz_rng_below(rng, 256 << 10), .threads = 1,

@@ -9,7 +9,7 @@
 #   DIR/fuzz_7z/             7z archives of a small tree by 7zz in every method and filter,
 #                            plain and compressed headers, encrypted ones, damaged ones
 #   DIR/fuzz_zip/            zips by Info-ZIP (-0/-6/-9, bzip2, -P, to a pipe: data
-#                            descriptors), 7zz's AES and ZipCrypto (-psecret), 7zz's Deflate64, Python's zipfile (LZMA, zip64 forced), bsdtar, xz and
+#                            descriptors), 7zz's AES and ZipCrypto (-psecret), 7zz's Deflate64 and PPMd, Python's zipfile (LZMA, zip64 forced), bsdtar, xz and
 #                            zstd entries written by hand, a prefixed one, a split one (zip -s
 #                            64k: its parts one after the other), damaged ones
 #   DIR/fuzz_deflate64/      raw Deflate64 streams: zip entries 7zz wrote with -mm=Deflate64
@@ -18,6 +18,9 @@
 #   DIR/fuzz_ppmd/           5 PPMd property bytes + a raw stream: the packed streams of 7z
 #                            archives 7zz wrote with -m0=PPMd (orders 2..32, 64 KiB..16 MiB;
 #                            text, a tar, random bytes), cut out, a truncated and a flipped one
+#   DIR/fuzz_ppmd8/          zip's 2 PPMd parameter bytes + a raw stream: the entries of zips
+#                            7zz wrote with -mm=PPMd (orders 2..16, 1-2 MiB, restart and cut-off;
+#                            text, a tar, mixed bytes), cut out, a truncated and a flipped one
 #   DIR/fuzz_http/           HTTP answers (nginx, S3, HTTP/2) and AWS credentials/config files
 #   DIR/fuzz_vdisk/          qcow2, VHD, VHDX and VMDK images of a small disk made by qemu-img
 #                            (the large ones in fuzz_vdisk.c's sparse form), cut and flipped
@@ -316,6 +319,13 @@ if have 7zz; then
 		rm -f "$Zp/7zz-deflate64.zip"
 	(cd "$small" && 7zz a -bd -tzip -mm=Deflate64 -mem=AES256 -psecret "$Zp/7zz-deflate64-aes.zip" . >/dev/null 2>&1) ||
 		rm -f "$Zp/7zz-deflate64-aes.zip"
+	# PPMd (method 98: restart at -mx=5, cut-off at -mx=9), and under ZipCrypto
+	for x in 5 9; do
+		(cd "$small" && 7zz a -bd -tzip -mm=PPMd -mx=$x "$Zp/7zz-ppmd-x$x.zip" . >/dev/null 2>&1) ||
+			rm -f "$Zp/7zz-ppmd-x$x.zip"
+	done
+	(cd "$small" && 7zz a -bd -tzip -mm=PPMd -mem=ZipCrypto -psecret "$Zp/7zz-ppmd-zc.zip" . >/dev/null 2>&1) ||
+		rm -f "$Zp/7zz-ppmd-zc.zip"
 else
 	note "7zz missing: no AES zip seeds"
 fi
@@ -477,6 +487,44 @@ PY
 	fi
 else
 	note "7zz or python3 missing: no PPMd seeds"
+fi
+
+# ---- PPMd var.I: zip's 2 parameter bytes and the stream, 7zz -tzip -mm=PPMd entries cut out ----
+P8=$out/fuzz_ppmd8
+mkdir -p "$P8"
+if have 7zz && [ -n "$py" ]; then
+	mkdir -p "$work/ppmd8"
+	head -c 200000 "$work/big" >"$work/ppmd8/text"
+	"$py" -c 'import random, sys; r = random.Random(3); sys.stdout.buffer.write(bytes(r.choice(b"abcd \n") if i % 5 else r.randrange(256) for i in range(30000)))' >"$work/ppmd8/mixed"
+	cp "$T/gnu.tar" "$work/ppmd8/tar" 2>/dev/null || true
+	# order, memory, level (-mx=7 and up: the cut-off method); 1 MiB: restarts on the text
+	for pr in o2-m1-x5 o6-m1-x5 o16-m1-x5 o4-m2-x9 o12-m1-x9; do
+		IFS=- read -r o m x <<<"$pr"
+		for f in text mixed tar; do
+			[ -f "$work/ppmd8/$f" ] || continue
+			rm -f "$work/ppmd8/z.zip"
+			(cd "$work/ppmd8" && 7zz a -bd -tzip -mm=PPMd -mx=${x#x} -mo=${o#o} -mmem=${m#m}m z.zip "$f" >/dev/null 2>&1) || continue
+			"$py" - "$work/ppmd8/z.zip" "$f" "$P8/$f-$pr" <<'PY' || rm -f "$P8/$f-$pr"
+import struct, sys, zipfile
+i = zipfile.ZipFile(sys.argv[1]).getinfo(sys.argv[2])
+assert i.compress_type == 98
+d = open(sys.argv[1], "rb").read()
+n, e = struct.unpack_from("<HH", d, i.header_offset + 26)
+start = i.header_offset + 30 + n + e
+open(sys.argv[3], "wb").write(d[start:start + i.compress_size])
+PY
+		done
+	done
+	if [ -f "$P8/mixed-o6-m1-x5" ]; then
+		n=$(stat -c %s "$P8/mixed-o6-m1-x5")
+		head -c $((n / 2)) "$P8/mixed-o6-m1-x5" >"$P8/trunc-mixed"
+		cp "$P8/mixed-o6-m1-x5" "$P8/flipped-mixed"
+		printf '\x55' | dd of="$P8/flipped-mixed" bs=1 seek=$((n * 2 / 3)) conv=notrunc status=none
+		# the same stream in a tiny model (a restore method zip does not allow: see the harness)
+		{ printf '\x25\x31'; tail -c +3 "$P8/mixed-o6-m1-x5"; } >"$P8/tiny-mixed"
+	fi
+else
+	note "7zz or python3 missing: no PPMd var.I seeds"
 fi
 
 # fuzz_ar: GNU ar (short and long names, an odd size), deterministic, BSD and darwin

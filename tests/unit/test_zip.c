@@ -20,6 +20,7 @@
  *
  * Exit 77 (skipped) if zip or python3 is missing; bsdtar's part is skipped alone.
  */
+#include "common/byteio.h"
 #include "codecs/codec.h"
 #include "containers/container.h"
 #include "common/log.h"
@@ -736,7 +737,7 @@ static void test_methods_and_encryption(void)
 	} W[] = {
 	    {"deflate64", 0, NULL, 100}, /* a stream (codec deflate64) */
 	    {"implode", -EOPNOTSUPP, "implode", 100},
-	    {"ppmd", -EOPNOTSUPP, "PPMd", 100},
+	    {"ppmd", 0, NULL, 100},		 /* a stream (codec ppmd-zip, the size its params) */
 	    {"method77", -EOPNOTSUPP, "77", 100},
 	    {"aes", -EIO, "AES extra field", 100}, /* method 99 without its 0x9901 */
 	    {"zipcrypto", 0, NULL, 100},		 /* a stream, its record ZipCrypto's */
@@ -763,6 +764,9 @@ static void test_methods_and_encryption(void)
 	CHECK(m && m->stream && strcmp(r.s[m->stream - 1].codec, "zstd") == 0);
 	m = find(&r, "xz");
 	CHECK(m && m->stream && strcmp(r.s[m->stream - 1].codec, "xz") == 0);
+	m = find(&r, "ppmd");
+	CHECK(m && m->stream && strcmp(r.s[m->stream - 1].codec, "ppmd-zip") == 0 &&
+	      r.s[m->stream - 1].params_len == 8 && le64(r.s[m->stream - 1].params) == 100);
 	m = find(&r, "zipcrypto");
 	CHECK(m && m->stream && r.s[m->stream - 1].crypt &&
 	      strcmp(r.s[m->stream - 1].codec, "deflate") == 0 &&
