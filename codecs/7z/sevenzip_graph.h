@@ -42,7 +42,7 @@
 #include "codecs/7z/sevenzip_aes.h"
 #include "codecs/gzip/inflater.h"
 #include "codecs/inflate64.h"
-#include "codecs/ppmd7.h"
+#include "codecs/ppmd/ppmd7.h"
 #include "codecs/7z/sevenzip_chain.h"
 
 #define SZ_CK_LZMA2 1u /* checkpoint flags: at an LZMA2 chunk that resets the dictionary */

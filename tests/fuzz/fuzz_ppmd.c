@@ -12,7 +12,7 @@
  * from the input's hash, give the same status and bytes); ppmd7_finished returns.  Output is
  * followed up to OUT_CAP bytes (a few bytes of input can stand for many).
  */
-#include "codecs/ppmd7.h"
+#include "codecs/ppmd/ppmd7.h"
 #include "fuzz_common.h"
 
 #define OUT_CAP (64u << 10)

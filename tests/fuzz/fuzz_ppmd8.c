@@ -19,7 +19,7 @@
  * then -EIO where the decoder failed or met an end marker, or 0 / -EIO at OUT_CAP (the end check).
  */
 #include "codecs/codec.h"
-#include "codecs/ppmd8.h"
+#include "codecs/ppmd/ppmd8.h"
 #include "common/byteio.h"
 #include "fuzz_common.h"
 

@@ -1,4 +1,4 @@
-"""PPMd (7z coder 030401, var.H: codecs/ppmd7.c) in 7z archives made by the real 7-Zip
+"""PPMd (7z coder 030401, var.H: codecs/ppmd/ppmd7.c) in 7z archives made by the real 7-Zip
 (7zz a -m0=PPMd:o=N:mem=M), mounted and compared with what `7zz x` extracts: every path, type,
 size and byte (conftest.compare_trees; modes, owners and times are test_7z's business, the
 same code for every method).  Issue 38.
@@ -12,7 +12,7 @@ each read decodes from there or from the cache), random bytes, small and empty f
 Damage: a flipped byte in the packed data makes a file read EIO (the range coder, or the
 folder's CRC) and none read wrong bytes; so with 200 zeroed bytes in a solid folder.
 
-PPMd var.I rev. 1 (zip method 98: codecs/ppmd8.c, the ppmd-zip codec) in zips made by 7zz
+PPMd var.I rev. 1 (zip method 98: codecs/ppmd/ppmd8.c, the ppmd-zip codec) in zips made by 7zz
 (7zz a -tzip -mm=PPMd -mx=L -mo=N -mmem=M): the same tree, compared with `7zz x` (and with
 unzip where it can: Debian's UnZip 6.0 cannot, it skips method 98 entries), orders 2..16;
 -mx=7 and up make 7-Zip write the cut-off restore method, 1 MiB makes the model run out on

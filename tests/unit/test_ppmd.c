@@ -1,4 +1,4 @@
-/* PPMd var.H (codecs/ppmd7.c): streams 7zz writes at test time (`7zz a -m0=PPMd:o=N:mem=M
+/* PPMd var.H (codecs/ppmd/ppmd7.c): streams 7zz writes at test time (`7zz a -m0=PPMd:o=N:mem=M
  * -mhc=off`, one file, so the packed stream is the archive's bytes 32 .. 32 + the next
  * header's offset) decode to the file's bytes, in one call and in small feed/take pieces;
  * orders 2, 6, 16 and 32 (7zz writes none higher; the format allows 64), memory sizes from 64 KiB
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codecs/ppmd7.h"
+#include "codecs/ppmd/ppmd7.h"
 #include "testutil.h"
 
 struct stream {

@@ -1,4 +1,4 @@
-/* PPMd var.I (codecs/ppmd8.c) and the ppmd-zip codec: zip entries 7zz writes at test time
+/* PPMd var.I (codecs/ppmd/ppmd8.c) and the ppmd-zip codec: zip entries 7zz writes at test time
  * (`7zz a -tzip -mm=PPMd -mx=L -mo=N -mmem=M`, one file; the entry's data cut out through
  * the central directory) decode to the file's bytes, in one call and in pieces of varying
  * sizes.  7-Zip's zip encoder chooses the restore method from the level: restart below -mx=7,
@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "codecs/codec.h"
-#include "codecs/ppmd8.h"
+#include "codecs/ppmd/ppmd8.h"
 #include "common/byteio.h"
 #include "testutil.h"
 

@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "codecs/ppmd8.h"
-#include "codecs/ppmd_common.h"
+#include "codecs/ppmd/ppmd8.h"
+#include "codecs/ppmd/ppmd_common.h"
 
 #define F_SCALED 0x04u
 #define F_HIGH 0x08u

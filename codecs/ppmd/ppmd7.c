@@ -28,13 +28,13 @@
  * only fails the range coder (a count past the total) or ends.  So damaged input cannot lead
  * the model outside its block; fuzz_ppmd checks that.
  */
-#include "codecs/ppmd7.h"
+#include "codecs/ppmd/ppmd7.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "codecs/ppmd7_int.h"
+#include "codecs/ppmd/ppmd7_int.h"
 
 static const uint8_t exp_escape[16] = {25, 14, 9, 7, 5, 5, 4, 4, 4, 3, 3, 3, 2, 2, 2, 2};
 static const uint16_t init_bin_esc[8] = {0x3CDD, 0x1F3F, 0x59BF, 0x48F3,

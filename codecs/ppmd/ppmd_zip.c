@@ -23,7 +23,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-#include "codecs/ppmd8.h"
+#include "codecs/ppmd/ppmd8.h"
 #include "common/byteio.h"
 #include "common/log.h"
 

@@ -12,7 +12,7 @@
  */
 #include <string.h>
 
-#include "codecs/ppmd7_int.h"
+#include "codecs/ppmd/ppmd7_int.h"
 
 void ppmd7_insert(struct ppmd7 *p, void *node, unsigned i)
 {

@@ -14,7 +14,7 @@
  */
 #include <string.h>
 
-#include "codecs/ppmd8_int.h"
+#include "codecs/ppmd/ppmd8_int.h"
 
 static inline struct p8node *node_of(const struct ppmd8 *p, uint32_t ref)
 {

@@ -28,17 +28,15 @@
  * rely on the model being whole are bounded all the same, and a model found broken stops
  * the stream with PPMD8_BAD instead of reading outside its block; fuzz_ppmd8 checks that.
  */
-#include "codecs/ppmd8.h"
+#include "codecs/ppmd/ppmd8.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "codecs/ppmd8_int.h"
+#include "codecs/ppmd/ppmd8_int.h"
 
 static const uint8_t exp_escape[16] = {25, 14, 9, 7, 5, 5, 4, 4, 4, 3, 3, 3, 2, 2, 2, 2};
-static const uint16_t init_bin_esc[8] = {0x3CDD, 0x1F3F, 0x59BF, 0x48F3,
-					 0x64A1, 0x5ABC, 0x6632, 0x6051};
 
 /* ---- the model ----------------------------------------------------------------------------- */
 
@@ -58,61 +56,6 @@ static void tables_init(struct ppmd8 *p)
 		if (--k == 0)
 			k = (++m) - 4;
 	}
-}
-
-void ppmd8_restart(struct ppmd8 *p)
-{
-	struct pst *s;
-	unsigned i, k, m;
-
-	memset(p->free_list, 0, sizeof(p->free_list));
-	memset(p->nfree, 0, sizeof(p->nfree));
-	p->text = p->base + p->align;
-	p->hi = p->text + p->size;
-	p->lo = p->units_start = p->hi - p->size / 8 / UNIT * 7 * UNIT;
-	p->glue_count = 0;
-	p->order_fall = p->max_order;
-	p->run = p->init_rl = -(int32_t)(p->max_order < 12 ? p->max_order : 12) - 1;
-	p->prev_success = 0;
-
-	p->hi -= UNIT;
-	p->minc = p->maxc = (struct p8ctx *)(void *)p->hi;
-	p->minc->suffix = 0;
-	p->minc->nstats = 255;
-	p->minc->flags = 0;
-	p->minc->summ = 256 + 1;
-	s = (struct pst *)(void *)p->lo;
-	p->found = s;
-	p->lo += U2B(256 / 2);
-	p->minc->stats = ref_of(p, s);
-	for (i = 0; i < 256; i++) {
-		s[i].sym = (uint8_t)i;
-		s[i].freq = 1;
-		set_succ(&s[i], 0);
-	}
-	/* row m of the binary probabilities starts at i, the first count of that row */
-	for (i = m = 0; m < 25; m++) {
-		while (p->ns2i[i] == m)
-			i++;
-		for (k = 0; k < 8; k++) {
-			uint16_t v = (uint16_t)(BIN_SCALE - init_bin_esc[k] / (i + 1));
-
-			for (unsigned r = 0; r < 64; r += 8)
-				p->bin[m][k + r] = v;
-		}
-	}
-	for (i = m = 0; m < 24; m++) {
-		while (p->ns2i[i + 3] == m + 3)
-			i++;
-		for (k = 0; k < 32; k++) {
-			p->see[m][k].shift = PERIOD_BITS - 4;
-			p->see[m][k].summ = (uint16_t)((2 * i + 5) << (PERIOD_BITS - 4));
-			p->see[m][k].count = 7;
-		}
-	}
-	p->dummy.shift = PERIOD_BITS;
-	p->dummy.summ = 0;
-	p->dummy.count = 64;
 }
 
 /* Symbol sym in c (not binary), or NULL if the model broke. */

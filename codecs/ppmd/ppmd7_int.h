@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "codecs/ppmd7.h"
-#include "codecs/ppmd_common.h" /* the symbol record, SEE, the constants, the block sizes */
+#include "codecs/ppmd/ppmd7.h"
+#include "codecs/ppmd/ppmd_common.h" /* the symbol record, SEE, the constants, the block sizes */
 
 #define RC_TOP (1u << 24)
 #define IBUF ((size_t)64 << 10)
