@@ -208,8 +208,9 @@ static int sqi_dirs_check(const struct sqi *q, sqfs_file_t *file, sqfs_compresso
 					err = -EIO;
 					break;
 				}
-				size_t nl = (size_t)le16(e + 6) + 1;
-				if (left < sizeof(e) + nl || sym_sqfs_meta_reader_read(m, name, nl) ||
+				size_t nl = (size_t)le16(e + 6) + 1; /* a name is 1..256 bytes */
+				if (nl > sizeof(name) - 1 || left < sizeof(e) + nl ||
+				    sym_sqfs_meta_reader_read(m, name, nl) ||
 				    !sqi_known(q, (uint64_t)le32(h + 4) << 16 | le16(e)))
 					err = -EIO;
 				left -= sizeof(e) + nl;
