@@ -97,7 +97,7 @@ static int q_header(struct qcow2 *q, const uint8_t *h)
 		for (size_t i = 0; bname[i]; i++)
 			if ((unsigned char)bname[i] < ' ')
 				bname[i] = '?';
-		snprintf(q->why, sizeof(q->why), "a qcow2 over a backing file ('%s'): its data is "
+		snprintf(q->why, sizeof(q->why), "a qcow2 over a backing file ('%.80s'): its data is "
 			 "partly there (qemu-img convert -O qcow2 makes a whole one)", bname);
 		return -EOPNOTSUPP;
 	}
