@@ -571,6 +571,25 @@ void arch_streams_free(struct arch *a)
 #endif
 }
 
+/* The shadow file (when the streams just made read it) into the page cache, before its
+ * frames are decoded: one sequential read of the whole file, instead of the requests'
+ * random reads of frames not yet decoded meeting the disk one by one (a cold md5 pass of
+ * 1000 files of a shadowed telemetry.tar.bz2: 0.15-0.33 s without it, 0.13-0.22 s with). */
+static void prefetch_shadow_file(struct arch *a, struct prefetch *pf)
+{
+#if HAVE_SHADOW
+	pthread_mutex_lock(&a->streams_lock);
+	struct shadow *sh = a->shadow_state == ARCH_SH_OPEN ? a->shadow : NULL;
+	int fd = sh ? src_fd(shadow_src(sh)) : -1;
+	uint64_t size = sh ? shadow_size(sh) : 0;
+	pthread_mutex_unlock(&a->streams_lock);
+	if (fd >= 0 && size <= pf_room(pf))
+		pf_add_file(pf, fd, size);
+#else
+	(void)a, (void)pf;
+#endif
+}
+
 int arch_prefetch(struct arch *a, struct prefetch *pf)
 {
 	uint64_t *ids = NULL, total = 0;
@@ -622,17 +641,26 @@ int arch_prefetch(struct arch *a, struct prefetch *pf)
 		pf_note_skipped(pf);
 		n = 0;
 	}
+	struct astream **got = n ? calloc(n, sizeof(*got)) : NULL;
+	size_t ngot = 0;
+	if (n && !got)
+		err = -ENOMEM;
 	for (size_t i = 0; !err && i < n; i++) {
-		struct astream *s;
-		err = arch_stream_get(a, ids[i], &s);
+		err = arch_stream_get(a, ids[i], &got[ngot]);
 		if (err == -EACCES) { /* encrypted, no password opens it: said, skipped */
 			err = 0;
 			continue;
 		}
+		ngot += !err;
+	}
+	prefetch_shadow_file(a, pf);
+	for (size_t i = 0; i < ngot; i++) {
+		struct astream *s = got[i];
 		/* a stream taken keeps its reference: the prefetch holds its reader until the end */
-		if (!err && !(s->reader && pf_add(pf, s->reader)))
+		if (err || !(s->reader && pf_add(pf, s->reader)))
 			arch_stream_put(a, s);
 	}
+	free(got);
 	free(ids);
 	return err;
 }
