@@ -1,17 +1,24 @@
-/* Memory for decoded segments (cache_buf): mapped in transparent huge pages, and kept for
- * the next segment when a buffer is freed (see cache_int.h); and the buffers themselves
+/* Memory for decoded segments (cache_buf): mapped in regions of our own, and kept for the
+ * next segment when a buffer is freed (see cache_int.h); and the buffers themselves
  * (cache_buf_new/ref/put, see cache.h), which the table (cache.c) and the disk tier
  * (cache_disk.c) both make and drop: here, below both, so that neither calls the other back.
  *
  * Why: a cold read of a compressed archive decodes into fresh memory, and fresh memory is
- * paid at its first touch, one page fault per 4 KiB.  On the 2-core VMs this project is
- * measured on, faulting in 256 MiB costs ~800 ms (12 us a page: the hypervisor backs each
- * page on first touch), rewriting it ~20 ms; with MADV_HUGEPAGE, ~110-150 ms.  A profile of
- * the cold md5 workload on lz4 -B4 put 40 % of the daemon's time in the page faults of
- * memcpy into new cache buffers.  So segments get their memory from regions mapped here,
- * 2 MiB aligned and advised for huge pages (the kernel's default THP policy is "madvise"),
- * and a freed buffer's memory goes back to a free list of its size class instead of to the
- * kernel: the next segment of that size reuses pages that are already there.
+ * paid at its first touch.  On the 2-core VMs this project is measured on, the hypervisor
+ * backs a page at its first touch, so faulting in memory costs far more than rewriting it;
+ * a profile of the cold md5 workload on lz4 -B4 put 40 % of the daemon's time in the page
+ * faults of memcpy into new cache buffers.  So segments get their memory from regions mapped
+ * here, and a freed buffer's memory goes back to a free list of its size class instead of to
+ * the kernel: the next segment of that size reuses pages that are already there.
+ *
+ * Not in transparent huge pages (they were, with MADV_HUGEPAGE, until 2026-12): a huge page
+ * is a free 2 MiB block, which is what a VM's free page reporting hands back to the host, so
+ * its first touch pays the host's faults for all of it, 2-4 ms, and how many of the blocks
+ * the kernel gives are like that varies from one mount to the next.  Measured cold, 9 runs,
+ * md5 of 1000 files of a shadowed telemetry.tar.bz2 / .xz / .pxz: 0.08-0.39 / 0.08-0.42 /
+ * 0.08-0.18 s with huge pages, 0.07-0.12 / 0.08-0.16 / 0.08-0.14 s without; backup.tar.gz
+ * (3 runs) 0.53-0.83 s with, 0.51-0.55 s without.  Regions stay 2 MiB aligned (a kernel whose
+ * THP policy is "always" may still use huge pages for them).
  *
  * Size classes: a request (the buffer's header included) rounds up to 4 KiB below 256 KiB
  * and to 64 KiB up to CM_MAX (2 MiB), so no buffer wastes more than a rounding step; bigger
@@ -29,8 +36,8 @@
  * when reused but no resident memory meanwhile.  So resident memory is at most what is in
  * use, plus CM_KEEP, plus the rounding.
  *
- * Faulting ahead: even in huge pages, new memory is slow on such a VM (2-4 ms per 2 MiB when
- * the process has not used it before, 0.13 ms when it has), and a cold read pays it in the
+ * Faulting ahead: new memory is slow on such a VM (2-4 ms per 2 MiB when the process has not
+ * used it before, 0.13 ms when it has), and a cold read pays it in the
  * foreground: a quarter of the daemon's time in a cold md5 pass of backup.tar.gz.  So a thread
  * keeps the CM_AHEAD bytes after the bump pointer populated (MADV_POPULATE_WRITE, which
  * faults pages in without writing to them, so it may run while the foreground carves the same
@@ -164,7 +171,6 @@ static uint8_t *map_region(void)
 		munmap(p, (size_t)(a - p));
 	if (a + CM_REGION < p + CM_REGION + CM_HUGE)
 		munmap(a + CM_REGION, (size_t)(p + CM_REGION + CM_HUGE - (a + CM_REGION)));
-	(void)madvise(a, CM_REGION, MADV_HUGEPAGE); /* a hint: 4 KiB pages otherwise */
 	CM_POISON(a, CM_REGION);
 	return a;
 }
