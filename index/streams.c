@@ -657,7 +657,7 @@ int arch_prefetch(struct arch *a, struct prefetch *pf)
 	for (size_t i = 0; i < ngot; i++) {
 		struct astream *s = got[i];
 		/* a stream taken keeps its reference: the prefetch holds its reader until the end */
-		if (err || !(s->reader && pf_add(pf, s->reader)))
+		if (err || !(s->reader && pf_add(pf, s->reader, s->shadowed)))
 			arch_stream_put(a, s);
 	}
 	free(got);

@@ -20,6 +20,7 @@
 
 struct pf_item {
 	struct creader *r; /* or NULL: a file read into the page cache */
+	bool fast;	   /* r decodes fast (pf_add) */
 	int fd;
 	uint64_t size;
 	size_t nchunks;
@@ -87,9 +88,9 @@ static bool pf_push(struct prefetch *pf, const struct pf_item *it, uint64_t size
 	return ok;
 }
 
-bool pf_add(struct prefetch *pf, struct creader *r)
+bool pf_add(struct prefetch *pf, struct creader *r, bool fast)
 {
-	struct pf_item it = {.r = r, .fd = -1, .nchunks = creader_nchunks(r)};
+	struct pf_item it = {.r = r, .fd = -1, .fast = fast, .nchunks = creader_nchunks(r)};
 
 	return pf_push(pf, &it, creader_size(r));
 }
@@ -189,6 +190,13 @@ int pf_start(struct prefetch *pf)
 		pthread_mutex_unlock(&pf->lock);
 		return 0;
 	}
+	bool fast = false, slow = false;
+	for (size_t i = 0; i < pf->nitems; i++) {
+		fast |= pf->items[i].r && pf->items[i].fast;
+		slow |= pf->items[i].r && !pf->items[i].fast;
+	}
+	if (fast && !slow)
+		pf->nthreads = 1;
 	pf->running = pf->nthreads;
 	pthread_mutex_unlock(&pf->lock);
 	for (; pf->started < pf->nthreads; pf->started++) {
