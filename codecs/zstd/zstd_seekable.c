@@ -51,10 +51,10 @@ void zsk_cctx_free(struct zsk_cctx *c)
 	free(c);
 }
 
-/* A stored frame (see the top of the file). */
-static size_t stored_frame(const uint8_t *in, size_t len, uint8_t *out)
+/* A stored frame's header (see the top of the file) into h (at most 13 bytes): its length. */
+static size_t stored_head(size_t len, uint8_t *h)
 {
-	uint8_t *p = out;
+	uint8_t *p = h;
 	unsigned fcs;
 
 	put_le32(p, ZS_MAGIC);
@@ -87,20 +87,54 @@ static size_t stored_frame(const uint8_t *in, size_t len, uint8_t *out)
 		put_le32(p + 4, (uint32_t)((uint64_t)len >> 32));
 		p += 8;
 	}
-	size_t done = 0;
+	return (size_t)(p - h);
+}
+
+int zsk_store_to(const void *in, size_t len, int (*put)(void *arg, const void *p, size_t n),
+		 void *arg, size_t *out_len)
+{
+	const uint8_t *b = in;
+	uint8_t h[16];
+	size_t n = stored_head(len, h), done = 0, total = n;
+	int err = put(arg, h, n);
+
 	do {
-		size_t n = len - done < ZS_BLOCK_MAX ? len - done : ZS_BLOCK_MAX;
-		uint32_t bh = (uint32_t)n << 3 | (done + n == len ? 1u : 0u); /* type 0: raw */
-		p[0] = (uint8_t)bh;
-		p[1] = (uint8_t)(bh >> 8);
-		p[2] = (uint8_t)(bh >> 16);
-		memcpy(p + 3, in + done, n);
-		p += 3 + n;
-		done += n;
-	} while (done < len);
-	put_le32(p, (uint32_t)XXH64(in, len, 0));
-	p += 4;
-	return (size_t)(p - out);
+		size_t k = len - done < ZS_BLOCK_MAX ? len - done : ZS_BLOCK_MAX;
+		uint32_t bh = (uint32_t)k << 3 | (done + k == len ? 1u : 0u); /* type 0: raw */
+		h[0] = (uint8_t)bh;
+		h[1] = (uint8_t)(bh >> 8);
+		h[2] = (uint8_t)(bh >> 16);
+		if (!err)
+			err = put(arg, h, 3);
+		if (!err && k)
+			err = put(arg, b + done, k);
+		total += 3 + k;
+		done += k;
+	} while (!err && done < len);
+	put_le32(h, (uint32_t)XXH64(in, len, 0));
+	if (!err)
+		err = put(arg, h, 4);
+	*out_len = total + 4;
+	return err;
+}
+
+static int put_mem(void *arg, const void *p, size_t n)
+{
+	uint8_t **at = arg;
+
+	memcpy(*at, p, n);
+	*at += n;
+	return 0;
+}
+
+/* A stored frame (see the top of the file) into out. */
+static size_t stored_frame(const uint8_t *in, size_t len, uint8_t *out)
+{
+	uint8_t *at = out;
+	size_t n;
+
+	zsk_store_to(in, len, put_mem, &at, &n);
+	return n;
 }
 
 int zsk_frame(struct zsk_cctx *c, int level, const void *in, size_t len, void *out, size_t cap,

@@ -40,6 +40,13 @@ void zsk_cctx_free(struct zsk_cctx *c); /* NULL does nothing */
 int zsk_frame(struct zsk_cctx *c, int level, const void *in, size_t len, void *out, size_t cap,
 	      size_t *out_len);
 
+/* The stored frame zsk_frame would make of in[0..len), handed to put piece by piece (its
+ * header, each raw block's header and bytes, its checksum) instead of copied into one buffer:
+ * a writer that gathers its output anyway copies each byte once.  Its size in *out_len.  0,
+ * or put's first error (nothing is put after it). */
+int zsk_store_to(const void *in, size_t len, int (*put)(void *arg, const void *p, size_t n),
+		 void *arg, size_t *out_len);
+
 /* A skippable frame (magic 0x184D2A50 | nibble) holding data[0..len) into a new buffer. */
 int zsk_skippable(unsigned nibble, const void *data, size_t len, uint8_t **out, size_t *out_len);
 
