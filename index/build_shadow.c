@@ -81,6 +81,12 @@ bool bld_shadow_wants(struct bld_shadow *s, const struct codec *c, struct src *i
 			s->failed = true;
 			return false;
 		}
+		if (shadow_store_only(c->name, src_size(in))) {
+			wo.threads = 0; /* its decoder holds the cores: see shadow.h */
+			tfs_log(TFS_LOG_INFO, "%s: its shadow is stored as it is decoded, "
+				"uncompressed (%s decodes faster than the shadow would be compressed)",
+				s->name, c->name);
+		}
 		s->id = shadow_new_id();
 		wo.id = s->id;
 		wo.max_bytes = budget;
@@ -165,6 +171,9 @@ int bld_shadow_finish(struct bld_shadow *s, sqlite3 *db, struct src *archive,
 	shadow_writer_stats(s->w, &ws);
 	shadow_writer_free(s->w);
 	s->w = NULL;
+	tfs_log(TFS_LOG_INFO, "%s: its shadow: %" PRIu64 " bytes for %" PRIu64 " decoded, %" PRIu64
+		" frames, %" PRIu64 " of them stored uncompressed", s->name, ws.written, ws.decoded,
+		ws.frames, ws.stored_frames);
 	snprintf(id, sizeof(id), "%016" PRIx64, s->id);
 	st->shadow_bytes = ws.written;
 	st->shadow_decoded = ws.decoded;

@@ -79,6 +79,18 @@ bool shadow_wanted(enum shadow_mode m, const char *codec, bool zstd_small_frames
 	return true;
 }
 
+bool shadow_store_only(const char *codec, uint64_t size)
+{
+	static const char *const fast[] = {"gzip", "deflate", "zstd", "lz4", "lzo"};
+
+	if (!codec || size < SHADOW_STORE_MIN)
+		return false;
+	for (size_t i = 0; i < sizeof(fast) / sizeof(*fast); i++)
+		if (strcmp(codec, fast[i]) == 0)
+			return true;
+	return false;
+}
+
 uint64_t shadow_budget(const char *path, uint64_t max)
 {
 	struct statvfs sv;

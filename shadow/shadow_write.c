@@ -8,29 +8,22 @@
  * S / 2 (then seg_count of the chunk is at least k + 1, whatever its length), and is dropped
  * if the chunk ends first: the frame then runs on to the chunk's end.
  *
- * Compressing.  Frames go into a ring of slots, compressed by `threads` pool jobs (niced:
- * the decoder comes first) in ring order, and written by the caller's thread in order as they
- * are done.  When the caller needs a slot and the ring is full, the oldest frame is stored
- * (raw blocks) if no job has taken it yet, else the caller waits for that one job: so the
- * pass is never held up by more than one frame's compression, and where the decoder is fast
- * (gzip) part of the shadow is stored rather than compressed.
+ * Compressing and writing: shadow_ring.h.  A frame is handed to the ring by swapping buffers
+ * (the frame's bytes are copied once, from the decoder into the stream's buffer).
  *
  * No fsync: a shadow cut short by a crash is refused when it is opened (its seek table) or,
  * if the table happens to be whole, by the frames' checksums and the segment CRCs when read.
  *
  * Streams decoded at once (a container's, one per thread) each have a handle that cuts their
- * frames; a frame is handed to the ring under w->emit_lock, which serialises the emitters and
- * the file's writes, so each stream's frames are numbered in order and the map records them
- * as runs of consecutive frames.
+ * frames; a frame is handed to the ring under w->emit_lock, which serialises the emitters, so
+ * each stream's frames are numbered in order and the map records them as runs of consecutive
+ * frames.
  *
- * Locks: emit_lock (one emitter at a time: the ring's tail, the file, the seek table, the
- * map) -> lock (the slots' states and stop; a leaf: the jobs compress and the emitter writes
- * without it).
+ * Locks: emit_lock (one emitter at a time: the ring's puts, the map) -> the ring's.
  */
 #include "shadow/shadow.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -43,23 +36,7 @@
 #include "codecs/zstd/zstd_seekable.h"
 #include "common/byteio.h"
 #include "common/log.h"
-#include "common/pool.h"
-
-#define SW_NICE 0 /* as the decoder: a full ring stores frames, so the pass never waits long */
-#define SW_MAX_JOBS 16
-/* frames waiting for a job at most: about 32 MiB of them, so that a fast decoder's bursts are
- * compressed as the jobs catch up rather than stored */
-#define SW_SLOTS 256
-
-enum { SLOT_FREE, SLOT_QUEUED, SLOT_RUNNING, SLOT_DONE };
-
-struct slot {
-	uint8_t *in, *out; /* made at the first frame the slot holds, grown for a larger one */
-	size_t cap;	   /* in's size (out's: zsk_bound(cap)) */
-	size_t len, out_len;
-	int state; /* lock */
-	int err;
-};
+#include "shadow/shadow_ring.h"
 
 struct run {
 	uint32_t first, count;
@@ -78,7 +55,7 @@ struct shadow_stream {
 	unsigned shift;
 	uint64_t seg;	      /* 1 << shift */
 	uint64_t chunk_pos;   /* bytes of the current chunk so far */
-	uint8_t *cur;	      /* the frame being filled */
+	uint8_t *cur;	      /* the frame being filled (cur_cap bytes: a ring buffer) */
 	size_t cur_len;
 	size_t cand;	      /* candidate cut in cur, or 0: none */
 	uint64_t cand_chunk;  /* its chunk position */
@@ -89,30 +66,17 @@ struct shadow_stream {
 struct shadow_writer {
 	char *path, *tmp, *name, *fp;
 	uint64_t id;
-	int fd;
-	int level;
 	size_t target, cur_cap;
-	uint64_t max_bytes;
 	_Atomic bool failed;
 	bool finished;
+	struct shadow_ring *ring;
 
 	pthread_mutex_t emit_lock;
 	/* emit_lock: */
-	struct zsk_table_w table;
-	uint64_t pos;	  /* bytes written to the file */
 	uint64_t emitted; /* frames handed to the ring */
 	struct shadow_wstats st;
 	struct map_ent *map;
 	size_t nmap, map_cap;
-
-	/* the ring */
-	struct slot *slots;
-	size_t nslots, head, tail, used; /* lock; tail: the next slot to fill */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool stop;
-	struct pool_job *jobs[SW_MAX_JOBS];
-	unsigned njobs;
 };
 
 /* The first error: logged once, and everything after is ignored. */
@@ -124,159 +88,53 @@ static void fail(struct shadow_writer *w, int err, const char *what)
 		what, strerror(-err));
 }
 
-static void *job_main(void *arg)
+/* Room for one more run in ss's list (emit_lock held). */
+static bool grow_runs(struct shadow_stream *ss)
 {
-	struct shadow_writer *w = arg;
-	struct zsk_cctx *cc = zsk_cctx_new();
+	size_t cap = ss->runs_cap ? ss->runs_cap * 2 : 4;
+	struct run *r = realloc(ss->runs, cap * sizeof(*r));
 
-	pthread_mutex_lock(&w->lock);
-	for (;;) {
-		struct slot *s = NULL;
-		while (!w->stop) { /* the oldest queued frame */
-			for (size_t i = 0, k = w->head; i < w->used; i++, k = (k + 1) % w->nslots) {
-				if (w->slots[k].state == SLOT_QUEUED) {
-					s = &w->slots[k];
-					break;
-				}
-			}
-			if (s)
-				break;
-			pthread_cond_wait(&w->cond, &w->lock);
-		}
-		if (!s)
-			break;
-		s->state = SLOT_RUNNING;
-		pthread_mutex_unlock(&w->lock);
-		int err = cc ? zsk_frame(cc, w->level, s->in, s->len, s->out, zsk_bound(s->len),
-					 &s->out_len)
-			     : zsk_frame(NULL, ZSK_STORE, s->in, s->len, s->out, zsk_bound(s->len),
-					 &s->out_len);
-		pthread_mutex_lock(&w->lock);
-		s->err = err;
-		s->state = SLOT_DONE;
-		pthread_cond_broadcast(&w->cond);
-	}
-	pthread_mutex_unlock(&w->lock);
-	zsk_cctx_free(cc);
-	return NULL;
+	if (!r)
+		return false;
+	ss->runs = r;
+	ss->runs_cap = cap;
+	return true;
 }
 
-static int write_all(struct shadow_writer *w, const uint8_t *p, size_t len)
+static void ring_failed(void *arg, int err, const char *what)
 {
-	if (w->max_bytes && w->pos + len > w->max_bytes)
-		return -EFBIG;
-	while (len) {
-		ssize_t n = pwrite(w->fd, p, len, (off_t)w->pos);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-		w->pos += (uint64_t)n;
-		w->st.written += (uint64_t)n;
-	}
-	return 0;
+	fail(arg, err, what);
 }
 
-/* Writes the done slots at the head of the ring, in order (lock held; released while
- * writing). */
-static void flush_done(struct shadow_writer *w)
-{
-	while (w->used && w->slots[w->head].state == SLOT_DONE) {
-		struct slot *s = &w->slots[w->head];
-		pthread_mutex_unlock(&w->lock);
-		int err = s->err;
-		if (!err && !w->failed)
-			err = write_all(w, s->out, s->out_len);
-		if (!err && !w->failed)
-			err = zsk_table_add(&w->table, s->out_len, s->len);
-		if (err)
-			fail(w, err, err == -EFBIG ? "it would pass its size limit" : "writing it");
-		pthread_mutex_lock(&w->lock);
-		s->state = SLOT_FREE;
-		w->head = (w->head + 1) % w->nslots;
-		w->used--;
-	}
-}
-
-/* Hands s->cur[0..len) to the ring as the next frame of its stream (emit_lock held). */
-static void emit_locked(struct shadow_writer *w, struct shadow_stream *ss, size_t len)
-{
-	struct slot *s;
-
-	if (w->failed)
-		return;
-	if (w->emitted >= UINT32_MAX) {
-		fail(w, -EFBIG, "too many frames");
-		return;
-	}
-	if (ss->nruns && ss->runs[ss->nruns - 1].first + ss->runs[ss->nruns - 1].count == w->emitted) {
-		ss->runs[ss->nruns - 1].count++;
-	} else {
-		if (ss->nruns == ss->runs_cap) {
-			size_t cap = ss->runs_cap ? ss->runs_cap * 2 : 4;
-			struct run *r = realloc(ss->runs, cap * sizeof(*r));
-			if (!r) {
-				fail(w, -ENOMEM, "its map");
-				return;
-			}
-			ss->runs = r;
-			ss->runs_cap = cap;
-		}
-		ss->runs[ss->nruns++] = (struct run){(uint32_t)w->emitted, 1};
-	}
-	pthread_mutex_lock(&w->lock);
-	flush_done(w);
-	while (w->used == w->nslots) {
-		struct slot *h = &w->slots[w->head];
-		if (h->state == SLOT_QUEUED) { /* no job took it: stored, now */
-			h->err = zsk_frame(NULL, ZSK_STORE, h->in, h->len, h->out, zsk_bound(h->len),
-					   &h->out_len);
-			h->state = SLOT_DONE;
-			w->st.stored_frames++;
-		} else if (h->state == SLOT_RUNNING) {
-			pthread_cond_wait(&w->cond, &w->lock);
-		}
-		flush_done(w);
-	}
-	s = &w->slots[w->tail];
-	if (s->cap < len) {
-		size_t cap = len > w->target ? len : w->target;
-		free(s->in);
-		free(s->out);
-		s->in = malloc(cap);
-		s->out = malloc(zsk_bound(cap));
-		s->cap = s->in && s->out ? cap : 0;
-		if (!s->cap) {
-			pthread_mutex_unlock(&w->lock);
-			fail(w, -ENOMEM, "a frame's buffer");
-			return;
-		}
-	}
-	memcpy(s->in, ss->cur, len);
-	s->len = len;
-	s->err = 0;
-	s->state = w->njobs ? SLOT_QUEUED : SLOT_DONE;
-	if (!w->njobs) {
-		s->err = zsk_frame(NULL, ZSK_STORE, s->in, len, s->out, zsk_bound(len), &s->out_len);
-		w->st.stored_frames++;
-	}
-	w->tail = (w->tail + 1) % w->nslots;
-	w->used++;
-	w->emitted++;
-	w->st.frames++;
-	pthread_cond_broadcast(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-}
-
+/* Hands ss->cur[0..len) to the ring as the next frame of its stream; cur then holds what
+ * followed it, cur_len - len bytes. */
 static void emit(struct shadow_stream *ss, size_t len)
 {
 	struct shadow_writer *w = ss->w;
+	size_t keep = ss->cur_len - len;
 
 	pthread_mutex_lock(&w->emit_lock);
-	emit_locked(w, ss, len);
+	if (w->failed) {
+		/* nothing more */
+	} else if (w->emitted >= UINT32_MAX) {
+		fail(w, -EFBIG, "too many frames");
+	} else if (ss->nruns &&
+		   ss->runs[ss->nruns - 1].first + ss->runs[ss->nruns - 1].count == w->emitted) {
+		ss->runs[ss->nruns - 1].count++;
+	} else if (ss->nruns == ss->runs_cap && !grow_runs(ss)) {
+		fail(w, -ENOMEM, "its map");
+	} else {
+		ss->runs[ss->nruns++] = (struct run){(uint32_t)w->emitted, 1};
+	}
+	if (!w->failed) {
+		ring_put(w->ring, &ss->cur, len, keep);
+		w->emitted++;
+		w->st.frames++;
+	} else {
+		memmove(ss->cur, ss->cur + len, keep);
+	}
 	pthread_mutex_unlock(&w->emit_lock);
+	ss->cur_len = keep;
 }
 
 /* Ends the frame being filled at its end (a chunk's end). */
@@ -296,13 +154,8 @@ int shadow_writer_new(const char *path, const struct shadow_wopts *o, struct sha
 	*out = NULL;
 	if (!w)
 		return -ENOMEM;
-	w->fd = -1;
-	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->emit_lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
-	w->level = o->level ? o->level : SHADOW_LEVEL;
 	w->target = o->frame ? o->frame : SHADOW_FRAME;
-	w->max_bytes = o->max_bytes;
 	w->id = o->id;
 	w->path = strdup(path);
 	w->name = strdup(o->name ? o->name : path);
@@ -310,27 +163,20 @@ int shadow_writer_new(const char *path, const struct shadow_wopts *o, struct sha
 	if (!w->path || !w->name || !w->tmp)
 		goto fail;
 	snprintf(w->tmp, strlen(path) + 32, "%s.tmp.%ld", path, (long)getpid());
-	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (w->fd < 0) {
-		err = -errno;
-		tfs_log(TFS_LOG_WARNING, "%s: no shadow is kept (cannot create %s: %s)", w->name,
-			w->tmp, strerror(errno));
-		goto fail;
-	}
-	unsigned threads = o->threads;
-	if (threads > SW_MAX_JOBS)
-		threads = SW_MAX_JOBS;
-	w->nslots = SW_SLOTS > 2 * (size_t)threads + 2 ? SW_SLOTS : 2 * (size_t)threads + 2;
-	w->slots = calloc(w->nslots, sizeof(*w->slots));
-	if (!w->slots)
-		goto fail;
 	/* a frame holds at most the target, a segment to reach a boundary and half a segment
 	 * after it: segments are at most 1 MiB (segment.h) */
 	w->cur_cap = w->target + ((size_t)2 << 20);
-	for (unsigned i = 0; i < threads; i++) {
-		if (pool_start(job_main, w, "tarseek-shadow", SW_NICE, &w->jobs[w->njobs]) < 0)
-			break; /* fewer jobs; with none, every frame is stored */
-		w->njobs++;
+	struct ring_opts ro = {.jobs = o->threads,
+			       .level = o->level ? o->level : SHADOW_LEVEL,
+			       .buf_cap = w->cur_cap,
+			       .max_bytes = o->max_bytes,
+			       .fail = ring_failed,
+			       .arg = w};
+	err = ring_new(w->tmp, &ro, &w->ring);
+	if (err) {
+		tfs_log(TFS_LOG_WARNING, "%s: no shadow is kept (cannot create %s: %s)", w->name,
+			w->tmp, strerror(-err));
+		goto fail;
 	}
 	*out = w;
 	return 0;
@@ -361,7 +207,7 @@ struct shadow_stream *shadow_stream_begin(struct shadow_writer *w, uint64_t stre
 		return NULL;
 	s = calloc(1, sizeof(*s));
 	if (s)
-		s->cur = malloc(w->cur_cap);
+		s->cur = ring_buf(w->ring);
 	if (!s || !s->cur) {
 		free(s);
 		fail(w, -ENOMEM, "a stream's frame");
@@ -409,10 +255,7 @@ void shadow_write(struct shadow_stream *s, const void *p, size_t len)
 		if (s->chunk_pos != stop)
 			continue;
 		if (s->cand) { /* the candidate is a real boundary now: cut there */
-			size_t keep = s->cur_len - s->cand;
 			emit(s, s->cand);
-			memmove(s->cur, s->cur + s->cand, keep);
-			s->cur_len = keep;
 			s->cand = 0;
 		} else if (s->cur_len >= s->w->target) {
 			s->cand = s->cur_len;
@@ -470,7 +313,12 @@ bool shadow_writer_ok(const struct shadow_writer *w)
 
 void shadow_writer_stats(const struct shadow_writer *w, struct shadow_wstats *out)
 {
+	struct ring_stats rs;
+
 	*out = w->st;
+	ring_stats(w->ring, &rs);
+	out->stored_frames = rs.stored_frames;
+	out->written = rs.written;
 }
 
 /* The map's bytes (see shadow.h). */
@@ -512,88 +360,43 @@ static int map_bytes(struct shadow_writer *w, uint8_t **out, size_t *len)
 	return 0;
 }
 
-static void stop_jobs(struct shadow_writer *w)
-{
-	pthread_mutex_lock(&w->lock);
-	w->stop = true;
-	pthread_cond_broadcast(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-	for (unsigned i = 0; i < w->njobs; i++)
-		pool_join(w->jobs[i]);
-	w->njobs = 0;
-}
-
 int shadow_writer_finish(struct shadow_writer *w, const char *fingerprint)
 {
-	uint8_t *map = NULL, *skip = NULL, *tab = NULL;
-	size_t maplen = 0, skiplen = 0, tablen = 0;
+	uint8_t *map = NULL, *skip = NULL;
+	size_t maplen = 0, skiplen = 0;
 	int err;
 
-	/* the frames still in the ring */
-	pthread_mutex_lock(&w->emit_lock);
-	pthread_mutex_lock(&w->lock);
-	while (w->used) {
-		flush_done(w);
-		if (w->used)
-			pthread_cond_wait(&w->cond, &w->lock);
-	}
-	pthread_mutex_unlock(&w->lock);
-	pthread_mutex_unlock(&w->emit_lock);
-	stop_jobs(w);
 	if (w->failed)
-		goto out_fail;
+		return -EIO;
 	w->fp = strdup(fingerprint ? fingerprint : "");
 	err = w->fp ? map_bytes(w, &map, &maplen) : -ENOMEM;
 	if (!err)
 		err = zsk_skippable(SHADOW_MAP_NIBBLE, map, maplen, &skip, &skiplen);
-	if (!err)
-		err = write_all(w, skip, skiplen);
-	if (!err)
-		err = zsk_table_add(&w->table, skiplen, 0);
-	if (!err)
-		err = zsk_table_bytes(&w->table, &tab, &tablen);
-	if (!err)
-		err = write_all(w, tab, tablen);
 	free(map);
-	free(skip);
-	free(tab);
 	if (err) {
-		fail(w, err, "writing its map");
-		goto out_fail;
+		fail(w, err, "its map");
+		return -EIO;
 	}
-	if (close(w->fd) < 0) {
-		w->fd = -1;
-		fail(w, -errno, "closing it");
-		goto out_fail;
-	}
-	w->fd = -1;
+	/* the frames still in the ring, then the map and the seek table */
+	err = ring_finish(w->ring, skip, skiplen); /* an error is said through ring_failed */
+	free(skip);
+	if (err || w->failed)
+		return -EIO;
 	if (rename(w->tmp, w->path) < 0) {
 		fail(w, -errno, "renaming it into place");
-		goto out_fail;
+		return -EIO;
 	}
 	w->finished = true;
 	return 0;
-out_fail:
-	return -EIO;
 }
 
 void shadow_writer_free(struct shadow_writer *w)
 {
 	if (!w)
 		return;
-	stop_jobs(w);
-	if (w->fd >= 0)
-		close(w->fd);
+	ring_free(w->ring);
 	if (!w->finished && w->tmp)
 		unlink(w->tmp);
-	for (size_t i = 0; w->slots && i < w->nslots; i++) {
-		free(w->slots[i].in);
-		free(w->slots[i].out);
-	}
-	free(w->slots);
-	zsk_table_w_free(&w->table);
-	pthread_cond_destroy(&w->cond);
-	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&w->emit_lock);
 	for (size_t i = 0; i < w->nmap; i++)
 		free(w->map[i].runs);

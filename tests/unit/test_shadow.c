@@ -109,9 +109,9 @@ static int write_shadow(const char *path, struct tstream *ts, size_t n, unsigned
 				;
 		}
 	}
-	if (st)
-		shadow_writer_stats(w, st);
 	err = shadow_writer_finish(w, "fp-1");
+	if (st) /* whole once finished: frames are stored or compressed until then */
+		shadow_writer_stats(w, st);
 	shadow_writer_free(w);
 	return err;
 }
