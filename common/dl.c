@@ -44,7 +44,7 @@ bool dl_available(const char *soname)
 
 const char *dl_optional(void)
 {
-	static char list[384];
+	static char list[768];
 
 	snprintf(list, sizeof(list), "%s (remote archives) %s", DL_CURL,
 		 dl_available(DL_CURL) ? "found" : "missing");
@@ -60,6 +60,21 @@ const char *dl_optional(void)
 	k = strlen(list);
 	snprintf(list + k, sizeof(list) - k, ", %s (SquashFS images) %s", DL_SQUASHFS,
 		 dl_available(DL_SQUASHFS) ? "found" : "missing");
+#endif
+#if HAVE_EXT2FS
+	k = strlen(list);
+	snprintf(list + k, sizeof(list) - k, ", %s (ext2/3/4 in images) %s", DL_EXT2FS,
+		 dl_available(DL_EXT2FS) ? "found" : "missing");
+#endif
+#if HAVE_LIBFSNTFS
+	k = strlen(list);
+	snprintf(list + k, sizeof(list) - k, ", %s (NTFS in images) %s", DL_FSNTFS,
+		 dl_available(DL_FSNTFS) ? "found" : "missing");
+#endif
+#if HAVE_JSONC
+	k = strlen(list);
+	snprintf(list + k, sizeof(list) - k, ", %s (container images) %s", DL_JSONC,
+		 dl_available(DL_JSONC) ? "found" : "missing");
 #endif
 	return list;
 }

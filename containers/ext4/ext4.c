@@ -29,6 +29,7 @@
 
 #include "common/log.h"
 #include "containers/ext4/ext4_int.h"
+#include "containers/ext4/ext4_dl.h"
 #include "containers/ext4/ext4_io.h"
 
 #define SB_OFF 1024
@@ -119,20 +120,20 @@ static int e4_open(struct ext4 *e)
 
 	e->io.src = e->in;
 	ext4_io_name(name, &e->io);
-	rc = ext2fs_open2(name, NULL,
+	rc = sym_ext2fs_open2(name, NULL,
 			  EXT2_FLAG_64BITS | EXT2_FLAG_IGNORE_CSUM_ERRORS | EXT2_FLAG_SKIP_MMP, 0, 0,
 			  ext4_io_manager, &e->fs);
 	if (!rc) {
 		/* e2fsck's first check: bitmaps and inode tables inside their groups (flex_bg: the
 		 * file system), not overlapping the superblock and descriptors */
-		rc = ext2fs_check_desc(e->fs);
+		rc = sym_ext2fs_check_desc(e->fs);
 		if (!rc)
 			return 0;
 		err = ext4_err(e, rc);
 		if (err == -EIO)
 			tfs_log(TFS_LOG_ERR, "%s: an ext2/3/4 file system whose group descriptors make "
-				"no sense (%s): not read", e->name, error_message(rc));
-		ext2fs_close_free(&e->fs);
+				"no sense (%s): not read", e->name, sym_error_message(rc));
+		sym_ext2fs_close_free(&e->fs);
 		return err;
 	}
 	e->fs = NULL;
@@ -145,14 +146,14 @@ static int e4_open(struct ext4 *e)
 		return -ENOTSUP;
 	}
 	tfs_log(TFS_LOG_ERR, "%s: an ext2/3/4 file system that libext2fs refuses (%s): not read",
-		e->name, error_message(rc));
+		e->name, sym_error_message(rc));
 	return -EIO;
 }
 
 /* libext2fs's messages (error_message) once its table is known to com_err */
 static void e4_init(void)
 {
-	initialize_ext2_error_table();
+	sym_initialize_ext2_error_table();
 }
 
 static int e4_parse(struct src *in, const struct cont_sink *sink, struct cont_stats *stats)
@@ -162,6 +163,10 @@ static int e4_parse(struct src *in, const struct cont_sink *sink, struct cont_st
 	struct ext2_super_block sb;
 	int err;
 
+	if (ext4_dl_load()) { /* said once */
+		free(e);
+		return -ENOTSUP;
+	}
 	pthread_once(&once, e4_init);
 	if (stats)
 		*stats = (struct cont_stats){0};
@@ -198,7 +203,7 @@ static int e4_parse(struct src *in, const struct cont_sink *sink, struct cont_st
 	err = ext4_walk(e);
 out:
 	if (e->fs)
-		ext2fs_close_free(&e->fs);
+		sym_ext2fs_close_free(&e->fs);
 	if (stats) {
 		stats->members = e->st.members;
 		stats->damaged = e->damaged;

@@ -10,6 +10,7 @@
  * them.
  */
 #include "containers/ext4/ext4_int.h"
+#include "containers/ext4/ext4_dl.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -77,13 +78,13 @@ static int map_extents(struct map_ctx *c, ext2_ino_t ino, struct ext2_inode *ino
 	errcode_t rc;
 	int op = EXT2_EXTENT_ROOT, err = 0;
 
-	rc = ext2fs_extent_open2(e->fs, ino, inode, &h);
+	rc = sym_ext2fs_extent_open2(e->fs, ino, inode, &h);
 	if (rc) {
 		c->why = "its extent tree cannot be read";
 		return ext4_err(e, rc);
 	}
 	for (;;) {
-		rc = ext2fs_extent_get(h, op, &ext);
+		rc = sym_ext2fs_extent_get(h, op, &ext);
 		op = EXT2_EXTENT_NEXT;
 		if (rc == EXT2_ET_EXTENT_NO_NEXT)
 			break;
@@ -104,7 +105,7 @@ static int map_extents(struct map_ctx *c, ext2_ino_t ino, struct ext2_inode *ino
 		if (err)
 			break;
 	}
-	ext2fs_extent_free(h);
+	sym_ext2fs_extent_free(h);
 	return err;
 }
 
@@ -137,7 +138,7 @@ int ext4_map(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *inode, uint64_t 
 	if (inode->i_flags & EXT4_EXTENTS_FL) {
 		err = map_extents(&c, ino, inode);
 	} else {
-		rc = ext2fs_block_iterate3(e->fs, ino, BLOCK_FLAG_READ_ONLY, NULL, map_block, &c);
+		rc = sym_ext2fs_block_iterate3(e->fs, ino, BLOCK_FLAG_READ_ONLY, NULL, map_block, &c);
 		err = c.err;
 		if (!err && rc) {
 			c.why = "its indirect blocks cannot be read";
@@ -193,7 +194,7 @@ int ext4_map_inline(struct ext4 *e, ext2_ino_t ino, uint64_t size, size_t *n, co
 
 	*n = 0;
 	*why = "its inline data cannot be found";
-	tbl = ext2fs_inode_table_loc(e->fs, group);
+	tbl = sym_ext2fs_inode_table_loc(e->fs, group);
 	at = ((ino - 1) % ipg) * isz;
 	if (tbl >= e->blocks || at / e->bs >= e->blocks - tbl)
 		return -EIO;

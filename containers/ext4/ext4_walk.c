@@ -15,6 +15,7 @@
  * inode's mode says, not the entry's file-type byte, decide what a member is.
  */
 #include "containers/ext4/ext4_int.h"
+#include "containers/ext4/ext4_dl.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -110,7 +111,7 @@ static int dir_block(struct ext4 *e, struct dir *d, ext2_ino_t dino, uint64_t lb
 		uint32_t ino = le32(e->block + off);
 		size_t nlen = e->block[off + 6];
 
-		if (ext2fs_get_rec_len(e->fs, de, &rec_len) || rec_len < 8 || rec_len & 3 ||
+		if (sym_ext2fs_get_rec_len(e->fs, de, &rec_len) || rec_len < 8 || rec_len & 3 ||
 		    rec_len > e->bs - off || nlen + 8 > rec_len) {
 			ext4_damage(e, "%s: folder inode %u: block %" PRIu64 " is damaged at byte %"
 				    PRIu64 "; its other entries are left out", e->name, dino, lblk,
@@ -157,13 +158,13 @@ static int dir_read(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *inode, st
 	if (inode->i_flags & EXT4_INLINE_DATA_FL) {
 		struct inline_ctx c = {.e = e, .d = d};
 
-		rc = ext2fs_dir_iterate2(e->fs, ino, DIRENT_FLAG_INCLUDE_INLINE_DATA, NULL,
+		rc = sym_ext2fs_dir_iterate2(e->fs, ino, DIRENT_FLAG_INCLUDE_INLINE_DATA, NULL,
 					 inline_entry, &c);
 		if (c.err)
 			return c.err;
 		if (rc)
 			ext4_damage(e, "%s: folder inode %u: its inline entries cannot be read (%s)",
-				    e->name, ino, error_message(rc));
+				    e->name, ino, sym_error_message(rc));
 		return 0;
 	}
 	err = ext4_map(e, ino, inode, end, &why);
@@ -181,14 +182,14 @@ static int dir_read(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *inode, st
 		for (uint64_t b = 0; !err && b < r->len; b++) {
 			if (!ext4_spend(e, 1))
 				return EXT4_STOP;
-			rc = ext2fs_read_dir_block4(e->fs, r->pblk + b, e->block, 0, ino);
+			rc = sym_ext2fs_read_dir_block4(e->fs, r->pblk + b, e->block, 0, ino);
 			if (rc == 0 || rc == EXT2_ET_DIR_CSUM_INVALID) {
 				err = dir_block(e, d, ino, r->lblk + b);
 			} else if (ext4_io_err_fatal(e)) {
 				err = ext4_err(e, rc);
 			} else {
 				ext4_damage(e, "%s: folder inode %u: block %" PRIu64 " cannot be read "
-					    "(%s)", e->name, ino, r->lblk + b, error_message(rc));
+					    "(%s)", e->name, ino, r->lblk + b, sym_error_message(rc));
 			}
 		}
 	}
@@ -312,7 +313,7 @@ static ssize_t link_target(struct ext4 *e, ext2_ino_t ino, struct ext2_inode *in
 		for (size_t i = 0; !err && i < n; i++)
 			err = src_pread_full(e->in, e->block + e->sparse[i].off,
 					     (size_t)e->sparse[i].len, e->sparse[i].src);
-	} else if (ext2fs_is_fast_symlink(inode)) {
+	} else if (sym_ext2fs_is_fast_symlink(inode)) {
 		memcpy(e->block, inode->i_block, (size_t)size);
 	} else {
 		err = ext4_map(e, ino, inode, 1, &why);
@@ -390,12 +391,12 @@ static int walk_entry(struct ext4 *e, ext2_ino_t ino, int depth)
 		return 0;
 	}
 	memset(e->inode, 0, e->inode_len);
-	rc = ext2fs_read_inode_full(e->fs, ino, inode, (int)isz);
+	rc = sym_ext2fs_read_inode_full(e->fs, ino, inode, (int)isz);
 	if (rc) {
 		if (ext4_io_err_fatal(e))
 			return ext4_err(e, rc);
 		ext4_damage(e, "%s: '%s': its inode %u cannot be read (%s); left out", e->name,
-			    e->path, ino, error_message(rc));
+			    e->path, ino, sym_error_message(rc));
 		return 0;
 	}
 	member_common(e, &m, big);
@@ -482,12 +483,12 @@ static int walk_dir(struct ext4 *e, ext2_ino_t ino, int depth)
 	errcode_t rc;
 	int err = 0;
 
-	rc = ext2fs_read_inode_full(e->fs, ino, (struct ext2_inode *)&big, sizeof(big));
+	rc = sym_ext2fs_read_inode_full(e->fs, ino, (struct ext2_inode *)&big, sizeof(big));
 	if (rc) {
 		if (ext4_io_err_fatal(e))
 			return ext4_err(e, rc);
 		ext4_damage(e, "%s: folder inode %u cannot be read (%s)", e->name, ino,
-			    error_message(rc));
+			    sym_error_message(rc));
 		return 0;
 	}
 	err = dir_read(e, ino, (struct ext2_inode *)&big, &d);

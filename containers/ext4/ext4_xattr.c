@@ -10,6 +10,7 @@
  * an entry that does not fit ends the list (what came before is kept).
  */
 #include "containers/ext4/ext4_int.h"
+#include "containers/ext4/ext4_dl.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -76,7 +77,7 @@ int ext4_xattrs(struct ext4 *e, const uint8_t *raw, size_t isz, const struct ext
 		if (!(extra & 3) && start + 4 <= isz && le32(raw + start) == XATTR_MAGIC)
 			xattr_list(e, raw, isz, start + 4, start + 4);
 	}
-	blk = ext2fs_file_acl_block(e->fs, (struct ext2_inode *)inode);
+	blk = sym_ext2fs_file_acl_block(e->fs, (struct ext2_inode *)inode);
 	if (!blk || blk >= e->blocks)
 		return 0;
 	err = src_pread_full(e->in, e->xblock, (size_t)e->bs, blk * e->bs);

@@ -41,6 +41,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <libfsntfs.h>
+
+#include "containers/ntfs/ntfs_dl.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,11 +66,6 @@
 #define NT_DATA_COMPRESSED 0x00ffu  /* its flags: the compression method */
 #define NT_DATA_ENCRYPTED 0x4000u
 #define NT_FILETIME_UNIX 116444736000000000ULL /* 1970-01-01 in FILETIME units */
-
-/* Exported by Debian 12's libfsntfs (20200921) but not declared in its header: the valid
- * data length (initialized size) of a non-resident attribute. */
-int libfsntfs_attribute_get_valid_data_size(libfsntfs_attribute_t *attribute,
-					    size64_t *valid_data_size, libfsntfs_error_t **error);
 
 /* the map of a file that is all holes: no extents, but a map */
 static const struct member_sparse nt_no_extent;
@@ -107,7 +104,7 @@ static bool nt_probe(struct src *in, const uint8_t *h, size_t len)
 static const char *nt_msg(libfsntfs_error_t *e, char *buf, size_t len)
 {
 	buf[0] = '\0';
-	if (e && libfsntfs_error_sprint(e, buf, len) < 0)
+	if (e && sym_libfsntfs_error_sprint(e, buf, len) < 0)
 		buf[0] = '\0';
 	for (char *p = buf; *p; p++)
 		if (*p == '\n')
@@ -118,7 +115,7 @@ static const char *nt_msg(libfsntfs_error_t *e, char *buf, size_t len)
 static void nt_err_free(libfsntfs_error_t **e)
 {
 	if (*e)
-		libfsntfs_error_free(e);
+		sym_libfsntfs_error_free(e);
 }
 
 /* The $MFT's runs, for ntfs_record.c. */
@@ -130,9 +127,9 @@ static int nt_mft_runs(struct nt *t)
 	uint64_t off = 0;
 	int n = 0, err = -EIO;
 
-	if (libfsntfs_volume_get_mft_entry_size(t->vol, &rs, &e) != 1 ||
-	    libfsntfs_volume_get_file_entry_by_index(t->vol, 0, &f, &e) != 1 ||
-	    libfsntfs_file_entry_get_number_of_extents(f, &n, &e) != 1 || n <= 0 ||
+	if (sym_libfsntfs_volume_get_mft_entry_size(t->vol, &rs, &e) != 1 ||
+	    sym_libfsntfs_volume_get_file_entry_by_index(t->vol, 0, &f, &e) != 1 ||
+	    sym_libfsntfs_file_entry_get_number_of_extents(f, &n, &e) != 1 || n <= 0 ||
 	    (unsigned)n > NT_EXTENTS)
 		goto out;
 	t->runs = calloc((size_t)n, sizeof(*t->runs));
@@ -145,7 +142,7 @@ static int nt_mft_runs(struct nt *t)
 		size64_t len;
 		uint32_t fl;
 
-		if (libfsntfs_file_entry_get_extent_by_index(f, i, &phys, &len, &fl, &e) != 1 ||
+		if (sym_libfsntfs_file_entry_get_extent_by_index(f, i, &phys, &len, &fl, &e) != 1 ||
 		    phys < 0 || (fl & LIBFSNTFS_EXTENT_FLAG_IS_SPARSE) || len > UINT64_MAX - off)
 			goto out;
 		t->runs[i] = (struct ntfs_run){ .off = off, .len = len, .phys = (uint64_t)phys };
@@ -158,7 +155,7 @@ out:
 		tfs_log(TFS_LOG_NOTICE, "%s: NTFS: the $MFT's runs cannot be read: small files "
 			"will be unreadable", t->name);
 	nt_err_free(&e);
-	libfsntfs_file_entry_free(&f, NULL);
+	sym_libfsntfs_file_entry_free(&f, NULL);
 	return err == -EIO ? 0 : err;
 }
 
@@ -170,7 +167,7 @@ static void nt_data_attr(libfsntfs_file_entry_t *f, uint16_t *dflags, uint64_t *
 	int n = 0;
 
 	*dflags = 0;
-	if (libfsntfs_file_entry_get_number_of_attributes(f, &n, &e) != 1)
+	if (sym_libfsntfs_file_entry_get_number_of_attributes(f, &n, &e) != 1)
 		n = 0;
 	for (int i = 0; i < n; i++) {
 		libfsntfs_attribute_t *a = NULL;
@@ -180,21 +177,21 @@ static void nt_data_attr(libfsntfs_file_entry_t *f, uint16_t *dflags, uint64_t *
 		uint64_t first = 0, last = 0;
 		bool found;
 
-		if (libfsntfs_file_entry_get_attribute_by_index(f, i, &a, &e) != 1)
+		if (sym_libfsntfs_file_entry_get_attribute_by_index(f, i, &a, &e) != 1)
 			break;
-		found = libfsntfs_attribute_get_type(a, &type, &e) == 1 && type == NT_DATA &&
-			libfsntfs_attribute_get_utf8_name_size(a, &nlen, &e) == 1 && nlen <= 1;
-		if (found && libfsntfs_attribute_get_data_vcn_range(a, &first, &last, &e) == 1 &&
+		found = sym_libfsntfs_attribute_get_type(a, &type, &e) == 1 && type == NT_DATA &&
+			sym_libfsntfs_attribute_get_utf8_name_size(a, &nlen, &e) == 1 && nlen <= 1;
+		if (found && sym_libfsntfs_attribute_get_data_vcn_range(a, &first, &last, &e) == 1 &&
 		    first != 0)
 			found = false;
 		nt_err_free(&e);
 		if (found) {
-			if (libfsntfs_attribute_get_data_flags(a, dflags, &e) != 1)
+			if (sym_libfsntfs_attribute_get_data_flags(a, dflags, &e) != 1)
 				*dflags = 0;
-			if (libfsntfs_attribute_get_valid_data_size(a, &v, &e) == 1 && v < *valid)
+			if (sym_libfsntfs_attribute_get_valid_data_size(a, &v, &e) == 1 && v < *valid)
 				*valid = v;
 		}
-		libfsntfs_attribute_free(&a, NULL);
+		sym_libfsntfs_attribute_free(&a, NULL);
 		nt_err_free(&e);
 		if (found)
 			break;
@@ -212,7 +209,7 @@ static int nt_check_resident(struct nt *t, libfsntfs_file_entry_t *f, uint64_t s
 	if (!a || !b)
 		goto out;
 	err = -EIO;
-	if (libfsntfs_file_entry_read_buffer_at_offset(f, a, size, 0, &e) != (ssize_t)size)
+	if (sym_libfsntfs_file_entry_read_buffer_at_offset(f, a, size, 0, &e) != (ssize_t)size)
 		goto out;
 	for (size_t i = 0; i < t->ext.n; i++) {
 		const struct member_sparse *x = &t->ext.v[i];
@@ -241,8 +238,8 @@ static int nt_data(struct nt *t, libfsntfs_file_entry_t *f, uint64_t idx, uint32
 	int n = 0, err = 0;
 
 	t->ext.n = 0;
-	if (libfsntfs_file_entry_is_corrupted(f, &e) == 1 || libfsntfs_file_entry_is_empty(f, &e) == 1 ||
-	    libfsntfs_file_entry_get_size(f, &size, &e) != 1) {
+	if (sym_libfsntfs_file_entry_is_corrupted(f, &e) == 1 || sym_libfsntfs_file_entry_is_empty(f, &e) == 1 ||
+	    sym_libfsntfs_file_entry_get_size(f, &size, &e) != 1) {
 		m->unreadable = -EIO;
 		m->why = "its MFT record is damaged";
 		goto out;
@@ -264,7 +261,7 @@ static int nt_data(struct nt *t, libfsntfs_file_entry_t *f, uint64_t idx, uint32
 	}
 	if (!size)
 		goto out;
-	if (libfsntfs_file_entry_get_number_of_extents(f, &n, &e) != 1 || n < 0 ||
+	if (sym_libfsntfs_file_entry_get_number_of_extents(f, &n, &e) != 1 || n < 0 ||
 	    (unsigned)n > NT_EXTENTS) {
 		m->unreadable = -EIO;
 		m->why = "its data runs cannot be read";
@@ -294,7 +291,7 @@ static int nt_data(struct nt *t, libfsntfs_file_entry_t *f, uint64_t idx, uint32
 		size64_t len;
 		uint32_t fl;
 
-		if (libfsntfs_file_entry_get_extent_by_index(f, i, &phys, &len, &fl, &e) != 1) {
+		if (sym_libfsntfs_file_entry_get_extent_by_index(f, i, &phys, &len, &fl, &e) != 1) {
 			m->unreadable = -EIO;
 			m->why = "its data runs cannot be read";
 			goto out;
@@ -369,9 +366,9 @@ static bool nt_link(libfsntfs_file_entry_t *f, char *buf, size_t cap, size_t *le
 	size_t n = 0;
 	bool ok = false;
 
-	if (libfsntfs_file_entry_get_utf8_symbolic_link_target_size(f, &n, &e) == 1 && n > 1 &&
+	if (sym_libfsntfs_file_entry_get_utf8_symbolic_link_target_size(f, &n, &e) == 1 && n > 1 &&
 	    n <= cap &&
-	    libfsntfs_file_entry_get_utf8_symbolic_link_target(f, (uint8_t *)buf, n, &e) == 1) {
+	    sym_libfsntfs_file_entry_get_utf8_symbolic_link_target(f, (uint8_t *)buf, n, &e) == 1) {
 		buf[n - 1] = '\0';
 		*len = strlen(buf);
 		for (size_t i = 0; i < *len; i++)
@@ -395,9 +392,9 @@ static ssize_t nt_name(struct nt *t, libfsntfs_file_entry_t *f, const char *give
 	if (given && n >= 2 && at < NT_PATH && n <= NT_PATH + 1 - at) {
 		memcpy(name, given, n);
 	} else if (given || at >= NT_PATH ||
-		   libfsntfs_file_entry_get_utf8_name_size(f, &n, &e) != 1 || n < 2 ||
+		   sym_libfsntfs_file_entry_get_utf8_name_size(f, &n, &e) != 1 || n < 2 ||
 		   n > NT_PATH + 1 - at ||
-		   libfsntfs_file_entry_get_utf8_name(f, (uint8_t *)name, n, &e) != 1) {
+		   sym_libfsntfs_file_entry_get_utf8_name(f, (uint8_t *)name, n, &e) != 1) {
 		tfs_log(TFS_LOG_NOTICE, "%s: NTFS: a name in /%s cannot be read or is too long: "
 			"left out", t->name, t->path);
 		goto out;
@@ -436,7 +433,7 @@ static int nt_entry(struct nt *t, libfsntfs_file_entry_t *f, const char *name, s
 	bool dir;
 	int err = 0;
 
-	if (libfsntfs_file_entry_get_file_reference(f, &ref, &e) != 1)
+	if (sym_libfsntfs_file_entry_get_file_reference(f, &ref, &e) != 1)
 		goto damaged;
 	idx = NT_REF_INDEX(ref);
 	if (idx < NT_FIRST_USER)
@@ -446,7 +443,7 @@ static int nt_entry(struct nt *t, libfsntfs_file_entry_t *f, const char *name, s
 		t->damaged = true;
 		goto out;
 	}
-	dir = libfsntfs_file_entry_has_directory_entries_index(f, &e) == 1;
+	dir = sym_libfsntfs_file_entry_has_directory_entries_index(f, &e) == 1;
 	nt_err_free(&e);
 	m.path = (const uint8_t *)t->path;
 	m.path_len = (size_t)len;
@@ -470,10 +467,10 @@ static int nt_entry(struct nt *t, libfsntfs_file_entry_t *f, const char *name, s
 	err = nt_seen_add(t, idx, dir, t->path, (size_t)len);
 	if (err)
 		goto out;
-	if (libfsntfs_file_entry_get_file_attribute_flags(f, &flags, &e) != 1)
+	if (sym_libfsntfs_file_entry_get_file_attribute_flags(f, &flags, &e) != 1)
 		flags = 0;
 	nt_err_free(&e);
-	if (libfsntfs_file_entry_get_modification_time(f, &ft, &e) == 1) {
+	if (sym_libfsntfs_file_entry_get_modification_time(f, &ft, &e) == 1) {
 		m.mtime_sec = (int64_t)(ft / 10000000) - (int64_t)(NT_FILETIME_UNIX / 10000000);
 		m.mtime_nsec = (uint32_t)(ft % 10000000) * 100;
 	}
@@ -481,10 +478,10 @@ static int nt_entry(struct nt *t, libfsntfs_file_entry_t *f, const char *name, s
 	if (dir) {
 		m.type = MEMBER_DIR;
 		m.mode = 0755;
-	} else if ((libfsntfs_file_entry_is_symbolic_link(f, &e) == 1 &&
+	} else if ((sym_libfsntfs_file_entry_is_symbolic_link(f, &e) == 1 &&
 		    nt_link(f, link, sizeof(t->link), &llen)) ||
 		   ((flags & LIBFSNTFS_FILE_ATTRIBUTE_FLAG_SYSTEM) &&
-		    libfsntfs_file_entry_get_size(f, &sz, &e) == 1 &&
+		    sym_libfsntfs_file_entry_get_size(f, &sz, &e) == 1 &&
 		    ntfs_interix_link(f, sz, link, sizeof(t->link), &llen))) {
 		m.type = MEMBER_SYMLINK;
 		m.mode = 0777;
@@ -530,7 +527,7 @@ static int nt_walk(struct nt *t, libfsntfs_file_entry_t *dir, size_t plen, unsig
 	char msg[256];
 	int n = 0, err = 0;
 
-	if (libfsntfs_file_entry_get_number_of_sub_file_entries(dir, &n, &e) != 1) {
+	if (sym_libfsntfs_file_entry_get_number_of_sub_file_entries(dir, &n, &e) != 1) {
 		tfs_log(TFS_LOG_WARNING, "%s: NTFS: the folder /%s cannot be read (%s): its "
 			"contents are left out", t->name, t->path, nt_msg(e, msg, sizeof(msg)));
 		t->damaged = true;
@@ -545,7 +542,7 @@ static int nt_walk(struct nt *t, libfsntfs_file_entry_t *dir, size_t plen, unsig
 			t->damaged = true;
 			break;
 		}
-		if (libfsntfs_file_entry_get_sub_file_entry_by_index(dir, i, &f, &e) != 1) {
+		if (sym_libfsntfs_file_entry_get_sub_file_entry_by_index(dir, i, &f, &e) != 1) {
 			tfs_log(TFS_LOG_NOTICE, "%s: NTFS: entry %d of /%s cannot be read (%s): "
 				"left out", t->name, i, t->path, nt_msg(e, msg, sizeof(msg)));
 			nt_err_free(&e);
@@ -553,7 +550,7 @@ static int nt_walk(struct nt *t, libfsntfs_file_entry_t *dir, size_t plen, unsig
 			continue;
 		}
 		err = nt_entry(t, f, NULL, plen, depth);
-		libfsntfs_file_entry_free(&f, NULL);
+		sym_libfsntfs_file_entry_free(&f, NULL);
 	}
 out:
 	nt_err_free(&e);
@@ -574,7 +571,7 @@ static bool nt_file_name(libfsntfs_file_entry_t *f, uint64_t *parent, char **nam
 	int n = 0;
 
 	*name = NULL;
-	if (libfsntfs_file_entry_get_number_of_attributes(f, &n, &e) != 1)
+	if (sym_libfsntfs_file_entry_get_number_of_attributes(f, &n, &e) != 1)
 		n = 0;
 	for (int i = 0; i < n && !*name; i++) {
 		libfsntfs_attribute_t *a = NULL;
@@ -582,19 +579,19 @@ static bool nt_file_name(libfsntfs_file_entry_t *f, uint64_t *parent, char **nam
 		uint8_t ns = 0;
 		size_t len = 0;
 
-		if (libfsntfs_file_entry_get_attribute_by_index(f, i, &a, &e) != 1)
+		if (sym_libfsntfs_file_entry_get_attribute_by_index(f, i, &a, &e) != 1)
 			break;
-		if (libfsntfs_attribute_get_type(a, &type, &e) == 1 && type == NT_FILE_NAME &&
-		    libfsntfs_file_name_attribute_get_name_space(a, &ns, &e) == 1 &&
+		if (sym_libfsntfs_attribute_get_type(a, &type, &e) == 1 && type == NT_FILE_NAME &&
+		    sym_libfsntfs_file_name_attribute_get_name_space(a, &ns, &e) == 1 &&
 		    ns != NT_NAME_DOS &&
-		    libfsntfs_file_name_attribute_get_parent_file_reference(a, parent, &e) == 1 &&
-		    libfsntfs_file_name_attribute_get_utf8_name_size(a, &len, &e) == 1 && len > 1 &&
+		    sym_libfsntfs_file_name_attribute_get_parent_file_reference(a, parent, &e) == 1 &&
+		    sym_libfsntfs_file_name_attribute_get_utf8_name_size(a, &len, &e) == 1 && len > 1 &&
 		    len <= NT_PATH && (*name = malloc(len)) &&
-		    libfsntfs_file_name_attribute_get_utf8_name(a, (uint8_t *)*name, len, &e) != 1) {
+		    sym_libfsntfs_file_name_attribute_get_utf8_name(a, (uint8_t *)*name, len, &e) != 1) {
 			free(*name);
 			*name = NULL;
 		}
-		libfsntfs_attribute_free(&a, NULL);
+		sym_libfsntfs_attribute_free(&a, NULL);
 		nt_err_free(&e);
 	}
 	nt_err_free(&e);
@@ -617,7 +614,7 @@ static int nt_orphans(struct nt *t)
 	int err = 0;
 	bool more = true;
 
-	if (libfsntfs_volume_get_number_of_file_entries(t->vol, &n, &e) != 1)
+	if (sym_libfsntfs_volume_get_number_of_file_entries(t->vol, &n, &e) != 1)
 		n = 0;
 	nt_err_free(&e);
 	if (n > t->size / (t->mft.rec_size ? t->mft.rec_size : 1024))
@@ -629,9 +626,9 @@ static int nt_orphans(struct nt *t)
 
 		if (nt_seen_get(t, i))
 			continue;
-		if (libfsntfs_volume_get_file_entry_by_index(t->vol, i, &f, &e) == 1 &&
-		    libfsntfs_file_entry_is_allocated(f, &e) == 1 &&
-		    libfsntfs_file_entry_get_base_record_file_reference(f, &base, &e) >= 0 &&
+		if (sym_libfsntfs_volume_get_file_entry_by_index(t->vol, i, &f, &e) == 1 &&
+		    sym_libfsntfs_file_entry_is_allocated(f, &e) == 1 &&
+		    sym_libfsntfs_file_entry_get_base_record_file_reference(f, &base, &e) >= 0 &&
 		    NT_REF_INDEX(base) == 0 && /* a base record (0: none, or it says 0) */
 		    nt_file_name(f, &parent, &name)) {
 			if (parent < NT_FIRST_USER && parent != NT_ROOT) { /* under $Extend: hidden */
@@ -652,7 +649,7 @@ static int nt_orphans(struct nt *t)
 			}
 		}
 		nt_err_free(&e);
-		libfsntfs_file_entry_free(&f, NULL);
+		sym_libfsntfs_file_entry_free(&f, NULL);
 	}
 	for (unsigned pass = 0; pass < NT_DEPTH && more && !err; pass++) {
 		more = false;
@@ -665,10 +662,10 @@ static int nt_orphans(struct nt *t)
 				continue;
 			memcpy(t->path, s ? s->path : "", plen + 1);
 			if (!nt_seen_get(t, o[i].idx) &&
-			    libfsntfs_volume_get_file_entry_by_index(t->vol, o[i].idx, &f, &e) == 1)
+			    sym_libfsntfs_volume_get_file_entry_by_index(t->vol, o[i].idx, &f, &e) == 1)
 				err = nt_entry(t, f, o[i].name, plen, pass);
 			nt_err_free(&e);
-			libfsntfs_file_entry_free(&f, NULL);
+			sym_libfsntfs_file_entry_free(&f, NULL);
 			free(o[i].name);
 			o[i].name = NULL;
 			more = true;
@@ -700,16 +697,19 @@ static int nt_parse(struct src *in, const struct cont_sink *sink, struct cont_st
 	char msg[256];
 	int err;
 
+	if (ntfs_dl_load()) /* said once */
+		return -ENOTSUP;
+
 	t.size = src_size(in);
 	t.max_names = t.size / 64 + 16;
 	err = ntfs_bfio_new(in, &b, &h);
 	if (err)
 		goto out;
-	if (libfsntfs_volume_initialize(&t.vol, &e) != 1) {
+	if (sym_libfsntfs_volume_initialize(&t.vol, &e) != 1) {
 		err = -ENOMEM;
 		goto out;
 	}
-	if (libfsntfs_volume_open_file_io_handle(t.vol, h, LIBFSNTFS_OPEN_READ, &e) != 1) {
+	if (sym_libfsntfs_volume_open_file_io_handle(t.vol, h, LIBFSNTFS_OPEN_READ, &e) != 1) {
 		err = ntfs_bfio_error(b) ? ntfs_bfio_error(b) : -EIO;
 		tfs_log(TFS_LOG_WARNING, "%s: not an NTFS volume that can be read (%s)", t.name,
 			nt_msg(e, msg, sizeof(msg)));
@@ -718,7 +718,7 @@ static int nt_parse(struct src *in, const struct cont_sink *sink, struct cont_st
 	err = nt_mft_runs(&t);
 	if (err)
 		goto out;
-	if (libfsntfs_volume_get_root_directory(t.vol, &root, &e) != 1) {
+	if (sym_libfsntfs_volume_get_root_directory(t.vol, &root, &e) != 1) {
 		err = ntfs_bfio_error(b) ? ntfs_bfio_error(b) : -EIO;
 		tfs_log(TFS_LOG_WARNING, "%s: NTFS: the root folder cannot be read (%s)", t.name,
 			nt_msg(e, msg, sizeof(msg)));
@@ -735,10 +735,10 @@ static int nt_parse(struct src *in, const struct cont_sink *sink, struct cont_st
 	}
 out:
 	nt_err_free(&e);
-	libfsntfs_file_entry_free(&root, NULL);
+	sym_libfsntfs_file_entry_free(&root, NULL);
 	if (t.vol) {
-		libfsntfs_volume_close(t.vol, NULL);
-		libfsntfs_volume_free(&t.vol, NULL);
+		sym_libfsntfs_volume_close(t.vol, NULL);
+		sym_libfsntfs_volume_free(&t.vol, NULL);
 	}
 	ntfs_bfio_free(b);
 	while ((n = htable_pop(&t.seen)))

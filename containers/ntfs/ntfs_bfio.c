@@ -7,6 +7,7 @@
  * Writes are refused: the image is read-only.
  */
 #include "containers/ntfs/ntfs_bfio.h"
+#include "containers/ntfs/ntfs_dl.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -163,12 +164,12 @@ int ntfs_bfio_new(struct src *in, struct ntfs_bfio **out, libbfio_handle_t **h)
 	io->size = src_size(in);
 	io->err = &b->err;
 	/* managed: libbfio frees io with the handle (bf_free) */
-	if (libbfio_handle_initialize(&b->h, (intptr_t *)io, bf_free, bf_clone, bf_open, bf_close,
+	if (sym_libbfio_handle_initialize(&b->h, (intptr_t *)io, bf_free, bf_clone, bf_open, bf_close,
 				      bf_read, bf_write, bf_seek, bf_exists, bf_is_open, bf_size,
 				      LIBBFIO_FLAG_IO_HANDLE_MANAGED |
 					      LIBBFIO_FLAG_IO_HANDLE_CLONE_BY_FUNCTION,
 				      &e) != 1) {
-		libbfio_error_free(&e);
+		sym_libbfio_error_free(&e);
 		goto nomem;
 	}
 	*out = b;
@@ -189,6 +190,6 @@ void ntfs_bfio_free(struct ntfs_bfio *b)
 {
 	if (!b)
 		return;
-	libbfio_handle_free(&b->h, NULL);
+	sym_libbfio_handle_free(&b->h, NULL);
 	free(b);
 }

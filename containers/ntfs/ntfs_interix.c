@@ -1,5 +1,6 @@
 /* Interix symbolic links (see ntfs_interix.h). */
 #include "containers/ntfs/ntfs_interix.h"
+#include "containers/ntfs/ntfs_dl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +71,7 @@ bool ntfs_interix_link(libfsntfs_file_entry_t *f, uint64_t size, char *buf, size
 	d = malloc(size);
 	if (!d)
 		return false;
-	if (libfsntfs_file_entry_read_buffer_at_offset(f, d, size, 0, NULL) == (ssize_t)size &&
+	if (sym_libfsntfs_file_entry_read_buffer_at_offset(f, d, size, 0, NULL) == (ssize_t)size &&
 	    !memcmp(d, IX_MAGIC, IX_MAGIC_LEN))
 		r = ntfs_utf16_to_utf8(d + IX_MAGIC_LEN, (size - IX_MAGIC_LEN) / 2, buf, cap);
 	free(d);

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "containers/oci/oci_dl.h"
 #include "containers/tar/tar.h"
 
 static bool oci_probe(struct src *in, const uint8_t *head, size_t len)
@@ -174,6 +175,8 @@ static int oci_parse(struct src *in, const struct cont_sink *sink, struct cont_s
 
 	st = st ? st : &dummy;
 	*st = (struct cont_stats){0};
+	if (oci_dl_load()) /* said once */
+		return -ENOTSUP;
 	err = oci_outer_list(in, OCI_MAX_OUTER, &o);
 	if (err == -EINVAL)
 		tfs_log(TFS_LOG_ERR, "%s: not a tar", sink->name);

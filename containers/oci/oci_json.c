@@ -26,6 +26,7 @@
  * plain tar still reads.  Anything wrong refuses the image with a message (-EINVAL).
  */
 #include "containers/oci/oci_int.h"
+#include "containers/oci/oci_dl.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -229,26 +230,28 @@ static struct json_object *parse(const void *text, size_t len, const char *name,
 				len);
 		return NULL;
 	}
-	tok = json_tokener_new_ex(JSON_DEPTH);
+	if (oci_dl_load()) /* said once */
+		return NULL;
+	tok = sym_json_tokener_new_ex(JSON_DEPTH);
 	if (!tok)
 		return NULL;
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-	j = json_tokener_parse_ex(tok, text, (int)len);
-	size_t end = j ? json_tokener_get_parse_end(tok) : 0;
+	sym_json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	j = sym_json_tokener_parse_ex(tok, text, (int)len);
+	size_t end = j ? sym_json_tokener_get_parse_end(tok) : 0;
 	while (end < len && strchr(" \t\r\n", ((const char *)text)[end]) &&
 	       ((const char *)text)[end])
 		end++; /* white space may follow */
-	if (!j || json_tokener_get_error(tok) != json_tokener_success || end != len) {
-		enum json_tokener_error e = json_tokener_get_error(tok);
+	if (!j || sym_json_tokener_get_error(tok) != json_tokener_success || end != len) {
+		enum json_tokener_error e = sym_json_tokener_get_error(tok);
 		if (!quiet)
 			tfs_log(TFS_LOG_ERR, "%s: bad JSON: %s", name,
 				e == json_tokener_continue  ? "it ends too soon"
 				: e == json_tokener_success ? "something follows the document"
-							    : json_tokener_error_desc(e));
-		json_object_put(j);
+							    : sym_json_tokener_error_desc(e));
+		sym_json_object_put(j);
 		j = NULL;
 	}
-	json_tokener_free(tok);
+	sym_json_tokener_free(tok);
 	return j;
 }
 
@@ -300,11 +303,11 @@ static const char *jstr(struct json_object *j, const char *key)
 {
 	struct json_object *v;
 
-	if (!json_object_is_type(j, json_type_object) || !json_object_object_get_ex(j, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
+	if (!sym_json_object_is_type(j, json_type_object) || !sym_json_object_object_get_ex(j, key, &v) ||
+	    !sym_json_object_is_type(v, json_type_string))
 		return NULL;
-	const char *s = json_object_get_string(v);
-	return strlen(s) == (size_t)json_object_get_string_len(v) ? s : NULL;
+	const char *s = sym_json_object_get_string(v);
+	return strlen(s) == (size_t)sym_json_object_get_string_len(v) ? s : NULL;
 }
 
 /* key's value in object j if it is an array, else NULL. */
@@ -312,8 +315,8 @@ static struct json_object *jarr(struct json_object *j, const char *key)
 {
 	struct json_object *v;
 
-	if (!json_object_is_type(j, json_type_object) || !json_object_object_get_ex(j, key, &v) ||
-	    !json_object_is_type(v, json_type_array))
+	if (!sym_json_object_is_type(j, json_type_object) || !sym_json_object_object_get_ex(j, key, &v) ||
+	    !sym_json_object_is_type(v, json_type_array))
 		return NULL;
 	return v;
 }
@@ -326,12 +329,12 @@ bool oci_outer_is_image(struct src *in, const struct oci_outer *o)
 
 	if (oci_outer_find(o, "oci-layout") && oci_outer_find(o, "index.json"))
 		return true;
-	if (!e || e->size > OCI_MAX_JSON)
+	if (!e || e->size > OCI_MAX_JSON || oci_dl_load())
 		return false;
 	read_json(in, e, "manifest.json", true, NULL, &j); /* another kind's: quiet */
-	if (json_object_is_type(j, json_type_array) && json_object_array_length(j) > 0)
-		yes = jarr(json_object_array_get_idx(j, 0), "Layers") != NULL;
-	json_object_put(j);
+	if (sym_json_object_is_type(j, json_type_array) && sym_json_object_array_length(j) > 0)
+		yes = jarr(sym_json_object_array_get_idx(j, 0), "Layers") != NULL;
+	sym_json_object_put(j);
 	return yes;
 }
 
@@ -477,8 +480,8 @@ static int descriptor_blob(struct rd *r, struct json_object *d, const char *what
 		tfs_log(TFS_LOG_ERR, "%s: %s: its blob %s is missing", r->name, what, path);
 		return -EINVAL;
 	}
-	if (!json_object_object_get_ex(d, "size", &sz) || !json_object_is_type(sz, json_type_int) ||
-	    json_object_get_int64(sz) < 0 || (uint64_t)json_object_get_int64(sz) != (*out)->size) {
+	if (!sym_json_object_object_get_ex(d, "size", &sz) || !sym_json_object_is_type(sz, json_type_int) ||
+	    sym_json_object_get_int64(sz) < 0 || (uint64_t)sym_json_object_get_int64(sz) != (*out)->size) {
 		tfs_log(TFS_LOG_ERR,
 			"%s: %s: its size is missing or is not its blob's (%" PRIu64 " bytes)",
 			r->name, what, (*out)->size);
@@ -536,14 +539,14 @@ static int oci_manifest(struct rd *r, const struct oci_ent *e, struct json_objec
 		tfs_log(TFS_LOG_ERR, "%s: an image manifest (%s) without layers", r->name, e->name);
 		err = -EINVAL;
 	}
-	if (!err && (n = json_object_array_length(ls)) > OCI_MAX_LAYERS) {
+	if (!err && (n = sym_json_object_array_length(ls)) > OCI_MAX_LAYERS) {
 		tfs_log(TFS_LOG_ERR, "%s: an image of %zu layers: too many", r->name, n);
 		err = -EINVAL;
 	}
 	if (!err && !(layers = calloc(n ? n : 1, sizeof(*layers))))
 		err = -ENOMEM;
 	for (size_t i = 0; !err && i < n; i++) {
-		struct json_object *d = json_object_array_get_idx(ls, i);
+		struct json_object *d = sym_json_object_array_get_idx(ls, i);
 		const char *mt = jstr(d, "mediaType"), *hex;
 		const struct oci_ent *b;
 		if (!known_layer_type(mt)) {
@@ -583,7 +586,7 @@ static char *descriptor_name(struct json_object *d, const char *hex, const char 
 	const char *ref = NULL;
 	char buf[NAME_MAX_LEN + 1];
 
-	if (json_object_object_get_ex(d, "annotations", &an)) {
+	if (sym_json_object_object_get_ex(d, "annotations", &an)) {
 		ref = jstr(an, "org.opencontainers.image.ref.name");
 		ref = ref ? ref : jstr(an, "io.containerd.image.name");
 	}
@@ -591,7 +594,7 @@ static char *descriptor_name(struct json_object *d, const char *hex, const char 
 		return folder_name(ref, strlen(ref));
 	if (parent && siblings == 1)
 		return strdup(parent);
-	json_object_object_get_ex(d, "platform", &pf);
+	sym_json_object_object_get_ex(d, "platform", &pf);
 	if (parent && jstr(pf, "os") && jstr(pf, "architecture")) {
 		const char *v = jstr(pf, "variant");
 		snprintf(buf, sizeof(buf), "%s_%s-%s%s%s", parent, jstr(pf, "os"),
@@ -605,7 +608,7 @@ static bool is_attestation(struct json_object *d)
 {
 	struct json_object *an;
 
-	return json_object_object_get_ex(d, "annotations", &an) &&
+	return sym_json_object_object_get_ex(d, "annotations", &an) &&
 	       jstr(an, "vnd.docker.reference.type");
 }
 
@@ -620,11 +623,11 @@ static int oci_index(struct rd *r, struct json_object *j, const char *parent, in
 		tfs_log(TFS_LOG_ERR, "%s: an image index without manifests", r->name);
 		return -EINVAL;
 	}
-	n = json_object_array_length(ms);
+	n = sym_json_object_array_length(ms);
 	for (size_t i = 0; i < n; i++)
-		images += !is_attestation(json_object_array_get_idx(ms, i));
+		images += !is_attestation(sym_json_object_array_get_idx(ms, i));
 	for (size_t i = 0; !err && i < n; i++) {
-		struct json_object *d = json_object_array_get_idx(ms, i), *sub = NULL;
+		struct json_object *d = sym_json_object_array_get_idx(ms, i), *sub = NULL;
 		const struct oci_ent *b;
 		const char *hex, *mt = jstr(d, "mediaType");
 		char *name;
@@ -642,7 +645,7 @@ static int oci_index(struct rd *r, struct json_object *j, const char *parent, in
 		if (!err && !is_index_type(mt) &&
 		    (mt || !jarr(sub, "manifests") || jarr(sub, "layers"))) {
 			err = oci_manifest(r, b, sub, name);
-			json_object_put(sub);
+			sym_json_object_put(sub);
 			continue;
 		}
 		if (!err && depth == INDEX_DEPTH) {
@@ -650,7 +653,7 @@ static int oci_index(struct rd *r, struct json_object *j, const char *parent, in
 			err = -EINVAL;
 		}
 		err = err ? err : oci_index(r, sub, name, depth + 1);
-		json_object_put(sub);
+		sym_json_object_put(sub);
 		free(name);
 	}
 	return err;
@@ -662,19 +665,19 @@ static int docker_manifest(struct rd *r, struct json_object *j)
 	size_t n;
 	int err = 0;
 
-	if (!json_object_is_type(j, json_type_array)) {
+	if (!sym_json_object_is_type(j, json_type_array)) {
 		tfs_log(TFS_LOG_ERR, "%s: manifest.json is not a list", r->name);
 		return -EINVAL;
 	}
-	n = json_object_array_length(j);
+	n = sym_json_object_array_length(j);
 	for (size_t i = 0; !err && i < n; i++) {
-		struct json_object *m = json_object_array_get_idx(j, i), *cfg = NULL;
+		struct json_object *m = sym_json_object_array_get_idx(j, i), *cfg = NULL;
 		struct json_object *ls = jarr(m, "Layers"), *tags = jarr(m, "RepoTags");
 		struct json_object *diff = NULL;
 		const char *cname = jstr(m, "Config");
 		const struct oci_ent *ce = cname ? oci_outer_find(r->o, cname) : NULL;
 		struct oci_layer *layers = NULL;
-		size_t nl = ls ? json_object_array_length(ls) : 0, nt;
+		size_t nl = ls ? sym_json_object_array_length(ls) : 0, nt;
 		if (!ls || !ce || nl > OCI_MAX_LAYERS) {
 			tfs_log(TFS_LOG_ERR, "%s: manifest.json: an image without %s", r->name,
 				!ls   ? "Layers"
@@ -683,19 +686,19 @@ static int docker_manifest(struct rd *r, struct json_object *j)
 			return -EINVAL;
 		}
 		err = read_json(r->in, ce, r->name, false, &r->budget, &cfg);
-		if (!err && json_object_object_get_ex(cfg, "rootfs", &diff))
+		if (!err && sym_json_object_object_get_ex(cfg, "rootfs", &diff))
 			diff = jarr(diff, "diff_ids");
 		if (!err && !(layers = calloc(nl ? nl : 1, sizeof(*layers))))
 			err = -ENOMEM;
 		for (size_t k = 0; !err && k < nl; k++) {
-			struct json_object *p = json_object_array_get_idx(ls, k);
-			const char *path = json_object_is_type(p, json_type_string)
-					       ? json_object_get_string(p)
+			struct json_object *p = sym_json_object_array_get_idx(ls, k);
+			const char *path = sym_json_object_is_type(p, json_type_string)
+					       ? sym_json_object_get_string(p)
 					       : NULL;
 			const struct oci_ent *b = path ? oci_outer_find(r->o, path) : NULL;
 			const char *id =
-			    diff && k < json_object_array_length(diff)
-				? json_object_get_string(json_object_array_get_idx(diff, k))
+			    diff && k < sym_json_object_array_length(diff)
+				? sym_json_object_get_string(sym_json_object_array_get_idx(diff, k))
 				: NULL;
 			if (!b) {
 				tfs_log(TFS_LOG_ERR,
@@ -712,12 +715,12 @@ static int docker_manifest(struct rd *r, struct json_object *j)
 			    strlen(id) == 71 && is_hex(id + 7, 64))
 				err = check_sha(r, b, id + 7, "a layer");
 		}
-		json_object_put(cfg);
-		nt = tags ? json_object_array_length(tags) : 0;
+		sym_json_object_put(cfg);
+		nt = tags ? sym_json_object_array_length(tags) : 0;
 		for (size_t k = 0; !err && k < (nt ? nt : 1); k++) {
-			struct json_object *t = nt ? json_object_array_get_idx(tags, k) : NULL;
-			const char *tag = json_object_is_type(t, json_type_string)
-					      ? json_object_get_string(t)
+			struct json_object *t = nt ? sym_json_object_array_get_idx(tags, k) : NULL;
+			const char *tag = sym_json_object_is_type(t, json_type_string)
+					      ? sym_json_object_get_string(t)
 					      : NULL;
 			const char *base =
 			    strrchr(ce->name, '/') ? strrchr(ce->name, '/') + 1 : ce->name;
@@ -784,7 +787,7 @@ int oci_read_images(struct src *in, const struct oci_outer *o, const char *name,
 		tfs_log(TFS_LOG_ERR, "%s: neither manifest.json nor index.json", name);
 		err = -EINVAL;
 	}
-	json_object_put(j);
+	sym_json_object_put(j);
 	if (!err)
 		err = unique_names(out);
 	if (!err && out->n == 0) {
