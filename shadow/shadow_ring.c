@@ -8,8 +8,9 @@
  * it.  Three conditions, each signalled only when its waiters may have something to do (a
  * wake-up for nothing costs two context switches, and there are tens of thousands of frames):
  * work (the jobs: a frame queued), wcond (the writer: the head compressed, or the ring nearly
- * full) and space (the caller: a slot freed).  Nobody holds it while compressing or writing.  The file, its position
- * and the seek table belong to the writer thread, then to ring_finish once it has been joined.
+ * full) and space (the caller: a slot freed).  Nobody holds it while compressing or writing.  The
+ * file, its position and the seek table belong to the writer thread, then to ring_finish once it
+ * has been joined.
  */
 #include "shadow/shadow_ring.h"
 
@@ -168,7 +169,8 @@ static void *writer_main(void *arg)
 		if (!err && !r->failed)
 			err = zsk_table_add(&r->table, csize, s->len);
 		if (err)
-			ring_fail(r, err, err == -EFBIG ? "it would pass its size limit" : "writing it");
+			ring_fail(r, err,
+				  err == -EFBIG ? "it would pass its size limit" : "writing it");
 		pthread_mutex_lock(&r->lock);
 		s->state = SLOT_FREE;
 		r->head = (r->head + 1) % r->nslots;

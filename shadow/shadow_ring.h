@@ -22,9 +22,9 @@
 #include <stdint.h>
 
 struct ring_opts {
-	unsigned jobs;	   /* compressing jobs (0: every frame stored) */
-	int level;	   /* zstd level */
-	size_t buf_cap;	   /* the size of every frame buffer */
+	unsigned jobs;	    /* compressing jobs (0: every frame stored) */
+	int level;	    /* zstd level */
+	size_t buf_cap;	    /* the size of every frame buffer */
 	uint64_t max_bytes; /* the file may not grow past this (0: no limit): -EFBIG */
 	void (*fail)(void *arg, int err, const char *what);
 	void *arg;

@@ -42,8 +42,15 @@ static void roundtrip(const char *path, const uint8_t *data, size_t len, const s
 
 static void test_pieces(const char *dir)
 {
-	static const size_t lens[] = {0, 1, 4095, 4096, SO_STEP - 1, SO_STEP, SO_STEP + 1,
-				      3 * SO_STEP + 4096, 5 * SO_STEP + 12345};
+	static const size_t lens[] = {0,
+				      1,
+				      4095,
+				      4096,
+				      SO_STEP - 1,
+				      SO_STEP,
+				      SO_STEP + 1,
+				      3 * SO_STEP + 4096,
+				      5 * SO_STEP + 12345};
 	static const size_t one[] = {1 << 20}, odd[] = {1, 3, 131075, 4096, 700001, 13},
 			    big[] = {3 * SO_STEP + 7};
 	size_t max = 5 * SO_STEP + 12345;
