@@ -44,37 +44,28 @@ bool dl_available(const char *soname)
 
 const char *dl_optional(void)
 {
+	static const struct {
+		const char *soname, *what;
+		bool built; /* the build has the code that loads it */
+	} libs[] = {
+	    {DL_CURL, "remote archives", true},
+	    {DL_ARCHIVE, "rar, iso9660, cpio, ...", HAVE_LIBARCHIVE},
+	    {DL_CRYPTO, "encrypted zip and 7z", true},
+	    {DL_SQUASHFS, "SquashFS images", HAVE_SQUASHFS},
+	    {DL_EXT2FS, "ext2/3/4 in images", HAVE_EXT2FS},
+	    {DL_FSNTFS, "NTFS in images", HAVE_LIBFSNTFS},
+	    {DL_JSONC, "container images", HAVE_JSONC},
+	};
 	static char list[768];
+	size_t k = 0;
 
-	snprintf(list, sizeof(list), "%s (remote archives) %s", DL_CURL,
-		 dl_available(DL_CURL) ? "found" : "missing");
-#if HAVE_LIBARCHIVE
-	size_t n = strlen(list);
-	snprintf(list + n, sizeof(list) - n, ", %s (rar, iso9660, cpio, ...) %s", DL_ARCHIVE,
-		 dl_available(DL_ARCHIVE) ? "found" : "missing");
-#endif
-	size_t k = strlen(list);
-	snprintf(list + k, sizeof(list) - k, ", %s (encrypted zip and 7z) %s", DL_CRYPTO,
-		 dl_available(DL_CRYPTO) ? "found" : "missing");
-#if HAVE_SQUASHFS
-	k = strlen(list);
-	snprintf(list + k, sizeof(list) - k, ", %s (SquashFS images) %s", DL_SQUASHFS,
-		 dl_available(DL_SQUASHFS) ? "found" : "missing");
-#endif
-#if HAVE_EXT2FS
-	k = strlen(list);
-	snprintf(list + k, sizeof(list) - k, ", %s (ext2/3/4 in images) %s", DL_EXT2FS,
-		 dl_available(DL_EXT2FS) ? "found" : "missing");
-#endif
-#if HAVE_LIBFSNTFS
-	k = strlen(list);
-	snprintf(list + k, sizeof(list) - k, ", %s (NTFS in images) %s", DL_FSNTFS,
-		 dl_available(DL_FSNTFS) ? "found" : "missing");
-#endif
-#if HAVE_JSONC
-	k = strlen(list);
-	snprintf(list + k, sizeof(list) - k, ", %s (container images) %s", DL_JSONC,
-		 dl_available(DL_JSONC) ? "found" : "missing");
-#endif
+	list[0] = '\0';
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+		if (!libs[i].built)
+			continue;
+		snprintf(list + k, sizeof(list) - k, "%s%s (%s) %s", k ? ", " : "", libs[i].soname,
+			 libs[i].what, dl_available(libs[i].soname) ? "found" : "missing");
+		k = strlen(list);
+	}
 	return list;
 }
