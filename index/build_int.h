@@ -35,6 +35,7 @@ struct bld_shadow {
 	uint64_t id;
 	bool failed;	    /* it could not be made: no stream gets one */
 	uint64_t later_min; /* the build's shadow_later option */
+	uint64_t store_min; /* shadow_store_only's size (TARSEEK_SHADOW_STORE_MIN, for tests) */
 	bool later;	    /* a stream's shadow was left for after the mount */
 };
 

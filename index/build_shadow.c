@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "codecs/zstd/zstd_seekable.h"
+#include "common/env.h"
 #include "common/log.h"
 #include "index/db.h"
 #include "index/stamp.h"
@@ -29,7 +30,9 @@ void bld_shadow_init(struct bld_shadow *s, const struct idx_input *in,
 				 .mode = o->shadow,
 				 .max = o->shadow_max,
 				 .threads = o->threads ? o->threads : 1,
-				 .later_min = o->shadow_later};
+				 .later_min = o->shadow_later,
+				 .store_min = env_number("TARSEEK_SHADOW_STORE_MIN", SHADOW_STORE_MIN,
+							 0, UINT64_MAX)};
 }
 
 /* A zstd file whose seek table lists frames of ZSTD_SMALL_FRAMES or less on average. */
@@ -81,7 +84,7 @@ bool bld_shadow_wants(struct bld_shadow *s, const struct codec *c, struct src *i
 			s->failed = true;
 			return false;
 		}
-		if (shadow_store_only(c->name, src_size(in))) {
+		if (shadow_store_only(c->name, src_size(in), s->store_min)) {
 			wo.threads = 0; /* its decoder holds the cores: see shadow.h */
 			tfs_log(TFS_LOG_INFO, "%s: its shadow is stored as it is decoded, "
 				"uncompressed (%s decodes faster than the shadow would be compressed)",

@@ -82,13 +82,13 @@ bool shadow_wanted(enum shadow_mode m, const char *codec, bool zstd_small_frames
 
 /* Whether a shadow begun with a stream of this codec, `size` bytes in the archive, is to be
  * stored as it is decoded, every frame raw (shadow_wopts' threads = 0): for decoders faster
- * than zstd --fast compresses (gzip and deflate by ISA-L, zstd, lz4, lzo) on streams of
- * SHADOW_STORE_MIN or more.  Such a decoder leaves no core to spare: backup.tar.gz (597 MB,
+ * than zstd --fast compresses (gzip and deflate by ISA-L, zstd, lz4, lzo) on streams of min
+ * bytes or more (SHADOW_STORE_MIN; TARSEEK_SHADOW_STORE_MIN for tests).  Such a decoder leaves no core to spare: backup.tar.gz (597 MB,
  * 1.9 GB decoded) indexed in 2.6-3.0 s without a shadow, 4.8 s with a compressed one (0.71 GB),
  * 3.5-3.9 s with frames compressed by jobs at nice 19 as they could (1.4 GB), 3.3-3.4 s stored
  * (1.9 GB).  A small stream's whole shadow costs a fraction of a second, and is compressed. */
 #define SHADOW_STORE_MIN ((uint64_t)64 << 20)
-bool shadow_store_only(const char *codec, uint64_t size);
+bool shadow_store_only(const char *codec, uint64_t size, uint64_t min);
 
 /* The most a shadow written at path may take: max (0: no limit of its own) and never more than
  * SHADOW_FREE_SHARE of the free space of the file system that path's folder is on.  0 if that

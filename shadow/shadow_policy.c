@@ -79,11 +79,11 @@ bool shadow_wanted(enum shadow_mode m, const char *codec, bool zstd_small_frames
 	return true;
 }
 
-bool shadow_store_only(const char *codec, uint64_t size)
+bool shadow_store_only(const char *codec, uint64_t size, uint64_t min)
 {
 	static const char *const fast[] = {"gzip", "deflate", "zstd", "lz4", "lzo"};
 
-	if (!codec || size < SHADOW_STORE_MIN)
+	if (!codec || size < min)
 		return false;
 	for (size_t i = 0; i < sizeof(fast) / sizeof(*fast); i++)
 		if (strcmp(codec, fast[i]) == 0)

@@ -114,6 +114,39 @@ def test_gzip_only_when_asked(tree, tmp_path, mount):
         assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "none"
 
 
+@pytest.mark.parametrize("variant", ["gzip", "lz4", "zstd-one-frame"])
+def test_fast_decoder_large_stream_stored(variant, tree, tmp_path, mount):
+    """A large stream of a decoder faster than the shadow's compression has its shadow stored
+    uncompressed, every frame raw (TARSEEK_SHADOW_STORE_MIN makes this small archive "large"):
+    said in the log, as large as the tar, `zstd -d` gives the tar, the next mount reads through
+    it.  Without the knob the same archive's shadow is compressed."""
+    argv, suffix, codec = {"gzip": (["gzip", "-6", "-c"], ".tar.gz", "gzip"),
+                           "lz4": CODECS["lz4"], "zstd-one-frame": CODECS["zstd-one-frame"]}[variant]
+    require_tool(argv[0])
+    require_codec(codec)
+    archive = make(tree, tmp_path, argv, suffix)
+    index = tmp_path / "f.index.sqlite"
+    tar_size = os.path.getsize(tree[0])
+    env = {"TARSEEK_SHADOW_STORE_MIN": "1"}
+    with mount(archive, "--index-file", index, "--shadow", "always", "--no-prefetch",
+               env=env) as m:
+        assert "stored as it is decoded, uncompressed" in m.log(), m.log()
+    shadow = shadow_of(index)
+    assert os.path.getsize(shadow) > tar_size  # raw blocks, their headers and checksums
+    if have("zstd"):
+        out = subprocess.run(["zstd", "-q", "-d", "-c", shadow], capture_output=True).stdout
+        assert out == open(tree[0], "rb").read()
+    with mount(archive, "--index-file", index, "--shadow", "always", "--no-prefetch") as m:
+        assert "indexed" not in m.log()
+        compare_trees(m.path, tree[1])
+        assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "open"
+    with mount(archive, "--index-file", index, "--shadow", "always", "--recreate-index",
+               "--no-prefetch") as m:
+        assert "stored as it is decoded" not in m.log(), m.log()
+        assert "0 of them stored uncompressed" in m.log(), m.log()
+    assert os.path.getsize(shadow) < tar_size
+
+
 def test_plain_tar_has_none(tree, tmp_path, mount):
     index = tmp_path / "p.index.sqlite"
     with mount(tree[0], "--index-file", index, "--shadow", "always"):

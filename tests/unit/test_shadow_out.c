@@ -93,17 +93,17 @@ static void test_store_only(void)
 	uint64_t big = SHADOW_STORE_MIN, small = SHADOW_STORE_MIN - 1;
 
 	/* decoders faster than the shadow's compression, on large streams */
-	CHECK(shadow_store_only("gzip", big));
-	CHECK(shadow_store_only("deflate", big));
-	CHECK(shadow_store_only("zstd", big));
-	CHECK(shadow_store_only("lz4", big));
-	CHECK(shadow_store_only("lzo", big));
+	CHECK(shadow_store_only("gzip", big, SHADOW_STORE_MIN));
+	CHECK(shadow_store_only("deflate", big, SHADOW_STORE_MIN));
+	CHECK(shadow_store_only("zstd", big, SHADOW_STORE_MIN));
+	CHECK(shadow_store_only("lz4", big, SHADOW_STORE_MIN));
+	CHECK(shadow_store_only("lzo", big, SHADOW_STORE_MIN));
 	/* small streams, and slow decoders, have their shadow compressed */
-	CHECK(!shadow_store_only("gzip", small));
-	CHECK(!shadow_store_only("xz", big));
-	CHECK(!shadow_store_only("bzip2", big));
-	CHECK(!shadow_store_only("lzip", big));
-	CHECK(!shadow_store_only(NULL, big));
+	CHECK(!shadow_store_only("gzip", small, SHADOW_STORE_MIN));
+	CHECK(!shadow_store_only("xz", big, SHADOW_STORE_MIN));
+	CHECK(!shadow_store_only("bzip2", big, SHADOW_STORE_MIN));
+	CHECK(!shadow_store_only("lzip", big, SHADOW_STORE_MIN));
+	CHECK(!shadow_store_only(NULL, big, SHADOW_STORE_MIN));
 }
 
 int main(void)
