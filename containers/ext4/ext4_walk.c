@@ -138,7 +138,9 @@ static int inline_entry(ext2_ino_t dir, int entry, struct ext2_dir_entry *de, in
 			int blocksize, char *buf, void *priv)
 {
 	struct inline_ctx *c = priv;
-	size_t nlen = ext2fs_dirent_name_len(de);
+	/* ext2fs_dirent_name_len, which is inline in ext2fs.h only when optimising: without, a
+	 * call into the library, which is loaded at run time (ext4_dl.h) */
+	size_t nlen = de->name_len & 0xff;
 
 	if (!de->inode || !nlen)
 		return 0;
