@@ -58,6 +58,22 @@ def xattr(path, key):
     return os.getxattr(path, "user.tarseek." + key).decode()
 
 
+def zstd_gives_the_tar(shadow, tree):
+    """`zstd -d` of a shadow writes out the decoded tar."""
+    if have("zstd"):
+        out = subprocess.run(["zstd", "-q", "-d", "-c", shadow], capture_output=True).stdout
+        assert out == open(tree[0], "rb").read()
+
+
+def read_through_the_shadow(mount, archive, index, tree, mode):
+    """A mount of the indexed archive reads every file through the shadow; its log."""
+    with mount(archive, "--index-file", index, "--shadow", mode, "--no-prefetch") as m:
+        assert "indexed" not in m.log()
+        compare_trees(m.path, tree[1])
+        assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "open"
+        return m.log()
+
+
 # codec: (compressor argv (stdin -> stdout), suffix, codec name for require_codec)
 CODECS = {
     "xz-single": (["xz", "-3", "-T1", "-c"], ".tar.xz", "xz"),
@@ -84,15 +100,9 @@ def test_codec_reads_through_the_shadow(variant, tree, tmp_path, mount):
     shadow = shadow_of(index)
     assert os.path.getsize(shadow) > 0
     assert not [f for f in os.listdir(tmp_path) if ".tmp." in f]  # nothing left half-made
-    # zstd -d writes the decoded tar out
-    if have("zstd"):
-        out = subprocess.run(["zstd", "-q", "-d", "-c", shadow], capture_output=True).stdout
-        assert out == open(tree[0], "rb").read()
-    with mount(archive, "--index-file", index, "--shadow", "auto", "--no-prefetch") as m:
-        assert "indexed" not in m.log()
-        compare_trees(m.path, tree[1])
-        assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "open"
-        assert "shadow" not in m.log(), m.log()
+    zstd_gives_the_tar(shadow, tree)
+    log = read_through_the_shadow(mount, archive, index, tree, "auto")
+    assert "shadow" not in log, log
 
 
 def test_gzip_only_when_asked(tree, tmp_path, mount):
@@ -133,13 +143,8 @@ def test_fast_decoder_large_stream_stored(variant, tree, tmp_path, mount):
         assert "stored as it is decoded, uncompressed" in m.log(), m.log()
     shadow = shadow_of(index)
     assert os.path.getsize(shadow) > tar_size  # raw blocks, their headers and checksums
-    if have("zstd"):
-        out = subprocess.run(["zstd", "-q", "-d", "-c", shadow], capture_output=True).stdout
-        assert out == open(tree[0], "rb").read()
-    with mount(archive, "--index-file", index, "--shadow", "always", "--no-prefetch") as m:
-        assert "indexed" not in m.log()
-        compare_trees(m.path, tree[1])
-        assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "open"
+    zstd_gives_the_tar(shadow, tree)
+    read_through_the_shadow(mount, archive, index, tree, "always")
     with mount(archive, "--index-file", index, "--shadow", "always", "--recreate-index",
                "--no-prefetch") as m:
         assert "stored as it is decoded" not in m.log(), m.log()
