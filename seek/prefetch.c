@@ -142,13 +142,22 @@ static bool pf_take(struct prefetch *pf, struct pf_item *it, size_t *chunk)
 	return ok;
 }
 
-/* Reads piece k of a file into the page cache. */
+/* Reads step k of a file into the page cache, one PF_FILE_PIECE at a time: readahead only
+ * queues a piece; a one-byte read of its last byte waits for it. */
 static int pf_read_file(const struct pf_item *it, size_t k)
 {
 	uint64_t off = (uint64_t)k * PF_FILE_STEP;
-	uint64_t len = it->size - off < PF_FILE_STEP ? it->size - off : PF_FILE_STEP;
+	uint64_t end = it->size - off < PF_FILE_STEP ? it->size : off + PF_FILE_STEP;
 
-	return readahead(it->fd, (off64_t)off, (size_t)len) < 0 ? -errno : 0;
+	for (uint64_t o = off; o < end; o += PF_FILE_PIECE) {
+		uint64_t n = end - o < PF_FILE_PIECE ? end - o : PF_FILE_PIECE;
+		char c;
+
+		if (readahead(it->fd, (off64_t)o, (size_t)n) < 0 ||
+		    pread(it->fd, &c, 1, (off_t)(o + n - 1)) < 0)
+			return -errno;
+	}
+	return 0;
 }
 
 static void *pf_thread(void *arg)
@@ -190,12 +199,10 @@ int pf_start(struct prefetch *pf)
 		pthread_mutex_unlock(&pf->lock);
 		return 0;
 	}
-	bool fast = false, slow = false;
-	for (size_t i = 0; i < pf->nitems; i++) {
-		fast |= pf->items[i].r && pf->items[i].fast;
+	bool slow = false;
+	for (size_t i = 0; i < pf->nitems; i++)
 		slow |= pf->items[i].r && !pf->items[i].fast;
-	}
-	if (fast && !slow)
+	if (!slow)
 		pf->nthreads = 1;
 	pf->running = pf->nthreads;
 	pthread_mutex_unlock(&pf->lock);
