@@ -1,0 +1,250 @@
+/* The request loop (see loop.h).
+ *
+ * State, under l->lock: how many threads read the device (receivers: 0 or 1, briefly 2 when
+ * a standby has taken over and the thread it stood in for comes back), how many answer a
+ * request (busy), the parked threads (a stack: the top one is the standby), when the last
+ * request was read and when the device was last left unread.  A thread is, in turn: the
+ * receiver (in read(), with cancellation enabled, so that tfs_loop can end it), busy (cannot
+ * be cancelled: it may hold the archive's locks), or parked (waits on its own condition).
+ *
+ * Lock order: l->lock alone; libfuse's calls are made without it, except poll() of the device.
+ */
+#include "fs/loop.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+
+struct loop;
+
+struct worker {
+	struct loop *l;
+	pthread_t th;
+	pthread_cond_t cond;
+	struct worker *below; /* the next one down the parked stack */
+	bool parked;
+	struct fuse_buf buf;
+};
+
+struct loop {
+	struct fuse_session *se;
+	int fd;
+	pthread_mutex_t lock;
+	struct worker **all; /* started so far (joined by tfs_loop) */
+	unsigned n, max;
+	struct worker *parked; /* the top one is the standby */
+	unsigned receivers, busy;
+	uint64_t unread_since; /* when receivers last fell to 0 */
+	uint64_t last_request; /* when the last request was read (0: none yet) */
+	bool watching;	       /* the standby waits with a timeout */
+	bool ending;
+	int error;
+	sem_t done; /* posted by each worker that leaves */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool over(struct loop *l)
+{
+	return l->ending || fuse_session_exited(l->se);
+}
+
+/* Whether a parked thread should read the device now: nobody reads it, and either nobody
+ * answers anything (startup) or a request has waited LOOP_TAKEOVER_NS unread. */
+static bool take_over(struct loop *l)
+{
+	struct pollfd p = {.fd = l->fd, .events = POLLIN};
+
+	if (l->receivers)
+		return false;
+	if (!l->busy)
+		return true;
+	return now_ns() - l->unread_since >= LOOP_TAKEOVER_NS && poll(&p, 1, 0) == 1;
+}
+
+static void *worker_main(void *arg);
+
+/* A new thread, parked until wanted (lock held).  Without one the others carry on. */
+static void start_worker(struct loop *l)
+{
+	struct worker *w = calloc(1, sizeof(*w));
+	sigset_t all, old;
+
+	pthread_condattr_t ca;
+
+	if (!w || l->ending) {
+		free(w);
+		return;
+	}
+	w->l = l;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* park's deadlines */
+	pthread_cond_init(&w->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	/* the exit signals go to the thread in tfs_loop */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int err = pthread_create(&w->th, NULL, worker_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		pthread_cond_destroy(&w->cond);
+		free(w);
+		tfs_log(TFS_LOG_WARNING, "cannot start a request thread: %s", strerror(err));
+		return;
+	}
+	l->all[l->n++] = w;
+}
+
+/* Waits on the parked stack until this thread is to read the device, or the loop ends
+ * (lock held).  The standby looks every LOOP_TAKEOVER_NS while requests come; the others,
+ * and the standby once requests have stopped for LOOP_IDLE_NS, wait to be woken. */
+static void park(struct loop *l, struct worker *w)
+{
+	w->below = l->parked;
+	l->parked = w;
+	w->parked = true;
+	while (!over(l)) {
+		bool standby = l->parked == w;
+		if (standby && take_over(l))
+			break;
+		if (standby && now_ns() - l->last_request < LOOP_IDLE_NS) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += LOOP_TAKEOVER_NS;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			l->watching = true;
+			pthread_cond_timedwait(&w->cond, &l->lock, &ts);
+		} else {
+			if (standby)
+				l->watching = false;
+			pthread_cond_wait(&w->cond, &l->lock);
+		}
+	}
+	if (l->parked == w) { /* over, or taking over: only the top one leaves early */
+		l->parked = w->below;
+		l->watching = false;
+	}
+	w->parked = false;
+}
+
+/* Reads one request (lock not held); cancellable meanwhile. */
+static int receive(struct loop *l, struct worker *w)
+{
+	int res;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+	res = fuse_session_receive_buf(l->se, &w->buf);
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	return res;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct loop *l = w->l;
+	bool hot = false; /* has just answered a request: reads the next one itself */
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	pthread_mutex_lock(&l->lock);
+	while (!over(l)) {
+		if (!(l->receivers == 0 && (hot || take_over(l)))) {
+			hot = false;
+			park(l, w);
+			continue;
+		}
+		l->receivers++;
+		pthread_mutex_unlock(&l->lock);
+		int res = receive(l, w);
+		pthread_mutex_lock(&l->lock);
+		uint64_t t = now_ns();
+		if (--l->receivers == 0)
+			l->unread_since = t;
+		hot = true;
+		if (res == -EINTR || res == -EAGAIN)
+			continue;
+		if (res <= 0) { /* unmounted (0: libfuse ended the session), or an error */
+			if (res < 0 && !l->error)
+				l->error = res;
+			fuse_session_exit(l->se);
+			break;
+		}
+		l->last_request = t;
+		l->busy++;
+		if (!l->parked && l->n < l->max)
+			start_worker(l); /* a standby, for when this request blocks */
+		else if (l->parked && !l->watching)
+			pthread_cond_signal(&l->parked->cond); /* requests again: look out */
+		pthread_mutex_unlock(&l->lock);
+		fuse_session_process_buf(l->se, &w->buf);
+		pthread_mutex_lock(&l->lock);
+		l->busy--;
+	}
+	l->ending = true;
+	for (struct worker *p = l->parked; p; p = p->below)
+		pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&l->lock);
+	sem_post(&l->done);
+	return NULL;
+}
+
+int tfs_loop(struct fuse_session *se, unsigned max_threads)
+{
+	struct loop l = {.se = se, .fd = fuse_session_fd(se), .max = max_threads ? max_threads : 1};
+	int ret;
+
+	l.all = calloc(l.max, sizeof(*l.all));
+	if (!l.all || sem_init(&l.done, 0, 0) < 0) {
+		free(l.all);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&l.lock, NULL);
+	pthread_mutex_lock(&l.lock);
+	start_worker(&l);
+	unsigned started = l.n;
+	pthread_mutex_unlock(&l.lock);
+	if (!started) {
+		ret = -EAGAIN;
+		goto out;
+	}
+	while (!fuse_session_exited(se))
+		sem_wait(&l.done); /* a signal's handler ends the session and interrupts this */
+	pthread_mutex_lock(&l.lock);
+	l.ending = true;
+	for (struct worker *p = l.parked; p; p = p->below)
+		pthread_cond_signal(&p->cond);
+	unsigned n = l.n; /* no thread is started once ending is set */
+	pthread_mutex_unlock(&l.lock);
+	for (unsigned i = 0; i < n; i++)
+		pthread_cancel(l.all[i]->th); /* ends a read(); a busy thread finishes first */
+	for (unsigned i = 0; i < n; i++) {
+		pthread_join(l.all[i]->th, NULL);
+		pthread_cond_destroy(&l.all[i]->cond);
+		free(l.all[i]->buf.mem);
+		free(l.all[i]);
+	}
+	ret = l.error;
+	fuse_session_reset(se);
+out:
+	pthread_mutex_destroy(&l.lock);
+	sem_destroy(&l.done);
+	free(l.all);
+	return ret;
+}
