@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/hint.h"
 #include "common/log.h"
 
 struct loop;
@@ -46,6 +47,7 @@ struct loop {
 	uint64_t unread_since; /* when receivers last fell to 0 */
 	uint64_t last_request; /* when the last request was read (0: none yet) */
 	bool watching;	       /* the standby waits with a timeout */
+	bool go;	       /* a busy thread is about to be slow and requests wait: read */
 	bool ending;
 	int error;
 	sem_t done; /* posted by each worker that leaves */
@@ -64,17 +66,23 @@ static bool over(struct loop *l)
 	return l->ending || fuse_session_exited(l->se);
 }
 
+/* Whether a request waits to be read. */
+static bool pending(struct loop *l)
+{
+	struct pollfd p = {.fd = l->fd, .events = POLLIN};
+
+	return poll(&p, 1, 0) == 1;
+}
+
 /* Whether a parked thread should read the device now: nobody reads it, and either nobody
  * answers anything (startup) or a request has waited LOOP_TAKEOVER_NS unread. */
 static bool take_over(struct loop *l)
 {
-	struct pollfd p = {.fd = l->fd, .events = POLLIN};
-
 	if (l->receivers)
 		return false;
-	if (!l->busy)
+	if (!l->busy || l->go)
 		return true;
-	return now_ns() - l->unread_since >= LOOP_TAKEOVER_NS && poll(&p, 1, 0) == 1;
+	return now_ns() - l->unread_since >= LOOP_TAKEOVER_NS && pending(l);
 }
 
 static void *worker_main(void *arg);
@@ -145,6 +153,25 @@ static void park(struct loop *l, struct worker *w)
 	w->parked = false;
 }
 
+/* hint_slow's hook on a request thread (see hint.h): it is about to decode or to wait for a
+ * decode.  If nobody reads the device and a request waits there, another thread reads it
+ * now instead of after LOOP_TAKEOVER_NS: the standby, or a new one. */
+static void slow_ahead(void *arg)
+{
+	struct worker *w = arg;
+	struct loop *l = w->l;
+
+	pthread_mutex_lock(&l->lock);
+	if (!l->receivers && !l->go && !over(l) && pending(l)) {
+		l->go = true;
+		if (l->parked)
+			pthread_cond_signal(&l->parked->cond);
+		else if (l->n < l->max)
+			start_worker(l);
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
 /* Reads one request (lock not held); cancellable meanwhile. */
 static int receive(struct loop *l, struct worker *w)
 {
@@ -163,6 +190,7 @@ static void *worker_main(void *arg)
 	bool hot = false; /* has just answered a request: reads the next one itself */
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	hint_set_slow(slow_ahead, w);
 	pthread_mutex_lock(&l->lock);
 	while (!over(l)) {
 		if (!(l->receivers == 0 && (hot || take_over(l)))) {
@@ -171,6 +199,7 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		l->receivers++;
+		l->go = false;
 		pthread_mutex_unlock(&l->lock);
 		int res = receive(l, w);
 		pthread_mutex_lock(&l->lock);

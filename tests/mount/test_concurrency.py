@@ -147,3 +147,53 @@ def test_lookups_race_reads(mount, tmp_path, members):
                         assert f.read(200_000) == files[name][off:off + 200_000], name
             return True
         assert all(run_threads(worker))
+
+
+def test_a_long_request_does_not_hold_up_the_others(mount, tmp_path):
+    """A read that decodes for a long time in one request (the end of a 48 MB member of a
+    single-block .xz, nothing decoded ahead) must not keep other requests waiting: the
+    request loop lets another thread read them (fs/loop.c).  Listings and lookups of the
+    small members (which the index answers: their bytes too are behind the 48 MB, in the same
+    block), made while that read is in the daemon, are answered before it is."""
+    require_tool("xz")
+    require_codec("xz")
+    src = tmp_path / "src"
+    (src / "d").mkdir(parents=True)
+    big = semi_random(48 << 20, 7)
+    (src / "big.bin").write_bytes(big)
+    small = {f"d/s{i}.txt": (f"small {i}\n" * (i + 1)).encode() for i in range(20)}
+    for name, data in small.items():
+        (src / name).write_bytes(data)
+    tar = tmp_path / "t.tar"
+    run("tar", "cf", tar, "-C", src, "big.bin", *sorted(small))
+    archive = tmp_path / "t.tar.xz"
+    run("xz", "-0", "-T1", "-k", tar)
+    with mount(archive, "--no-prefetch", "--shadow", "never") as m:
+        done = threading.Event()
+        started = threading.Event()
+        got = {}
+
+        def far_read():
+            fd = os.open(os.path.join(m.path, "big.bin"), os.O_RDONLY)
+            try:
+                started.set()
+                got["tail"] = os.pread(fd, 4096, len(big) - 4096)
+            finally:
+                os.close(fd)
+                done.set()
+        t = threading.Thread(target=far_read)
+        t.start()
+        started.wait()
+        answered_first = 0
+        for name, data in sorted(small.items()):
+            assert sorted(os.listdir(os.path.join(m.path, "d"))) == sorted(
+                n.split("/")[1] for n in small)
+            assert os.stat(os.path.join(m.path, name)).st_size == len(data), name
+            answered_first += not done.is_set()
+        t.join()
+        assert got["tail"] == big[-4096:]
+        for name, data in small.items():
+            with open(os.path.join(m.path, name), "rb") as f:
+                assert f.read() == data, name
+        # the far read decodes 48 MB in one request: the small ones come back meanwhile
+        assert answered_first == len(small), f"{answered_first} of {len(small)} before it"
