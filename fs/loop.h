@@ -4,11 +4,11 @@
  * a request reads the next one itself, so a reader that asks one thing after another (an md5
  * pass, a cat, a find) is served by the same thread each time.  libfuse's multi-threaded loop
  * has every idle thread wait in read(), and the kernel hands each request to the one that has
- * waited longest: consecutive requests went to ten threads in turn, and the scheduler, seeing
- * the reader wake a different thread every time, spread them over the idle cores instead of
- * running them where the reader waits -- on a VM each of those wake-ups is an interrupt to a
- * halted virtual CPU.  A cold md5 pass of 1000 files of telemetry.tar, 3 x 7 runs: job
- * 1.05-1.17 x the extracted tree with libfuse's loop, 0.86-0.97 x with one thread.
+ * waited longest: consecutive requests went to ten threads in turn.  On the 2-core VMs this is
+ * measured on (no guest halt polling: waking a halted virtual CPU is an exit to the host),
+ * that costs: a cold md5 pass of 1000 files of telemetry.tar, 3 x 7 runs, job 1.05-1.17 x
+ * the extracted tree with libfuse's loop, 0.86-0.97 x with one thread (and 0.71 x with the
+ * reader and the daemon pinned to one CPU, which no daemon can do for its users).
  *
  * Requests still run side by side when they must.  A request about to decode, or to wait for
  * a decode, says so (hint_slow, common/hint.h): if a request waits unread at that moment,
