@@ -8,6 +8,11 @@
  * be cancelled: it may hold the archive's locks), or parked (waits on its own condition).
  *
  * Lock order: l->lock alone; libfuse's calls are made without it, except poll() of the device.
+ *
+ * The threads are the loop's own, not jobs of common/pool.h: tfs_loop ends a receiver blocked
+ * in read() with pthread_cancel (as libfuse's loop ends its own), which would end a pool
+ * thread for good, and they run with every signal blocked, so that the exit signals reach the
+ * thread in tfs_loop.
  */
 #include "fs/loop.h"
 
