@@ -4,19 +4,20 @@
  * a standby has taken over and the thread it stood in for comes back), how many answer a
  * request (busy), the parked threads (a stack: the top one is the standby), when the last
  * request was read and when the device was last left unread.  A thread is, in turn: the
- * receiver (in read(), with cancellation enabled, so that tfs_loop can end it), busy (cannot
- * be cancelled: it may hold the archive's locks), or parked (waits on its own condition).
+ * receiver (in poll() on the device, made non-blocking, and on stop_fd, which tfs_loop
+ * writes to end them all: nothing is cancelled), busy, or parked (waits on its own
+ * condition).
  *
  * Lock order: l->lock alone; libfuse's calls are made without it, except poll() of the device.
  *
- * The threads are the loop's own, not jobs of common/pool.h: tfs_loop ends a receiver blocked
- * in read() with pthread_cancel (as libfuse's loop ends its own), which would end a pool
- * thread for good, and they run with every signal blocked, so that the exit signals reach the
- * thread in tfs_loop.
+ * The threads are the loop's own, not jobs of common/pool.h: they run with every signal
+ * blocked, so that the exit signals reach the thread in tfs_loop, and each carries
+ * hint_slow's hook for its requests.
  */
 #include "fs/loop.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -25,7 +26,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/hint.h"
 #include "common/log.h"
@@ -37,13 +40,13 @@ struct worker {
 	pthread_t th;
 	pthread_cond_t cond;
 	struct worker *below; /* the next one down the parked stack */
-	bool parked;
 	struct fuse_buf buf;
 };
 
 struct loop {
 	struct fuse_session *se;
 	int fd;
+	int stop_fd; /* eventfd: written when the loop ends, to end the receivers' poll */
 	pthread_mutex_t lock;
 	struct worker **all; /* started so far (joined by tfs_loop) */
 	unsigned n, max;
@@ -130,7 +133,6 @@ static void park(struct loop *l, struct worker *w)
 {
 	w->below = l->parked;
 	l->parked = w;
-	w->parked = true;
 	while (!over(l)) {
 		bool standby = l->parked == w;
 		if (standby && take_over(l))
@@ -151,11 +153,14 @@ static void park(struct loop *l, struct worker *w)
 			pthread_cond_wait(&w->cond, &l->lock);
 		}
 	}
-	if (l->parked == w) { /* over, or taking over: only the top one leaves early */
-		l->parked = w->below;
-		l->watching = false;
-	}
-	w->parked = false;
+	/* taking over (then it is the top), or the loop is over: off the stack, wherever it is */
+	for (struct worker **pp = &l->parked; *pp; pp = &(*pp)->below)
+		if (*pp == w) {
+			if (pp == &l->parked)
+				l->watching = false;
+			*pp = w->below;
+			break;
+		}
 }
 
 /* hint_slow's hook on a request thread (see hint.h): it is about to decode or to wait for a
@@ -177,15 +182,22 @@ static void slow_ahead(void *arg)
 	pthread_mutex_unlock(&l->lock);
 }
 
-/* Reads one request (lock not held); cancellable meanwhile. */
+/* Reads one request (lock not held): what fuse_session_receive_buf returns, or -ECANCELED
+ * when the loop ends first.  The device is non-blocking and waited for with poll, beside
+ * stop_fd: no thread has to be cancelled out of a read(). */
 static int receive(struct loop *l, struct worker *w)
 {
-	int res;
+	struct pollfd p[2] = {{.fd = l->fd, .events = POLLIN}, {.fd = l->stop_fd, .events = POLLIN}};
 
-	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-	res = fuse_session_receive_buf(l->se, &w->buf);
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-	return res;
+	for (;;) {
+		if (poll(p, 2, -1) < 0)
+			return errno == EINTR ? -EINTR : -errno;
+		if (p[1].revents)
+			return -ECANCELED;
+		int res = fuse_session_receive_buf(l->se, &w->buf); /* unmounted: 0 */
+		if (res != -EAGAIN) /* another thread took it */
+			return res;
+	}
 }
 
 static void *worker_main(void *arg)
@@ -194,7 +206,6 @@ static void *worker_main(void *arg)
 	struct loop *l = w->l;
 	bool hot = false; /* has just answered a request: reads the next one itself */
 
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	hint_set_slow(slow_ahead, w);
 	pthread_mutex_lock(&l->lock);
 	while (!over(l)) {
@@ -212,8 +223,10 @@ static void *worker_main(void *arg)
 		if (--l->receivers == 0)
 			l->unread_since = t;
 		hot = true;
-		if (res == -EINTR || res == -EAGAIN)
+		if (res == -EINTR)
 			continue;
+		if (res == -ECANCELED)
+			break;
 		if (res <= 0) { /* unmounted (0: libfuse ended the session), or an error */
 			if (res < 0 && !l->error)
 				l->error = res;
@@ -242,12 +255,15 @@ static void *worker_main(void *arg)
 int tfs_loop(struct fuse_session *se, unsigned max_threads)
 {
 	struct loop l = {.se = se, .fd = fuse_session_fd(se), .max = max_threads ? max_threads : 1};
-	int ret;
+	int ret = -ENOMEM, flags = fcntl(l.fd, F_GETFL);
 
+	l.stop_fd = eventfd(0, EFD_CLOEXEC);
 	l.all = calloc(l.max, sizeof(*l.all));
-	if (!l.all || sem_init(&l.done, 0, 0) < 0) {
-		free(l.all);
-		return -ENOMEM;
+	if (l.stop_fd < 0 || !l.all || flags < 0 || sem_init(&l.done, 0, 0) < 0)
+		goto out_free;
+	if (fcntl(l.fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+		ret = -errno;
+		goto out_sem;
 	}
 	pthread_mutex_init(&l.lock, NULL);
 	pthread_mutex_lock(&l.lock);
@@ -266,9 +282,10 @@ int tfs_loop(struct fuse_session *se, unsigned max_threads)
 		pthread_cond_signal(&p->cond);
 	unsigned n = l.n; /* no thread is started once ending is set */
 	pthread_mutex_unlock(&l.lock);
-	for (unsigned i = 0; i < n; i++)
-		pthread_cancel(l.all[i]->th); /* ends a read(); a busy thread finishes first */
-	for (unsigned i = 0; i < n; i++) {
+	uint64_t one = 1;
+	if (write(l.stop_fd, &one, sizeof(one)) != sizeof(one)) /* the receivers' poll ends */
+		tfs_log(TFS_LOG_WARNING, "request loop: cannot stop its threads: %s", strerror(errno));
+	for (unsigned i = 0; i < n; i++) { /* a busy thread finishes its request first */
 		pthread_join(l.all[i]->th, NULL);
 		pthread_cond_destroy(&l.all[i]->cond);
 		free(l.all[i]->buf.mem);
@@ -277,8 +294,13 @@ int tfs_loop(struct fuse_session *se, unsigned max_threads)
 	ret = l.error;
 	fuse_session_reset(se);
 out:
+	fcntl(l.fd, F_SETFL, flags);
 	pthread_mutex_destroy(&l.lock);
+out_sem:
 	sem_destroy(&l.done);
+out_free:
+	if (l.stop_fd >= 0)
+		close(l.stop_fd);
 	free(l.all);
 	return ret;
 }
