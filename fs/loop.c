@@ -237,7 +237,10 @@ static void *worker_main(void *arg)
 		l->busy++;
 		if (!l->parked && l->n < l->max)
 			start_worker(l); /* a standby, for when this request blocks */
-		else if (l->parked && !l->watching)
+		else if (l->parked && !l->go && pending(l)) {
+			l->go = true; /* two asking at once (a find beside the warm-up's walk) */
+			pthread_cond_signal(&l->parked->cond);
+		} else if (l->parked && !l->watching)
 			pthread_cond_signal(&l->parked->cond); /* requests again: look out */
 		pthread_mutex_unlock(&l->lock);
 		fuse_session_process_buf(l->se, &w->buf);
