@@ -27,7 +27,6 @@
 #include <stdlib.h>
 
 #include "common/hash.h"
-#include "common/hint.h"
 #include "common/htable.h"
 #include "common/list.h"
 
@@ -229,11 +228,7 @@ int cache_get(struct cache *c, const struct cache_key *k, struct cache_buf **out
 			pthread_mutex_unlock(&c->lock);
 			return 0;
 		}
-		pthread_mutex_unlock(&c->lock);
-		hint_slow(); /* another thread decodes it */
-		pthread_mutex_lock(&c->lock);
-		if (find(c, k) == e && !e->buf)
-			pthread_cond_wait(&c->filled, &c->lock);
+		pthread_cond_wait(&c->filled, &c->lock);
 	}
 	struct cache_buf *b = miss_locked(c, k);
 	if (b) {

@@ -37,7 +37,6 @@
 #include "index/open.h"
 #include "seek/workers.h"
 #include "fs/handles.h"
-#include "fs/loop.h"
 #include "fs/mountpoint.h"
 #include "fs/options.h"
 #include "seek/prefetch.h"
@@ -151,7 +150,7 @@ static int add_source(struct un *un, const char *path, const struct arch_opts *a
 
 /* SIGTERM, SIGINT, SIGHUP: a clean unmount.  Like libfuse's handler this ends the session;
  * unlike it, a signal taken by a thread other than the main one is passed on to the main
- * thread, which waits in sem_wait() inside tfs_loop() (fs/loop.h) and wakes only for a
+ * thread, which waits in sem_wait() inside fuse_session_loop_mt() and wakes only for a
  * signal of its own (a worker that took it between its exit check and its read() of
  * /dev/fuse would otherwise leave the daemon waiting for the next request). */
 static struct fuse_session *sig_session;
@@ -473,6 +472,7 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 		 struct prefetch *pf, const struct arch_env *env)
 {
 	struct fuse_session *se = fuse_session_new(args, &tfs_ops, sizeof(tfs_ops), t);
+	struct fuse_loop_config *loop = NULL;
 	struct bg bg = {.o = o, .t = t, .pf = pf, .gone_fd = -1, .stop_fd = -1};
 	int ret = 1;
 
@@ -501,7 +501,12 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 	if (o->single_thread) {
 		ret = fuse_session_loop(se);
 	} else {
-		ret = tfs_loop(se, LOOP_MAX_THREADS);
+		loop = fuse_loop_cfg_create();
+		if (!loop)
+			goto out_unmount;
+		fuse_loop_cfg_set_clone_fd(loop, 0);
+		fuse_loop_cfg_set_idle_threads(loop, 10);
+		ret = fuse_session_loop_mt(se, loop);
 	}
 	/* the loop returns the signal that ended it: that is a clean unmount too */
 	ret = (ret == 0 || sig_caught || ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ? 0 : 1;
@@ -516,6 +521,7 @@ out_session:
 	fuse_session_destroy(se);
 	t->warm = NULL;
 	warmup_stop(bg.warm); /* the connection is closed: a listing it waits for fails now */
+	fuse_loop_cfg_destroy(loop);
 	return ret;
 }
 

@@ -27,7 +27,6 @@
 
 #include "common/crc32.h"
 #include "common/list.h"
-#include "common/hint.h"
 #include "common/log.h"
 #include "seek/segment.h"
 #include "seek/workers.h"
@@ -818,7 +817,6 @@ ssize_t creader_read_ahead(struct creader *r, void *buf, size_t len, uint64_t of
 		int err;
 
 		if (cache_get(r->cache, &key, &b) == 1) {
-			hint_slow(); /* a decode, or a wait for one */
 			err = rd_fill(r, i, k, ahead_to, &b);
 			if (err) {
 				/* the whole request fails: over FUSE a short read would look like

@@ -151,8 +151,8 @@ def test_lookups_race_reads(mount, tmp_path, members):
 
 def test_a_long_request_does_not_hold_up_the_others(mount, tmp_path):
     """A read that decodes for a long time in one request (the end of a 48 MB member of a
-    single-block .xz, nothing decoded ahead) must not keep other requests waiting: the
-    request loop lets another thread read them (fs/loop.c).  Listings and lookups of the
+    single-block .xz, nothing decoded ahead) must not keep other requests waiting: another
+    thread of the daemon answers them.  Listings and lookups of the
     small members (which the index answers: their bytes too are behind the 48 MB, in the same
     block), made while that read is in the daemon, are answered before it is."""
     require_tool("xz")
