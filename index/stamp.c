@@ -6,9 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
+#include "common/crc32.h"
 
 #define FP_SPAN (1u << 20)
+#define FP_PIECE (64u << 10)
 
 void idx_fingerprint_ahead(struct src *file)
 {
@@ -19,29 +20,39 @@ void idx_fingerprint_ahead(struct src *file)
 		src_advise(file, n - FP_SPAN, FP_SPAN);
 }
 
+/* CRC-32 of the span [off, off + FP_SPAN) of file, or of what there is of it: read in pieces
+ * through a small buffer on the stack -- a fresh 1 MiB buffer was 256 page faults, and on the
+ * VMs measured here a fault costs ~20 us (a cold second mount spent ~5 ms on these two). */
+static int span_crc(struct src *file, uint64_t off, uint32_t *crc)
+{
+	uint8_t buf[FP_PIECE];
+	uint32_t c = 0;
+
+	for (uint64_t done = 0; done < FP_SPAN;) {
+		ssize_t r = src_pread(file, buf, sizeof(buf), off + done);
+		if (r < 0)
+			return (int)r;
+		if (r == 0)
+			break;
+		c = tfs_crc32(c, buf, (size_t)r);
+		done += (uint64_t)r;
+	}
+	*crc = c;
+	return 0;
+}
+
 int idx_fingerprint(struct src *file, char *out, size_t size)
 {
 	uint64_t n = src_size(file);
-	uint8_t *buf = malloc(FP_SPAN);
-	uLong head, tail;
-	ssize_t r;
+	uint32_t head, tail;
+	int err = span_crc(file, 0, &head);
 
-	if (!buf)
-		return -ENOMEM;
-	r = src_pread(file, buf, FP_SPAN, 0);
-	if (r < 0)
-		goto fail;
-	head = crc32(0, buf, (uInt)r);
-	r = src_pread(file, buf, FP_SPAN, n > FP_SPAN ? n - FP_SPAN : 0);
-	if (r < 0)
-		goto fail;
-	tail = crc32(0, buf, (uInt)r);
-	free(buf);
-	snprintf(out, size, "%" PRIu64 ":%08lx:%08lx", n, head, tail);
+	if (!err)
+		err = span_crc(file, n > FP_SPAN ? n - FP_SPAN : 0, &tail);
+	if (err)
+		return err;
+	snprintf(out, size, "%" PRIu64 ":%08lx:%08lx", n, (unsigned long)head, (unsigned long)tail);
 	return 0;
-fail:
-	free(buf);
-	return (int)r;
 }
 
 void idx_options_string(const char *codec_name, const struct idx_build_opts *o, char *buf,
