@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -41,7 +42,81 @@ static void *feed(void *arg)
 	return NULL;
 }
 
+/* ---- the outputs of tools, kept for the next tree (TARSEEK_TU_CACHE) ----
+ * tools/test.sh tests the same sources in several trees one after the other (the release
+ * build, then AddressSanitizer's): the tools that make the tests' data are given the same
+ * commands and the same bytes each time, and their output is the same.  With
+ * TARSEEK_TU_CACHE set to a folder, a command that succeeded on non-empty input keeps its
+ * output there, under a hash of the command and the input, and the next tree's test takes it
+ * from there instead of running the tool again.  Only commands fed on stdin: one that reads
+ * a file (given no input) always runs. */
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* The cache file of cmd and its input into path (0), or -1 when there is no cache. */
+static int cache_path(const char *cmd, const void *in, size_t inlen, char *path, size_t cap)
+{
+	const char *dir = getenv("TARSEEK_TU_CACHE");
+
+	if (!dir || !*dir || !in || !inlen)
+		return -1;
+	/* two FNV-1a hashes of different bases: 128 bits, no collision among a test run's */
+	uint64_t a = fnv1a(0xcbf29ce484222325ull, cmd, strlen(cmd) + 1);
+	uint64_t b = fnv1a(0x84222325cbf29ce4ull, cmd, strlen(cmd) + 1);
+	a = fnv1a(a, in, inlen);
+	b = fnv1a(b, in, inlen);
+	int n = snprintf(path, cap, "%s/%016llx%016llx-%zu", dir, (unsigned long long)a,
+			 (unsigned long long)b, inlen);
+	return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+static void cache_put(const char *path, const uint8_t *out, size_t len)
+{
+	char tmp[4200];
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return;
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = write(fd, out + done, len - done);
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	if (close(fd) == 0 && done == len)
+		rename(tmp, path); /* whole, or not there */
+	else
+		unlink(tmp);
+}
+
+static uint8_t *pipe_run(const char *cmd, const void *in, size_t inlen, size_t *outlen);
+
 uint8_t *tu_pipe(const char *cmd, const void *in, size_t inlen, size_t *outlen)
+{
+	char path[4096];
+	uint8_t *out;
+
+	if (cache_path(cmd, in, inlen, path, sizeof(path)) < 0)
+		return pipe_run(cmd, in, inlen, outlen);
+	out = tu_read_file(path, outlen);
+	if (out)
+		return out;
+	out = pipe_run(cmd, in, inlen, outlen);
+	if (out)
+		cache_put(path, out, *outlen);
+	return out;
+}
+
+static uint8_t *pipe_run(const char *cmd, const void *in, size_t inlen, size_t *outlen)
 {
 	int pin[2], pout[2], status;
 	pid_t pid;

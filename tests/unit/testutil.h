@@ -35,7 +35,9 @@ extern int tu_failures;
 int tu_exit(void);
 
 /* Runs "sh -c cmd" with in/inlen on its stdin and returns its stdout (malloc'd, *outlen set),
- * or NULL if the command failed or could not run.  For making test data with real tools. */
+ * or NULL if the command failed or could not run.  For making test data with real tools.
+ * With TARSEEK_TU_CACHE set to a folder, the output of a command fed non-empty input is kept
+ * there and given again for the same command and input without running it (testutil.c). */
 uint8_t *tu_pipe(const char *cmd, const void *in, size_t inlen, size_t *outlen);
 
 /* True if a program is on PATH (tests skip with 77 when a tool is missing). */
