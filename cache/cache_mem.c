@@ -162,16 +162,12 @@ static struct cm_block *pop(struct cm_block **list, unsigned first, unsigned las
 }
 
 /* Whether regions are advised into huge pages (see the top of the file): TARSEEK_THP=0 says
- * no.  Read once; any thread. */
+ * no.  Asked at each region mapped (every 64 MiB at most). */
 static bool use_thp(void)
 {
-	static int v = -1; /* a benign race: every thread computes the same value */
+	const char *e = getenv("TARSEEK_THP");
 
-	if (__atomic_load_n(&v, __ATOMIC_RELAXED) < 0) {
-		const char *e = getenv("TARSEEK_THP");
-		__atomic_store_n(&v, !(e && strcmp(e, "0") == 0), __ATOMIC_RELAXED);
-	}
-	return __atomic_load_n(&v, __ATOMIC_RELAXED) == 1;
+	return !(e && strcmp(e, "0") == 0);
 }
 
 /* A new region: CM_REGION bytes aligned to a huge page, or NULL.  Any thread, no lock. */

@@ -13,7 +13,7 @@
 #      (gzip, zip, 7z, the index) pass on zlib alone (the mount tests run zlib's path at run
 #      time: test_*_zlib);
 #   3. again built with AddressSanitizer + UndefinedBehaviorSanitizer (any report fails; -O1,
-#      as ASan's authors advise: at -O0 the suite took half as long again): the unit tests
+#      as ASan's authors advise: at -O0 the unit tests took a quarter longer): the unit tests
 #      and the mount tests, the damage and tampering matrices included (a seeded sample) and
 #      test_shadow, but not test_stress, test_conformance, test_system, test_many,
 #      test_remote, test_netservers, test_manpages, test_package, test_bench (the benchmark

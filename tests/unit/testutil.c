@@ -25,19 +25,27 @@ struct feeder {
 	size_t len;
 };
 
-static void *feed(void *arg)
+/* Writes len bytes of buf to fd; returns how many were written (len unless an error). */
+static size_t write_all(int fd, const uint8_t *buf, size_t len)
 {
-	struct feeder *f = arg;
 	size_t done = 0;
 
-	while (done < f->len) {
-		ssize_t n = write(f->fd, f->buf + done, f->len - done);
+	while (done < len) {
+		ssize_t n = write(fd, buf + done, len - done);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
 		done += (size_t)n;
 	}
+	return done;
+}
+
+static void *feed(void *arg)
+{
+	struct feeder *f = arg;
+
+	write_all(f->fd, f->buf, f->len);
 	close(f->fd);
 	return NULL;
 }
@@ -85,13 +93,7 @@ static void cache_put(const char *path, const uint8_t *out, size_t len)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0)
 		return;
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = write(fd, out + done, len - done);
-		if (n <= 0)
-			break;
-		done += (size_t)n;
-	}
+	size_t done = write_all(fd, out, len);
 	if (close(fd) == 0 && done == len)
 		rename(tmp, path); /* whole, or not there */
 	else
