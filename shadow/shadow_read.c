@@ -207,6 +207,7 @@ int shadow_stream_ckpts(struct shadow *sh, uint64_t stream_id, uint64_t usize, u
 			    .uoff = u,
 			    .ulen = sh->tab->dsize[f],
 			    .coff = sh->coff[f],
+			    .clen = sh->tab->csize[f], /* one frame: codec_zstd reads it whole */
 			    .flags = f + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(f + 1)};
 			u += sh->tab->dsize[f];
 		}

@@ -67,7 +67,11 @@
  * Checkpoint fields for zstd:
  *   uoff   decoded offset of the chunk (all frames before it counted);
  *   coff   compressed offset of the chunk's first zstd frame (its magic number);
- *   clen   0 (unused);
+ *   clen   0, or the compressed length of the chunk when it is one zstd frame, which the
+ *          decoder then reads without looking for its end: a shadow's checkpoints
+ *          (shadow/shadow_read.c, from its seek table; never stored in an index), read at
+ *          random a frame at a time.  The frame's header and its end are still checked;
+ *          not with ZS_CK_TABLE;
  *   extra  0 (unused);
  *   bits   ZS_CK_TABLE (1) if aux holds the chunk's seek table entries, else 0;
  *   flags  the 1-based number of the chunk's first zstd frame in the file (UINT32_MAX if larger;
@@ -482,6 +486,7 @@ struct codec_dec {
 	struct zs_loc loc;
 	struct zs_table tab; /* a view of the aux entries, if any */
 	uint64_t ulen;	     /* the chunk's decoded length */
+	uint64_t clen;	     /* the chunk is one frame of clen compressed bytes (0: unknown) */
 	uint64_t out;	     /* bytes returned */
 	bool in_frame;
 	int err; /* sticky */
@@ -508,7 +513,18 @@ static int zs_dec_fail(struct codec_dec *d, int err, const char *msg)
 static int zs_dec_next_frame(struct codec_dec *d)
 {
 	struct zs_fdesc fd;
-	int r = zs_loc_next(&d->loc, d->ulen <= ZS_HOP_MAX, &fd);
+	int r;
+
+	if (d->clen) { /* its frame's end is known: nothing to find */
+		fd = (struct zs_fdesc){.number = ++d->loc.nframes, .coff = d->loc.pos,
+				       .end = d->loc.pos + d->clen, .dsize = d->ulen,
+				       .tix = ZS_UNKNOWN, .from_table = true};
+		d->loc.pos = fd.end;
+		d->clen = 0; /* a frame that stops short is followed by none: the next call fails */
+		r = 1;
+	} else {
+		r = zs_loc_next(&d->loc, d->ulen <= ZS_HOP_MAX, &fd);
+	}
 
 	if (r < 0)
 		return zs_dec_fail(d, r, d->loc.msg);
@@ -535,7 +551,8 @@ static int zs_dec_new(struct src *in, const struct codec_ckpt *ck, const void *a
 	int err;
 
 	*out = NULL;
-	if (!in || !ck || ck->clen || ck->extra || (ck->bits & ~ZS_CK_TABLE) || !ck->flags)
+	if (!in || !ck || ck->extra || (ck->bits & ~ZS_CK_TABLE) || !ck->flags ||
+	    (ck->clen && (ck->bits & ZS_CK_TABLE)))
 		return -EINVAL;
 	if ((ck->bits & ZS_CK_TABLE) ? !aux || !auxlen || auxlen % ZS_SEEK_ENTRY : auxlen != 0)
 		return -EINVAL;
@@ -562,6 +579,7 @@ static int zs_dec_new(struct src *in, const struct codec_ckpt *ck, const void *a
 		d->loc.tab = &d->tab;
 	}
 	d->ulen = ck->ulen;
+	d->clen = ck->clen;
 	err = zs_dec_next_frame(d);
 	if (err)
 		goto fail;

@@ -5,6 +5,7 @@
 #include "codecs/zstd/zstd_int.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -377,6 +378,38 @@ int zs_loc_next(struct zs_loc *l, bool blocks, struct zs_fdesc *fd)
 
 /* ---- Decoding frames: shared by the scan and by decoders ----------------------------------- */
 
+/* Decoders' contexts and input buffers kept for the next decoder.  The reader starts a decoder
+ * per chunk it reads at random (seek/reader.c) -- a shadow's frame per small file -- and a
+ * fresh ZSTD_DCtx allocates its window buffers again at its first frame: in fresh memory, a
+ * page fault per 4 KiB, 10-40 us each on the VMs this project is measured on.  Kept: at most
+ * ZS_KEEP of them, each holding at most ZS_KEEP_DCTX_MAX (a context sized by a frame with a
+ * large window is freed, not kept).  One lock, taken alone. */
+#define ZS_KEEP 4
+#define ZS_KEEP_DCTX_MAX ((size_t)4 << 20)
+
+static struct {
+	pthread_mutex_t lock;
+	size_t n;
+	ZSTD_DCtx *dctx[ZS_KEEP];
+	uint8_t *buf[ZS_KEEP];
+} zs_kept = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* A kept context and buffer (of ZS_DEC_INBUF bytes) into fr, if there is one. */
+static bool zs_fr_reuse(struct zs_fr *fr)
+{
+	bool got = false;
+
+	pthread_mutex_lock(&zs_kept.lock);
+	if (zs_kept.n) {
+		zs_kept.n--;
+		fr->dctx = zs_kept.dctx[zs_kept.n];
+		fr->in.buf = zs_kept.buf[zs_kept.n];
+		got = true;
+	}
+	pthread_mutex_unlock(&zs_kept.lock);
+	return got;
+}
+
 int zs_fr_init(struct zs_fr *fr, struct src *in, size_t inbuf_size, const char *who)
 {
 	ZSTD_bounds wb = ZSTD_dParam_getBounds(ZSTD_d_windowLogMax);
@@ -385,7 +418,10 @@ int zs_fr_init(struct zs_fr *fr, struct src *in, size_t inbuf_size, const char *
 
 	memset(fr, 0, sizeof(*fr));
 	fr->who = who;
-	incur_init(&fr->in, in, malloc(inbuf_size), inbuf_size, 0);
+	incur_init(&fr->in, in, NULL, inbuf_size, 0);
+	if (inbuf_size == ZS_DEC_INBUF && zs_fr_reuse(fr))
+		return 0; /* its parameters are those set below */
+	fr->in.buf = malloc(inbuf_size);
 	fr->dctx = ZSTD_createDCtx();
 	if (!fr->in.buf || !fr->dctx)
 		return -ENOMEM;
@@ -397,9 +433,24 @@ int zs_fr_init(struct zs_fr *fr, struct src *in, size_t inbuf_size, const char *
 
 void zs_fr_fini(struct zs_fr *fr)
 {
-	ZSTD_freeDCtx(fr->dctx);
+	bool kept = false;
+
+	if (fr->dctx && fr->in.buf && fr->in.cap == ZS_DEC_INBUF &&
+	    ZSTD_sizeof_DCtx(fr->dctx) <= ZS_KEEP_DCTX_MAX) {
+		pthread_mutex_lock(&zs_kept.lock);
+		if (zs_kept.n < ZS_KEEP) {
+			zs_kept.dctx[zs_kept.n] = fr->dctx;
+			zs_kept.buf[zs_kept.n] = fr->in.buf;
+			zs_kept.n++;
+			kept = true;
+		}
+		pthread_mutex_unlock(&zs_kept.lock);
+	}
+	if (!kept) {
+		ZSTD_freeDCtx(fr->dctx);
+		free(fr->in.buf);
+	}
 	fr->dctx = NULL;
-	free(fr->in.buf);
 	fr->in.buf = NULL;
 }
 
@@ -440,9 +491,18 @@ int zs_fr_start(struct zs_fr *fr, const struct zs_fdesc *fd)
 	fr->stalls = 0;
 	fr->err = 0;
 	fr->msg[0] = '\0';
-	n = src_pread(fr->in.src, b, sizeof(b), fd->coff);
-	if (n < 0)
-		return zs_fr_fail(fr, (int)n, "read error");
+	/* the header from the input buffer, filled now from the frame's start (a frame whose
+	 * end is known, up to the buffer's size, is then read in one pread: a shadow's frame read
+	 * at random was six reads, each a system call); else from a read of its own */
+	incur_seek(&fr->in, fd->coff, fd->end);
+	n = incur_fill(&fr->in);
+	if (n >= (ssize_t)sizeof(b)) {
+		memcpy(b, incur_ptr(&fr->in), sizeof(b));
+	} else {
+		n = src_pread(fr->in.src, b, sizeof(b), fd->coff);
+		if (n < 0)
+			return zs_fr_fail(fr, (int)n, "read error");
+	}
 	r = zs_hdr_parse(b, (size_t)n, &fr->hdr, &why);
 	if (r == ZS_HDR_SHORT)
 		return zs_fr_fail(fr, -EIO, "the file ends in its header (truncated)");
@@ -481,7 +541,6 @@ int zs_fr_start(struct zs_fr *fr, const struct zs_fdesc *fd)
 	ret = ZSTD_DCtx_reset(fr->dctx, ZSTD_reset_session_only);
 	if (ZSTD_isError(ret))
 		return zs_fr_fail(fr, liberr_zstd(ret), "%s", ZSTD_getErrorName(ret));
-	incur_seek(&fr->in, fd->coff, fd->end);
 	return 0;
 }
 
