@@ -257,6 +257,7 @@ static int stream_reader(struct astream *st, struct conn *c, bool use_shadow,
 		p.in = shadow_src(sh);
 		p.ckpts = sck;
 		p.nckpts = sn;
+		p.adopt_ckpts = true;
 		p.load_aux = NULL;
 		free(ck);
 		ck = sck;
@@ -266,6 +267,8 @@ static int stream_reader(struct astream *st, struct conn *c, bool use_shadow,
 	(void)use_shadow;
 #endif
 	err = creader_new(&p, out);
+	if (!err && p.adopt_ckpts)
+		ck = NULL; /* the reader's now */
 	if (err == -EINVAL && st->shadowed) { /* the shadow's frames do not fit the index */
 		tfs_log(TFS_LOG_WARNING, "%s: its shadow does not fit its index (stream %llu): "
 			"reads decode the archive", a->path, (unsigned long long)st->id);

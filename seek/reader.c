@@ -110,12 +110,15 @@ int creader_new(const struct creader_params *p, struct creader **out)
 	r->cache = p->cache;
 	r->workers = p->workers;
 	r->max_decoders = p->max_decoders ? p->max_decoders : DEFAULT_MAX_DECODERS;
-	r->ck = malloc(r->n * sizeof(*r->ck));
+	r->ck = p->adopt_ckpts ? NULL : malloc(r->n * sizeof(*r->ck));
 	r->seg_base = malloc((r->n + 1) * sizeof(*r->seg_base));
 	r->pool = calloc(r->max_decoders, sizeof(*r->pool));
-	if (!r->ck || !r->seg_base || !r->pool)
+	if ((!r->ck && !p->adopt_ckpts) || !r->seg_base || !r->pool)
 		goto nomem;
-	memcpy(r->ck, p->ckpts, r->n * sizeof(*r->ck));
+	if (p->adopt_ckpts)
+		r->ck = (struct codec_ckpt *)p->ckpts; /* the caller's again if this fails */
+	else
+		memcpy(r->ck, p->ckpts, r->n * sizeof(*r->ck));
 	r->seg_base[0] = 0;
 	for (size_t i = 0; i < r->n; i++)
 		r->seg_base[i + 1] = r->seg_base[i] + seg_count(r->ck[i].ulen, r->seg_shift);
@@ -152,7 +155,8 @@ int creader_new(const struct creader_params *p, struct creader **out)
 	*out = r;
 	return 0;
 nomem:
-	free(r->ck);
+	if (!p->adopt_ckpts)
+		free(r->ck);
 	free(r->seg_base);
 	free(r->pool);
 	free(r->crcs);
@@ -161,7 +165,8 @@ nomem:
 	free(r);
 	return -ENOMEM;
 inval:
-	free(r->ck);
+	if (!p->adopt_ckpts)
+		free(r->ck);
 	free(r->seg_base);
 	free(r->pool);
 	free(r->ranges);
