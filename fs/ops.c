@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -501,6 +502,58 @@ static void tfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		un_close(f);
 }
 
+/* The buffers READs' replies are made in: taken from a small stack and put back after the
+ * reply, so that the few requests served at once reuse the same memory.  A buffer malloc'd
+ * and freed per request came back from glibc in fresh pages every few requests (~270 page
+ * faults in a cold pass over 1000 small files of backup.tar.xz, 10-40 us each on the VMs
+ * measured here), and one per FUSE thread faulted in again with every new thread.  A buffer
+ * is at least REPLY_MIN bytes (the kernel's largest read of a small file), grown when a
+ * request wants more; at most REPLY_KEEP are kept.  One lock, taken alone. */
+#define REPLY_MIN ((size_t)128 << 10)
+#define REPLY_KEEP 8
+
+struct reply_buf {
+	size_t cap;
+	char data[];
+};
+
+static struct {
+	pthread_mutex_t lock;
+	size_t n;
+	struct reply_buf *b[REPLY_KEEP];
+} replies = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* A buffer of at least size bytes, or NULL if out of memory. */
+static struct reply_buf *reply_get(size_t size)
+{
+	struct reply_buf *b = NULL;
+
+	pthread_mutex_lock(&replies.lock);
+	if (replies.n)
+		b = replies.b[--replies.n];
+	pthread_mutex_unlock(&replies.lock);
+	if (!b || b->cap < size) {
+		size_t cap = size > REPLY_MIN ? size : REPLY_MIN;
+		free(b);
+		b = malloc(sizeof(*b) + cap);
+		if (!b)
+			return NULL;
+		b->cap = cap;
+	}
+	return b;
+}
+
+static void reply_put(struct reply_buf *b)
+{
+	pthread_mutex_lock(&replies.lock);
+	if (replies.n < REPLY_KEEP) {
+		replies.b[replies.n++] = b;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&replies.lock);
+	free(b);
+}
+
 static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
@@ -530,19 +583,19 @@ static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		th_put(t->handles, ref);
 		return;
 	}
-	char *buf = malloc(size ? size : 1);
+	struct reply_buf *buf = reply_get(size);
 	if (!buf) {
 		th_put(t->handles, ref);
 		reply_err(req, -ENOMEM);
 		return;
 	}
-	ssize_t r = un_read(f, buf, size, (uint64_t)off);
+	ssize_t r = un_read(f, buf->data, size, (uint64_t)off);
 	th_put(t->handles, ref);
 	if (r < 0)
 		reply_err(req, (int)r);
 	else
-		fuse_reply_buf(req, buf, (size_t)r);
-	free(buf);
+		fuse_reply_buf(req, buf->data, (size_t)r);
+	reply_put(buf);
 }
 
 /* Nothing to flush on a read-only file system: ENOSYS, and the kernel stops asking. */
