@@ -75,13 +75,6 @@ static int load_sparse(struct arch_file *f, struct conn *c, uint64_t ino)
 	return 0;
 }
 
-static _Thread_local bool quiet_open; /* arch_quiet_open */
-
-void arch_quiet_open(bool on)
-{
-	quiet_open = on;
-}
-
 /* Opens entry ino's data: a regular file's, or (link) a symlink's whose target is its data
  * (link_read). */
 static int file_open(struct arch *a, uint64_t ino, bool link, struct arch_file **out)
@@ -109,15 +102,13 @@ static int file_open(struct arch *a, uint64_t ino, bool link, struct arch_file *
 	}
 	if (sqlite3_column_type(c->file, 6) != SQLITE_NULL) { /* listed, but not readable */
 		err = (int)sqlite3_column_int64(c->file, 6);
-		if (err >= 0)
-			err = -EIO;
-		if (quiet_open)
-			goto out;
 		tfs_log(TFS_LOG_ERR, "%s: %.*s: %s", a->path, sqlite3_column_bytes(c->file, 8),
 			(const char *)sqlite3_column_blob(c->file, 8),
 			sqlite3_column_type(c->file, 7) == SQLITE_TEXT
 			    ? (const char *)sqlite3_column_text(c->file, 7)
 			    : strerror(-err));
+		if (err >= 0)
+			err = -EIO;
 		goto out;
 	}
 	f = calloc(1, sizeof(*f));

@@ -68,11 +68,6 @@ static void t_advise(void *fh, uint64_t off, uint64_t len)
 	arch_file_advise(fh, off, len);
 }
 
-void tree_quiet_open(bool on)
-{
-	arch_quiet_open(on);
-}
-
 static void t_close(void *fh)
 {
 	arch_file_close(fh);

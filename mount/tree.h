@@ -64,8 +64,4 @@ struct tree_ops {
 
 extern const struct tree_ops tree_archive_ops; /* t is a struct arch * (archive_tree.c) */
 
-/* While on, this thread's opens of an archive member that cannot be read fail without their
- * log line (arch_quiet_open): a hint's open, whose read, if one comes, says why. */
-void tree_quiet_open(bool on);
-
 #endif

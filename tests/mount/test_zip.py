@@ -31,7 +31,6 @@ import sqlite3
 import stat
 import struct
 import subprocess
-import time
 import zipfile
 import zlib
 
@@ -511,28 +510,6 @@ def test_encrypted_and_unsupported(mount, tmp_path):
         assert open(j("after.txt"), "rb").read() == files["after.txt"]
     log = m.log()
     assert "encrypted" in log and "implode" in log, log
-
-
-def test_unsupported_entry_looked_up_logs_nothing_until_read(mount, tmp_path):
-    """A lookup announces the read that usually follows (fs/hint.h) and opens the entry for
-    it: an entry that cannot be read is said so in the log when it is read, not when it is
-    only looked up."""
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "imploded.txt").write_bytes(text_data(9000, 3))
-    (src / "plain.txt").write_bytes(text_data(5000, 1))
-    archive = tmp_path / "one.zip"
-    run("zip", "-q", archive, "imploded.txt", "plain.txt", cwd=src)
-    patch_method(archive, "imploded.txt", 6)
-    with mount(archive, "--no-prefetch", allow_errors=True) as m:  # no walk: a real lookup
-        assert os.stat(os.path.join(m.path, "imploded.txt")).st_size == 9000
-        assert os.stat(os.path.join(m.path, "plain.txt")).st_size == 5000
-        assert "implode" not in m.log(), m.log()
-        assert read_errno(os.path.join(m.path, "imploded.txt")) == 95  # EOPNOTSUPP
-        deadline = time.monotonic() + 10
-        while "implode" not in m.log() and time.monotonic() < deadline:
-            time.sleep(0.02)  # the daemon's log is written as it goes
-        assert "implode" in m.log(), m.log()
 
 
 # ---- damage ----------------------------------------------------------------------------------
