@@ -530,7 +530,7 @@ int main(int argc, char **argv)
 	struct options o = {0};
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct arch_env env = {0};
-	struct tfs t = {.timeout = 86400, .hint = HINT_INIT};
+	struct tfs t = {.timeout = 86400};
 	struct prefetch *pf = NULL;
 	char *mnt_abs = NULL, *mnt_made = NULL; /* the mount point made for `tarseek SOURCE` */
 	char *mem_dir = NULL; /* --index-file :memory: */
@@ -572,7 +572,6 @@ int main(int argc, char **argv)
 	t.dmask = o.dmask;
 	t.fmask = o.fmask;
 	t.max_read = o.max_read;
-	t.hint.off = env_number("TARSEEK_LOOKUP_HINTS", 1, 0, 1) == 0;
 	if (o.log_file && dlog_open_file(o.log_file) < 0)
 		goto out;
 	if (!o.mountpoint) { /* tarseek SOURCE: ./NAME, as ratarmount mounts */

@@ -131,12 +131,11 @@ static ssize_t format_counts(struct tfs *t, char *buf, size_t size)
 }
 
 /* What prefetching does: "data=STATE chunks=N done=D failed=F bytes=B\n" (decoding ahead, or
- * reading a plain archive ahead), "tree=STATE pages=STATE stored=B waits=N\n" (the
- * warm-up; tree=waiting while it gives way to reads, waits: how often it has) and
- * "hints=N withheld=M\n" (reads announced at lookup, and lookups not hinted: fs/hint.h). */
+ * reading a plain archive ahead) and "tree=STATE pages=STATE stored=B waits=N\n" (the
+ * warm-up; tree=waiting while it gives way to reads, waits: how often it has). */
 static ssize_t format_prefetch(struct tfs *t, char *buf, size_t size)
 {
-	char text[384];
+	char text[320];
 	const char *data = "off", *tree = "off", *pages = "off";
 	struct pf_stats st = {0};
 	struct warmup *w = atomic_load(&t->warm);
@@ -158,16 +157,12 @@ static ssize_t format_prefetch(struct tfs *t, char *buf, size_t size)
 					   : view < 0 ? "none" : "starting";
 		pages = p > 0 ? "done" : p < 0 ? "none" : "running";
 	}
-	uint64_t given, held;
-	hint_counts(&t->hint, &given, &held);
 	len = snprintf(text, sizeof(text),
 		       "data=%s chunks=%llu done=%llu failed=%llu bytes=%llu\n"
-		       "tree=%s pages=%s stored=%llu waits=%lu\n"
-		       "hints=%llu withheld=%llu\n",
+		       "tree=%s pages=%s stored=%llu waits=%lu\n",
 		       data, (unsigned long long)st.chunks, (unsigned long long)st.chunks_done,
 		       (unsigned long long)st.chunks_failed, (unsigned long long)st.queued_bytes, tree,
-		       pages, (unsigned long long)stored, waits, (unsigned long long)given,
-		       (unsigned long long)held);
+		       pages, (unsigned long long)stored, waits);
 	if (size && (size_t)len > size)
 		return -ERANGE;
 	if (size)
@@ -287,18 +282,6 @@ static void tfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	entry_param(t, &a, &e);
-	if (!t->hint.off && S_ISREG(a.mode) && a.size && hint_looked_up(&t->hint, e.ino)) {
-		/* before the reply, so that the disk reads while the program opens the file and
-		 * asks for its bytes: after it, the read came before the handle was made here (a
-		 * query of the index) and nothing was gained.  1000 files of backup.tar.xz through
-		 * its shadow, cold: lookups +37 ms, reads -55 ms (fs/hint.h) */
-		struct un_file *f;
-		struct th_ref *ref;
-		if (th_file(t->handles, e.ino, &f, &ref) == 0) { /* the read's handle, made now */
-			un_advise(f, 0, a.size < HINT_BYTES ? a.size : HINT_BYTES);
-			th_put(t->handles, ref);
-		}
-	}
 	fuse_reply_entry(req, &e);
 	dp_looked_up(t->dp, t->se, S_ISDIR(a.mode));
 }
@@ -583,8 +566,6 @@ static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	if (t->debug)
 		tfs_log(TFS_LOG_DEBUG, "read(%lu, %zu @ %lld)", (unsigned long)ino, size, (long long)off);
-	if (off == 0)
-		hint_read(&t->hint, ino);
 	if (!f) { /* no open: the file by inode */
 		int err = th_file(t->handles, ino, &f, &ref);
 		if (err) {

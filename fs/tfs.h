@@ -10,7 +10,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "fs/hint.h"
 #include "mount/union.h"
 
 struct th;
@@ -64,7 +63,6 @@ struct tfs {
 	uint32_t dmask, fmask; /* -o umask=, dmask=, fmask=: bits cleared from the modes */
 	unsigned max_read;     /* -o max_read=, which FUSE wants its init to repeat */
 	struct tfs_counts counts;
-	struct hint hint; /* reads announced at lookup (fs/hint.h) */
 };
 
 extern const struct fuse_lowlevel_ops tfs_ops;

@@ -114,11 +114,6 @@ ssize_t arch_file_read(struct arch_file *f, void *buf, size_t len, uint64_t off)
  * the file size); else 0. */
 size_t arch_file_direct(struct arch_file *f, uint64_t off, size_t len, int *fd, uint64_t *fd_off);
 
-/* A read of [off, off + len) of the file is coming (a hint): the kernel is asked to start
- * reading the archive's bytes it needs (a compressed member: the chunk its first bytes are
- * decoded from, unless they are cached).  Never decodes, never waits. */
-void arch_file_advise(struct arch_file *f, uint64_t off, uint64_t len);
-
 uint64_t arch_file_size(const struct arch_file *f);
 void arch_file_close(struct arch_file *f); /* NULL does nothing */
 

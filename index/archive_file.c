@@ -262,22 +262,6 @@ static ssize_t read_denied(struct arch_file *f, ssize_t n)
 	return n;
 }
 
-void arch_file_advise(struct arch_file *f, uint64_t off, uint64_t len)
-{
-	/* only a local archive: a remote one's advice is a fetch, made there and then
-	 * (net/remote.c), and a sparse member's bytes are not worth finding for a hint */
-	if (f->a->fd < 0 || f->ext || off >= f->size)
-		return;
-	if (len > f->size - off)
-		len = f->size - off;
-	if (off + len > f->stored || !len)
-		return;
-	if (!f->st)
-		src_advise(f->a->file, f->data_off + off, len);
-	else if (f->st->reader)
-		arch_stream_advise(f->st, f->data_off + off, len);
-}
-
 ssize_t arch_file_read(struct arch_file *f, void *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;

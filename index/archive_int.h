@@ -130,8 +130,6 @@ void arch_streams_free(struct arch *a);
  * the shadow is used for no other stream: said once). */
 ssize_t arch_stream_read(struct astream *st, void *buf, size_t len, uint64_t off,
 			 uint64_t ahead_to);
-/* A read of st's [off, off + len) is coming: creader_advise on the reader it will use. */
-void arch_stream_advise(struct astream *st, uint64_t off, uint64_t len);
 
 /* The longest symlink target read from an entry's data (PATH_MAX with its NUL): a longer
  * "target" cannot be one (symlink(2) refuses it too). */

@@ -717,13 +717,6 @@ static struct creader *stream_fallback(struct astream *st)
 	return r;
 }
 
-void arch_stream_advise(struct astream *st, uint64_t off, uint64_t len)
-{
-	struct creader *r = atomic_load(&st->fallback);
-
-	creader_advise(r ? r : st->reader, off, len);
-}
-
 ssize_t arch_stream_read(struct astream *st, void *buf, size_t len, uint64_t off,
 			 uint64_t ahead_to)
 {

@@ -63,11 +63,6 @@ static size_t t_direct(void *fh, uint64_t off, size_t len, int *fd, uint64_t *fd
 	return arch_file_direct(fh, off, len, fd, fd_off);
 }
 
-static void t_advise(void *fh, uint64_t off, uint64_t len)
-{
-	arch_file_advise(fh, off, len);
-}
-
 static void t_close(void *fh)
 {
 	arch_file_close(fh);
@@ -100,7 +95,6 @@ const struct tree_ops tree_archive_ops = {
 	.open = t_open,
 	.read = t_read,
 	.direct = t_direct,
-	.advise = t_advise,
 	.close = t_close,
 	.totals = t_totals,
 	.free = t_free,

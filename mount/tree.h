@@ -54,8 +54,6 @@ struct tree_ops {
 	int (*open)(void *t, uint64_t ino, void **fh);
 	ssize_t (*read)(void *fh, void *buf, size_t len, uint64_t off);
 	size_t (*direct)(void *fh, uint64_t off, size_t len, int *fd, uint64_t *fd_off);
-	/* Optional: a read of [off, off + len) is coming (a hint; never waits). */
-	void (*advise)(void *fh, uint64_t off, uint64_t len);
 	void (*close)(void *fh);
 	/* Optional: entries and decompressed bytes, for statfs. */
 	void (*totals)(void *t, uint64_t *entries, uint64_t *bytes);

@@ -446,12 +446,6 @@ ssize_t un_read(struct un_file *f, void *buf, size_t len, uint64_t off)
 	return f->s->ops->read(f->fh, buf, len, off);
 }
 
-void un_advise(struct un_file *f, uint64_t off, uint64_t len)
-{
-	if (f->s->ops->advise)
-		f->s->ops->advise(f->fh, off, len);
-}
-
 size_t un_direct(struct un_file *f, uint64_t off, size_t len, int *fd, uint64_t *fd_off)
 {
 	return f->s->ops->direct ? f->s->ops->direct(f->fh, off, len, fd, fd_off) : 0;

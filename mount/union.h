@@ -69,8 +69,6 @@ void un_closedir(struct un_dir *d);
 int un_open(struct un *u, uint64_t ino, struct un_file **out);
 ssize_t un_read(struct un_file *f, void *buf, size_t len, uint64_t off);
 size_t un_direct(struct un_file *f, uint64_t off, size_t len, int *fd, uint64_t *fd_off);
-/* A read of [off, off + len) is coming: the source starts fetching what it needs (a hint). */
-void un_advise(struct un_file *f, uint64_t off, uint64_t len);
 void un_close(struct un_file *f);
 
 /* Entries (inodes) and bytes of all sources, for statfs. */

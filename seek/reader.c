@@ -322,30 +322,6 @@ static void pool_put(struct creader *r, struct rd_live *l)
 		r->codec->dec_free(drop[k]);
 }
 
-/* The span start_decoder advises for chunk i: from the byte before the checkpoint (a gzip
- * checkpoint's unread bits) to the next one, plus what a decoder's last read of its input
- * buffer takes past it. */
-static void advise_chunk(struct creader *r, size_t i)
-{
-	uint64_t from = r->ck[i].coff ? r->ck[i].coff - 1 : 0;
-	uint64_t slack = r->codec->exact_input ? ADVISE_SLACK_EXACT : ADVISE_SLACK;
-	uint64_t to = i + 1 < r->n && r->ck[i + 1].coff > from ? r->ck[i + 1].coff + slack
-							     : UINT64_MAX;
-	src_advise(r->in, from, to - from);
-}
-
-void creader_advise(struct creader *r, uint64_t off, uint64_t len)
-{
-	(void)len; /* the chunk holding off: a small file's, or where a larger one starts */
-	if (off >= r->usize || r->ranges)
-		return;
-	size_t i = chunk_of(r, off);
-	uint64_t k = seg_at(r->ck[i].ulen, off - r->ck[i].uoff, r->seg_shift);
-	struct cache_key key = {r->stream, r->seg_base[i] + k};
-	if (!cache_known(r->cache, &key))
-		advise_chunk(r, i);
-}
-
 static int start_decoder(struct creader *r, size_t i, struct rd_live *l)
 {
 	void *aux = NULL;
@@ -358,8 +334,13 @@ static int start_decoder(struct creader *r, size_t i, struct rd_live *l)
 			return err;
 	}
 	/* a source that reads by requests fetches the chunk's compressed span now, in one
-	 * request */
-	advise_chunk(r, i);
+	 * request: from the byte before the checkpoint (a gzip checkpoint's unread bits) to the
+	 * next one, plus what a decoder's last read of its input buffer takes past it */
+	uint64_t from = r->ck[i].coff ? r->ck[i].coff - 1 : 0;
+	uint64_t slack = r->codec->exact_input ? ADVISE_SLACK_EXACT : ADVISE_SLACK;
+	uint64_t to = i + 1 < r->n && r->ck[i + 1].coff > from ? r->ck[i + 1].coff + slack
+							     : UINT64_MAX;
+	src_advise(r->in, from, to - from);
 	err = r->codec->dec_new(r->in, &r->ck[i], aux, auxlen, &l->dec);
 	free(aux);
 	if (err == -EINVAL) { /* fields the codec cannot use: the index is damaged */

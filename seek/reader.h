@@ -75,11 +75,6 @@ ssize_t creader_read(struct creader *r, void *buf, size_t len, uint64_t off);
 ssize_t creader_read_ahead(struct creader *r, void *buf, size_t len, uint64_t off,
 			   uint64_t ahead_to);
 
-/* A read of [off, off + len) is coming: the compressed span of the chunk holding off is asked
- * of the source now (src_advise: the kernel starts reading it), unless the segment at off is
- * cached or being decoded.  Never decodes, never waits. */
-void creader_advise(struct creader *r, uint64_t off, uint64_t len);
-
 uint64_t creader_size(const struct creader *r);
 
 /* Chunks (checkpoints) of the stream. */

@@ -108,38 +108,6 @@ def big_bundle(tmp_path, mib, codec_cmd, suffix, name="big"):
     return out, contents
 
 
-# ---- reads announced at lookup (fs/hint.h) -------------------------------------------------
-
-
-@pytest.mark.parametrize("codec", ["tar", "xz"])
-def test_lookup_hints_stop_for_stats_and_come_back_for_reads(mount, bundle, codec):
-    """A lookup of a regular file announces its read (the disk starts on its bytes) only while
-    lookups are followed by reads: a run of stats without reads stops the hints after the
-    first 16, reads after lookups bring them back; the bytes read are right either way."""
-    tar, contents = bundle
-    if codec == "xz":
-        if not have("xz"):
-            pytest.skip("needs xz")
-        run("xz", "-k", "-T1", "--block-size=64KiB", tar)
-        tar = f"{tar}.xz"
-    names = sorted(contents)
-    with mount(tar, "--no-prefetch") as m:  # no warm-up walk: every path is looked up
-        for rel in names[:80]:
-            os.stat(os.path.join(m.path, rel))
-        st = prefetch_state(m.path)
-        given, held = int(st["hints"]), int(st["withheld"])
-        assert given <= 16 and held >= 60, st
-        for rel in names[80:]:
-            assert read(os.path.join(m.path, rel)) == contents[rel], rel
-        st = prefetch_state(m.path)
-        assert int(st["hints"]) > given, st  # back once half of the lookups were read
-    with mount(tar, "--no-prefetch", env={"TARSEEK_LOOKUP_HINTS": "0"}) as m:
-        for rel in names[:20]:
-            assert read(os.path.join(m.path, rel)) == contents[rel], rel
-        st = prefetch_state(m.path)
-        assert st["hints"] == "0" and st["withheld"] == "0", st
-
-
 # ---- requests per read --------------------------------------------------------------------
 
 
@@ -302,8 +270,7 @@ def test_no_warmup_without_prefetch(mount, bundle):
     with mount(tar, "--no-prefetch") as m:
         assert prefetch_state(m.path) == {"data": "off", "chunks": "0", "done": "0",
                                           "failed": "0", "bytes": "0", "tree": "off",
-                                          "pages": "off", "stored": "0", "waits": "0",
-                                          "hints": "0", "withheld": "0"}
+                                          "pages": "off", "stored": "0", "waits": "0"}
         assert "readdirplus" not in requests(m.path)
 
 
