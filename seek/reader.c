@@ -110,14 +110,13 @@ int creader_new(const struct creader_params *p, struct creader **out)
 	r->cache = p->cache;
 	r->workers = p->workers;
 	r->max_decoders = p->max_decoders ? p->max_decoders : DEFAULT_MAX_DECODERS;
-	r->ck = p->adopt_ckpts ? NULL : malloc(r->n * sizeof(*r->ck));
+	/* adopted: the caller's again if this fails */
+	r->ck = p->adopt_ckpts ? (struct codec_ckpt *)p->ckpts : malloc(r->n * sizeof(*r->ck));
 	r->seg_base = malloc((r->n + 1) * sizeof(*r->seg_base));
 	r->pool = calloc(r->max_decoders, sizeof(*r->pool));
-	if ((!r->ck && !p->adopt_ckpts) || !r->seg_base || !r->pool)
+	if (!r->ck || !r->seg_base || !r->pool)
 		goto nomem;
-	if (p->adopt_ckpts)
-		r->ck = (struct codec_ckpt *)p->ckpts; /* the caller's again if this fails */
-	else
+	if (!p->adopt_ckpts)
 		memcpy(r->ck, p->ckpts, r->n * sizeof(*r->ck));
 	r->seg_base[0] = 0;
 	for (size_t i = 0; i < r->n; i++)
