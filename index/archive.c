@@ -166,7 +166,7 @@ int arch_nested(struct arch *a, uint64_t ino, struct arch **out)
 	sqlite3_bind_int64(c->nested, 1, (sqlite3_int64)ino);
 	r = arch_step(c->nested);
 	if (r > 0)
-		err = db_image_to_memdb(sqlite3_column_blob(c->nested, 0),
+		err = db_image_to_mem(sqlite3_column_blob(c->nested, 0),
 					(size_t)sqlite3_column_bytes(c->nested, 0), &mem, &keeper);
 	else
 		err = r < 0 ? r : -ENOENT;

@@ -59,7 +59,7 @@ struct arch_info {
 	struct idx_build_stats build; /* valid if built */
 };
 
-/* Opens the index at index (a file path or a "memdb:" name; shown, if not NULL, is how
+/* Opens the index at index (a file path or a "mem:" name; shown, if not NULL, is how
  * messages name it) of the archive whose bytes come from data (owned, also on error); name
  * is the archive's, for messages.  The index is not validated: the caller vouches for it
  * (arch_open after validating it, the nested pass, nested archives).  0 or -errno (logged);

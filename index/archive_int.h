@@ -71,7 +71,7 @@ struct arch {
 	struct arch_info info;
 	char *path, *codec_name;
 	char *format; /* "tar", "single", "zip", "7z": the index's kind */
-	char *index;	   /* what connections open: a file, or "memdb:..." */
+	char *index;	   /* what connections open: a file, or "mem:..." */
 	char *index_shown; /* the index file, for messages */
 	sqlite3 *keeper;   /* keeps an in-memory index alive */
 	struct arch_env env;

@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include "common/byteio.h"
 #include "common/crc32.h"
 #include "common/log.h"
+#include "index/memvfs.h"
 
 int db_errno(int rc)
 {
@@ -120,9 +120,10 @@ int db_open_ro(const char *path, sqlite3 **out)
 	char *uri;
 	int rc, err;
 
-	if (strncmp(path, "memdb:", 6) == 0) {
-		if (asprintf(&uri, "file:%s?vfs=memdb", path + 6) < 0)
-			uri = NULL;
+	bool mem = strncmp(path, MEMVFS_PREFIX, strlen(MEMVFS_PREFIX)) == 0;
+
+	if (mem) {
+		uri = memvfs_uri(path);
 	} else {
 		uri = uri_for(path, "?immutable=1");
 	}
@@ -139,12 +140,15 @@ int db_open_ro(const char *path, sqlite3 **out)
 		*out = NULL;
 		return err;
 	}
-	/* No mmap: a page fault on the mapping reads around it as far as the disk's readahead
+	/* A file without mmap: a page fault on the mapping reads around it as far as the disk's readahead
 	 * goes (read_ahead_kb, 8 MiB on this project's test VM), so a lookup in a cold index of
 	 * a million members took 17 ms; pread of the 4 KiB pages it needs takes 0.8 ms.  Warm,
 	 * pread costs a syscall per page that SQLite's own cache (4 MiB per connection) misses:
 	 * a first lookup is ~20 % slower than through the mapping, a walk a little faster. */
-	sqlite3_exec(*out, "PRAGMA mmap_size=0; PRAGMA cache_size=-4096", NULL, NULL, NULL);
+	if (mem) /* pages by pointer into the image (memvfs.c) */
+		sqlite3_exec(*out, "PRAGMA mmap_size=4294967296", NULL, NULL, NULL);
+	else
+		sqlite3_exec(*out, "PRAGMA mmap_size=0; PRAGMA cache_size=-4096", NULL, NULL, NULL);
 	return 0;
 }
 
@@ -221,76 +225,42 @@ bool db_meta_get_u64(sqlite3 *db, const char *key, uint64_t *out)
 	return ok;
 }
 
-int db_to_memdb(sqlite3 *src, char **name, sqlite3 **keeper)
+/* Opens the keeper connection of img, which then holds it: the caller's reference is given up
+ * either way. */
+static int mem_keep(struct memvfs_img *img, char **name, sqlite3 **keeper)
 {
-	static atomic_uint counter;
-	char *uri = NULL;
-	sqlite3_backup *bk;
-	int rc;
+	int err;
 
-	*name = NULL;
-	*keeper = NULL;
-	unsigned n = atomic_fetch_add(&counter, 1);
-	if (asprintf(name, "memdb:/tarseek-%d-%u", (int)getpid(), n) < 0 ||
-	    asprintf(&uri, "file:%s?vfs=memdb", *name + 6) < 0) {
-		rc = SQLITE_NOMEM;
-		goto fail;
+	*name = strdup(memvfs_name(img));
+	err = *name ? db_open_ro(*name, keeper) : -ENOMEM;
+	memvfs_release(img);
+	if (err) {
+		free(*name);
+		*name = NULL;
 	}
-	rc = sqlite3_open_v2(uri, keeper, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
-			     NULL);
-	if (rc != SQLITE_OK)
-		goto fail;
-	bk = sqlite3_backup_init(*keeper, "main", src, "main");
-	if (!bk) {
-		rc = sqlite3_errcode(*keeper);
-		goto fail;
-	}
-	rc = sqlite3_backup_step(bk, -1);
-	sqlite3_backup_finish(bk);
-	if (rc != SQLITE_DONE)
-		goto fail;
-	free(uri);
-	return 0;
-fail:
-	tfs_log(TFS_LOG_ERR, "cannot load an index into memory: %s", sqlite3_errstr(rc));
-	sqlite3_close(*keeper);
-	*keeper = NULL;
-	free(*name);
-	*name = NULL;
-	free(uri);
-	return db_errno(rc) ? db_errno(rc) : -EIO;
+	return err;
 }
 
-int db_image_to_memdb(const void *image, size_t len, char **name, sqlite3 **keeper)
+int db_file_to_mem(const char *path, size_t max, char **name, sqlite3 **keeper)
 {
-	sqlite3 *tmp = NULL;
-	unsigned char *copy;
-	int rc, err;
+	struct memvfs_img *img;
+	int err;
 
 	*name = NULL;
 	*keeper = NULL;
-	if (len < 512 || memcmp(image, "SQLite format 3", 16) != 0)
-		return -EIO;
-	rc = sqlite3_open_v2(":memory:", &tmp, SQLITE_OPEN_READWRITE, NULL);
-	if (rc != SQLITE_OK) {
-		sqlite3_close(tmp);
-		return -ENOMEM;
-	}
-	copy = sqlite3_malloc64(len);
-	if (!copy) {
-		sqlite3_close(tmp);
-		return -ENOMEM;
-	}
-	memcpy(copy, image, len);
-	rc = sqlite3_deserialize(tmp, "main", copy, (sqlite3_int64)len, (sqlite3_int64)len,
-				 SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY);
-	if (rc != SQLITE_OK) {
-		sqlite3_close(tmp);
-		return -EIO;
-	}
-	err = db_to_memdb(tmp, name, keeper);
-	sqlite3_close(tmp);
-	return err;
+	err = memvfs_load_file(path, max, &img);
+	return err ? err : mem_keep(img, name, keeper);
+}
+
+int db_image_to_mem(const void *image, size_t len, char **name, sqlite3 **keeper)
+{
+	struct memvfs_img *img;
+	int err;
+
+	*name = NULL;
+	*keeper = NULL;
+	err = memvfs_copy(image, len, &img);
+	return err ? err : mem_keep(img, name, keeper);
 }
 
 /* CRC32 of the open file fd with bytes 60..63 taken as zero; *head gets its first 100 bytes.

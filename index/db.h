@@ -90,19 +90,18 @@ enum {
 int db_create_schema(sqlite3 *db);
 
 /* Opens path read-only for queries (immutable: the file is replaced, never modified).
- * A path starting with "memdb:" names an index held in memory (db_to_memdb).
+ * A path starting with "mem:" names an index held in memory (db_file_to_mem).
  * 0 or -errno; *out = NULL on error. */
 int db_open_ro(const char *path, sqlite3 **out);
 
-/* Copies the database src into a new in-memory database that every connection of this
- * process can open by the returned name ("memdb:/tarseek-N", malloc'd) with db_open_ro.
- * *keeper is a connection that keeps it alive: close it when done with the name.
- * 0 or -errno. */
-int db_to_memdb(sqlite3 *src, char **name, sqlite3 **keeper);
+/* Reads the index file at path (at most max bytes, else -EFBIG) into memory (index/memvfs.h),
+ * where every connection of this process can open it by the returned name ("mem:...",
+ * malloc'd) with db_open_ro.  *keeper is a connection that keeps it alive: close it when done
+ * with the name.  0 or -errno; *name and *keeper NULL on error. */
+int db_file_to_mem(const char *path, size_t max, char **name, sqlite3 **keeper);
 
-/* An in-memory database from a serialized image (e.g. a nested archive's index stored
- * as a blob); the image is copied.  Then as db_to_memdb. */
-int db_image_to_memdb(const void *image, size_t len, char **name, sqlite3 **keeper);
+/* The same from a serialized image (e.g. a nested archive's index stored as a blob), copied. */
+int db_image_to_mem(const void *image, size_t len, char **name, sqlite3 **keeper);
 
 /* Opens (creating) path read-write with the fast pragmas of a one-shot build. */
 int db_open_build(const char *path, sqlite3 **out);

@@ -25,7 +25,7 @@
 #include "index/nested.h"
 #include "index/validate.h"
 
-#define MEMDB_MAX (4u << 20) /* indexes up to this size are copied into memory */
+#define MEM_INDEX_MAX (4u << 20) /* indexes up to this size are copied into memory */
 #define INDEX_READAHEAD_MAX ((off_t)256 << 20) /* larger ones are read ahead up to here */
 
 /* ---- building --------------------------------------------------------------------------- */
@@ -545,7 +545,7 @@ int idx_prepare_remote(struct http_obj *obj, struct src *src, const struct idx_o
 /* ---- opening ---------------------------------------------------------------------------- */
 
 /* Asks the kernel to read the index file into the page cache.  SQLite reads an index larger
- * than MEMDB_MAX page by page: cold, every 4 KiB page a lookup touches is one random read of
+ * than MEM_INDEX_MAX page by page: cold, every 4 KiB page a lookup touches is one random read of
  * the disk, ~1,200 of them for the md5 workload's 1000 files of backup.tar (a 9 MiB index),
  * where one sequential read of the file costs ~20 ms.  POSIX_FADV_WILLNEED only queues the
  * readahead and returns, so it is issued here, on the opening thread (it was a detached
@@ -576,12 +576,12 @@ static int open_found(const char *index, struct src *data, const char *name, con
 		src_free(data);
 		return err;
 	}
-	if (stat(shown, &st) == 0 && st.st_size <= MEMDB_MAX) {
-		sqlite3 *db = NULL;
-		err = db_open_ro(shown, &db);
-		if (!err)
-			err = db_to_memdb(db, &mem, &keeper);
-		sqlite3_close(db);
+	if (stat(shown, &st) == 0 && st.st_size <= MEM_INDEX_MAX) {
+		err = db_file_to_mem(shown, MEM_INDEX_MAX, &mem, &keeper);
+		if (err == -ENOTSUP || err == -EFBIG) { /* WAL mode, or it grew: read from the file */
+			index_readahead(shown);
+			err = 0;
+		}
 		if (err) {
 			tfs_log(TFS_LOG_ERR, "cannot load the index %s: %s", shown, strerror(-err));
 			src_free(data);
