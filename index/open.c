@@ -25,7 +25,12 @@
 #include "index/nested.h"
 #include "index/validate.h"
 
-#define MEM_INDEX_MAX (4u << 20) /* indexes up to this size are copied into memory */
+/* Indexes up to this size are read into memory at the mount (memvfs.h): every query is then
+ * served without a system call, and the threads' connections share one copy.  They are read
+ * whole at every mount anyway (the seal's checksum, validate.c).  backup.tar.xz's 9.1 MB index,
+ * md5 of 1000 files through its shadow, 7 cold runs: 0.388 s from the file, 0.330 s from
+ * memory, for a mount 18 ms longer (0.041 -> 0.059 s: the copy). */
+#define MEM_INDEX_MAX (32u << 20)
 #define INDEX_READAHEAD_MAX ((off_t)256 << 20) /* larger ones are read ahead up to here */
 
 /* ---- building --------------------------------------------------------------------------- */
