@@ -1,10 +1,12 @@
 /* Index images in memory, shared by the process's connections (see memvfs.h).
  *
- * The VFS serves one kind of file, the main database of an image, read-only: SQLite never
- * asks for a journal because the connections open it with immutable=1 (the device
- * characteristics say so as well), and images in WAL mode are refused when added.  Pages are
- * handed out by pointer (xFetch), so a connection with a PRAGMA mmap_size copies nothing;
- * xRead copies for the rest (the first page, connections without the pragma).
+ * The VFS serves one kind of file, the main database of an image, read-only; the temporary
+ * files of a large sort are the default VFS's, opened through this one as SQLite's memdb
+ * does.  SQLite never asks for a journal because the connections open an image with
+ * immutable=1 (the device characteristics say so as well), and images in WAL mode are
+ * refused when added.  Pages are handed out by pointer (xFetch), so a connection with a
+ * PRAGMA mmap_size copies nothing; xRead copies for the rest (the first page, connections
+ * without the pragma).
  *
  * The registry is a list under one mutex: a process holds a handful of images (one per small
  * index, one per nested archive opened), and it is walked only when a connection opens.  The
@@ -238,9 +240,11 @@ static int vfs_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int fla
 	struct memvfs_img *img;
 
 	(void)vfs;
+	if (!(flags & SQLITE_OPEN_MAIN_DB)) /* a temporary file (a large sort): the default VFS's */
+		return base_vfs->xOpen(base_vfs, name, f, flags, out_flags);
 	m->base.pMethods = NULL; /* SQLite does not close a file whose open failed */
 	m->img = NULL;
-	if (!name || !(flags & SQLITE_OPEN_MAIN_DB) || (flags & SQLITE_OPEN_CREATE))
+	if (!name || (flags & SQLITE_OPEN_CREATE))
 		return SQLITE_CANTOPEN;
 	pthread_mutex_lock(&lock);
 	for (img = images; img; img = img->next)
@@ -326,8 +330,11 @@ static int register_rc = SQLITE_ERROR;
 static void vfs_register(void)
 {
 	base_vfs = sqlite3_vfs_find(NULL);
-	if (base_vfs)
-		register_rc = sqlite3_vfs_register(&mem_vfs, 0);
+	if (!base_vfs)
+		return;
+	if (base_vfs->szOsFile > mem_vfs.szOsFile) /* its files live in ours (see vfs_open) */
+		mem_vfs.szOsFile = base_vfs->szOsFile;
+	register_rc = sqlite3_vfs_register(&mem_vfs, 0);
 }
 
 /* ---- the interface ---------------------------------------------------------------------- */

@@ -103,6 +103,24 @@ static void test_file(void)
 		CHECK(j[i].ok);
 	}
 
+	/* a sort larger than the connection's cache, and a temporary table: their temporary
+	 * files are the default VFS's */
+	CHECK_EQ(sqlite3_exec(keeper, "PRAGMA temp_store=FILE; PRAGMA cache_size=2", NULL, NULL,
+			      NULL),
+		 SQLITE_OK);
+	sqlite3_stmt *sort = NULL;
+	CHECK_EQ(sqlite3_prepare_v2(keeper,
+				    "SELECT count(*), sum(length(x)) FROM (SELECT v || k AS x FROM t "
+				    "ORDER BY v || k DESC)",
+				    -1, &sort, NULL),
+		 SQLITE_OK);
+	CHECK_EQ(sqlite3_step(sort), SQLITE_ROW);
+	CHECK_EQ(sqlite3_column_int(sort, 0), ROWS);
+	sqlite3_finalize(sort);
+	CHECK_EQ(sqlite3_exec(keeper, "CREATE TEMP TABLE c AS SELECT * FROM t", NULL, NULL, NULL),
+		 SQLITE_OK);
+	CHECK_EQ(sqlite3_exec(keeper, "DROP TABLE c", NULL, NULL, NULL), SQLITE_OK);
+
 	/* the image is read-only */
 	CHECK(sqlite3_exec(keeper, "INSERT INTO t VALUES (0, 'x')", NULL, NULL, NULL) != SQLITE_OK);
 	CHECK_EQ(checksum(name), want);
