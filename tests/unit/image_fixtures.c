@@ -42,6 +42,9 @@ void img_write(const char *dir, const char *name, const void *p, size_t len)
 	char path[PATH_MAX];
 	FILE *f;
 
+	CHECK(dir && name); /* (and gcc -O1 -Wformat-truncation then knows they are not NULL) */
+	if (!dir || !name)
+		return;
 	mkdir(dir, 0755);
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	for (char *s = strchr(path + strlen(dir) + 1, '/'); s; s = strchr(s + 1, '/')) {

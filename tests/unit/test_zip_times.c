@@ -75,7 +75,7 @@ static void test_give_up(void)
 	struct cont_stats st;
 	uint8_t lx[13];
 	struct hent e[16];
-	char names[16][8];
+	char names[16][16];
 
 	ut(lx, 1, 1234567891, 0);
 	for (int run = 0; run < 2; run++) {
