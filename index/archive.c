@@ -110,6 +110,12 @@ int arch_open_index(const char *index, const char *shown, struct src *data, cons
 
 void arch_keep(struct arch *a, sqlite3 *keeper)
 {
+	/* the index opened by name is the outermost's: an archive behind a codec is the inner
+	 * one (unwrap), which keeps its own index's keeper */
+	while (a->outer)
+		a = a->outer;
+	if (a->keeper != keeper)
+		sqlite3_close(a->keeper);
 	a->keeper = keeper;
 }
 

@@ -67,7 +67,8 @@ struct arch_info {
 int arch_open_index(const char *index, const char *shown, struct src *data, const char *name,
 		    const struct arch_env *env, struct arch **out);
 
-/* Keeps keeper (the connection that holds an in-memory index alive) until arch_close. */
+/* Keeps keeper (the connection that holds the in-memory index that arch_open_index was given
+ * alive) until arch_close; for an archive behind a codec, the outer archive keeps it. */
 void arch_keep(struct arch *a, sqlite3 *keeper);
 
 /* Records that this open built the index, and how (arch_get_info's built and build). */

@@ -13,8 +13,8 @@
 #      must compile without ISA-L, and the unit tests of the inflate users (gzip, zip, 7z, the
 #      index) pass on zlib alone (the mount tests of 1 run zlib's path at run time too:
 #      test_*_zlib).  It runs every unit test, and the mount tests that reach most of the
-#      daemon's own code: test_plain, test_shadow, test_concurrency, test_hostile and
-#      test_damage (its matrix as a seeded sample).  The containers' and codecs' parsers have
+#      daemon's own code: test_plain, test_shadow, test_concurrency, test_hostile,
+#      test_damage (its matrix as a seeded sample) and test_peers (archives behind a codec).  The containers' and codecs' parsers have
 #      their unit tests and fuzzers under the sanitizers; SANITIZE=full adds every mount test
 #      and case, the matrices whole and test_zip's entries of 1 and 4.4 GB;
 #   4. each libFuzzer harness for FUZZ_SECONDS (default 3: the harnesses build, read their
@@ -244,7 +244,7 @@ if [ "$sanitize" != 0 ]; then
     export TARSEEK_MATRIX=all
     mount_tests=(--suite mount)
   else
-    mount_tests=(test_plain test_shadow test_concurrency test_hostile test_damage)
+    mount_tests=(test_plain test_shadow test_concurrency test_hostile test_damage test_peers)
   fi
   meson test -C "$asan_dir" --no-rebuild --print-errorlogs --num-processes 2 \
     --timeout-multiplier 3 "${mount_tests[@]}"

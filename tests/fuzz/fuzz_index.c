@@ -11,7 +11,8 @@
  *             checksums, a zstd seek table, ...);
  *   bit 5     -r: archives inside the archive indexed too (one level), --strip-extension;
  *   bit 6     two decoder threads while indexing;
- *   bit 7     spare (mutations of it exercise nothing new).
+ *   bit 7     the index opened from memory, as the daemon opens one of up to 32 MiB
+ *             (db_file_to_mem, index/memvfs.c), not from its file.
  * Then: the index is built into a file under /dev/shm (or $TMPDIR), the archive opened on it,
  * and the tree walked: every directory listed (also resumed from a cookie), every name looked
  * up again, attributes, symlinks, xattrs, versions, descriptions, random ranges of every
@@ -550,7 +551,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	fz_rng_init(&rng, data, size);
 	unsigned mode = data[0] & 7, var = (data[0] >> 3) & 3;
-	bool recurse = data[0] & 0x20, two = data[0] & 0x40;
+	bool recurse = data[0] & 0x20, two = data[0] & 0x40, in_memory = data[0] & 0x80;
 	const uint8_t *payload = data + 1;
 	size_t plen = size - 1;
 
@@ -633,8 +634,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cache_free(cache);
 		goto out;
 	}
-	err = arch_open_index(idx_path, NULL, data_src, "fuzz.tar", &(struct arch_env){cache, NULL},
-			      &a);
+	char *mem = NULL;
+	sqlite3 *keeper = NULL;
+	if (in_memory) {
+		err = db_file_to_mem(idx_path, 64u << 20, &mem, &keeper);
+		FZ_ASSERT(err == 0 || err == -ENOMEM);
+	}
+	err = arch_open_index(mem ? mem : idx_path, NULL, data_src, "fuzz.tar",
+			      &(struct arch_env){cache, NULL}, &a);
+	free(mem);
+	if (err == 0)
+		arch_keep(a, keeper);
+	else
+		sqlite3_close(keeper);
 	/* the index the builder just made must open */
 	FZ_ASSERT(err == 0 || err == -ENOMEM);
 	if (err == 0) {
