@@ -12,13 +12,11 @@
 #      first tree has ISA-L, without it (meson -Disal=disabled), with -Werror: the whole tree
 #      must compile without ISA-L, and the unit tests of the inflate users (gzip, zip, 7z, the
 #      index) pass on zlib alone (the mount tests of 1 run zlib's path at run time too:
-#      test_*_zlib).  It runs every unit test (begun beside the tests of 1, at nice 19, as
-#      soon as its tree is built), then the mount tests that reach most of the daemon's own
-#      code: test_plain, test_shadow, test_concurrency, test_hostile, test_damage (its
-#      matrix as a seeded sample) and test_peers (archives behind a codec).  The containers'
-#      and codecs' parsers have their unit tests and fuzzers under the sanitizers;
-#      SANITIZE=full adds every mount test and case, the matrices whole and test_zip's
-#      entries of 1 and 4.4 GB;
+#      test_*_zlib).  It runs every unit test, and the mount tests that reach most of the
+#      daemon's own code: test_plain, test_shadow, test_concurrency, test_hostile,
+#      test_damage (its matrix as a seeded sample) and test_peers (archives behind a codec).  The containers' and codecs' parsers have
+#      their unit tests and fuzzers under the sanitizers; SANITIZE=full adds every mount test
+#      and case, the matrices whole and test_zip's entries of 1 and 4.4 GB;
 #   4. each libFuzzer harness for FUZZ_SECONDS (default 3: the harnesses build, read their
 #      corpora and run; the campaigns are tests/fuzz/campaign.sh's), one at a time, beside 2
 #      and 3.
@@ -72,11 +70,6 @@ step_report() {
     printf 'test.sh: %-50s %5d s %5d s\n' "(built in the background: the 3 other trees, .deb)" \
       "$bg_wall" "$bg_cpu" >&2
     cpu=$((cpu + bg_cpu))
-  fi
-  if [ -n "${asan_unit_cpu:-}" ]; then
-    printf 'test.sh: %-50s %5s   %5d s\n' "(the sanitizer tree's unit tests, from their start)" \
-      "" "$asan_unit_cpu" >&2
-    cpu=$((cpu + asan_unit_cpu))
   fi
   if [ -n "${fuzz_cpu:-}" ]; then
     printf 'test.sh: %-50s %5d s %5d s\n' "(fuzz: from its start, waiting for its tree)" \
@@ -191,30 +184,6 @@ wait_build() { # waits until the background builds have made $1 (package, asan, 
   fi
 }
 
-# The sanitizer tree's unit tests run beside the tests of the first tree, at nice 19, as soon
-# as that tree is built: they take the CPU the mount tests leave idle (in the clean-clone run
-# of 2026-12-07 the machine was half idle for ~280 s between the end of the background builds
-# and the end of the mount tests).  Like the fuzzers, in a session of their own (killed with
-# this script); their output is printed, and their status checked, in the sanitizer step.
-sanitizer_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1
-               UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1)
-if [ "$sanitize" != 0 ]; then
-  ( (setsid nice -n 19 bash -c "echo \$\$ >'$bg_dir/asan_unit.pid'
-      while [ ! -f '$bg_dir/asan.done' ] && [ ! -f '$bg_dir/builds.rc' ]; do sleep 1; done
-      [ -f '$bg_dir/asan.done' ] || exit 1
-      env ${sanitizer_env[*]} meson test -C '$asan_dir' --no-rebuild --print-errorlogs \
-        --num-processes 2 --timeout-multiplier 3 --suite unit; rc=\$?
-      times >'$bg_dir/asan_unit.times'; exit \$rc" \
-      >"$bg_dir/asan_unit.log" 2>&1 && rc=0 || rc=$? # (set -e would end this subshell here)
-    echo $rc >"$bg_dir/asan_unit.rc") &)
-  asan_unit_cleanup() {
-    if [ -f "$bg_dir/asan_unit.pid" ] && [ ! -f "$bg_dir/asan_unit.rc" ]; then
-      kill -- "-$(cat "$bg_dir/asan_unit.pid")" 2>/dev/null || true
-    fi
-  }
-  cleanups=(asan_unit_cleanup "${cleanups[@]}")
-fi
-
 meson test -C "$build" --print-errorlogs --num-processes 2 "$@"
 step "unit + mount tests"
 
@@ -266,24 +235,12 @@ if [ "$sanitize" != 0 ]; then
   if [ "$noisal" != 0 ]; then # built without ISA-L (3. above)
     grep -q '^#define HAVE_ISAL 0' "$asan_dir/config.h"
   fi
-  # the unit tests, begun beside the first tree's tests: what is left of them runs alone now
-  while [ ! -f "$bg_dir/asan_unit.rc" ]; do
-    if bg_gone asan_unit; then
-      echo "test.sh: the sanitizer tree's unit tests ended without a status" >&2
-      exit 1
-    fi
-    sleep 1
-  done
-  cat "$bg_dir/asan_unit.log"
-  if [ "$(cat "$bg_dir/asan_unit.rc")" != 0 ]; then
-    echo "test.sh: the sanitizer tree's unit tests failed (above)" >&2
-    exit 1
-  fi
-  asan_unit_cpu=$(children_secs "$bg_dir/asan_unit.times")
-  step "sanitizers: waiting for the rest of their unit tests"
-  export "${sanitizer_env[@]}"
-  # the mount tests (a second run: meson takes either suites or test names, and names given
-  # with --suite select nothing; it then says "No suitable tests defined" and exits 0)
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1
+  export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
+  # two runs: meson takes either suites or test names, and names given with --suite select
+  # nothing (it then says "No suitable tests defined" and exits 0)
+  meson test -C "$asan_dir" --no-rebuild --print-errorlogs --num-processes 2 \
+    --timeout-multiplier 3 --suite unit
   if [ "$sanitize" = full ]; then # every mount test, every case of the matrices
     export TARSEEK_MATRIX=all
     mount_tests=(--suite mount)
@@ -292,7 +249,7 @@ if [ "$sanitize" != 0 ]; then
   fi
   meson test -C "$asan_dir" --no-rebuild --print-errorlogs --num-processes 2 \
     --timeout-multiplier 3 "${mount_tests[@]}"
-  step "sanitizers: mount tests"
+  step "sanitizers: unit + mount tests"
 fi
 
 wait_build all
