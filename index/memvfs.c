@@ -16,16 +16,15 @@
 #include "index/memvfs.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <stdint.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
+
+#include "common/source.h"
 
 #define VFS_NAME "tarseek-mem"
 
@@ -356,38 +355,23 @@ char *memvfs_uri(const char *name)
 int memvfs_load_file(const char *path, size_t max, struct memvfs_img **out)
 {
 	struct memvfs_img *img = NULL;
-	struct stat st;
-	size_t got = 0;
-	int fd, err;
+	struct src *file;
+	int err = src_open_file(path, &file);
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		err = -errno;
-		goto out;
-	}
-	err = (uint64_t)st.st_size > max ? -EFBIG : img_new((size_t)st.st_size, &img);
-	while (!err && got < img->len) {
-		ssize_t n = pread(fd, img->data + got, img->len - got, (off_t)got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			err = n < 0 ? -errno : -EIO; /* shorter than it was a moment ago */
-		else
-			got += (size_t)n;
-	}
+	if (err)
+		return err;
+	err = src_size(file) > max ? -EFBIG : img_new((size_t)src_size(file), &img);
+	err = err ? err : src_pread_full(file, img->data, img->len, 0); /* -EIO: it shrank */
 	err = err ? err : img_add(img);
-	if (!err) {
-		*out = img;
-		img = NULL;
+	src_free(file);
+	if (err) {
+		if (img)
+			img_free(img);
+		return err;
 	}
-out:
-	if (img)
-		img_free(img);
-	close(fd);
-	return err;
+	*out = img;
+	return 0;
 }
 
 int memvfs_copy(const void *data, size_t len, struct memvfs_img **out)
