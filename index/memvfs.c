@@ -134,10 +134,9 @@ static int mf_read(sqlite3_file *f, void *buf, int amt, sqlite3_int64 off)
 			n = (size_t)amt;
 		memcpy(buf, img->data + off, n);
 	}
-	if (n < (size_t)amt) {
-		memset((char *)buf + n, 0, (size_t)amt - n);
-		return SQLITE_IOERR_SHORT_READ;
-	}
+	if (n < (size_t)amt) /* past the end: an image cut short, an I/O error (not zeros, which
+			       * SQLite's pager would take as the short read of a growing file) */
+		return SQLITE_IOERR_READ;
 	return SQLITE_OK;
 }
 
