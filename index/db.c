@@ -17,7 +17,7 @@
 #include "common/byteio.h"
 #include "common/crc32.h"
 #include "common/log.h"
-#include "index/memvfs.h"
+#include "common/memvfs.h"
 
 int db_errno(int rc)
 {

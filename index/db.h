@@ -94,7 +94,7 @@ int db_create_schema(sqlite3 *db);
  * 0 or -errno; *out = NULL on error. */
 int db_open_ro(const char *path, sqlite3 **out);
 
-/* Reads the index file at path (at most max bytes, else -EFBIG) into memory (index/memvfs.h),
+/* Reads the index file at path (at most max bytes, else -EFBIG) into memory (common/memvfs.h),
  * where every connection of this process can open it by the returned name ("mem:...",
  * malloc'd) with db_open_ro.  *keeper is a connection that keeps it alive: close it when done
  * with the name.  0 or -errno; *name and *keeper NULL on error. */

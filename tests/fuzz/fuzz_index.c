@@ -12,7 +12,7 @@
  *   bit 5     -r: archives inside the archive indexed too (one level), --strip-extension;
  *   bit 6     two decoder threads while indexing;
  *   bit 7     the index opened from memory, as the daemon opens one of up to 32 MiB
- *             (db_file_to_mem, index/memvfs.c), not from its file.
+ *             (db_file_to_mem, common/memvfs.c), not from its file.
  * Then: the index is built into a file under /dev/shm (or $TMPDIR), the archive opened on it,
  * and the tree walked: every directory listed (also resumed from a cookie), every name looked
  * up again, attributes, symlinks, xattrs, versions, descriptions, random ranges of every

@@ -1,4 +1,4 @@
-/* Unit test of index images in memory (index/memvfs.h, db_file_to_mem, db_image_to_mem): an
+/* Unit test of index images in memory (common/memvfs.h, db_file_to_mem, db_image_to_mem): an
  * index read into memory answers the same queries as the file, from several connections and
  * threads at once; it lives while a connection has it open and not after; what is not an
  * SQLite file in rollback mode, too large, or cut short is refused or reads as an error,
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "index/db.h"
-#include "index/memvfs.h"
+#include "common/memvfs.h"
 #include "testutil.h"
 
 #define ROWS 20000

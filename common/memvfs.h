@@ -13,8 +13,8 @@
  * closed (SQLite's memdb has the same rule).
  * Thread-safe: the registry is locked; the bytes never change once added.
  */
-#ifndef TARSEEK_INDEX_MEMVFS_H
-#define TARSEEK_INDEX_MEMVFS_H
+#ifndef TARSEEK_COMMON_MEMVFS_H
+#define TARSEEK_COMMON_MEMVFS_H
 
 #include <stddef.h>
 

@@ -13,7 +13,7 @@
  * buffer is anonymous memory mapped with MAP_POPULATE: one system call makes all of it instead
  * of one page fault per 4 KiB page (each a VM exit on the VMs measured here).
  */
-#include "index/memvfs.h"
+#include "common/memvfs.h"
 
 #include <errno.h>
 #include <pthread.h>
