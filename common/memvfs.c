@@ -56,15 +56,13 @@ static int img_new(size_t len, struct memvfs_img **out)
 	if (!img)
 		return -ENOMEM;
 	img->len = len;
-	img->maplen = (len + page - 1) / page * page;
-	img->data = mmap(NULL, img->maplen ? img->maplen : page, PROT_READ | PROT_WRITE,
+	img->maplen = len ? (len + page - 1) / page * page : page;
+	img->data = mmap(NULL, img->maplen, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (img->data == MAP_FAILED) {
 		free(img);
 		return -ENOMEM;
 	}
-	if (!img->maplen)
-		img->maplen = page;
 	*out = img;
 	return 0;
 }
@@ -86,7 +84,8 @@ static int img_add(struct memvfs_img *img)
 		return -ENOTSUP;
 	mprotect(img->data, img->maplen, PROT_READ);
 	pthread_mutex_lock(&lock);
-	snprintf(img->name, sizeof(img->name), MEMVFS_PREFIX "tarseek-%d-%lu", (int)getpid(), counter++);
+	snprintf(img->name, sizeof(img->name), MEMVFS_PREFIX "tarseek-%d-%lu", (int)getpid(),
+		 counter++);
 	img->refs = 1;
 	img->next = images;
 	images = img;

@@ -140,9 +140,9 @@ int db_open_ro(const char *path, sqlite3 **out)
 		*out = NULL;
 		return err;
 	}
-	/* A file without mmap: a page fault on the mapping reads around it as far as the disk's readahead
-	 * goes (read_ahead_kb, 8 MiB on this project's test VM), so a lookup in a cold index of
-	 * a million members took 17 ms; pread of the 4 KiB pages it needs takes 0.8 ms.  Warm,
+	/* A file without mmap: a page fault on the mapping reads around it as far as the disk's
+	 * readahead goes (read_ahead_kb, 8 MiB on this project's test VM), so a lookup in a cold
+	 * index of a million members took 17 ms; pread of the 4 KiB pages it needs, 0.8 ms.  Warm,
 	 * pread costs a syscall per page that SQLite's own cache (4 MiB per connection) misses:
 	 * a first lookup is ~20 % slower than through the mapping, a walk a little faster. */
 	if (mem) /* pages by pointer into the image (memvfs.c) */

@@ -572,7 +572,6 @@ static int open_found(const char *index, struct src *data, const char *name, con
 {
 	char *shown = realpath(index, NULL), *mem = NULL;
 	sqlite3 *keeper = NULL;
-	struct stat st;
 	int err;
 
 	if (!shown) {
@@ -581,19 +580,15 @@ static int open_found(const char *index, struct src *data, const char *name, con
 		src_free(data);
 		return err;
 	}
-	if (stat(shown, &st) == 0 && st.st_size <= MEM_INDEX_MAX) {
-		err = db_file_to_mem(shown, MEM_INDEX_MAX, &mem, &keeper);
-		if (err == -ENOTSUP || err == -EFBIG) { /* WAL mode, or it grew: read from the file */
-			index_readahead(shown);
-			err = 0;
-		}
-		if (err) {
-			tfs_log(TFS_LOG_ERR, "cannot load the index %s: %s", shown, strerror(-err));
-			src_free(data);
-			goto out;
-		}
-	} else {
+	err = db_file_to_mem(shown, MEM_INDEX_MAX, &mem, &keeper);
+	if (err == -EFBIG || err == -ENOTSUP) { /* larger, or in WAL mode: read from the file */
 		index_readahead(shown);
+		err = 0;
+	}
+	if (err) {
+		tfs_log(TFS_LOG_ERR, "cannot load the index %s: %s", shown, strerror(-err));
+		src_free(data);
+		goto out;
 	}
 	err = arch_open_index(mem ? mem : shown, shown, data, name, &o->env, out);
 	if (err)
