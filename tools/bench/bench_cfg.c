@@ -13,6 +13,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "shadow/shadow.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/bench_list.h"
 #include "tools/bench/bench_mount.h"
@@ -170,17 +171,25 @@ int bench_cfg_setup(struct bench *b)
 	return 0;
 }
 
+static void remove_file(const char *p)
+{
+	if (p && unlink(p) < 0 && errno != ENOENT)
+		bench_warn("cannot remove %s: %s", p, strerror(errno));
+}
+
 void bench_cfg_remove_index(const char *path)
 {
 	static const char *const suffix[] = {"", "-journal", "-wal", "-shm"};
+	char *shadow = shadow_path(path);
 
 	for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
 		char *p = bench_xasprintf("%s%s", path, suffix[i]);
 
-		if (unlink(p) < 0 && errno != ENOENT)
-			bench_warn("cannot remove %s: %s", p, strerror(errno));
+		remove_file(p);
 		free(p);
 	}
+	remove_file(shadow);
+	free(shadow);
 }
 
 void bench_cfg_cleanup(struct bench *b)

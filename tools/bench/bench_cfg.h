@@ -31,8 +31,10 @@ int bench_cfg_setup(struct bench *b);
  * unless --index-dir, and the temporary folder (a warning for what cannot be removed). */
 void bench_cfg_cleanup(struct bench *b);
 
-/* Removes an index and the journal files SQLite may leave beside it (-journal, -wal, -shm);
- * a missing file is not an error, another failure is a warning. */
+/* Removes an index, the journal files SQLite may leave beside it (-journal, -wal, -shm) and
+ * the shadow tarseek keeps beside it (shadow.h's shadow_path: a decoded copy as large as a
+ * third of the archive's decoded bytes, which a benchmark must not leave behind); a missing
+ * file is not an error, another failure is a warning. */
 void bench_cfg_remove_index(const char *path);
 
 /* Mounts c (the progress line shows `what` and the seconds waited) and adds the mount time
