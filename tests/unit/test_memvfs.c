@@ -10,18 +10,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "index/db.h"
 #include "common/memvfs.h"
 #include "testutil.h"
 
-#define ROWS 20000
+#define ROWS 20000	/* a ~0.4 MB database: an image on small pages */
+#define ROWS_BIG 80000 /* ~1.6 MB: on huge pages (memvfs.c's IMG_HUGE_MIN is 512 KiB) */
 
 static char dir[] = "/tmp/tarseek-memvfs-XXXXXX";
 
-/* A database at path with ROWS rows of t(k, v), in journal mode mode. */
-static void make_db(const char *path, const char *mode)
+/* A database at path with rows rows of t(k, v), in journal mode mode. */
+static void make_db(const char *path, const char *mode, int rows)
 {
 	char sql[256];
 	sqlite3 *db;
@@ -31,11 +33,11 @@ static void make_db(const char *path, const char *mode)
 	snprintf(sql, sizeof(sql), "PRAGMA journal_mode=%s; CREATE TABLE t(k INTEGER PRIMARY KEY, v);",
 		 mode);
 	CHECK_EQ(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
-	CHECK_EQ(sqlite3_exec(db,
-			      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
-			      "WHERE i < 20000) INSERT INTO t SELECT i, printf('row %d', i * 7) FROM n",
-			      NULL, NULL, NULL),
-		 SQLITE_OK);
+	snprintf(sql, sizeof(sql),
+		 "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %d) "
+		 "INSERT INTO t SELECT i, printf('row %%d', i * 7) FROM n",
+		 rows);
+	CHECK_EQ(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
 	CHECK_EQ(sqlite3_close(db), SQLITE_OK);
 }
 
@@ -74,14 +76,19 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static void test_file(void)
+/* An image of a database of rows rows, whose file is smaller than max_size or at least
+ * min_size bytes. */
+static void test_file(int rows, long min_size, long max_size)
 {
 	char path[128];
 	char *name = NULL;
 	sqlite3 *keeper = NULL;
+	struct stat st_file;
 
 	snprintf(path, sizeof(path), "%s/a.sqlite", dir);
-	make_db(path, "DELETE");
+	make_db(path, "DELETE", rows);
+	CHECK_EQ(stat(path, &st_file), 0);
+	CHECK(st_file.st_size >= min_size && st_file.st_size < max_size);
 	long long want = checksum(path);
 	CHECK(want > 0);
 
@@ -115,7 +122,7 @@ static void test_file(void)
 				    -1, &sort, NULL),
 		 SQLITE_OK);
 	CHECK_EQ(sqlite3_step(sort), SQLITE_ROW);
-	CHECK_EQ(sqlite3_column_int(sort, 0), ROWS);
+	CHECK_EQ(sqlite3_column_int(sort, 0), rows);
 	sqlite3_finalize(sort);
 	CHECK_EQ(sqlite3_exec(keeper, "CREATE TEMP TABLE c AS SELECT * FROM t", NULL, NULL, NULL),
 		 SQLITE_OK);
@@ -132,7 +139,7 @@ static void test_file(void)
 	sqlite3_stmt *st = NULL;
 	CHECK_EQ(sqlite3_prepare_v2(other, "SELECT count(*) FROM t", -1, &st, NULL), SQLITE_OK);
 	CHECK_EQ(sqlite3_step(st), SQLITE_ROW);
-	CHECK_EQ(sqlite3_column_int(st, 0), ROWS);
+	CHECK_EQ(sqlite3_column_int(st, 0), rows);
 	sqlite3_finalize(st);
 	sqlite3_close(other);
 	CHECK_EQ(checksum(name), -1);
@@ -146,12 +153,12 @@ static void test_refused(void)
 	sqlite3 *keeper = (sqlite3 *)1;
 
 	snprintf(path, sizeof(path), "%s/w.sqlite", dir);
-	make_db(path, "WAL");
+	make_db(path, "WAL", ROWS);
 	CHECK_EQ(db_file_to_mem(path, 64u << 20, &name, &keeper), -ENOTSUP);
 	CHECK(name == NULL && keeper == NULL);
 
 	snprintf(path, sizeof(path), "%s/b.sqlite", dir);
-	make_db(path, "DELETE");
+	make_db(path, "DELETE", ROWS);
 	CHECK_EQ(db_file_to_mem(path, 4096, &name, &keeper), -EFBIG);
 	CHECK_EQ(db_file_to_mem("/nonexistent/x.sqlite", 4096, &name, &keeper), -ENOENT);
 
@@ -187,7 +194,8 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	test_file();
+	test_file(ROWS, 0, 512 << 10);
+	test_file(ROWS_BIG, 512 << 10, 64l << 20);
 	test_refused();
 	char cmd[160];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
