@@ -441,6 +441,22 @@ size_t memvfs_size(const struct memvfs_img *img)
 	return img->len;
 }
 
+int memvfs_bytes(const char *name, const void **data, size_t *len)
+{
+	struct memvfs_img *img;
+
+	pthread_mutex_lock(&lock);
+	for (img = images; img; img = img->next)
+		if (strcmp(img->name, name) == 0)
+			break;
+	if (img) {
+		*data = img->data;
+		*len = img->len;
+	}
+	pthread_mutex_unlock(&lock);
+	return img ? 0 : -ENOENT;
+}
+
 void memvfs_release(struct memvfs_img *img)
 {
 	if (!img)

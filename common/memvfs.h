@@ -36,6 +36,10 @@ const char *memvfs_name(const struct memvfs_img *img);
 /* The image's size in bytes. */
 size_t memvfs_size(const struct memvfs_img *img);
 
+/* The bytes of the image called name (as memvfs_name gives it), for a caller that keeps the
+ * image alive meanwhile (a connection to it is open): 0, or -ENOENT if there is no such image. */
+int memvfs_bytes(const char *name, const void **data, size_t *len);
+
 /* Gives up the caller's reference (NULL: nothing); see Lifetime above. */
 void memvfs_release(struct memvfs_img *img);
 

@@ -314,6 +314,12 @@ int db_seal(const char *path)
 	return err;
 }
 
+/* Whether head (an index's first 100 bytes) holds the seal crc. */
+static int seal_matches(const uint8_t head[100], uint32_t crc)
+{
+	return be32(head + 68) == IDX_APP_ID && be32(head + 60) == crc ? 0 : -ESTALE;
+}
+
 int db_check_seal(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
@@ -324,11 +330,27 @@ int db_check_seal(const char *path)
 		return -errno;
 	err = file_crc(fd, &crc, head);
 	close(fd);
+	return err ? err : seal_matches(head, crc);
+}
+
+int db_check_seal_mem(const char *name)
+{
+	static const uint8_t zero[4];
+	const uint8_t *b;
+	const void *data;
+	size_t len;
+	uint32_t crc;
+	int err = memvfs_bytes(name, &data, &len);
+
 	if (err)
 		return err;
-	if (be32(head + 68) != IDX_APP_ID || be32(head + 60) != crc)
-		return -ESTALE;
-	return 0;
+	if (len < 100)
+		return -EIO;
+	b = data; /* as file_crc: the 4 bytes at 60 taken as zero */
+	crc = tfs_crc32(0, b, 60);
+	crc = tfs_crc32(crc, zero, 4);
+	crc = tfs_crc32(crc, b + 64, len - 64);
+	return seal_matches(b, crc);
 }
 
 int db_insert_stream(sqlite3 *db, sqlite3_stmt **stp, const struct db_stream *s)

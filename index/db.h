@@ -142,6 +142,8 @@ int db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out);
 #define IDX_APP_ID 0x54534b32u /* "TSK2" */
 int db_seal(const char *path);
 int db_check_seal(const char *path);
+/* The same check on an index held in memory under name (db_file_to_mem): no file read. */
+int db_check_seal_mem(const char *name);
 
 /* Maps an SQLite result code to -errno (-ENOMEM, -ENOSPC, -EACCES, -EIO). */
 int db_errno(int rc);

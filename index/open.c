@@ -271,8 +271,10 @@ struct target {
 };
 
 static int validate_target(const char *index, const struct target *t, const struct idx_opts *o,
-			   char *why, size_t whylen)
+			   struct idx_kept *keep, char *why, size_t whylen)
 {
+	if (t->path && keep)
+		return idx_validate_keep(index, t->path, &o->build, keep, why, whylen);
 	if (t->path)
 		return idx_validate(index, t->path, &o->build, why, whylen);
 	struct idx_subject a = {.src = t->src, .etag = http_etag(t->obj)};
@@ -304,10 +306,11 @@ static int build_target(const struct target *t, const char *index, const struct 
 /* Uses path if valid (0), else builds it when allowed.  -EAGAIN: not usable, try the next
  * location. */
 static int use_or_build(const char *path, const struct target *t, const struct idx_opts *o,
-			bool may_build, bool explicit, bool *built, struct idx_build_stats *stats)
+			bool may_build, bool explicit, bool *built, struct idx_build_stats *stats,
+			struct idx_kept *keep)
 {
 	char why[200] = "";
-	int err = o->recreate ? -ESTALE : validate_target(path, t, o, why, sizeof(why));
+	int err = o->recreate ? -ESTALE : validate_target(path, t, o, keep, why, sizeof(why));
 
 	if (err == 0)
 		return 0;
@@ -414,7 +417,7 @@ static int fetch_published(const char *p, const struct target *t, const struct i
 		free(tmp);
 		return -EAGAIN;
 	}
-	err = validate_target(tmp, t, o, why, sizeof(why));
+	err = validate_target(tmp, t, o, NULL, why, sizeof(why));
 	if (err == 0)
 		err = adopt_etag(tmp, t);
 	if (err == 0 && rename(tmp, p) < 0)
@@ -429,8 +432,10 @@ static int fetch_published(const char *p, const struct target *t, const struct i
 	return err ? -EAGAIN : 0;
 }
 
+/* Finds (or builds) the index of t at *path.  keep (may be NULL): an index found valid is
+ * held in memory there (idx_validate_keep). */
 static int prepare(const struct target *t, const struct idx_opts *o, char **path, bool *built,
-		   struct idx_build_stats *stats)
+		   struct idx_build_stats *stats, struct idx_kept *keep)
 {
 	const char *archive = t->name;
 	char *p = NULL, *dir = NULL;
@@ -450,7 +455,7 @@ static int prepare(const struct target *t, const struct idx_opts *o, char **path
 			return -EINVAL;
 		}
 		p = strdup(o->index_file);
-		err = p ? use_or_build(p, t, o, true, true, built, stats) : -ENOMEM;
+		err = p ? use_or_build(p, t, o, true, true, built, stats, keep) : -ENOMEM;
 		goto out;
 	}
 	if (o->index_folder) {
@@ -466,7 +471,7 @@ static int prepare(const struct target *t, const struct idx_opts *o, char **path
 			err = -EINVAL;
 		}
 		if (!err)
-			err = use_or_build(p, t, o, true, true, built, stats);
+			err = use_or_build(p, t, o, true, true, built, stats, keep);
 		goto out;
 	}
 	if (t->path && !o->not_beside) { /* beside the archive */
@@ -475,7 +480,7 @@ static int prepare(const struct target *t, const struct idx_opts *o, char **path
 			return -ENOMEM;
 		}
 		if (!inside(p, o->mountpoint)) {
-			err = use_or_build(p, t, o, dir_writable(p), false, built, stats);
+			err = use_or_build(p, t, o, dir_writable(p), false, built, stats, keep);
 			if (err != -EAGAIN)
 				goto out;
 		}
@@ -501,7 +506,7 @@ static int prepare(const struct target *t, const struct idx_opts *o, char **path
 		goto out;
 	}
 	if (!t->path) { /* remote: a valid copy here, else the one published beside it */
-		err = use_or_build(p, t, o, false, false, built, stats);
+		err = use_or_build(p, t, o, false, false, built, stats, keep);
 		if (err != -EAGAIN)
 			goto out;
 		if (!o->recreate && !o->check_only && fetch_published(p, t, o) == 0) {
@@ -509,7 +514,7 @@ static int prepare(const struct target *t, const struct idx_opts *o, char **path
 			goto out;
 		}
 	}
-	err = use_or_build(p, t, o, true, false, built, stats);
+	err = use_or_build(p, t, o, true, false, built, stats, keep);
 	if (err == -EAGAIN) { /* the last place is taken too (said why) */
 		tfs_log(TFS_LOG_ERR, "no place for the index of %s: use --index-file or "
 			"--index-folder", archive);
@@ -525,8 +530,8 @@ out:
 	return 0;
 }
 
-int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool *built,
-		struct idx_build_stats *stats)
+static int prepare_local(const char *archive, const struct idx_opts *o, char **path, bool *built,
+			 struct idx_build_stats *stats, struct idx_kept *keep)
 {
 	struct target t = {.name = archive, .path = archive};
 	char **parts;
@@ -536,7 +541,13 @@ int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool
 	int err = parts_find(archive, false, &parts, &nparts);
 
 	parts_names_free(parts, nparts);
-	return err ? err : prepare(&t, o, path, built, stats);
+	return err ? err : prepare(&t, o, path, built, stats, keep);
+}
+
+int idx_prepare(const char *archive, const struct idx_opts *o, char **path, bool *built,
+		struct idx_build_stats *stats)
+{
+	return prepare_local(archive, o, path, built, stats, NULL);
 }
 
 int idx_prepare_remote(struct http_obj *obj, struct src *src, const struct idx_opts *o,
@@ -544,7 +555,7 @@ int idx_prepare_remote(struct http_obj *obj, struct src *src, const struct idx_o
 {
 	struct target t = {.name = http_name(obj), .obj = obj, .src = src};
 
-	return prepare(&t, o, path, built, stats);
+	return prepare(&t, o, path, built, stats, NULL);
 }
 
 /* ---- opening ---------------------------------------------------------------------------- */
@@ -565,22 +576,23 @@ static void index_readahead(const char *path)
 	}
 }
 
-/* Opens the index found at index for data (the archive's, also on error), named name. */
+/* Opens the index found at index for data (the archive's, also on error), named name.  kept:
+ * the index as validation read it into memory (taken over), or NULL and NULL. */
 static int open_found(const char *index, struct src *data, const char *name, const char *shown_as,
 		      const struct arch_opts *o, bool built, const struct idx_build_stats *stats,
-		      struct arch **out)
+		      struct idx_kept kept, struct arch **out)
 {
-	char *shown = realpath(index, NULL), *mem = NULL;
-	sqlite3 *keeper = NULL;
+	char *shown = realpath(index, NULL), *mem = kept.name;
+	sqlite3 *keeper = kept.keeper;
 	int err;
 
 	if (!shown) {
 		err = -errno;
 		tfs_log(TFS_LOG_ERR, "cannot find the index %s: %s", index, strerror(errno));
 		src_free(data);
-		return err;
+		goto out;
 	}
-	err = db_file_to_mem(shown, MEM_INDEX_MAX, &mem, &keeper);
+	err = mem ? 0 : db_file_to_mem(shown, MEM_INDEX_MAX, &mem, &keeper);
 	if (err == -EFBIG || err == -ENOTSUP) { /* larger, or in WAL mode: read from the file */
 		index_readahead(shown);
 		err = 0;
@@ -630,7 +642,8 @@ static int arch_open_remote(const char *url, const struct arch_opts *o, struct a
 		src_free(src);
 		return err;
 	}
-	err = open_found(index, src, http_name(obj), http_name(obj), o, built, &stats, out);
+	err = open_found(index, src, http_name(obj), http_name(obj), o, built, &stats,
+			 (struct idx_kept){0}, out);
 	free(index);
 	return err;
 }
@@ -638,6 +651,7 @@ static int arch_open_remote(const char *url, const struct arch_opts *o, struct a
 int arch_open(const char *archive, const struct arch_opts *o, struct arch **out)
 {
 	struct idx_build_stats stats = {0};
+	struct idx_kept kept = {.max = MEM_INDEX_MAX};
 	char *path = NULL, *index = NULL;
 	struct src *file = NULL;
 	bool built = false;
@@ -653,7 +667,7 @@ int arch_open(const char *archive, const struct arch_opts *o, struct arch **out)
 		tfs_log(TFS_LOG_ERR, "cannot read archive %s: %s", archive, strerror(errno));
 		goto out;
 	}
-	err = idx_prepare(path, &o->idx, &index, &built, &stats);
+	err = prepare_local(path, &o->idx, &index, &built, &stats, &kept);
 	if (err)
 		goto out;
 	err = parts_open(path, &file);
@@ -661,8 +675,11 @@ int arch_open(const char *archive, const struct arch_opts *o, struct arch **out)
 		tfs_log(TFS_LOG_ERR, "cannot open %s: %s", archive, strerror(-err));
 		goto out;
 	}
-	err = open_found(index, file, path, archive, o, built, &stats, out);
+	err = open_found(index, file, path, archive, o, built, &stats, kept, out);
+	kept = (struct idx_kept){0}; /* taken */
 out:
+	sqlite3_close(kept.keeper);
+	free(kept.name);
 	free(path);
 	free(index);
 	return err;

@@ -169,91 +169,61 @@ static bool outdated(sqlite3 *db, char *why, size_t whylen)
 	return false;
 }
 
-/* archive: a local file; else rem: a remote object. */
-static int validate(const char *index_path, const char *archive, const struct idx_subject *rem,
-		    const struct idx_build_opts *o, char *why, size_t whylen)
+/* Who may have written the index: only we, root or the archive's owner, and not others.  0, or
+ * -EPERM with why. */
+static int trusted(const struct stat *ist, const char *archive, char *why, size_t whylen)
 {
-	struct stat ist, ast;
-	sqlite3 *db = NULL;
-	struct src *file = NULL;
-	uint64_t v;
-	char *s = NULL, fp[64], opts[IDX_OPTIONS_MAX];
-	uint8_t head[512];
-	int err = -ESTALE;
+	struct stat ast;
 
-	why[0] = '\0';
-	if (stat(index_path, &ist) < 0)
-		return -errno;
-	index_ahead(index_path, ist.st_size);
-	if (ist.st_size == 0 || !is_sqlite_file(index_path)) {
-		snprintf(why, whylen, "%s", "not an SQLite file");
-		return -ENOTSUP;
-	}
-	/* someone else's file that we did not build and that others could have changed is not
-	 * trusted: only ours, root's or the archive owner's, and not writable by others */
-	if (!archive && ist.st_uid != geteuid() && ist.st_uid != 0)
+	if (!archive && ist->st_uid != geteuid() && ist->st_uid != 0)
 		return why_is(why, whylen, -EPERM, "owned by uid %u, who is neither you nor root",
-			      (unsigned)ist.st_uid);
-	if (archive && parts_stat(archive, &ast) == 0 && ist.st_uid != geteuid() && ist.st_uid != 0 &&
-	    ist.st_uid != ast.st_uid) {
+			      (unsigned)ist->st_uid);
+	if (archive && parts_stat(archive, &ast) == 0 && ist->st_uid != geteuid() &&
+	    ist->st_uid != 0 && ist->st_uid != ast.st_uid)
 		return why_is(why, whylen, -EPERM,
 			      "owned by uid %u, who is neither you, root nor the archive's owner",
-			      (unsigned)ist.st_uid);
-	}
-	if (ist.st_uid != geteuid() && (ist.st_mode & 022)) {
-		snprintf(why, whylen, "%s", "writable by other users");
-		return -EPERM;
-	}
-	if (archive && parts_open(archive, &file) == 0) /* read meanwhile (index_ahead) */
-		idx_fingerprint_ahead(file);
-	if (db_open_ro(index_path, &db) < 0) {
-		snprintf(why, whylen, "%s", "cannot be opened");
-		return -ESTALE;
-	}
-	if ((err = ours(db, why, whylen)) != 0)
-		goto out;
-	err = -ESTALE;
-	if (outdated(db, why, whylen))
-		goto out;
-	/* every byte, against the checksum sealed into the header (skipped for very large
-	 * indexes, whose pages SQLite still checks for structure) */
-	if ((uint64_t)ist.st_size <= SEAL_CHECK_MAX && db_check_seal(index_path) != 0) {
-		snprintf(why, whylen, "%s", "damaged (its checksum does not match)");
-		goto out;
-	}
+			      (unsigned)ist->st_uid);
+	if (ist->st_uid != geteuid() && (ist->st_mode & 022))
+		return why_is(why, whylen, -EPERM, "%s", "writable by other users");
+	return 0;
+}
+
+/* Whether the archive is the one db was built from: its size (and a local file's mtime), its
+ * format, the options that shape the index, a remote object's ETag, its fingerprint.  *file:
+ * the archive's bytes, opened here for a local archive if validate has not yet.  0 or -ESTALE
+ * with why. */
+static int fits_archive(sqlite3 *db, const char *archive, const struct idx_subject *rem,
+			struct src **file, const struct idx_build_opts *o, char *why, size_t whylen)
+{
+	char *s = NULL, fp[64], opts[IDX_OPTIONS_MAX];
+	struct stat ast;
+	uint8_t head[512];
+	uint64_t v;
+	int err = -ESTALE;
+
 	if (!archive) {
-		file = rem->src;
-		if (!db_meta_get_u64(db, "archive_size", &v) || v != src_size(file)) {
-			snprintf(why, whylen, "%s", "the object's size differs");
-			goto out;
-		}
+		*file = rem->src;
+		if (!db_meta_get_u64(db, "archive_size", &v) || v != src_size(*file))
+			return why_is(why, whylen, -ESTALE, "%s", "the object's size differs");
 	} else {
 		err = parts_stat(archive, &ast); /* a split archive: all its parts */
-		if (err && err != -ENOENT) {
-			why_is(why, whylen, 0, "the archive (or a part) cannot be read: %s",
-			       strerror(-err));
-			err = -ESTALE;
-		}
+		if (err && err != -ENOENT)
+			return why_is(why, whylen, -ESTALE,
+				      "the archive (or a part) cannot be read: %s", strerror(-err));
 		if (err)
-			goto out;
-		err = -ESTALE;
-		if (!db_meta_get_u64(db, "archive_size", &v) || v != (uint64_t)ast.st_size) {
-			snprintf(why, whylen, "%s", "the archive's size changed");
-			goto out;
-		}
+			return err;
+		if (!db_meta_get_u64(db, "archive_size", &v) || v != (uint64_t)ast.st_size)
+			return why_is(why, whylen, -ESTALE, "%s", "the archive's size changed");
 		if (!db_meta_get_u64(db, "archive_mtime_ns", &v) ||
-		    v != (uint64_t)(ast.st_mtim.tv_sec * 1000000000ll + ast.st_mtim.tv_nsec)) {
-			snprintf(why, whylen, "%s", "the archive was modified (its mtime changed)");
-			goto out;
-		}
-		if (!file && parts_open(archive, &file) < 0) {
-			snprintf(why, whylen, "%s", "the archive cannot be read");
-			goto out;
-		}
+		    v != (uint64_t)(ast.st_mtim.tv_sec * 1000000000ll + ast.st_mtim.tv_nsec))
+			return why_is(why, whylen, -ESTALE, "%s",
+				      "the archive was modified (its mtime changed)");
+		if (!*file && parts_open(archive, file) < 0)
+			return why_is(why, whylen, -ESTALE, "%s", "the archive cannot be read");
 	}
-	ssize_t hn = src_pread(file, head, sizeof(head), 0);
+	err = -ESTALE;
+	ssize_t hn = src_pread(*file, head, sizeof(head), 0);
 	const struct codec *c = hn > 0 ? codec_probe(head, (size_t)hn) : NULL;
-	free(s);
 	s = db_meta_get(db, "codec");
 	if (!s || strcmp(s, c ? c->name : "none") != 0) {
 		snprintf(why, whylen, "%s", "the archive's format changed");
@@ -288,27 +258,94 @@ static int validate(const char *index_path, const char *archive, const struct id
 		free(s);
 	}
 	s = db_meta_get(db, "fingerprint");
-	if (idx_fingerprint(file, fp, sizeof(fp)) < 0 || !s || strcmp(s, fp) != 0) {
+	if (idx_fingerprint(*file, fp, sizeof(fp)) < 0 || !s || strcmp(s, fp) != 0) {
 		snprintf(why, whylen, "%s", "the archive's content changed");
 		goto out;
 	}
 	err = 0;
 out:
 	free(s);
+	return err;
+}
+
+/* archive: a local file; else rem: a remote object.  keep (may be NULL): see
+ * idx_validate_keep. */
+static int validate(const char *index_path, const char *archive, const struct idx_subject *rem,
+		    const struct idx_build_opts *o, struct idx_kept *keep, char *why,
+		    size_t whylen)
+{
+	struct idx_kept mem = {0};
+	struct stat ist;
+	sqlite3 *db = NULL;
+	struct src *file = NULL;
+	int err;
+
+	why[0] = '\0';
+	if (stat(index_path, &ist) < 0)
+		return -errno;
+	index_ahead(index_path, ist.st_size);
+	if (ist.st_size == 0 || !is_sqlite_file(index_path)) {
+		snprintf(why, whylen, "%s", "not an SQLite file");
+		return -ENOTSUP;
+	}
+	/* someone else's file that we did not build and that others could have changed is not
+	 * trusted: only ours, root's or the archive owner's, and not writable by others */
+	if ((err = trusted(&ist, archive, why, whylen)) != 0)
+		return err;
+	if (archive && parts_open(archive, &file) == 0) /* read meanwhile (index_ahead) */
+		idx_fingerprint_ahead(file);
+	/* larger, in WAL mode, or out of memory: the checks read the file */
+	if (keep && (uint64_t)ist.st_size <= keep->max &&
+	    db_file_to_mem(index_path, keep->max, &mem.name, &mem.keeper) != 0)
+		mem.name = NULL;
+	err = -ESTALE;
+	if (db_open_ro(mem.name ? mem.name : index_path, &db) < 0) {
+		snprintf(why, whylen, "%s", "cannot be opened");
+		goto out;
+	}
+	if ((err = ours(db, why, whylen)) != 0)
+		goto out;
+	err = -ESTALE;
+	if (outdated(db, why, whylen))
+		goto out;
+	/* every byte, against the checksum sealed into the header (skipped for very large
+	 * indexes, whose pages SQLite still checks for structure) */
+	if ((uint64_t)ist.st_size <= SEAL_CHECK_MAX &&
+	    (mem.name ? db_check_seal_mem(mem.name) : db_check_seal(index_path)) != 0) {
+		snprintf(why, whylen, "%s", "damaged (its checksum does not match)");
+		goto out;
+	}
+	err = fits_archive(db, archive, rem, &file, o, why, whylen);
+out:
 	if (archive)
 		src_free(file);
 	sqlite3_close(db);
+	if (!err && keep) {
+		keep->name = mem.name;
+		keep->keeper = mem.keeper;
+	} else {
+		sqlite3_close(mem.keeper);
+		free(mem.name);
+	}
 	return err;
 }
 
 int idx_validate(const char *index_path, const char *archive, const struct idx_build_opts *o,
 		 char *why, size_t whylen)
 {
-	return validate(index_path, archive, NULL, o, why, whylen);
+	return validate(index_path, archive, NULL, o, NULL, why, whylen);
+}
+
+int idx_validate_keep(const char *index_path, const char *archive,
+		      const struct idx_build_opts *o, struct idx_kept *keep, char *why, size_t whylen)
+{
+	keep->name = NULL;
+	keep->keeper = NULL;
+	return validate(index_path, archive, NULL, o, keep, why, whylen);
 }
 
 int idx_validate_remote(const char *index_path, const struct idx_subject *a,
 			const struct idx_build_opts *o, char *why, size_t whylen)
 {
-	return validate(index_path, NULL, a, o, why, whylen);
+	return validate(index_path, NULL, a, o, NULL, why, whylen);
 }

@@ -11,6 +11,7 @@
 #ifndef TARSEEK_VALIDATE_H
 #define TARSEEK_VALIDATE_H
 
+#include <sqlite3.h>
 #include <stddef.h>
 
 #include "index/build.h"
@@ -20,6 +21,21 @@
  * all: never overwrite it), -EPERM (not trusted). */
 int idx_validate(const char *index_path, const char *archive, const struct idx_build_opts *o,
 		 char *why, size_t whylen);
+
+/* An index validated in memory (idx_validate_keep). */
+struct idx_kept {
+	size_t max;	 /* in: the largest index read into memory */
+	char *name;	 /* out: its name for db_open_ro ("mem:...", malloc'd), or NULL */
+	sqlite3 *keeper; /* out: the connection that keeps it (close it when done), or NULL */
+};
+
+/* As idx_validate, and an index of at most keep->max bytes is read into memory first
+ * (db_file_to_mem) and checked there, so that it is read from the disk once: if it is valid,
+ * keep->name and keep->keeper are set (else NULL: a larger index, one in WAL mode, or no memory
+ * for it, was checked on its file). */
+int idx_validate_keep(const char *index_path, const char *archive,
+		      const struct idx_build_opts *o, struct idx_kept *keep, char *why,
+		      size_t whylen);
 
 /* The archive as validation sees it, for one that is not a local file (or is read through
  * another source).  A remote object has no mtime to trust and no owner: its size, format and

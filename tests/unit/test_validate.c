@@ -8,6 +8,33 @@
 #include "index_fixtures.h"
 #include "seek/segment.h"
 
+/* idx_validate, and idx_validate_keep with the same answer and reason: every case below is
+ * checked on the file and on the index read into memory.  When valid, the kept image opens by
+ * its name and holds the index (its meta). */
+static int validate2(const char *ix, const char *ar, const struct idx_build_opts *b, char *why,
+		     size_t whylen)
+{
+	struct idx_kept k = {.max = 64u << 20};
+	char why2[256] = "unset";
+	int err = idx_validate(ix, ar, b, why, whylen);
+
+	CHECK_EQ(idx_validate_keep(ix, ar, b, &k, why2, sizeof(why2)), err);
+	CHECK_STR(why2, why);
+	CHECK_EQ(k.name != NULL, err == 0);
+	CHECK_EQ(k.keeper != NULL, err == 0);
+	if (k.name) {
+		sqlite3 *db = NULL;
+		char *format = NULL;
+		CHECK_EQ(db_open_ro(k.name, &db), 0);
+		CHECK(db && (format = db_meta_get(db, "format")) != NULL);
+		free(format);
+		sqlite3_close(db);
+	}
+	sqlite3_close(k.keeper);
+	free(k.name);
+	return err;
+}
+
 /* ---- rebuilt and refused ------------------------------------------------------------------------- */
 
 /* The index ix of ar is stale, for a reason that contains reason; idx_prepare rebuilds it,
@@ -20,7 +47,7 @@ static void expect_rebuilt_at(int line, const char *ar, const char *ix,
 	char why[256] = "unset", *p;
 	bool built;
 
-	CHECK_EQ(idx_validate(ix, ar, b, why, sizeof(why)), -ESTALE);
+	CHECK_EQ(validate2(ix, ar, b, why, sizeof(why)), -ESTALE);
 	if (!strstr(why, reason)) {
 		fprintf(stderr, "%s:%d: why == \"%s\", expected it to say \"%s\"\n", __FILE__,
 			__LINE__, why, reason);
@@ -31,7 +58,7 @@ static void expect_rebuilt_at(int line, const char *ar, const char *ix,
 	CHECK(built);
 	CHECK(logged(TFS_LOG_NOTICE, "rebuilding", why));
 	free(p);
-	CHECK_EQ(idx_validate(ix, ar, b, why, sizeof(why)), 0);
+	CHECK_EQ(validate2(ix, ar, b, why, sizeof(why)), 0);
 	if (tu_failures != before)
 		fprintf(stderr, "    (in the case at line %d)\n", line);
 }
@@ -60,7 +87,7 @@ static void expect_refused_at(int line, const char *ar, const char *ix, const ch
 	char why[256] = "unset", *p;
 	bool built;
 
-	CHECK_EQ(idx_validate(ix, ar, &o.build, why, sizeof(why)), -ENOTSUP);
+	CHECK_EQ(validate2(ix, ar, &o.build, why, sizeof(why)), -ENOTSUP);
 	CHECK(strstr(why, reason) != NULL);
 	struct snap s = snap_of(ix);
 	o.index_file = ix;
@@ -122,9 +149,9 @@ static void test_validate(void)
 	struct snap s2 = snap_of(ix);
 	CHECK(snap_same(&s, &s2));
 	strcpy(why, "unset");
-	CHECK_EQ(idx_validate(ix, ar, &b, why, sizeof(why)), 0);
+	CHECK_EQ(validate2(ix, ar, &b, why, sizeof(why)), 0);
 	CHECK_STR(why, "");
-	CHECK_EQ(idx_validate(pth("%s/none.sqlite", dir), ar, &b, why, sizeof(why)), -ENOENT);
+	CHECK_EQ(validate2(pth("%s/none.sqlite", dir), ar, &b, why, sizeof(why)), -ENOENT);
 
 	/* the archive's content changed, its size and mtime kept: the fingerprint tells, at the
 	 * head (a member's data, a header) and at the tail */
@@ -157,7 +184,7 @@ static void test_validate(void)
 	b2.progress = no_progress;
 	b2.gzip_spacing = 64 * 1024; /* a plain tar has no checkpoints */
 	b2.strip_ext = true;	     /* without recursion there is nothing to strip */
-	CHECK_EQ(idx_validate(ix, ar, &b2, why, sizeof(why)), 0);
+	CHECK_EQ(validate2(ix, ar, &b2, why, sizeof(why)), 0);
 	b2 = b;
 	b2.ignore_zeros = true;
 	expect_rebuilt(ar, ix, &b2, "options");
@@ -177,35 +204,35 @@ static void test_validate(void)
 	edit_index(ix, "UPDATE meta SET value = '4' WHERE key = 'format'", true);
 	expect_rebuilt(ar, ix, &b, "version");
 	edit_index(ix, "UPDATE meta SET value = '3' WHERE key = 'format'", false);
-	CHECK_EQ(idx_validate(ix, ar, &b, why, sizeof(why)), -ESTALE);
+	CHECK_EQ(validate2(ix, ar, &b, why, sizeof(why)), -ESTALE);
 	build_ok(ar, ix, &b);
 
 	/* a zip's index from before encrypted entries could be read (one marked so): rebuilt;
 	 * the same mark in another kind's index, or another reason, is no reason */
 	edit_index(ix, "UPDATE entries SET unreadable = -13, why = 'encrypted (no password "
 		       "support)' WHERE id = (SELECT max(id) FROM entries)", true);
-	CHECK_EQ(idx_validate(ix, ar, &b, why, sizeof(why)), 0);
+	CHECK_EQ(validate2(ix, ar, &b, why, sizeof(why)), 0);
 	edit_index(ix, "UPDATE meta SET value = 'zip' WHERE key = 'kind'", true);
 	expect_rebuilt(ar, ix, &b, "encrypted zip entries");
 	edit_index(ix, "UPDATE meta SET value = 'zip' WHERE key = 'kind';"
 		       "UPDATE entries SET unreadable = -13, why = 'other' WHERE id = "
 		       "(SELECT max(id) FROM entries)", true);
-	CHECK_EQ(idx_validate(ix, ar, &b, why, sizeof(why)), 0);
+	CHECK_EQ(validate2(ix, ar, &b, why, sizeof(why)), 0);
 	build_ok(ar, ix, &b);
 
 	/* made before tarseek read disk images, file systems and ar libraries (no meta
 	 * 'readers'): rebuilt when built with -r, or when libarchive found the archive empty;
 	 * else kept */
 	edit_index(ix, "DELETE FROM meta WHERE key = 'readers'", true);
-	CHECK_EQ(idx_validate(ix, ar, &b, why, sizeof(why)), 0);
+	CHECK_EQ(validate2(ix, ar, &b, why, sizeof(why)), 0);
 	edit_index(ix, "UPDATE meta SET value = 'libarchive' WHERE key = 'kind'", true);
-	CHECK_EQ(idx_validate(ix, ar, &b, why, sizeof(why)), 0); /* it has members */
+	CHECK_EQ(validate2(ix, ar, &b, why, sizeof(why)), 0); /* it has members */
 	edit_index(ix, "UPDATE meta SET value = '0' WHERE key = 'members'", true);
 	expect_rebuilt(ar, ix, &b, "disk images");
 	b2 = b;
 	b2.recursion = 1;
 	build_ok(ar, ix, &b2);
-	CHECK_EQ(idx_validate(ix, ar, &b2, why, sizeof(why)), 0);
+	CHECK_EQ(validate2(ix, ar, &b2, why, sizeof(why)), 0);
 	edit_index(ix, "DELETE FROM meta WHERE key = 'readers'", true);
 	expect_rebuilt(ar, ix, &b2, "disk images");
 	build_ok(ar, ix, &b);
@@ -229,7 +256,7 @@ static void test_validate(void)
 	expect_rebuilt(ar, ix, &b, "checksum");
 	CHECK_EQ(stat(ix, &st), 0);
 	poke(ix, st.st_size / 2, 0x04, false); /* some byte of some page */
-	CHECK_EQ(idx_validate(ix, ar, &b, why, sizeof(why)), -ESTALE);
+	CHECK_EQ(validate2(ix, ar, &b, why, sizeof(why)), -ESTALE);
 	expect_rebuilt(ar, ix, &b, "");
 
 	/* truncated: stale (rebuilt), never taken for another program's file */
@@ -238,7 +265,7 @@ static void test_validate(void)
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 		copy_file(ix, cut);
 		CHECK_EQ(truncate(cut, cuts[i]), 0);
-		int err = idx_validate(cut, ar, &b, why, sizeof(why));
+		int err = validate2(cut, ar, &b, why, sizeof(why));
 		if (err != -ESTALE) {
 			fprintf(stderr,
 				"%s:%d: an index cut to %lld bytes: %d (%s), expected "
@@ -386,7 +413,7 @@ static void test_gzip_segments(void)
 	set_segment_crcs(ix, t.p, SEG_SHIFT);
 	edit_index(ix, "UPDATE meta SET value = '5' WHERE key = 'format';"
 		       "UPDATE streams SET crcs = 1 WHERE id = 1", true);
-	CHECK_EQ(idx_validate(ix, gz, &b, why, sizeof(why)), 0);
+	CHECK_EQ(validate2(ix, gz, &b, why, sizeof(why)), 0);
 	CHECK(read_big(gz, ix, &b, d, size));
 	/* 1 MiB CRCs where 64 KiB ones belong (and back): damage */
 	edit_index(ix, "UPDATE streams SET crcs = 3 WHERE id = 1", true);
@@ -420,7 +447,7 @@ static void test_trust(void)
 
 	/* someone else's (not the archive owner's) */
 	CHECK_EQ(chown(ix, 4242, 4242), 0);
-	CHECK_EQ(idx_validate(ix, ar, &o.build, why, sizeof(why)), -EPERM);
+	CHECK_EQ(validate2(ix, ar, &o.build, why, sizeof(why)), -EPERM);
 	CHECK(strstr(why, "4242") != NULL);
 	struct snap s = snap_of(ix);
 	o.index_file = ix;
@@ -448,15 +475,15 @@ static void test_trust(void)
 	CHECK_EQ(chown(ar, 4242, 4242), 0);
 	CHECK_EQ(chmod(ix, 0644), 0);
 	CHECK_EQ(chown(ix, 4242, 4242), 0);
-	CHECK_EQ(idx_validate(ix, ar, &o.build, why, sizeof(why)), 0);
+	CHECK_EQ(validate2(ix, ar, &o.build, why, sizeof(why)), 0);
 	CHECK_EQ(chmod(ix, 0664), 0);
-	CHECK_EQ(idx_validate(ix, ar, &o.build, why, sizeof(why)), -EPERM);
+	CHECK_EQ(validate2(ix, ar, &o.build, why, sizeof(why)), -EPERM);
 	CHECK_EQ(chmod(ix, 0646), 0);
-	CHECK_EQ(idx_validate(ix, ar, &o.build, why, sizeof(why)), -EPERM);
+	CHECK_EQ(validate2(ix, ar, &o.build, why, sizeof(why)), -EPERM);
 	/* ours, even writable by others */
 	CHECK_EQ(chown(ix, 0, 0), 0);
 	CHECK_EQ(chmod(ix, 0666), 0);
-	CHECK_EQ(idx_validate(ix, ar, &o.build, why, sizeof(why)), 0);
+	CHECK_EQ(validate2(ix, ar, &o.build, why, sizeof(why)), 0);
 	unlink(beside);
 }
 
