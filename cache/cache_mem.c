@@ -71,6 +71,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/env.h"
 #include "common/pool.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -161,15 +162,6 @@ static struct cm_block *pop(struct cm_block **list, unsigned first, unsigned las
 	return NULL;
 }
 
-/* Whether regions are advised into huge pages (see the top of the file): TARSEEK_THP=0 says
- * no.  Asked at each region mapped (every 64 MiB at most). */
-static bool use_thp(void)
-{
-	const char *e = getenv("TARSEEK_THP");
-
-	return !(e && strcmp(e, "0") == 0);
-}
-
 /* A new region: CM_REGION bytes aligned to a huge page, or NULL.  Any thread, no lock. */
 static uint8_t *map_region(void)
 {
@@ -184,7 +176,7 @@ static uint8_t *map_region(void)
 		munmap(p, (size_t)(a - p));
 	if (a + CM_REGION < p + CM_REGION + CM_HUGE)
 		munmap(a + CM_REGION, (size_t)(p + CM_REGION + CM_HUGE - (a + CM_REGION)));
-	if (use_thp())
+	if (env_thp()) /* see the top of the file */
 		madvise(a, CM_REGION, MADV_HUGEPAGE); /* advice: no error matters */
 	CM_POISON(a, CM_REGION);
 	return a;

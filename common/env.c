@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 uint64_t env_number(const char *name, uint64_t dflt, uint64_t min, uint64_t max)
 {
@@ -15,4 +16,11 @@ uint64_t env_number(const char *name, uint64_t dflt, uint64_t min, uint64_t max)
 	errno = 0;
 	n = strtoull(v, &end, 10);
 	return *end || errno || n < min || n > max ? dflt : (uint64_t)n;
+}
+
+bool env_thp(void)
+{
+	const char *e = getenv("TARSEEK_THP");
+
+	return !(e && strcmp(e, "0") == 0);
 }

@@ -19,6 +19,7 @@
  * first touches of its pages; on huge pages it takes 3-10 ms in all, and 0.4 ms instead of
  * ~2 + 3-10 ms for the 0.9 MB index of a sosreport.  A smaller image (a nested archive's index
  * of a few pages) stays on small pages, which waste less than the 2 MiB rounding would.
+ * TARSEEK_THP=0 keeps every image on small pages (common/env.h).
  */
 #include "common/memvfs.h"
 
@@ -32,6 +33,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/env.h"
 #include "common/source.h"
 
 #define VFS_NAME "tarseek-mem"
@@ -76,7 +78,8 @@ static unsigned char *huge_map(size_t maplen)
 		munmap(raw, head);
 	if (slack - head)
 		munmap(p + maplen, slack - head);
-	(void)madvise(p, maplen, MADV_HUGEPAGE);	/* EINVAL: no THP here, small pages */
+	if (env_thp())
+		(void)madvise(p, maplen, MADV_HUGEPAGE); /* EINVAL: no THP here, small pages */
 	(void)madvise(p, maplen, MADV_POPULATE_WRITE); /* EINVAL before 5.14: faults on fill */
 	return p;
 }
