@@ -12,14 +12,13 @@
  * index, one per nested archive opened), and it is walked only when a connection opens.
  *
  * The buffer is anonymous memory, made whole before it is filled (one system call instead of a
- * page fault per 4 KiB page, each a VM exit on the VMs measured here).  An image of
- * IMG_HUGE_MIN bytes or more is laid on transparent huge pages (2 MiB, madvise): on those VMs
- * a fresh 4 KiB page costs again at its first read after the fill, so a 26.7 MB index (a
+ * page fault per 4 KiB page, each a VM exit on the VMs measured here).  The whole 2 MiB
+ * pieces of an image lie on transparent huge pages (madvise), its tail on small ones: on those
+ * VMs a fresh 4 KiB page costs again at its first read after the fill, so a 26.7 MB index (a
  * gzip archive's, with its windows) took ~70 ms to make and fill and ~70 ms more for SQLite's
- * first touches of its pages; on huge pages it takes 3-10 ms in all, and 0.4 ms instead of
- * ~2 + 3-10 ms for the 0.9 MB index of a sosreport.  A smaller image (a nested archive's index
- * of a few pages) stays on small pages, which waste less than the 2 MiB rounding would.
- * TARSEEK_THP=0 keeps every image on small pages (common/env.h).
+ * first touches of its pages; on huge pages it takes 3-10 ms in all.  Only whole pieces: a
+ * union of a hundred sosreports (0.9 MB indexes) would hold 200 MB of huge pages instead of
+ * 90 MB.  TARSEEK_THP=0 keeps every image on small pages (common/env.h).
  */
 #include "common/memvfs.h"
 
@@ -38,7 +37,6 @@
 
 #define VFS_NAME "tarseek-mem"
 #define HUGE_PAGE ((size_t)2 << 20)	/* x86-64's and arm64's (4 KiB pages) PMD size */
-#define IMG_HUGE_MIN ((size_t)512 << 10) /* smaller images stay on small pages */
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels say EINVAL */
 #endif
@@ -62,9 +60,10 @@ static unsigned long counter;	  /* lock */
 
 /* ---- the buffer ------------------------------------------------------------------------- */
 
-/* maplen bytes of anonymous memory at a multiple of HUGE_PAGE, on huge pages where the kernel
- * has them (else small ones), made whole: NULL if out of memory. */
-static unsigned char *huge_map(size_t maplen)
+/* maplen bytes of anonymous memory, made whole, starting at a multiple of HUGE_PAGE with its
+ * first `huge` bytes (a multiple of it) on huge pages where the kernel has them: NULL if out of
+ * memory. */
+static unsigned char *huge_map(size_t maplen, size_t huge)
 {
 	size_t slack = HUGE_PAGE, head;
 	unsigned char *raw = mmap(NULL, maplen + slack, PROT_READ | PROT_WRITE,
@@ -78,26 +77,25 @@ static unsigned char *huge_map(size_t maplen)
 		munmap(raw, head);
 	if (slack - head)
 		munmap(p + maplen, slack - head);
-	if (env_thp())
-		(void)madvise(p, maplen, MADV_HUGEPAGE); /* EINVAL: no THP here, small pages */
-	(void)madvise(p, maplen, MADV_POPULATE_WRITE); /* EINVAL before 5.14: faults on fill */
+	(void)madvise(p, huge, MADV_HUGEPAGE); /* EINVAL: no THP here, small pages */
+	if (madvise(p, maplen, MADV_POPULATE_WRITE) != 0) /* EINVAL before 5.14 */
+		memset(p, 0, maplen);
 	return p;
 }
 
 static int img_new(size_t len, struct memvfs_img **out)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), huge = len / HUGE_PAGE * HUGE_PAGE;
 	struct memvfs_img *img = calloc(1, sizeof(*img));
 
 	*out = NULL;
 	if (!img)
 		return -ENOMEM;
 	img->len = len;
-	if (len >= IMG_HUGE_MIN) {
-		img->maplen = (len + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-		img->data = huge_map(img->maplen);
+	img->maplen = len ? (len + page - 1) / page * page : page;
+	if (huge && env_thp()) {
+		img->data = huge_map(img->maplen, huge);
 	} else {
-		img->maplen = len ? (len + page - 1) / page * page : page;
 		img->data = mmap(NULL, img->maplen, PROT_READ | PROT_WRITE,
 				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 		if (img->data == MAP_FAILED)

@@ -18,7 +18,7 @@
 #include "testutil.h"
 
 #define ROWS 20000	/* a ~0.4 MB database: an image on small pages */
-#define ROWS_BIG 80000 /* ~1.6 MB: on huge pages (memvfs.c's IMG_HUGE_MIN is 512 KiB) */
+#define ROWS_BIG 150000 /* ~3 MB: a 2 MiB piece on a huge page (memvfs.c), the tail on small ones */
 
 static char dir[] = "/tmp/tarseek-memvfs-XXXXXX";
 
@@ -194,8 +194,8 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	test_file(ROWS, 0, 512 << 10);
-	test_file(ROWS_BIG, 512 << 10, 64l << 20);
+	test_file(ROWS, 0, 2 << 20);
+	test_file(ROWS_BIG, 2 << 20, 4 << 20);
 	test_refused();
 	char cmd[160];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
