@@ -41,12 +41,23 @@ def tree(tmp_path_factory):
     return tar, ref
 
 
+_compressed = {}  # argv -> the tree's tar compressed with it, made once per module
+
+
 def make(tree, tmp_path, argv, suffix):
+    """The tree's tar compressed with argv, as tmp_path/tree<suffix>: a copy of the one made by
+    the first test that asked for it (the compressors write the same bytes every time; a
+    dozen tests use xz -3, whose run took most of each one's time)."""
     tar, _ = tree
+    key = tuple(argv)
+    if key not in _compressed:
+        made = tar.parent / f"tree-{len(_compressed)}{suffix}"
+        with open(tar, "rb") as i, open(made, "wb") as o:
+            r = subprocess.run(argv, stdin=i, stdout=o, stderr=subprocess.PIPE)
+        assert r.returncode == 0, (argv, r.stderr)
+        _compressed[key] = made
     out = tmp_path / ("tree" + suffix)
-    with open(tar, "rb") as i, open(out, "wb") as o:
-        r = subprocess.run(argv, stdin=i, stdout=o, stderr=subprocess.PIPE)
-    assert r.returncode == 0, (argv, r.stderr)
+    shutil.copyfile(_compressed[key], out)
     return out
 
 
