@@ -31,6 +31,22 @@ extern int tu_failures;
 		}                                                                                  \
 	} while (0)
 
+/* TU_SANITIZED: 1 in a tree built with AddressSanitizer (gcc's __SANITIZE_ADDRESS__, clang's
+ * __has_feature), else 0.  The damage loops that run the same code hundreds of times take a
+ * smaller input there (tools/test.sh's sanitizer pass runs every unit test once more, after the
+ * first tree ran them whole): the same kinds of damage, streams and checkpoints, fewer bytes
+ * behind each; the first tree keeps the full sizes. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TU_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TU_SANITIZED 1
+#endif
+#endif
+#ifndef TU_SANITIZED
+#define TU_SANITIZED 0
+#endif
+
 /* Exit status for main(): 1 if any check failed, else 0. */
 int tu_exit(void);
 
