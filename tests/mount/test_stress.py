@@ -1,10 +1,11 @@
 """Concurrency and load (issue 6, part 5).
 
 16 reader threads for a bounded time (STRESS_SECONDS each: 3 s, 8 s under the sanitizers)
-on a ~34 MB tar compressed with xz (1 MiB blocks) and with gzip, mounted with --cache-size 16M so that the cache evicts all
-the time: each thread picks random members and either reads one whole, sequentially, or makes
-random-offset reads of it; every byte is compared with the original.  The daemon's resident
-memory (VmRSS) is sampled every 100 ms and must stay under the cache budget plus 64 MiB.
+on a ~34 MB tar compressed with xz (1 MiB blocks) and with gzip, mounted with --cache-size
+16M so that the cache evicts all the time: each thread picks random members and either reads
+one whole, sequentially, or makes random-offset reads of it; every byte is compared with the
+original.  The daemon's resident memory (VmRSS) is sampled every 100 ms and must stay under
+the cache budget plus 64 MiB.
 Then: SIGTERM and SIGINT while 8 threads read end the daemon cleanly (exit 0, mount gone,
 readers come back); and two daemons on the same index at once, both serving right bytes.
 
