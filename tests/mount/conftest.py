@@ -26,6 +26,7 @@ marked `kernel_caches` runs again when its assertion failed while somebody dropp
 kernel's caches (/proc/vmstat's drop counters moved).
 """
 import errno
+import hashlib
 import os
 import random
 import shutil
@@ -402,6 +403,37 @@ def semi_random(n, seed=0):
 def random_bytes(n, seed=0):
     import random
     return random.Random(seed).randbytes(n)
+
+
+def compress_file(argv, src, out):
+    """Runs argv (a compressor: stdin -> stdout) on the file src into out; returns out.
+
+    tools/test.sh tests the same sources in two trees one after the other (the release build,
+    then the sanitizers'), and the compressors write the same bytes for the same command and
+    input: with TARSEEK_TU_CACHE set (as for the unit tests' tu_pipe, tests/unit/testutil.c)
+    the output is kept there under a hash of the command and src's bytes, and the next tree's
+    test copies it instead of running the tool again.  An input that differs (a tar of files
+    written with the time of the run) only misses the cache."""
+    argv = [os.fspath(a) for a in argv]
+    cache = os.environ.get("TARSEEK_TU_CACHE")
+    kept = None
+    if cache and os.path.isdir(cache):
+        h = hashlib.sha256("\0".join(argv).encode() + b"\0\0")
+        with open(src, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        kept = os.path.join(cache, "mount-" + h.hexdigest())
+        if os.path.exists(kept):
+            shutil.copyfile(kept, out)
+            return out
+    with open(src, "rb") as i, open(out, "wb") as o:
+        r = subprocess.run(argv, stdin=i, stdout=o, stderr=subprocess.PIPE)
+    assert r.returncode == 0, (argv, r.stderr)
+    if kept:
+        tmp = f"{kept}.{os.getpid()}.tmp"
+        shutil.copyfile(out, tmp)
+        os.replace(tmp, kept)  # whole, or not there
+    return out
 
 
 def run(*argv, check=True, **kw):

@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from conftest import (text_data, TARSEEK, compare_trees, gnu_extract, have, make_tree, require_codec,
-                      require_tool, run, semi_random)
+from conftest import (text_data, TARSEEK, compare_trees, compress_file, gnu_extract, have,
+                      make_tree, require_codec, require_tool, run, semi_random)
 
 
 
@@ -34,8 +34,12 @@ def tree(tmp_path_factory):
     (data / "semi.bin").write_bytes(semi_random(700_000, 2))
     for i in range(60):
         (data / f"f{i:02d}.txt").write_bytes(text_data(500 + i * 997, 10 + i))
+    # fixed times and order: the same tar in every tree, whose compressed copies the next
+    # tree takes from TARSEEK_TU_CACHE (compress_file)
+    for p in sorted(data.iterdir()) + [data, src]:
+        os.utime(p, (1_600_000_000, 1_600_000_000))
     tar = base / "tree.tar"
-    run("tar", "cf", tar, "-C", src, ".")
+    run("tar", "cf", tar, "--sort=name", "-C", src, ".")
     ref = base / "ref"
     gnu_extract(tar, ref)
     return tar, ref
@@ -52,10 +56,7 @@ def make(tree, tmp_path, argv, suffix):
     key = tuple(argv)
     if key not in _compressed:
         made = tar.parent / f"tree-{len(_compressed)}{suffix}"
-        with open(tar, "rb") as i, open(made, "wb") as o:
-            r = subprocess.run(argv, stdin=i, stdout=o, stderr=subprocess.PIPE)
-        assert r.returncode == 0, (argv, r.stderr)
-        _compressed[key] = made
+        _compressed[key] = compress_file(argv, tar, made)
     out = tmp_path / ("tree" + suffix)
     shutil.copyfile(_compressed[key], out)
     return out
