@@ -14,8 +14,9 @@
 #      index) pass on zlib alone (the mount tests of 1 run zlib's path at run time too:
 #      test_*_zlib).  It runs every unit test, and the mount tests that reach most of the
 #      daemon's own code: test_plain, test_shadow, test_concurrency, test_hostile,
-#      test_damage (its matrix as a seeded sample) and test_peers (archives behind a codec).  The containers' and codecs' parsers have
-#      their unit tests and fuzzers under the sanitizers; SANITIZE=full adds every mount test
+#      test_damage (its matrix as a seeded sample) and test_peers (archives behind a codec).
+#      The containers' and codecs' parsers have their unit tests and fuzzers under the
+#      sanitizers; SANITIZE=full adds every mount test
 #      and case, the matrices whole and test_zip's entries of 1 and 4.4 GB;
 #   4. each libFuzzer harness for FUZZ_SECONDS (default 3: the harnesses build, read their
 #      corpora and run; the campaigns are tests/fuzz/campaign.sh's), one at a time, beside 2
