@@ -135,6 +135,20 @@ static int img_add(struct memvfs_img *img)
 	return 0;
 }
 
+/* The image called name, with or without MEMVFS_PREFIX, or NULL (the caller holds the lock). */
+static struct memvfs_img *find_locked(const char *name)
+{
+	size_t k = strlen(MEMVFS_PREFIX);
+	struct memvfs_img *img;
+
+	if (strncmp(name, MEMVFS_PREFIX, k) == 0)
+		name += k;
+	for (img = images; img; img = img->next)
+		if (strcmp(img->name + k, name) == 0)
+			break;
+	return img;
+}
+
 /* Drops one reference (the caller holds the lock): unlinks and frees the image at zero. */
 static void img_put_locked(struct memvfs_img *img)
 {
@@ -286,9 +300,7 @@ static int vfs_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int fla
 	if (!name || (flags & SQLITE_OPEN_CREATE))
 		return SQLITE_CANTOPEN;
 	pthread_mutex_lock(&lock);
-	for (img = images; img; img = img->next)
-		if (strcmp(img->name + strlen(MEMVFS_PREFIX), name) == 0)
-			break;
+	img = find_locked(name);
 	if (img)
 		img->refs++;
 	pthread_mutex_unlock(&lock);
@@ -447,9 +459,7 @@ int memvfs_bytes(const char *name, const void **data, size_t *len)
 	struct memvfs_img *img;
 
 	pthread_mutex_lock(&lock);
-	for (img = images; img; img = img->next)
-		if (strcmp(img->name, name) == 0)
-			break;
+	img = find_locked(name);
 	if (img) {
 		*data = img->data;
 		*len = img->len;
