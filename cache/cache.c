@@ -21,6 +21,7 @@
  * and when).
  */
 #include "cache/cache.h"
+#include "common/may_block.h"
 #include "cache/cache_int.h"
 
 #include <pthread.h>
@@ -214,13 +215,13 @@ int cache_get(struct cache *c, const struct cache_key *k, struct cache_buf **out
 {
 	struct entry *e;
 
+	bool told = false;
+
 	*out = NULL;
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
 		e = find(c, k);
-		if (!e)
-			break;
-		if (e->buf) {
+		if (e && e->buf) {
 			list_move_head(&c->lru, &e->lru);
 			cache_buf_ref(e->buf);
 			*out = e->buf;
@@ -228,6 +229,17 @@ int cache_get(struct cache *c, const struct cache_key *k, struct cache_buf **out
 			pthread_mutex_unlock(&c->lock);
 			return 0;
 		}
+		/* Not in memory: we wait for the thread decoding it, or read the disk tier, or
+		 * the caller decodes it.  A request loop's thread is told first (may_block.h). */
+		if (!told && may_block_armed()) {
+			told = true;
+			pthread_mutex_unlock(&c->lock);
+			may_block();
+			pthread_mutex_lock(&c->lock);
+			continue;
+		}
+		if (!e)
+			break;
 		pthread_cond_wait(&c->filled, &c->lock);
 	}
 	struct cache_buf *b = miss_locked(c, k);

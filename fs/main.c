@@ -37,6 +37,7 @@
 #include "index/open.h"
 #include "seek/workers.h"
 #include "fs/handles.h"
+#include "fs/loop.h"
 #include "fs/mountpoint.h"
 #include "fs/options.h"
 #include "seek/prefetch.h"
@@ -53,6 +54,8 @@
 #endif
 
 #define AHEAD_THREADS 4 /* threads decoding ahead, at most (and at most one per core) */
+#define LOOP_THREADS 10 /* threads answering requests, at most (libfuse's default) */
+#define LOOP_SPIN_US 50 /* the request loop's leader reads that long before it sleeps */
 #define TFS_HANDLES 4096 /* idle files and folders kept open by inode (no open mode) */
 
 /* Many archives in one mount each hold a descriptor or more: allow as many as we may. */
@@ -149,12 +152,9 @@ static int add_source(struct un *un, const char *path, const struct arch_opts *a
 }
 
 /* SIGTERM, SIGINT, SIGHUP: a clean unmount.  Like libfuse's handler this ends the session;
- * unlike it, a signal taken by a thread other than the main one is passed on to the main
- * thread, which waits in sem_wait() inside fuse_session_loop_mt() and wakes only for a
- * signal of its own (a worker that took it between its exit check and its read() of
- * /dev/fuse would otherwise leave the daemon waiting for the next request). */
+ * and it wakes the request loop (loop_wake: its threads wait on an eventfd beside /dev/fuse),
+ * whichever thread took the signal. */
 static struct fuse_session *sig_session;
-static pthread_t sig_main_thread;
 static volatile sig_atomic_t sig_caught;
 
 static void on_exit_signal(int sig)
@@ -162,8 +162,7 @@ static void on_exit_signal(int sig)
 	sig_caught = sig;
 	if (sig_session)
 		fuse_session_exit(sig_session);
-	if (!pthread_equal(pthread_self(), sig_main_thread))
-		pthread_kill(sig_main_thread, sig);
+	loop_wake();
 }
 
 static int set_exit_signals(struct fuse_session *se, bool on)
@@ -172,7 +171,6 @@ static int set_exit_signals(struct fuse_session *se, bool on)
 	const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
 
 	sig_session = on ? se : NULL;
-	sig_main_thread = pthread_self();
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		if (sigaction(sigs[i], &sa, NULL) != 0)
@@ -472,7 +470,6 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 		 struct prefetch *pf, const struct arch_env *env)
 {
 	struct fuse_session *se = fuse_session_new(args, &tfs_ops, sizeof(tfs_ops), t);
-	struct fuse_loop_config *loop = NULL;
 	struct bg bg = {.o = o, .t = t, .pf = pf, .gone_fd = -1, .stop_fd = -1};
 	int ret = 1;
 
@@ -492,21 +489,16 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 		park_threads(env);
 	if (detach(o->foreground, o->mountpoint, &t->ready_fd, &bg.gone_fd) != 0)
 		goto out_unmount;
-	sig_main_thread = pthread_self(); /* the thread that runs the loop, after the fork */
 	if (!o->foreground)
 		dlog_detached(); /* the --log-file, else syslog */
 	add_net_disk(o);
 	watch_start(t->watch, se);
 	bg_start(&bg);
-	if (o->single_thread) {
-		ret = fuse_session_loop(se);
-	} else {
-		loop = fuse_loop_cfg_create();
-		if (!loop)
-			goto out_unmount;
-		fuse_loop_cfg_set_clone_fd(loop, 0);
-		fuse_loop_cfg_set_idle_threads(loop, 10);
-		ret = fuse_session_loop_mt(se, loop);
+	{
+		struct loop_params lp = {.max_threads = o->single_thread ? 1 : LOOP_THREADS,
+					 .spin_us = (unsigned)env_number("TARSEEK_SPIN_US", LOOP_SPIN_US,
+									 0, 100000)};
+		ret = loop_run(se, &lp);
 	}
 	/* the loop returns the signal that ended it: that is a clean unmount too */
 	ret = (ret == 0 || sig_caught || ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ? 0 : 1;
@@ -521,7 +513,6 @@ out_session:
 	fuse_session_destroy(se);
 	t->warm = NULL;
 	warmup_stop(bg.warm); /* the connection is closed: a listing it waits for fails now */
-	fuse_loop_cfg_destroy(loop);
 	return ret;
 }
 

@@ -30,10 +30,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/may_block.h"
 #include "fs/dirplus.h"
 #include "fs/handles.h"
 #include "seek/prefetch.h"
@@ -41,6 +43,7 @@
 #include "fs/tfs.h"
 
 #define BLKSIZE (128 * 1024)
+#define SYS_CACHESTAT 451 /* the same number on every architecture */
 
 static struct tfs *tfs_of(fuse_req_t req)
 {
@@ -554,6 +557,23 @@ static void reply_put(struct reply_buf *b)
 	free(b);
 }
 
+/* Whether every page of [off, off + len) of fd is in the page cache (cachestat(2), Linux
+ * 6.5; false where it is missing). */
+static bool in_page_cache(int fd, uint64_t off, uint64_t len)
+{
+	struct {
+		uint64_t off, len;
+	} range = {off, len};
+	struct {
+		uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+	} cs;
+	uint64_t first = off / 4096, last = (off + len + 4095) / 4096;
+
+	if (syscall(SYS_CACHESTAT, fd, &range, &cs, 0) != 0)
+		return false;
+	return cs.nr_cache >= last - first;
+}
+
 static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
@@ -576,6 +596,8 @@ static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	size_t n = un_direct(f, (uint64_t)off, size, &fd, &fd_off);
 	if (n) {
 		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(n);
+		if (!in_page_cache(fd, fd_off, n))
+			may_block(); /* the reply reads the disk */
 		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 		bv.buf[0].fd = fd;
 		bv.buf[0].pos = (off_t)fd_off;

@@ -27,6 +27,7 @@
 #include "common/hash.h"
 #include "common/parts.h"
 #include "common/htable.h"
+#include "common/may_block.h"
 #include "containers/container.h"
 #include "containers/tar/tar.h"
 
@@ -265,6 +266,7 @@ static int dt_lookup(void *t, uint64_t dir, const char *name, size_t len, struct
 	int err;
 	char *rel = rel_of(d, dir, &err), *p;
 
+	may_block(); /* the disk */
 	if (!rel)
 		return err;
 	if (memchr(name, '/', len) || (len == 1 && name[0] == '.') ||
@@ -289,6 +291,7 @@ static int dt_getattr(void *t, uint64_t ino, struct arch_attr *out)
 	int err;
 	char *rel = rel_of(d, ino, &err);
 
+	may_block(); /* the disk */
 	if (!rel)
 		return err;
 	err = stat_rel(d, rel, out);
@@ -310,6 +313,7 @@ static int dt_readdir(void *t, uint64_t dir, uint64_t after, arch_dirent_fn fn, 
 	DIR *dp;
 	struct dirent *de;
 
+	may_block(); /* the disk */
 	rel = rel_of(d, dir, &err);
 	if (!rel)
 		return err;
@@ -385,6 +389,7 @@ static int dt_readlink(void *t, uint64_t ino, char *buf, size_t size, size_t *le
 	char tmp[65536];
 	ssize_t n;
 
+	may_block(); /* the disk */
 	if (!rel)
 		return err;
 	n = readlinkat(d->rootfd, rel, tmp, sizeof(tmp));
@@ -419,6 +424,7 @@ static ssize_t dt_listxattr(void *t, uint64_t ino, char *buf, size_t size)
 	char *p = abs_of(t, ino, &err);
 	ssize_t n;
 
+	may_block(); /* the disk */
 	if (!p)
 		return err;
 	n = llistxattr(p, buf, size);
@@ -433,6 +439,7 @@ static ssize_t dt_getxattr(void *t, uint64_t ino, const char *name, void *buf, s
 	char *p = abs_of(t, ino, &err);
 	ssize_t n;
 
+	may_block(); /* the disk */
 	if (!p)
 		return err;
 	n = lgetxattr(p, name, buf, size);
@@ -483,6 +490,7 @@ static int dt_open(void *t, uint64_t ino, void **fh)
 	int err, fd;
 	char *rel = rel_of(d, ino, &err);
 
+	may_block(); /* the disk */
 	*fh = NULL;
 	if (!rel)
 		return err;
@@ -505,6 +513,7 @@ static ssize_t dt_read(void *fh, void *buf, size_t len, uint64_t off)
 	struct dfile *f = fh;
 	size_t done = 0;
 
+	may_block(); /* the disk */
 	while (done < len) {
 		ssize_t n = pread(f->fd, (char *)buf + done, len - done, (off_t)(off + done));
 		if (n < 0 && errno == EINTR)

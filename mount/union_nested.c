@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "common/hash.h"
+#include "common/may_block.h"
 #include "index/archive.h"
 #include "mount/dirtree.h"
 
@@ -76,6 +77,7 @@ int un_resolve_nested(struct un *u, unsigned *src, struct arch_attr *a)
 	found = nested_find(u, *src, a->ino, &ns);
 	pthread_mutex_unlock(&u->nested_lock);
 	if (!found) {
+		may_block(); /* opening it may mean indexing it */
 		if (s->ops == &tree_archive_ops) {
 			err = arch_nested(s->t, a->ino, &na);
 		} else { /* an archive file in a folder source: opened as a top-level one */

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "common/may_block.h"
 #include "common/list.h"
 #include "common/pool.h"
 
@@ -349,6 +350,7 @@ static ssize_t rmt_pread(void *opaque, void *buf, size_t len, uint64_t off)
 	size_t done = 0;
 	int err;
 
+	may_block(); /* the server may be asked */
 	if (off >= r->size || len == 0)
 		return 0;
 	if (len > r->size - off)
