@@ -75,7 +75,7 @@ def test_own_formats_load_neither_library(mount, tmp_path, kind):
         with mount(archive) as m:
             check_files(m.path)
             libs = mapped(m.proc.pid)
-            assert any(lib.startswith("libfuse3") for lib in libs), libs  # maps are read
+            assert any(lib.startswith("libc.so") for lib in libs), libs  # maps are read
             for name in ON_DEMAND:
                 assert not loads(m.proc.pid, name), f"{name} is mapped: {sorted(libs)}"
 
