@@ -37,7 +37,9 @@ struct loop {
 	struct fuse_session *se;
 	int fd;		      /* the session's device, O_NONBLOCK */
 	int wake_fd;	      /* eventfd: readable once the loop ends */
-	uint64_t spin_ns;     /* the leader reads this long before it sleeps */
+	uint64_t spin_ns, busy_spin_ns; /* the leader reads this long before it sleeps */
+	bool (*busy)(void *arg);
+	void *busy_arg;
 	unsigned max_threads; /* <= LOOP_THREADS_MAX */
 	pthread_mutex_t lock;
 	pthread_cond_t turn; /* followers wait here for the lead */
@@ -96,7 +98,8 @@ static void end_locked(struct loop *l, int err)
  * is readable. */
 static int receive(struct loop *l, struct fuse_buf *buf)
 {
-	uint64_t until = l->spin_ns ? now_ns() + l->spin_ns : 0;
+	uint64_t spin = l->busy && l->busy(l->busy_arg) ? l->busy_spin_ns : l->spin_ns;
+	uint64_t until = spin ? now_ns() + spin : 0;
 
 	for (;;) {
 		int res;
@@ -244,7 +247,8 @@ static void *worker_main(void *arg)
 int loop_run(struct fuse_session *se, const struct loop_params *p)
 {
 	struct loop l = {.se = se, .fd = fuse_session_fd(se), .spin_ns = (uint64_t)p->spin_us * 1000u,
-			 .max_threads = p->max_threads};
+			 .busy_spin_ns = (uint64_t)p->busy_spin_us * 1000u, .busy = p->busy,
+			 .busy_arg = p->busy_arg, .max_threads = p->max_threads};
 	int flags = fcntl(l.fd, F_GETFL), err = 0;
 
 	if (l.max_threads < 1)

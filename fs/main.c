@@ -55,7 +55,8 @@
 
 #define AHEAD_THREADS 4 /* threads decoding ahead, at most (and at most one per core) */
 #define LOOP_THREADS 10 /* threads answering requests, at most (libfuse's default) */
-#define LOOP_SPIN_US 50 /* the request loop's leader reads that long before it sleeps */
+#define LOOP_SPIN_US 50 /* the request loop's leader reads that long before it sleeps, */
+#define LOOP_BUSY_SPIN_US 20 /* ... or that long while the prefetch decodes (fs/loop.h) */
 #define TFS_HANDLES 4096 /* idle files and folders kept open by inode (no open mode) */
 
 /* Many archives in one mount each hold a descriptor or more: allow as many as we may. */
@@ -466,6 +467,12 @@ static void bg_stop(struct bg *b)
 }
 
 /* Mounts, detaches unless -f, and serves until unmounted or signalled.  The exit status. */
+/* The request loop's busy(): the prefetch decodes (fs/loop.h). */
+static bool prefetching(void *pf)
+{
+	return pf_running(pf);
+}
+
 static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 		 struct prefetch *pf, const struct arch_env *env)
 {
@@ -495,9 +502,12 @@ static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 	watch_start(t->watch, se);
 	bg_start(&bg);
 	{
+		unsigned spin = (unsigned)env_number("TARSEEK_SPIN_US", LOOP_SPIN_US, 0, 100000);
 		struct loop_params lp = {.max_threads = o->single_thread ? 1 : LOOP_THREADS,
-					 .spin_us = (unsigned)env_number("TARSEEK_SPIN_US", LOOP_SPIN_US,
-									 0, 100000)};
+					 .spin_us = spin,
+					 .busy_spin_us = spin < LOOP_BUSY_SPIN_US ? spin
+										  : LOOP_BUSY_SPIN_US,
+					 .busy = prefetching, .busy_arg = pf};
 		ret = loop_run(se, &lp);
 	}
 	/* the loop returns the signal that ended it: that is a clean unmount too */

@@ -222,6 +222,18 @@ int pf_start(struct prefetch *pf)
 	return pf->started ? 0 : err;
 }
 
+bool pf_running(struct prefetch *pf)
+{
+	bool r;
+
+	if (!pf)
+		return false;
+	pthread_mutex_lock(&pf->lock);
+	r = pf->started && pf->running;
+	pthread_mutex_unlock(&pf->lock);
+	return r;
+}
+
 void pf_get_stats(struct prefetch *pf, struct pf_stats *out)
 {
 	pthread_mutex_lock(&pf->lock);

@@ -78,6 +78,10 @@ struct pf_stats {
 };
 void pf_get_stats(struct prefetch *pf, struct pf_stats *out);
 
+/* True while its threads decode (started, not all done).  For the request loop, which spins
+ * less while cores are busy (fs/loop.h).  NULL: false. */
+bool pf_running(struct prefetch *pf);
+
 /* Stops the threads and joins them.  NULL does nothing. */
 void pf_free(struct prefetch *pf);
 
