@@ -2,9 +2,10 @@
  * loop.h).
  *
  * State, under the loop's lock: whether a thread holds the lead (reads the device), how many
- * threads exist and how many wait for the lead.  Threads are started as they are needed
- * (a leader hands the lead over and nobody waits for it) and stay until the end, when
- * loop_run joins them all: at most max_threads, as in libfuse's loop.
+ * threads exist and how many wait for the lead.  Threads are jobs of the process's pool
+ * (common/pool.h), started as they are needed (a leader hands the lead over and nobody waits
+ * for it); they stay until the end, when loop_run joins them all: at most max_threads, as in
+ * libfuse's loop.
  *
  * The end is final and shown by one eventfd (wake_fd), written once: by the thread whose
  * read found the session gone, or by loop_wake from a signal handler.  The leader polls it
@@ -30,6 +31,7 @@
 
 #include "common/log.h"
 #include "common/may_block.h"
+#include "common/pool.h"
 
 #define LOOP_THREADS_MAX 64
 
@@ -52,8 +54,8 @@ struct loop {
 
 struct worker {
 	struct loop *l;
-	pthread_t id;
-	bool lead; /* this thread holds the lead */
+	struct pool_job *job; /* its thread (common/pool.h), joined by loop_run */
+	bool lead;	      /* this thread holds the lead */
 };
 
 /* For loop_wake (a signal handler): the running loop's eventfd, or -1. */
@@ -134,11 +136,11 @@ static int start_locked(struct loop *l)
 	w->l = l;
 	w->lead = true;
 	l->lead_taken = true;
-	err = pthread_create(&w->id, NULL, worker_main, w);
+	err = pool_start(worker_main, w, "tarseek-fuse", 0, &w->job);
 	if (err) {
 		l->lead_taken = false;
 		free(w);
-		return -err;
+		return err;
 	}
 	l->w[l->threads++] = w;
 	return 0;
@@ -282,7 +284,7 @@ int loop_run(struct fuse_session *se, const struct loop_params *p)
 	pthread_mutex_unlock(&l.lock);
 	atomic_store(&signal_fd, -1);
 	for (unsigned i = 0; i < n; i++) {
-		pthread_join(l.w[i]->id, NULL);
+		pool_join(l.w[i]->job);
 		free(l.w[i]);
 	}
 	if (!err)
