@@ -21,7 +21,6 @@
  * and when).
  */
 #include "cache/cache.h"
-#include "common/may_block.h"
 #include "cache/cache_int.h"
 
 #include <pthread.h>
@@ -30,6 +29,7 @@
 #include "common/hash.h"
 #include "common/htable.h"
 #include "common/list.h"
+#include "common/may_block.h"
 
 struct entry {
 	struct htable_node hnode; /* in cache.table (first: a lookup reads it, then the key) */
@@ -214,7 +214,6 @@ static struct cache_buf *miss_locked(struct cache *c, const struct cache_key *k)
 int cache_get(struct cache *c, const struct cache_key *k, struct cache_buf **out)
 {
 	struct entry *e;
-
 	bool told = false;
 
 	*out = NULL;

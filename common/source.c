@@ -2,7 +2,6 @@
  * generic wrapper that loops over short reads and keeps a high-water mark for progress.
  */
 #include "common/source.h"
-#include "common/may_block.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +11,8 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#include "common/may_block.h"
 
 struct src {
 	const struct src_ops *ops;

@@ -466,13 +466,13 @@ static void bg_stop(struct bg *b)
 	b->stop_fd = b->gone_fd = -1;
 }
 
-/* Mounts, detaches unless -f, and serves until unmounted or signalled.  The exit status. */
 /* The request loop's busy(): the prefetch decodes (fs/loop.h). */
 static bool prefetching(void *pf)
 {
 	return pf_running(pf);
 }
 
+/* Mounts, detaches unless -f, and serves until unmounted or signalled.  The exit status. */
 static int serve(const struct options *o, struct fuse_args *args, struct tfs *t,
 		 struct prefetch *pf, const struct arch_env *env)
 {
