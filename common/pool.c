@@ -25,7 +25,8 @@ struct pool_job {
 	void *arg;
 	void *ret;
 	char name[16];
-	bool done; /* P.lock */
+	bool done;	  /* P.lock */
+	struct slot *own; /* pool_start_own: its thread, joined by pool_join; else NULL */
 };
 
 struct slot {
@@ -35,6 +36,7 @@ struct slot {
 	/* P.lock: */
 	struct pool_job *job; /* running or about to: NULL while idle */
 	bool quit;
+	bool own; /* ends with its job (pool_start_own), never idle */
 	struct slot *next_idle, *next_all;
 };
 
@@ -79,6 +81,10 @@ static void *slot_main(void *arg)
 		j->ret = ret;
 		j->done = true;
 		s->job = NULL;
+		if (s->own) { /* pool_join joins this thread */
+			pthread_cond_broadcast(&P.done);
+			break;
+		}
 		s->next_idle = P.idle;
 		P.idle = s;
 		P.nidle++;
@@ -155,8 +161,8 @@ static int new_slot(struct pool_job *j, int nice)
 	return 0;
 }
 
-int pool_start(void *(*fn)(void *arg), void *arg, const char *name, int nice,
-	       struct pool_job **out)
+static int start(void *(*fn)(void *arg), void *arg, const char *name, int nice, bool own,
+		 struct pool_job **out)
 {
 	struct pool_job *j;
 	int err = 0;
@@ -175,12 +181,16 @@ int pool_start(void *(*fn)(void *arg), void *arg, const char *name, int nice,
 		pthread_atfork(fork_prepare, fork_parent, fork_child);
 		P.atfork = true;
 	}
-	struct slot *s = take_idle(nice);
+	struct slot *s = own ? NULL : take_idle(nice);
 	if (s) {
 		s->job = j;
 		pthread_cond_signal(&s->wake);
 	} else {
 		err = new_slot(j, nice);
+		if (!err && own) {
+			j->own = P.all; /* new_slot put it first */
+			j->own->own = true;
+		}
 	}
 	pthread_mutex_unlock(&P.lock);
 	if (err) {
@@ -189,6 +199,18 @@ int pool_start(void *(*fn)(void *arg), void *arg, const char *name, int nice,
 	}
 	*out = j;
 	return 0;
+}
+
+int pool_start(void *(*fn)(void *arg), void *arg, const char *name, int nice,
+	       struct pool_job **out)
+{
+	return start(fn, arg, name, nice, false, out);
+}
+
+int pool_start_own(void *(*fn)(void *arg), void *arg, const char *name, int nice,
+		   struct pool_job **out)
+{
+	return start(fn, arg, name, nice, true, out);
 }
 
 void *pool_join(struct pool_job *j)
@@ -201,7 +223,22 @@ void *pool_join(struct pool_job *j)
 	while (!j->done)
 		pthread_cond_wait(&P.done, &P.lock);
 	ret = j->ret;
+	struct slot *s = j->own;
+	if (s) {
+		for (struct slot **pp = &P.all; *pp; pp = &(*pp)->next_all) {
+			if (*pp == s) {
+				*pp = s->next_all;
+				break;
+			}
+		}
+		P.threads--;
+	}
 	pthread_mutex_unlock(&P.lock);
+	if (s) {
+		pthread_join(s->thread, NULL);
+		pthread_cond_destroy(&s->wake);
+		free(s);
+	}
 	free(j);
 	return ret;
 }

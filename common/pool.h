@@ -41,6 +41,13 @@ struct pool_job;
 int pool_start(void *(*fn)(void *arg), void *arg, const char *name, int nice,
 	       struct pool_job **out);
 
+/* As pool_start, on a new thread of its own that ends with the job: pool_join joins that
+ * thread, so its thread-local storage has gone (its destructors run) when pool_join returns.
+ * For the FUSE request loop's threads (fs/loop.c): libfuse keeps a pipe per thread under a key
+ * that the session's end deletes, so a pool thread that outlived the session leaked it. */
+int pool_start_own(void *(*fn)(void *arg), void *arg, const char *name, int nice,
+		   struct pool_job **out);
+
 /* Waits for the job to end, frees its handle and returns what fn returned.  Once per job;
  * NULL returns NULL. */
 void *pool_join(struct pool_job *job);

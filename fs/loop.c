@@ -3,9 +3,10 @@
  *
  * State, under the loop's lock: whether a thread holds the lead (reads the device), how many
  * threads exist and how many wait for the lead.  Threads are jobs of the process's pool
- * (common/pool.h), started as they are needed (a leader hands the lead over and nobody waits
- * for it); they stay until the end, when loop_run joins them all: at most max_threads, as in
- * libfuse's loop.
+ * (common/pool.h) on threads of their own (pool_start_own: libfuse's per-thread pipe goes
+ * with each when loop_run joins it, before the session ends), started as they are needed
+ * (a leader hands the lead over and nobody waits for it); they stay until the end, when
+ * loop_run joins them all: at most max_threads, as in libfuse's loop.
  *
  * The end is final and shown by one eventfd (wake_fd), written once: by the thread whose
  * read found the session gone, or by loop_wake from a signal handler.  The leader polls it
@@ -136,7 +137,7 @@ static int start_locked(struct loop *l)
 	w->l = l;
 	w->lead = true;
 	l->lead_taken = true;
-	err = pool_start(worker_main, w, "tarseek-fuse", 0, &w->job);
+	err = pool_start_own(worker_main, w, "tarseek-fuse", 0, &w->job);
 	if (err) {
 		l->lead_taken = false;
 		free(w);

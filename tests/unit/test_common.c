@@ -54,6 +54,51 @@ static void *my_nice(void *arg)
 	return (void *)(intptr_t)(n + 100);
 }
 
+static pthread_key_t own_key;
+static atomic_int own_freed;
+
+static void own_destructor(void *v)
+{
+	free(v);
+	atomic_fetch_add(&own_freed, 1);
+}
+
+/* Keeps something under a thread-local key, as libfuse keeps its pipe per thread. */
+static void *keep_local(void *arg)
+{
+	pthread_setspecific(own_key, malloc(24));
+	return arg;
+}
+
+/* pool_start_own: a thread of the job's own, joined by pool_join, so its thread-local
+ * storage is freed (the key's destructor has run) when pool_join returns; it is never kept
+ * idle or reused. */
+static void test_pool_own(void)
+{
+	struct pool_job *j = NULL;
+	unsigned threads, idle, t0, i0;
+	unsigned long started, s0;
+
+	CHECK_EQ(pthread_key_create(&own_key, own_destructor), 0);
+	pool_counts(&t0, &i0, &s0);
+	for (int round = 1; round <= 2; round++) {
+		CHECK_EQ(pool_start_own(keep_local, (void *)7, "t-own", 0, &j), 0);
+		CHECK_EQ((uintptr_t)pool_join(j), 7);
+		CHECK_EQ(atomic_load(&own_freed), round);
+		pool_counts(&threads, &idle, &started);
+		CHECK_EQ(threads, t0);
+		CHECK_EQ(idle, i0);
+		CHECK_EQ(started, s0 + (unsigned long)round);
+	}
+	/* a plain pool job keeps its thread, and with it what it keeps under the key */
+	CHECK_EQ(pool_start(keep_local, NULL, "t-kept", 0, &j), 0);
+	pool_join(j);
+	CHECK_EQ(atomic_load(&own_freed), 2);
+	pool_shutdown(); /* the idle thread ends: its destructor runs */
+	CHECK_EQ(atomic_load(&own_freed), 3);
+	pthread_key_delete(own_key);
+}
+
 static void test_pool(void)
 {
 	struct pool_job *j = NULL, *k = NULL;
@@ -271,6 +316,7 @@ int main(void)
 {
 	test_log_ring();
 	test_pool();
+	test_pool_own();
 	test_htable();
 	test_list();
 	return tu_exit();
