@@ -32,6 +32,7 @@ struct prefetch {
 	struct pool_job **threads; /* started of them, joined by pf_free */
 	unsigned started;
 	atomic_bool stop;
+	atomic_bool active; /* threads started and not all done: pf_running, lock-free */
 
 	pthread_mutex_t lock;
 	/* protected by lock (items and queued_bytes are fixed once started): */
@@ -58,6 +59,7 @@ struct prefetch *pf_new(unsigned threads, uint64_t budget)
 		return NULL;
 	}
 	atomic_init(&pf->stop, false);
+	atomic_init(&pf->active, false);
 	pthread_mutex_init(&pf->lock, NULL);
 	return pf;
 }
@@ -178,7 +180,9 @@ static void *pf_thread(void *arg)
 		pthread_mutex_unlock(&pf->lock);
 	}
 	pthread_mutex_lock(&pf->lock);
-	if (--pf->running == 0 && !atomic_load(&pf->stop)) {
+	if (--pf->running == 0)
+		atomic_store(&pf->active, false);
+	if (pf->running == 0 && !atomic_load(&pf->stop)) {
 		pf->st.finished = true;
 		tfs_log(TFS_LOG_INFO, "prefetch done: %llu chunks decoded%s%s",
 			(unsigned long long)pf->st.chunks_done,
@@ -205,6 +209,7 @@ int pf_start(struct prefetch *pf)
 	if (!slow)
 		pf->nthreads = 1;
 	pf->running = pf->nthreads;
+	atomic_store(&pf->active, true);
 	pthread_mutex_unlock(&pf->lock);
 	for (; pf->started < pf->nthreads; pf->started++) {
 		err = pool_start(pf_thread, pf, "tarseek-prefetch", PF_NICE,
@@ -215,6 +220,8 @@ int pf_start(struct prefetch *pf)
 	if (err) { /* fewer threads: those that started do the work */
 		pthread_mutex_lock(&pf->lock);
 		pf->running -= pf->nthreads - pf->started;
+		if (pf->running == 0)
+			atomic_store(&pf->active, false);
 		pthread_mutex_unlock(&pf->lock);
 		tfs_log(TFS_LOG_WARNING, "prefetch: %u of %u threads: %s", pf->started,
 			pf->nthreads, strerror(-err));
@@ -224,14 +231,7 @@ int pf_start(struct prefetch *pf)
 
 bool pf_running(struct prefetch *pf)
 {
-	bool r;
-
-	if (!pf)
-		return false;
-	pthread_mutex_lock(&pf->lock);
-	r = pf->started && pf->running;
-	pthread_mutex_unlock(&pf->lock);
-	return r;
+	return pf && atomic_load_explicit(&pf->active, memory_order_relaxed);
 }
 
 void pf_get_stats(struct prefetch *pf, struct pf_stats *out)

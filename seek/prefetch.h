@@ -78,8 +78,9 @@ struct pf_stats {
 };
 void pf_get_stats(struct prefetch *pf, struct pf_stats *out);
 
-/* True while its threads decode (started, not all done).  For the request loop, which spins
- * less while cores are busy (fs/loop.h).  NULL: false. */
+/* True while its threads decode (started, not all done).  For the request loop, which asks
+ * before every request it waits for and spins less while cores are busy (fs/loop.h): one
+ * atomic load, no lock.  NULL: false. */
 bool pf_running(struct prefetch *pf);
 
 /* Stops the threads and joins them.  NULL does nothing. */
