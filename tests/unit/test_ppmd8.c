@@ -161,6 +161,11 @@ static void check_roundtrip(const uint8_t *data, size_t len, unsigned level, uns
 		CHECK_EQ(ret, PPMD8_MORE);
 		CHECK(got == len && memcmp(out, data, len) == 0);
 	}
+	/* Under the sanitizers a stream of megabytes is decoded once (seconds there, each): its
+	 * restarts and cut-offs are the point; the end marker and codec_read are checked on the
+	 * smaller ones. */
+	if (TU_SANITIZED && len > 400000)
+		goto out;
 	/* 7-Zip ends the data with an end marker: one symbol more is PPMD8_END */
 	ret = decode(&e, e.p + 2, e.len - 2, out, len + 1, whole, 1, whole, 1, &got);
 	CHECK_EQ(ret, PPMD8_END);
