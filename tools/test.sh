@@ -18,9 +18,10 @@
 #      The containers' and codecs' parsers have their unit tests and fuzzers under the
 #      sanitizers; SANITIZE=full adds every mount test
 #      and case, the matrices whole and test_zip's entries of 1 and 4.4 GB;
-#   4. each libFuzzer harness for FUZZ_SECONDS (default 3: the harnesses build, read their
-#      corpora and run; the campaigns are tests/fuzz/campaign.sh's), one at a time, beside 2
-#      and 3.
+#   4. each libFuzzer harness for FUZZ_SECONDS (default 1: the harnesses build, replay their
+#      seeds, corpora and regressions -- libFuzzer runs all of them before it looks at the
+#      time -- and fuzz a little; the campaigns are tests/fuzz/campaign.sh's), one at a time,
+#      beside 2 and 3.
 # The package is built without the unit tests (-Dtests=false: it runs none).
 # The trees of 2, 3 and 4 (its core library) are built in the background, at nice 19,
 # one after the other, while the tests of 1 run (they leave a core idle much of the time);
@@ -115,7 +116,7 @@ if [ "${NOISAL:-1}" != 0 ] && grep -q '^#define HAVE_ISAL 1' "$build/config.h"; 
   noisal=1
 fi
 sanitize=${SANITIZE:-1}
-fuzz=${FUZZ_SECONDS:-3}
+fuzz=${FUZZ_SECONDS:-1}
 [ -x tests/fuzz/run.sh ] || fuzz=0
 bg_dir=$(mktemp -d /tmp/tarseek-test-bg.XXXXXX)
 pkg_dir=$(mktemp -d /tmp/tarseek-pkgtest.XXXXXX)
