@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -118,40 +119,47 @@ uint8_t *tu_pipe(const char *cmd, const void *in, size_t inlen, size_t *outlen)
 	return out;
 }
 
+/* The child is started with posix_spawn, not fork: glibc's shares the test's memory until the
+ * exec instead of copying its page tables, which for a test holding tens of megabytes cost
+ * more system time than the tools themselves (test_compress with no cached outputs: 11.6 s of
+ * system time with fork, 5.3 with posix_spawn; every unit test of the first tree, two at a
+ * time: 62 -> 50 s of system time, 107 -> 99 s). */
 static uint8_t *pipe_run(const char *cmd, const void *in, size_t inlen, size_t *outlen)
 {
-	int pin[2], pout[2], status;
+	extern char **environ;
+	int pin[2], pout[2], status, err;
 	pid_t pid;
 	pthread_t th;
 	struct feeder f;
 	uint8_t *out = NULL;
 	size_t len = 0, cap = 0;
+	posix_spawn_file_actions_t fa;
+	char *argv[] = {"sh", "-c", (char *)cmd, NULL};
 
 	signal(SIGPIPE, SIG_IGN);
-	if (pipe(pin) < 0)
+	if (pipe2(pin, O_CLOEXEC) < 0)
 		return NULL;
-	if (pipe(pout) < 0) {
+	if (pipe2(pout, O_CLOEXEC) < 0) {
 		close(pin[0]);
 		close(pin[1]);
 		return NULL;
 	}
-	pid = fork();
-	if (pid < 0) {
+	/* the dup2s clear close-on-exec on 0 and 1; the pipes' own descriptors close at the exec */
+	err = posix_spawn_file_actions_init(&fa);
+	if (!err) {
+		err = posix_spawn_file_actions_adddup2(&fa, pin[0], 0);
+		if (!err)
+			err = posix_spawn_file_actions_adddup2(&fa, pout[1], 1);
+		if (!err)
+			err = posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	if (err) {
 		close(pin[0]);
 		close(pin[1]);
 		close(pout[0]);
 		close(pout[1]);
 		return NULL;
-	}
-	if (pid == 0) {
-		dup2(pin[0], 0);
-		dup2(pout[1], 1);
-		close(pin[0]);
-		close(pin[1]);
-		close(pout[0]);
-		close(pout[1]);
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-		_exit(127);
 	}
 	close(pin[0]);
 	close(pout[1]);
