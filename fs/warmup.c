@@ -104,6 +104,10 @@ static bool still_mounted(struct warmup *w)
 	return !w->gone;
 }
 
+/* The longest sleep while the walk gives way: warmup_stop joins the walk, and a long quiet_ms
+ * (the tests') slept in one piece held the daemon's exit for that long after an unmount. */
+#define GIVE_WAY_TICK_NS (10 * 1000 * 1000u)
+
 /* Waits until quiet_ms have passed since the user's last request (see warmup.h).  While it
  * waits the walk is not the dirplus walker: the user's listings are then bare or not by the
  * usual rules, and those of folders the walk has yet to list are dropped before it does
@@ -126,6 +130,8 @@ static bool give_way(struct warmup *w)
 		}
 		waited = true;
 		uint64_t left = quiet - (now - last);
+		if (left > GIVE_WAY_TICK_NS) /* stop and the unmount are looked at every tick */
+			left = GIVE_WAY_TICK_NS;
 		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
 		nanosleep(&ts, NULL);
 		if (!still_mounted(w)) {

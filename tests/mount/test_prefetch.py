@@ -225,20 +225,27 @@ def test_warm_pages_leave_nothing_to_read(mount, bundle):
         assert delta(before, requests(m.path)) == {}
 
 
+def wide_tar(tmp_path):
+    """30,000 one-byte files in 300 folders: long enough to walk that a read right after the
+    mount comes first."""
+    import io
+    import tarfile
+    tar = tmp_path / "wide.tar"
+    with tarfile.open(tar, "w", format=tarfile.GNU_FORMAT) as t:
+        for i in range(30000):
+            info = tarfile.TarInfo(f"g{i // 100:03d}/f{i:05d}")
+            info.size = 1
+            t.addfile(info, io.BytesIO(b"z"))
+    return tar
+
+
 @pytest.mark.kernel_caches
 def test_warmup_waits_for_the_user(mount, tmp_path):
     """The warm-up gives way to the user's requests: after a read it waits (tree=waiting)
     and lists nothing until the user has been quiet for the quiet time
     (TARSEEK_WARMUP_QUIET_MS, made long here), then goes on to the end.  Polling the status
     (GETXATTR) does not hold it up."""
-    import io
-    import tarfile
-    tar = tmp_path / "wide.tar"
-    with tarfile.open(tar, "w", format=tarfile.GNU_FORMAT) as t:
-        for i in range(30000):  # long enough to walk that the read below comes first
-            info = tarfile.TarInfo(f"g{i // 100:03d}/f{i:05d}")
-            info.size = 1
-            t.addfile(info, io.BytesIO(b"z"))
+    tar = wide_tar(tmp_path)
     with mount(tar, env={"TARSEEK_WARMUP_QUIET_MS": "4000"}) as m:
         assert read(os.path.join(m.path, "g299/f29999")) == b"z"  # the user's request
         # at its next folder the walk gives way (a listing under way has ended by then)
@@ -263,6 +270,17 @@ def test_warmup_waits_for_the_user(mount, tmp_path):
         before = requests(m.path)
         assert os.stat(os.path.join(m.path, "g123/f12345")).st_size == 1
         assert "lookup" not in delta(before, requests(m.path))
+
+
+def test_unmount_while_the_warmup_gives_way(mount, tmp_path):
+    """An unmount while the walk waits for the user to be quiet ends the daemon at once, not
+    when the quiet time is over (10 minutes here; mount() fails a daemon still running 30 s
+    after its unmount)."""
+    tar = wide_tar(tmp_path)
+    with mount(tar, env={"TARSEEK_WARMUP_QUIET_MS": "600000"}) as m:
+        assert read(os.path.join(m.path, "g299/f29999")) == b"z"  # the user's request
+        wait_for("giving way", lambda: prefetch_state(m.path)["tree"] in ("waiting", "done"))
+        assert prefetch_state(m.path)["tree"] == "waiting"
 
 
 def test_no_warmup_without_prefetch(mount, bundle):
