@@ -79,6 +79,11 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The longest the warm-up sleeps while it waits (for the user, for the prefetch) before it looks
+ * at stop and the mount table again: warmup_stop joins it, and a long quiet_ms (the tests')
+ * slept in one piece held the daemon's exit for that long after an unmount. */
+#define WARMUP_TICK_NS (10 * 1000 * 1000u)
+
 /* True while the mount point still shows the file system being warmed.  Not by looking at the
  * mount point: a path lookup that ends on it holds the mount for the moment it takes, and an
  * unmount at that moment is refused as busy.  The mount table is read again only when a poll
@@ -104,10 +109,6 @@ static bool still_mounted(struct warmup *w)
 	return !w->gone;
 }
 
-/* The longest sleep while the walk gives way: warmup_stop joins the walk, and a long quiet_ms
- * (the tests') slept in one piece held the daemon's exit for that long after an unmount. */
-#define GIVE_WAY_TICK_NS (10 * 1000 * 1000u)
-
 /* Waits until quiet_ms have passed since the user's last request (see warmup.h).  While it
  * waits the walk is not the dirplus walker: the user's listings are then bare or not by the
  * usual rules, and those of folders the walk has yet to list are dropped before it does
@@ -130,8 +131,8 @@ static bool give_way(struct warmup *w)
 		}
 		waited = true;
 		uint64_t left = quiet - (now - last);
-		if (left > GIVE_WAY_TICK_NS) /* stop and the unmount are looked at every tick */
-			left = GIVE_WAY_TICK_NS;
+		if (left > WARMUP_TICK_NS)
+			left = WARMUP_TICK_NS;
 		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
 		nanosleep(&ts, NULL);
 		if (!still_mounted(w)) {
@@ -374,7 +375,7 @@ out:
  * if some archive was not prefetched (its pages would have to be decoded now). */
 static bool wait_prefetch(struct warmup *w)
 {
-	struct timespec tick = {0, 10 * 1000 * 1000};
+	struct timespec tick = {0, WARMUP_TICK_NS};
 
 	for (;;) {
 		struct pf_stats st;
