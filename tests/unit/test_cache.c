@@ -362,17 +362,6 @@ static void test_stream_ids(void)
 	cache_free(c);
 }
 
-/* Whether this kernel can populate memory without writing to it (Linux 5.14). */
-static bool populate_works(void)
-{
-	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	bool ok = p != MAP_FAILED && madvise(p, 4096, 23 /* MADV_POPULATE_WRITE */) == 0;
-
-	if (p != MAP_FAILED)
-		munmap(p, 4096);
-	return ok;
-}
-
 /* cache_mem.c: sizes round up by at most a step; a freed block is what the next request of
  * its size (or up to 1/4 smaller) gets, bytes still there; past CM_KEEP free bytes, blocks
  * are handed back (cold) and still reused; requests over CM_MAX are malloc's. */
@@ -410,18 +399,16 @@ static void test_mem(void)
 	cmem_free(NULL, 0);
 
 	/* with a cache's budget to grow into, the ahead thread populates up to 16 MiB (CM_AHEAD)
-	 * past what was handed out, where the kernel has MADV_POPULATE_WRITE, and no more */
+	 * past what was handed out, and no more */
 	cmem_expect(256 << 20);
 	b = cmem_alloc(200000, &c2); /* new memory (no free block of its size): it wakes */
 	CHECK(b);
-	if (populate_works()) {
-		/* the alloc woke it (busy from then on: cache_int.h); once it sleeps with nothing wanted it
-		 * has done all it will: at least 8 MiB, at most 16 MiB and the one huge page it
-		 * was at when the mark was passed */
-		TU_WAIT((cmem_get_stats(&s), !s.ahead_busy));
-		CHECK(s.prefaulted - s0.prefaulted >= (8u << 20));
-		CHECK(s.prefaulted <= s.carved + (16u << 20) + (2u << 20));
-	}
+	/* the alloc woke it (busy from then on: cache_int.h); once it sleeps with nothing wanted it
+	 * has done all it will: at least 8 MiB, at most 16 MiB and the one huge page it was at
+	 * when the mark was passed */
+	TU_WAIT((cmem_get_stats(&s), !s.ahead_busy));
+	CHECK(s.prefaulted - s0.prefaulted >= (8u << 20));
+	CHECK(s.prefaulted <= s.carved + (16u << 20) + (2u << 20));
 	cmem_free(b, c2);
 	cmem_expect(-(256 << 20));
 
