@@ -11,14 +11,15 @@ shadow with --shadow.
 """
 import os
 import shutil
+import sqlite3
 import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import (text_data, TARSEEK, compare_trees, compress_file, gnu_extract, have,
-                      make_tree, require_codec, require_tool, run, semi_random)
+from conftest import (text_data, TARSEEK, checkpoints, compare_trees, compress_file, gnu_extract,
+                      have, make_tree, require_codec, require_tool, run, semi_random)
 
 
 
@@ -123,10 +124,20 @@ def test_gzip_only_when_asked(tree, tmp_path, mount):
     with mount(archive, "--index-file", index, "--shadow", "auto", "--no-prefetch"):
         pass
     assert not os.path.exists(shadow_of(index))  # cheap already: none under auto
+    dense = checkpoints(index)
     with mount(archive, "--index-file", index, "--shadow", "always", "--recreate-index",
                "--no-prefetch"):
         pass
     assert os.path.exists(shadow_of(index))
+    # with a shadow the checkpoints are only the way back: 4 MiB apart, not 256 KiB, and the
+    # index says so (an index asked for with --gzip-spacing 256K is then made again)
+    assert dense >= 8 and checkpoints(index) <= dense // 4, (dense, checkpoints(index))
+    db = sqlite3.connect(index)
+    try:
+        opts = db.execute("SELECT value FROM meta WHERE key = 'options'").fetchone()[0]
+    finally:
+        db.close()
+    assert "gzip_spacing=4194304;" in opts, opts
     with mount(archive, "--index-file", index, "--shadow", "always", "--no-prefetch") as m:
         compare_trees(m.path, tree[1])
         assert xattr(os.path.join(m.path, "data", "text.txt"), "shadow") == "open"

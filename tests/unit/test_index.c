@@ -970,6 +970,22 @@ static void test_options_string(void)
 		y.recursion = 1; /* each option its own field: no two sets read the same */
 		opts_differ(k, &x, &y, true);
 	}
+	/* no spacing asked for: gzip's dense one, but 4 MiB under --shadow always (the shadow
+	 * serves the reads), and the string tells the two apart */
+	char sa[IDX_OPTIONS_MAX], sb[IDX_OPTIONS_MAX];
+	x = (struct idx_build_opts){.gzip_spacing = 4 * MIB, .spacing_any = true, .threads = 1};
+	CHECK(idx_stream_spacing(&x, "gzip") == IDX_GZIP_SPACING_DEFAULT);
+	CHECK(idx_stream_spacing(&x, "xz") == 4 * MIB);
+	idx_options_string("gzip", &x, sa, sizeof(sa));
+	x.shadow = SHADOW_AUTO;
+	CHECK(idx_stream_spacing(&x, "gzip") == IDX_GZIP_SPACING_DEFAULT);
+	x.shadow = SHADOW_ALWAYS;
+	CHECK(idx_stream_spacing(&x, "gzip") == IDX_SPACING_DEFAULT);
+	idx_options_string("gzip", &x, sb, sizeof(sb));
+	CHECK(strcmp(sa, "gzip_spacing=262144;") == 0 && strcmp(sb, "gzip_spacing=4194304;") == 0);
+	x.spacing_any = false; /* asked for: as asked, whatever the shadow */
+	x.gzip_spacing = MIB;
+	CHECK(idx_stream_spacing(&x, "gzip") == MIB);
 	/* a short buffer: truncated, terminated */
 	char small[12];
 	x = (struct idx_build_opts){
