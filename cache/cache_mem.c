@@ -98,7 +98,7 @@
 #define CM_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-#define CM_PAGE ((size_t)4 << 10)    /* touched one in each (a smaller page: still faulted) */
+#define CM_PAGE ((size_t)4 << 10)    /* touch_pages writes once in each: no page is smaller */
 #define CM_HUGE ((size_t)2 << 20)    /* a transparent huge page */
 #define CM_REGION ((size_t)64 << 20) /* mapped at a time */
 /* The ahead thread's nice: the prefetch's (PF_NICE).  Most of what it faults in is for the
